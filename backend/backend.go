@@ -1,0 +1,25 @@
+// Package backend defines how an implementation of the operators is put
+// under test. The emulator is one backend; an external command (exec) is
+// another. Suites, the golden checker and the CLI take a Backend, so the
+// same checks run against any implementation.
+package backend
+
+import (
+	"context"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Backend runs one operator on one input set.
+//
+// Run receives params already validated by the op and inputs already held
+// to its contract. It must not modify the inputs. It returns every output
+// of the op's contract by name; the cost is nil when the backend cannot
+// model one. An error means the backend failed (not that the result is
+// inaccurate: judging results is the verifier's job).
+type Backend interface {
+	Name() string
+	Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error)
+}

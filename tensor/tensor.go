@@ -1,0 +1,278 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/x448/float16"
+)
+
+// MaxElements is the default cap on the number of elements of one tensor.
+// Readers check it before allocating, so a hostile header cannot exhaust
+// memory.
+const MaxElements = 1 << 28
+
+// Tensor is a dense row-major array of one dtype. Its elements live in a
+// typed slice chosen by DType: []float64, []float32, []float16.Float16,
+// []BF16, []int8, []int32 or []uint8. Len() == product of Shape (1 for a
+// scalar of shape []).
+type Tensor struct {
+	DType DType
+	Shape []int
+	data  any
+}
+
+// New returns a zero-filled tensor. It fails for an invalid dtype, a
+// negative dimension, or more than MaxElements elements.
+func New(d DType, shape ...int) (*Tensor, error) {
+	n, err := NumElements(shape)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid dtype %d", uint8(d))
+	}
+	t := &Tensor{DType: d, Shape: append([]int(nil), shape...)}
+	switch d {
+	case Float64:
+		t.data = make([]float64, n)
+	case Float32:
+		t.data = make([]float32, n)
+	case Float16:
+		t.data = make([]float16.Float16, n)
+	case BFloat16:
+		t.data = make([]BF16, n)
+	case Int8:
+		t.data = make([]int8, n)
+	case Int32:
+		t.data = make([]int32, n)
+	case Uint8:
+		t.data = make([]uint8, n)
+	}
+	return t, nil
+}
+
+// MustNew is New for shapes known to be valid; it panics otherwise and is
+// meant for tests and package-internal constants.
+func MustNew(d DType, shape ...int) *Tensor {
+	t, err := New(d, shape...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// NumElements returns the product of shape, failing on a negative
+// dimension or a product above MaxElements (checked without overflow).
+func NumElements(shape []int) (int, error) {
+	n := 1
+	for i, s := range shape {
+		if s < 0 {
+			return 0, fmt.Errorf("shape %v: dimension %d is negative", shape, i)
+		}
+		if s != 0 && n > MaxElements/s {
+			// Keep scanning for a zero dimension: [2^40, 0] is empty, not too large.
+			for _, r := range shape[i:] {
+				if r == 0 {
+					return 0, nil
+				}
+			}
+			return 0, fmt.Errorf("shape %v: more than %d elements", shape, MaxElements)
+		}
+		n *= s
+	}
+	return n, nil
+}
+
+// FromFloat64 converts vals to a tensor of dtype d and the given shape,
+// rounding each value by the numerics profile num.
+func FromFloat64(d DType, shape []int, vals []float64, num Numerics) (*Tensor, error) {
+	t, err := New(d, shape...)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != t.Len() {
+		return nil, fmt.Errorf("shape %v needs %d values, got %d", shape, t.Len(), len(vals))
+	}
+	for i, v := range vals {
+		t.SetFloat64(i, v, num)
+	}
+	return t, nil
+}
+
+// Len is the number of elements.
+func (t *Tensor) Len() int {
+	switch s := t.data.(type) {
+	case []float64:
+		return len(s)
+	case []float32:
+		return len(s)
+	case []float16.Float16:
+		return len(s)
+	case []BF16:
+		return len(s)
+	case []int8:
+		return len(s)
+	case []int32:
+		return len(s)
+	case []uint8:
+		return len(s)
+	}
+	return 0
+}
+
+// F64 returns the backing slice of a Float64 tensor, nil for other dtypes.
+func (t *Tensor) F64() []float64 { s, _ := t.data.([]float64); return s }
+
+// F32 returns the backing slice of a Float32 tensor, nil for other dtypes.
+func (t *Tensor) F32() []float32 { s, _ := t.data.([]float32); return s }
+
+// F16 returns the backing slice of a Float16 tensor, nil for other dtypes.
+func (t *Tensor) F16() []float16.Float16 { s, _ := t.data.([]float16.Float16); return s }
+
+// BF16s returns the backing slice of a BFloat16 tensor, nil for other dtypes.
+func (t *Tensor) BF16s() []BF16 { s, _ := t.data.([]BF16); return s }
+
+// I8 returns the backing slice of an Int8 tensor, nil for other dtypes.
+func (t *Tensor) I8() []int8 { s, _ := t.data.([]int8); return s }
+
+// I32 returns the backing slice of an Int32 tensor, nil for other dtypes.
+func (t *Tensor) I32() []int32 { s, _ := t.data.([]int32); return s }
+
+// U8 returns the backing slice of a Uint8 tensor, nil for other dtypes.
+func (t *Tensor) U8() []uint8 { s, _ := t.data.([]uint8); return s }
+
+// Float64 returns element i as an exact float64.
+func (t *Tensor) Float64(i int) float64 {
+	switch s := t.data.(type) {
+	case []float64:
+		return s[i]
+	case []float32:
+		return float64(s[i])
+	case []float16.Float16:
+		return float64(s[i].Float32())
+	case []BF16:
+		return s[i].Float64()
+	case []int8:
+		return float64(s[i])
+	case []int32:
+		return float64(s[i])
+	case []uint8:
+		return float64(s[i])
+	}
+	panic("tensor: Float64 on a tensor without data")
+}
+
+// Float64s returns all elements as exact float64 values in a new slice.
+func (t *Tensor) Float64s() []float64 {
+	out := make([]float64, t.Len())
+	for i := range out {
+		out[i] = t.Float64(i)
+	}
+	return out
+}
+
+// SetFloat64 stores v at element i after rounding it to the tensor's
+// dtype by the profile num (see Numerics.Round).
+func (t *Tensor) SetFloat64(i int, v float64, num Numerics) {
+	r := num.Round(v, t.DType)
+	switch s := t.data.(type) {
+	case []float64:
+		s[i] = r
+	case []float32:
+		s[i] = float32(r) // exact: r is an fp32 value
+	case []float16.Float16:
+		s[i] = float16.Fromfloat32(float32(r)) // exact: r is an fp16 value
+	case []BF16:
+		s[i] = BF16FromFloat32(float32(r)) // exact: r is a bf16 value
+	case []int8:
+		s[i] = int8(r)
+	case []int32:
+		s[i] = int32(r)
+	case []uint8:
+		s[i] = uint8(r)
+	}
+}
+
+// Bits returns the bit pattern of element i, zero-extended: the identity
+// used by bit-exact comparisons (it distinguishes −0 from +0 and NaN
+// payloads).
+func (t *Tensor) Bits(i int) uint64 {
+	switch s := t.data.(type) {
+	case []float64:
+		return math.Float64bits(s[i])
+	case []float32:
+		return uint64(math.Float32bits(s[i]))
+	case []float16.Float16:
+		return uint64(s[i].Bits())
+	case []BF16:
+		return uint64(s[i])
+	case []int8:
+		return uint64(uint8(s[i]))
+	case []int32:
+		return uint64(uint32(s[i]))
+	case []uint8:
+		return uint64(s[i])
+	}
+	panic("tensor: Bits on a tensor without data")
+}
+
+// SetBits stores the low Size()·8 bits of b as element i's bit pattern.
+func (t *Tensor) SetBits(i int, b uint64) {
+	switch s := t.data.(type) {
+	case []float64:
+		s[i] = math.Float64frombits(b)
+	case []float32:
+		s[i] = math.Float32frombits(uint32(b))
+	case []float16.Float16:
+		s[i] = float16.Frombits(uint16(b))
+	case []BF16:
+		s[i] = BF16(b)
+	case []int8:
+		s[i] = int8(uint8(b))
+	case []int32:
+		s[i] = int32(uint32(b))
+	case []uint8:
+		s[i] = uint8(b)
+	}
+}
+
+// Clone returns a deep copy.
+func (t *Tensor) Clone() *Tensor {
+	c := MustNew(t.DType, t.Shape...)
+	for i := 0; i < t.Len(); i++ {
+		c.SetBits(i, t.Bits(i))
+	}
+	return c
+}
+
+// SameShape reports whether t has exactly the given shape.
+func (t *Tensor) SameShape(shape []int) bool {
+	if len(t.Shape) != len(shape) {
+		return false
+	}
+	for i := range shape {
+		if t.Shape[i] != shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// BitsEqual reports whether a and b have the same dtype, shape and bit
+// patterns, and returns the first differing element index otherwise
+// (-1 when dtype or shape differ).
+func BitsEqual(a, b *Tensor) (bool, int) {
+	if a.DType != b.DType || !a.SameShape(b.Shape) {
+		return false, -1
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.Bits(i) != b.Bits(i) {
+			return false, i
+		}
+	}
+	return true, 0
+}
+
+// String describes dtype and shape, e.g. "fp16[4 8]".
+func (t *Tensor) String() string { return fmt.Sprintf("%s%v", t.DType, t.Shape) }
