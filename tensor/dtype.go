@@ -162,3 +162,6 @@ func (f Format) RoundNearestEven(x float64) float64 {
 	}
 	return r
 }
+
+// UnitRoundoffValue is u = 2^-p of the format.
+func (f Format) UnitRoundoffValue() float64 { return math.Ldexp(1, -f.P) }

@@ -1,0 +1,41 @@
+# npuverify — see README.md. Every target works from a clean checkout.
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1s
+REPORT    ?= out/report
+
+.PHONY: test report fuzz golden bench lint build
+
+## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
+test:
+	$(GO) test ./...
+
+## report: accuracy + performance report on the embedded default cases.
+report:
+	$(GO) run ./cmd/npuverify report --out $(REPORT)
+
+## fuzz: run every fuzz target for FUZZTIME each (crashers land in testdata/fuzz).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## golden: regenerate the checked-in golden cases (atomic) and show what changed.
+golden:
+	$(GO) test ./golden/... -run TestUpdateGolden -update -v
+
+## bench: Go benchmarks (benchstat-friendly).
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+## lint: gofmt, go vet and staticcheck (pinned in go.mod as a tool).
+lint:
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt: files above need formatting"; exit 1)
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+build:
+	$(GO) build -o bin/npuverify ./cmd/npuverify

@@ -1,0 +1,71 @@
+package bound
+
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Output maps the float64 reference r of a value an implementation stores
+// into dtype d, together with a bound b on how far any legal
+// implementation's value before that final store may be from r, to the
+// element's expected outcome under the numerics profile num.
+//
+// For a floating d with unit roundoff u and smallest subnormal η:
+//   - a finite r whose whole interval r ± b stays below the overflow
+//     threshold T = MaxFinite + ulp(MaxFinite)/2 gives Bound = b + u·(|r|+b)
+//     + η/2 (first-order rounding of a value of magnitude ≤ |r|+b, plus
+//     the subnormal spacing); under SubnormalFlush η/2 becomes MinNormal,
+//     the most a flush can move a value;
+//   - an interval entirely at or beyond T overflows in every legal
+//     implementation: Ref ±Inf (or ±MaxFinite with Bound 0 under
+//     saturation);
+//   - an interval straddling T is overflow-ambiguous: the finite bound
+//     above holds, and ±Inf is also accepted (under saturation the clamped
+//     value ±MaxFinite is within that bound, so nothing extra is needed);
+//   - NaN and ±Inf references map to themselves, or to 0 and ±MaxFinite
+//     under saturation.
+//
+// For an integer d, an exact reference (b == 0) is rounded and saturated
+// exactly as the profile stores it, with Bound 0; otherwise Ref is r
+// clamped to the range and Bound = b + 1/2.
+func Output(r, b float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64, alt Special) {
+	f, isFloat := d.FloatFormat()
+	sat := num.Overflow == tensor.OverflowSaturate
+	if !isFloat {
+		if b == 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			return num.Round(r, d), 0, 0
+		}
+		lo, hi := d.IntRange()
+		return math.Max(lo, math.Min(hi, r)), b + 0.5, 0
+	}
+	if math.IsNaN(r) {
+		if sat {
+			return 0, 0, 0
+		}
+		return r, math.NaN(), NaN
+	}
+	if d == tensor.Float64 {
+		if math.IsInf(r, 0) {
+			return r, math.NaN(), Of(r)
+		}
+		return r, b, 0
+	}
+	inf := math.Copysign(math.Inf(1), r)
+	thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
+	if math.IsInf(r, 0) || math.Abs(r)-b >= thr {
+		if sat {
+			return math.Copysign(f.MaxFinite(), r), 0, 0
+		}
+		return inf, math.NaN(), Of(inf)
+	}
+	floor := f.MinSubnormal() / 2
+	if num.Subnormals == tensor.SubnormalFlush {
+		floor = f.MinNormal()
+	}
+	bnd = b + f.UnitRoundoffValue()*(math.Abs(r)+b) + floor
+	if math.Abs(r)+b >= thr && !sat {
+		alt = Of(inf)
+	}
+	return r, bnd, alt
+}

@@ -1,0 +1,224 @@
+// Package harness runs one verification case end to end: it generates
+// the inputs from the case's seed, holds them to the op's contract, runs a
+// backend, checks that the inputs came back untouched and the outputs
+// match the contract, computes the reference and its per-element bounds,
+// and hands everything to the verifier. Nothing flows back: the harness
+// never adjusts a bound or a result.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+// Case is one reproducible verification case: everything needed to
+// regenerate its inputs bit for bit.
+type Case struct {
+	Name   string         `json:"name,omitempty"`
+	Op     string         `json:"op"`
+	Params ops.Params     `json:"params"`
+	Dims   map[string]int `json:"dims"`
+	Dist   string         `json:"dist"`
+	Seed   uint64         `json:"seed"`
+	Labels []string       `json:"labels,omitempty"`
+	// Policy is the accuracy policy the case is judged by ("" = bound).
+	Policy string `json:"policy,omitempty"`
+	// Numerics, when set, overrides the backend's numerics profile for this
+	// case (e.g. the saturate cases).
+	Numerics *tensor.Numerics `json:"numerics,omitempty"`
+}
+
+// Subject is how failure messages name the case: op, params and seed.
+func (c Case) Subject() verify.Subject {
+	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
+}
+
+// Gen returns the case's generation spec.
+func (c Case) Gen() ops.Gen { return ops.Gen{Dims: c.Dims, Dist: c.Dist, Seed: c.Seed} }
+
+// InputError is a case or input that does not satisfy the op's contract
+// (CLI exit code 2).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// BackendError is a failure of the implementation under test to produce
+// outputs at all: it crashed, timed out, or returned outputs that break
+// the contract (CLI exit code 3).
+type BackendError struct{ Err error }
+
+func (e *BackendError) Error() string { return e.Err.Error() }
+func (e *BackendError) Unwrap() error { return e.Err }
+
+// IsInput reports whether err is (or wraps) an InputError.
+func IsInput(err error) bool { var e *InputError; return errors.As(err, &e) }
+
+// IsBackend reports whether err is (or wraps) a BackendError.
+func IsBackend(err error) bool { var e *BackendError; return errors.As(err, &e) }
+
+// NumericsBackend is a backend that can run under another numerics
+// profile. The harness uses it for cases that override the profile.
+type NumericsBackend interface {
+	backend.Backend
+	Numerics() tensor.Numerics
+	WithNumerics(tensor.Numerics) backend.Backend
+}
+
+// Prepared is a case whose params are validated and inputs generated.
+type Prepared struct {
+	Case   Case
+	Op     ops.Op
+	Params ops.Params
+	Inputs map[string]*tensor.Tensor
+}
+
+// Prepare validates c and generates its inputs.
+func Prepare(c Case) (*Prepared, error) {
+	op, err := ops.Lookup(c.Op)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	p, err := op.Validate(c.Params)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	in, err := op.Generate(p, c.Gen())
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	if err := ops.CheckInputs(op, p, in); err != nil {
+		return nil, &InputError{fmt.Errorf("generated inputs: %w", err)}
+	}
+	return &Prepared{Case: c, Op: op, Params: p, Inputs: in}, nil
+}
+
+// Result is everything one run produced.
+type Result struct {
+	Case     Case
+	Params   ops.Params // validated, defaults filled
+	Numerics tensor.Numerics
+	Inputs   map[string]*tensor.Tensor
+	Outputs  map[string]*tensor.Tensor
+	Expected map[string]*bound.Expected
+	Cost     *npu.Cost // nil when the backend models none
+	Verify   *verify.Result
+}
+
+// Pass reports whether every check passed.
+func (r *Result) Pass() bool { return r.Verify != nil && r.Verify.Pass }
+
+// Options configure Run.
+type Options struct {
+	// Numerics is the profile the backend computes under when the case does
+	// not override it; backends that know their own (NumericsBackend) win.
+	Numerics tensor.Numerics
+	// Policies judge every output; empty means the case's policy (or bound).
+	Policies []verify.Policy
+	// Golden holds expected output bits for the exact policy; may be nil.
+	Golden map[string]*tensor.Tensor
+}
+
+// Run prepares c and runs it on b. See RunPrepared.
+func Run(ctx context.Context, b backend.Backend, c Case, opt Options) (*Result, error) {
+	pc, err := Prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	return RunPrepared(ctx, b, pc, opt)
+}
+
+// RunPrepared runs a prepared case on b and verifies the outputs. An error
+// is returned only when the case could not be judged (bad case, backend
+// failure); an inaccurate result is a Result whose Verify does not pass.
+func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
+	c := pc.Case
+	num := opt.Numerics
+	if nb, ok := b.(NumericsBackend); ok {
+		num = nb.Numerics()
+	}
+	if c.Numerics != nil {
+		num = *c.Numerics
+		nb, ok := b.(NumericsBackend)
+		if !ok {
+			return nil, &InputError{fmt.Errorf("%s: case needs numerics %s, which backend %s cannot set", c.Subject(), num, b.Name())}
+		}
+		b = nb.WithNumerics(num)
+	}
+	policies := opt.Policies
+	if len(policies) == 0 {
+		pol, err := verify.ParsePolicy(orDefault(c.Policy, "bound"))
+		if err != nil {
+			return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+		}
+		policies = []verify.Policy{pol}
+	}
+
+	// The backend gets copies; the originals prove the inputs came back untouched.
+	backendIn := make(map[string]*tensor.Tensor, len(pc.Inputs))
+	for k, t := range pc.Inputs {
+		backendIn[k] = t.Clone()
+	}
+	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
+	if err != nil {
+		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
+	}
+	if err := checkOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
+		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
+	}
+	exp, err := pc.Op.Expect(pc.Params, pc.Inputs, num)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+	}
+	vr, err := verify.Check(c.Subject(), out, exp, opt.Golden, policies)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
+		if ok, i := tensor.BitsEqual(pc.Inputs[name], backendIn[name]); !ok {
+			vr.AddFailure(name, "inputs-unchanged", fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+		}
+	}
+	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: out, Expected: exp, Cost: cost, Verify: vr}, nil
+}
+
+// checkOutputs holds a backend's outputs to the op's output contract.
+func checkOutputs(op ops.Op, p ops.Params, in, out map[string]*tensor.Tensor) error {
+	specs, err := op.Outputs(p, in)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		t, ok := out[s.Name]
+		if !ok || t == nil {
+			return fmt.Errorf("output %q is missing", s.Name)
+		}
+		if t.DType != s.DType {
+			return fmt.Errorf("output %q: dtype %s, want %s", s.Name, t.DType, s.DType)
+		}
+		if !t.SameShape(s.Shape) {
+			return fmt.Errorf("output %q: shape %v, want %v", s.Name, t.Shape, s.Shape)
+		}
+	}
+	if len(out) != len(specs) {
+		return fmt.Errorf("backend returned %d outputs, contract has %d", len(out), len(specs))
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

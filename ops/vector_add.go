@@ -1,0 +1,113 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+func init() { Register(vectorAdd{}) }
+
+// vectorAdd is the contract of vector_add: z = x + y element-wise, computed
+// in fp32 and rounded once to dtype (so correctly rounded); int8 saturates.
+type vectorAdd struct{}
+
+var vectorAddDTypes = []string{"fp16", "bf16", "fp32", "int8"}
+
+func (vectorAdd) Name() string { return "vector_add" }
+
+func (vectorAdd) Doc() string {
+	return "z = x + y element-wise, correctly rounded to dtype (fp32 compute); int8 saturates"
+}
+
+func (vectorAdd) ParamSpecs() []ParamSpec {
+	return []ParamSpec{{Name: "dtype", Default: "fp16", Values: vectorAddDTypes, Doc: "storage dtype of x, y and z"}}
+}
+
+func (vectorAdd) DimSpecs() []DimSpec { return []DimSpec{{Name: "n", Doc: "number of elements"}} }
+
+func (vectorAdd) Dists() []string {
+	return []string{DistUniform, DistNormal, DistLarge, DistSpecial, DistCancel}
+}
+
+func (op vectorAdd) Validate(p Params) (Params, error) {
+	return validate(op, p)
+}
+
+// vectorAddDType returns the dtype of validated params.
+func vectorAddDType(p Params) tensor.DType {
+	d, _ := tensor.ParseDType(p["dtype"])
+	return d
+}
+
+func (op vectorAdd) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
+	if err := checkDist(op, g.Dist); err != nil {
+		return nil, err
+	}
+	n, err := dim(op, g, "n")
+	if err != nil {
+		return nil, err
+	}
+	d := vectorAddDType(p)
+	rng := g.Rand()
+	if g.Dist == DistCancel {
+		x, err := Fill(rng, DistUniform, d, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		return map[string]*tensor.Tensor{"x": x, "y": Negate(rng, x)}, nil
+	}
+	x, err := Fill(rng, g.Dist, d, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	y, err := Fill(rng, g.Dist, d, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	return map[string]*tensor.Tensor{"x": x, "y": y}, nil
+}
+
+func (op vectorAdd) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	x, ok := in["x"]
+	if !ok || x == nil {
+		return nil, fmt.Errorf("%s: input %q is missing", op.Name(), "x")
+	}
+	if len(x.Shape) != 1 {
+		return nil, fmt.Errorf("%s: input %q: shape %v, want [N]", op.Name(), "x", x.Shape)
+	}
+	d := vectorAddDType(p)
+	n := x.Shape[0]
+	return []TensorSpec{{Name: "x", DType: d, Shape: []int{n}}, {Name: "y", DType: d, Shape: []int{n}}}, nil
+}
+
+func (op vectorAdd) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	x, ok := in["x"]
+	if !ok || x == nil || len(x.Shape) != 1 {
+		return nil, fmt.Errorf("%s: input %q is missing or not [N]", op.Name(), "x")
+	}
+	return []TensorSpec{{Name: "z", DType: vectorAddDType(p), Shape: []int{x.Shape[0]}}}, nil
+}
+
+// Expect bounds z[i] by the one output rounding of the exact sum: for fp32
+// the float64 reference itself may be off by 2^-53·|x+y|, which the bound
+// adds; fp16, bf16 and int8 sums are exact in float64.
+func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, err
+	}
+	d := vectorAddDType(p)
+	z := reference.VectorAdd(in["x"].Float64s(), in["y"].Float64s())
+	e := bound.NewExpected(len(z))
+	for i, r := range z {
+		var b float64
+		if d == tensor.Float32 && !math.IsInf(r, 0) {
+			b = math.Ldexp(math.Abs(r), -53)
+		}
+		e.Ref[i], e.Bound[i], e.Alt[i] = bound.Output(r, b, d, num)
+	}
+	return map[string]*bound.Expected{"z": e}, nil
+}

@@ -1,0 +1,17 @@
+// Package reference holds the float64 implementations of the operators:
+// the truth that every backend is judged against. Each is the plainest
+// correct code for its contract, on the exact values of the inputs; speed
+// is not a goal.
+package reference
+
+// VectorAdd returns x[i] + y[i] in float64. For fp16, bf16 and int8
+// inputs the float64 sum is exact; for fp32 it is within 2^-53 relative,
+// and the output rounding to fp32 of that sum equals the correctly rounded
+// sum (53 ≥ 2·24 + 2, so rounding twice is innocuous).
+func VectorAdd(x, y []float64) []float64 {
+	z := make([]float64, len(x))
+	for i := range x {
+		z[i] = x[i] + y[i]
+	}
+	return z
+}
