@@ -11,12 +11,17 @@ import (
 // implementation's value before that final store may be from r, to the
 // element's expected outcome under the numerics profile num.
 //
-// For a floating d with unit roundoff u and smallest subnormal η:
+// For a floating d:
 //   - a finite r whose whole interval r ± b stays below the overflow
-//     threshold T = MaxFinite + ulp(MaxFinite)/2 gives Bound = b + u·(|r|+b)
-//     + η/2 (first-order rounding of a value of magnitude ≤ |r|+b, plus
-//     the subnormal spacing); under SubnormalFlush η/2 becomes MinNormal,
-//     the most a flush can move a value;
+//     threshold T = MaxFinite + ulp(MaxFinite)/2 gives Bound = b +
+//     ulp(|r|+b)/2: the value before the store lies in r ± b and one
+//     round-to-nearest moves it by at most half the spacing there (ulp is
+//     non-decreasing in magnitude; in the subnormal range the spacing is the
+//     smallest subnormal). This is never looser than the textbook
+//     b + u·(|r|+b) + η/2, and for b = 0 it is the half-ulp that a correctly
+//     rounded operation meets, so a result one ulp off is rejected. Under
+//     SubnormalFlush, an interval reaching below MinNormal is given
+//     b + MinNormal instead, the most rounding then flushing can move it;
 //   - an interval entirely at or beyond T overflows in every legal
 //     implementation: Ref ±Inf (or ±MaxFinite with Bound 0 under
 //     saturation);
@@ -59,11 +64,10 @@ func Output(r, b float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64
 		}
 		return inf, math.NaN(), Of(inf)
 	}
-	floor := f.MinSubnormal() / 2
-	if num.Subnormals == tensor.SubnormalFlush {
-		floor = f.MinNormal()
+	bnd = b + f.Ulp(math.Abs(r)+b)/2
+	if num.Subnormals == tensor.SubnormalFlush && math.Abs(r)-b < f.MinNormal() {
+		bnd = b + f.MinNormal()
 	}
-	bnd = b + f.UnitRoundoffValue()*(math.Abs(r)+b) + floor
 	if math.Abs(r)+b >= thr && !sat {
 		alt = Of(inf)
 	}

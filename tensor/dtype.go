@@ -128,12 +128,18 @@ func (f Format) MinNormal() float64 { return math.Ldexp(1, f.Emin) }
 // the spacing of the subnormal range.
 func (f Format) MinSubnormal() float64 { return math.Ldexp(1, f.Emin-f.P+1) }
 
-// Ulp returns the spacing of the format at |x|: 2^(max(e,Emin)−p+1) where
-// 2^e ≤ |x| < 2^(e+1). Ulp(0) is MinSubnormal.
+// Ulp returns the spacing of the format at |x|: 2^(min(max(e,Emin),Emax)−p+1)
+// where 2^e ≤ |x| < 2^(e+1). Ulp(0) is MinSubnormal; values beyond the
+// range, ±Inf included, get the spacing at MaxFinite; Ulp(NaN) is NaN.
 func (f Format) Ulp(x float64) float64 {
 	x = math.Abs(x)
+	if math.IsNaN(x) {
+		return x
+	}
 	e := f.Emin
-	if x != 0 && !math.IsInf(x, 0) && !math.IsNaN(x) {
+	if math.IsInf(x, 0) {
+		e = f.Emax
+	} else if x != 0 {
 		_, exp := math.Frexp(x) // x = frac·2^exp, 0.5 ≤ frac < 1
 		if exp-1 > e {
 			e = exp - 1

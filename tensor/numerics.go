@@ -62,7 +62,9 @@ func (n Numerics) String() string {
 // OverflowSaturate, which also maps NaN to 0. Under SubnormalFlush a result
 // below MinNormal in magnitude becomes a zero of x's sign. Integer formats
 // round by n.Int8Rounding (used for every integer format), saturate to the
-// format's range, and map NaN to 0.
+// format's range, and map NaN to 0. Float64 follows the same rules (its
+// rounding is the identity, but ±Inf saturates, NaN maps to 0 and
+// subnormals flush as the profile says).
 func (n Numerics) Round(x float64, d DType) float64 {
 	if f, ok := d.FloatFormat(); ok {
 		if math.IsNaN(x) {
@@ -71,10 +73,10 @@ func (n Numerics) Round(x float64, d DType) float64 {
 			}
 			return x
 		}
-		if d == Float64 {
-			return x
+		r := x // every float64 is already an fp64 value
+		if d != Float64 {
+			r = f.RoundNearestEven(x)
 		}
-		r := f.RoundNearestEven(x)
 		if math.IsInf(r, 0) && n.Overflow == OverflowSaturate {
 			r = math.Copysign(f.MaxFinite(), r)
 		}
@@ -93,7 +95,11 @@ func (n Numerics) Round(x float64, d DType) float64 {
 	} else {
 		r = math.RoundToEven(x)
 	}
-	return math.Max(lo, math.Min(hi, r))
+	r = math.Max(lo, math.Min(hi, r))
+	if r == 0 {
+		r = 0 // integers have no −0: Round(−0.4, Int8) is +0
+	}
+	return r
 }
 
 // IntRange returns the smallest and largest value of an integer dtype, and

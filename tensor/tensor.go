@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/x448/float16"
 )
@@ -65,19 +66,27 @@ func MustNew(d DType, shape ...int) *Tensor {
 // NumElements returns the product of shape, failing on a negative
 // dimension or a product above MaxElements (checked without overflow).
 func NumElements(shape []int) (int, error) {
-	n := 1
+	return numElements(shape, MaxElements)
+}
+
+// numElements is NumElements with a caller-chosen cap (0 < limit ≤ MaxElements).
+func numElements(shape []int, limit int) (int, error) {
+	// Negative dimensions first: [2^40, 0, -1] is invalid, not empty.
 	for i, s := range shape {
 		if s < 0 {
 			return 0, fmt.Errorf("shape %v: dimension %d is negative", shape, i)
 		}
-		if s != 0 && n > MaxElements/s {
+	}
+	n := 1
+	for i, s := range shape {
+		if s != 0 && n > limit/s {
 			// Keep scanning for a zero dimension: [2^40, 0] is empty, not too large.
 			for _, r := range shape[i:] {
 				if r == 0 {
 					return 0, nil
 				}
 			}
-			return 0, fmt.Errorf("shape %v: more than %d elements", shape, MaxElements)
+			return 0, fmt.Errorf("shape %v: more than %d elements", shape, limit)
 		}
 		n *= s
 	}
@@ -237,11 +246,25 @@ func (t *Tensor) SetBits(i int, b uint64) {
 	}
 }
 
-// Clone returns a deep copy.
+// Clone returns a deep copy: the same dtype, a copy of the shape and a
+// bit-exact copy of the elements (one allocation for the data).
 func (t *Tensor) Clone() *Tensor {
-	c := MustNew(t.DType, t.Shape...)
-	for i := 0; i < t.Len(); i++ {
-		c.SetBits(i, t.Bits(i))
+	c := &Tensor{DType: t.DType, Shape: slices.Clone(t.Shape)}
+	switch s := t.data.(type) {
+	case []float64:
+		c.data = slices.Clone(s)
+	case []float32:
+		c.data = slices.Clone(s)
+	case []float16.Float16:
+		c.data = slices.Clone(s)
+	case []BF16:
+		c.data = slices.Clone(s)
+	case []int8:
+		c.data = slices.Clone(s)
+	case []int32:
+		c.data = slices.Clone(s)
+	case []uint8:
+		c.data = slices.Clone(s)
 	}
 	return c
 }

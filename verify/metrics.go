@@ -1,0 +1,192 @@
+package verify
+
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// WorstCount is how many elements Metrics.Worst and Verdict.Failures hold
+// at most.
+const WorstCount = 8
+
+// mereGuard is the denominator guard of the Ascend MERE/MARE definitions.
+const mereGuard = 1e-7
+
+// UlpBuckets lists the keys of Metrics.UlpHist in display order.
+var UlpBuckets = []string{"0", "1", "2", "3-4", "5-8", "9-16", ">16", "nonfinite"}
+
+// Metrics are the accuracy figures reported for one output.
+//
+// Let g be a got value, r its reference (Expected.Ref, already rounded by
+// the numerics profile), b its bound (Expected.Bound) and e = |g − r|.
+// Elements where g or r is non-finite take no part in the error figures;
+// they are counted in UlpHist["nonfinite"] and, when their class is not
+// accepted, in NonFiniteMismatch. Over the remaining Compared elements
+// (both finite):
+//
+//   - MaxAbs = max e; RMSE = sqrt(mean e²).
+//   - MaxRel = max rel, rel = e/|r| for r ≠ 0 and rel = e for r = 0
+//     (absolute error where the relative error is undefined).
+//   - MERE = mean(e/(|r| + 1e-7)), MARE = max(e/(|r| + 1e-7)): the Ascend
+//     definitions, whose guard makes tiny references dominate.
+//   - Cosine = Σgr / sqrt(Σg²·Σr²); 1 when both vectors are zero (or no
+//     element is compared), 0 when exactly one is.
+//   - ErrRatio1e3, ErrRatio5e3 = fraction of compared elements with
+//     rel > 1e-3, > 5e-3 (rel as for MaxRel).
+//   - UlpHist counts ceil(e/ulp(r)) per bucket, ulp of the output dtype
+//     at r (1 for integer dtypes); 0.5 ulp counts as "1".
+//   - Tightness = max e/b (0/0 = 0, e/0 = +Inf, a NaN bound = +Inf):
+//     above 1 exactly when some compared element is out of bound, so it
+//     is reported for failing outputs too.
+//   - OutOfBound counts compared elements with e > b (or b NaN);
+//     OutOfBound + NonFiniteMismatch is the number of elements the
+//     `bound` policy rejects.
+//
+// Worst holds up to WorstCount elements, class mismatches first, then by
+// e/b and then by e, both descending; elements with e = 0 and accepted
+// non-finite elements are never listed. Metrics of different policies on
+// one output share UlpHist: treat it as read-only.
+type Metrics struct {
+	N        int // elements judged
+	Compared int // elements with finite got and finite reference
+
+	MaxAbs, MaxRel, MERE, MARE, RMSE, Cosine float64
+
+	UlpHist map[string]int
+
+	ErrRatio1e3, ErrRatio5e3 float64
+
+	Tightness float64
+
+	NonFiniteMismatch int
+	Ambiguous         int // overflow-ambiguous elements (bound.Expected.Ambiguous)
+	AmbiguousTaken    int // of those, how many took an allowed non-finite outcome
+	OutOfBound        int
+
+	Worst []Element
+}
+
+// ulpBucket maps an error in ulps to its UlpHist key.
+func ulpBucket(u float64) string {
+	k := math.Ceil(u)
+	switch {
+	case k <= 0:
+		return "0"
+	case k <= 1:
+		return "1"
+	case k <= 2:
+		return "2"
+	case k <= 4:
+		return "3-4"
+	case k <= 8:
+		return "5-8"
+	case k <= 16:
+		return "9-16"
+	}
+	return ">16"
+}
+
+// Compute returns the metrics of got against want. The output dtype (for
+// ulps) is got's. Only the first min(got.Len(), want.Len()) elements are
+// judged; Check rejects a length mismatch before computing. A nil want
+// gives Metrics with only N set.
+func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
+	m := Metrics{UlpHist: map[string]int{}, Cosine: 1}
+	if got == nil {
+		return m
+	}
+	if want == nil {
+		m.N = got.Len()
+		return m
+	}
+	n := min(got.Len(), want.Len())
+	m.N = n
+	worst := newRanked(WorstCount)
+
+	// Two passes: the first finds scales so that sums of squares cannot
+	// overflow for fp64 outputs.
+	var scaleV, scaleE float64
+	for i := 0; i < n; i++ {
+		g, r := got.Float64(i), want.Ref[i]
+		if classify(want, i, g) != classFinite {
+			continue
+		}
+		scaleV = math.Max(scaleV, math.Max(math.Abs(g), math.Abs(r)))
+		scaleE = math.Max(scaleE, math.Abs(g-r))
+	}
+
+	var sumMere, sumSq, sgr, sgg, srr float64
+	var over1e3, over5e3 int
+	for i := 0; i < n; i++ {
+		g, r, b := got.Float64(i), want.Ref[i], want.Bound[i]
+		amb := want.Ambiguous(i)
+		if amb {
+			m.Ambiguous++
+		}
+		switch classify(want, i, g) {
+		case classMismatch:
+			m.UlpHist["nonfinite"]++
+			m.NonFiniteMismatch++
+			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
+				math.Inf(1), math.Inf(1))
+			continue
+		case classNonFinite:
+			m.UlpHist["nonfinite"]++
+			if amb {
+				m.AmbiguousTaken++
+			}
+			continue
+		}
+		m.Compared++
+		e := math.Abs(g - r)
+		m.MaxAbs = math.Max(m.MaxAbs, e)
+		rel := relErr(g, r)
+		m.MaxRel = math.Max(m.MaxRel, rel)
+		if rel > 1e-3 {
+			over1e3++
+		}
+		if rel > 5e-3 {
+			over5e3++
+		}
+		mr := e / (math.Abs(r) + mereGuard)
+		sumMere += mr
+		m.MARE = math.Max(m.MARE, mr)
+		if scaleE > 0 {
+			sumSq += (e / scaleE) * (e / scaleE)
+		}
+		if scaleV > 0 {
+			gs, rs := g/scaleV, r/scaleV
+			sgr += gs * rs
+			sgg += gs * gs
+			srr += rs * rs
+		}
+		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
+		t := ratio(e, b)
+		m.Tightness = math.Max(m.Tightness, t)
+		if !(e <= b) {
+			m.OutOfBound++
+		}
+		if e > 0 {
+			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+		}
+	}
+	if m.Compared > 0 {
+		c := float64(m.Compared)
+		m.MERE = sumMere / c
+		m.RMSE = scaleE * math.Sqrt(sumSq/c)
+		m.ErrRatio1e3 = float64(over1e3) / c
+		m.ErrRatio5e3 = float64(over5e3) / c
+		switch {
+		case sgg == 0 && srr == 0:
+			m.Cosine = 1
+		case sgg == 0 || srr == 0:
+			m.Cosine = 0
+		default:
+			m.Cosine = math.Max(-1, math.Min(1, sgr/math.Sqrt(sgg*srr)))
+		}
+	}
+	m.Worst = worst.elements()
+	return m
+}
