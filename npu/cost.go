@@ -12,7 +12,11 @@ type CoreCost struct {
 	GMBytesOut   int64 `json:"gm_bytes_out"`
 	VectorBytes  int64 `json:"vector_bytes"` // bytes processed by vector instructions
 	CubeMACs     int64 `json:"cube_macs"`    // multiply-accumulates issued (including fractal padding)
-	UBPeakBytes  int64 `json:"ub_peak_bytes"`
+	// CubeUsefulMACs are the multiply-accumulates of the problem itself
+	// (excluding fractal padding); CubeUtil weighs CubeCycles by
+	// CubeUsefulMACs/CubeMACs.
+	CubeUsefulMACs int64 `json:"cube_useful_macs"`
+	UBPeakBytes    int64 `json:"ub_peak_bytes"`
 }
 
 // Cost is the deterministic cost of one kernel launch, derived from the

@@ -27,9 +27,9 @@ type Element struct {
 
 // Element classes as every value policy sees them.
 const (
-	classFinite     = iota // got and ref finite: compare values
-	classNonFinite         // got non-finite and its class is accepted (or both non-finite and equal class)
-	classMismatch          // non-finite class not accepted
+	classFinite    = iota // got and ref finite: compare values
+	classNonFinite        // got non-finite and its class is accepted (or both non-finite and equal class)
+	classMismatch         // non-finite class not accepted
 )
 
 // classify applies the package's non-finite rule (see the package doc).

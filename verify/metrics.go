@@ -45,8 +45,8 @@ var UlpBuckets = []string{"0", "1", "2", "3-4", "5-8", "9-16", ">16", "nonfinite
 //     `bound` policy rejects.
 //
 // Worst holds up to WorstCount elements, class mismatches first, then by
-// e/b and then by e, both descending; elements with e = 0 and accepted
-// non-finite elements are never listed. Metrics of different policies on
+// e/b and then by e, both descending; accepted elements with e = 0 and
+// accepted non-finite elements are never listed. Metrics of different policies on
 // one output share UlpHist: treat it as read-only.
 type Metrics struct {
 	N        int // elements judged
@@ -89,7 +89,7 @@ func ulpBucket(u float64) string {
 }
 
 // Compute returns the metrics of got against want. The output dtype (for
-// ulps) is got's. Only the first min(got.Len(), want.Len()) elements are
+// ulps) is got's. Only the elements present in both got and want are
 // judged; Check rejects a length mismatch before computing. A nil want
 // gives Metrics with only N set.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
@@ -101,7 +101,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		m.N = got.Len()
 		return m
 	}
-	n := min(got.Len(), want.Len())
+	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
 	m.N = n
 	worst := newRanked(WorstCount)
 
@@ -165,10 +165,11 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
 		t := ratio(e, b)
 		m.Tightness = math.Max(m.Tightness, t)
-		if !(e <= b) {
+		out := !(e <= b)
+		if out {
 			m.OutOfBound++
 		}
-		if e > 0 {
+		if e > 0 || out {
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
 	}

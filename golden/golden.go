@@ -1,0 +1,420 @@
+// Package golden is the golden case store (DESIGN §7): a directory tree
+//
+//	cases/<op>/<case>/case.json              the case and what was recorded for it
+//	cases/<op>/<case>/<name>.npy             its inputs
+//	cases/<op>/<case>/expected/<name>.npy    the emulator's (bit-exact) outputs
+//
+// checked into the source tree and embedded in every binary (Embedded), so
+// the CLI checks it from anywhere. A store can also be opened from any
+// directory of that shape (OpenDir, or Open on an fs.FS).
+//
+// The default case set lives in Go code (DefaultCases); Update regenerates
+// a directory from it atomically per case, Verify checks a store's
+// integrity (hashes, dtypes, shapes, inputs reproducible from their seeds,
+// nothing stray), and Check runs a backend over a store: the emulator is
+// held to the stored bits (its regression guard) and to the performance
+// budgets, any other backend to the case's accuracy policy.
+//
+// Files are numpy-readable: fp16 as '<f2', bf16 as '<u2' bit patterns (the
+// dtype is named by case.json, never guessed from the file).
+package golden
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+//go:embed cases
+var embedded embed.FS
+
+// FormatVersion is the case.json schema version this package writes and
+// reads.
+const FormatVersion = 1
+
+// CaseJSON is the name of every case's description file.
+const CaseJSON = "case.json"
+
+// ExpectedDir is the subdirectory of a case that holds its outputs.
+const ExpectedDir = "expected"
+
+// readmeName is the one non-directory entry allowed at the top of a store.
+const readmeName = "README.md"
+
+// CaseFile is the content of case.json.
+type CaseFile struct {
+	Format int    `json:"format"`
+	Name   string `json:"name"`
+	Op     string `json:"op"`
+	// Params are the validated params, defaults filled in.
+	Params ops.Params     `json:"params"`
+	Dims   map[string]int `json:"dims"`
+	Dist   string         `json:"dist"`
+	Seed   uint64         `json:"seed"`
+	Labels []string       `json:"labels,omitempty"`
+	// Policy is the accuracy policy that judges any backend ("bound" by
+	// default). The emulator is additionally held to the expected bits.
+	Policy string `json:"policy"`
+	// Numerics is set when the case overrides the device's numerics
+	// profile (e.g. the saturate cases).
+	Numerics *tensor.Numerics `json:"numerics,omitempty"`
+	Inputs   []FileEntry      `json:"inputs"`
+	Outputs  []FileEntry      `json:"outputs"`
+	// Metrics are the accuracy metrics of the recorded outputs, per output.
+	Metrics map[string]Metrics `json:"metrics"`
+	// Budgets are the performance figures recorded with the outputs; nil
+	// when the recording backend models no cost.
+	Budgets *Budgets `json:"budgets,omitempty"`
+}
+
+// FileEntry describes one stored tensor.
+type FileEntry struct {
+	Name   string       `json:"name"`
+	File   string       `json:"file"` // relative to the case directory, slash-separated
+	DType  tensor.DType `json:"dtype"`
+	Shape  []int        `json:"shape"`
+	SHA256 string       `json:"sha256"` // of the whole .npy file
+}
+
+// Metrics are the recorded accuracy metrics of one output (a summary of
+// verify.Metrics, rounded to 6 significant digits so that diffs stay
+// readable).
+type Metrics struct {
+	N                 int            `json:"n"`
+	MaxAbs            Float          `json:"max_abs"`
+	MaxRel            Float          `json:"max_rel"`
+	MERE              Float          `json:"mere"`
+	MARE              Float          `json:"mare"`
+	RMSE              Float          `json:"rmse"`
+	Cosine            Float          `json:"cosine"`
+	Tightness         Float          `json:"tightness"`
+	UlpHist           map[string]int `json:"ulp_hist,omitempty"`
+	NonFiniteMismatch int            `json:"nonfinite_mismatch"`
+	Ambiguous         int            `json:"ambiguous"`
+}
+
+// Budgets are the performance budgets of a case, recorded from the
+// deterministic cost model at update time. Check requires cycles ≤ Cycles
+// and GM bytes (in + out) == GMBytes; VectorUtil and LoadBalance are
+// recorded for reports and diffs.
+type Budgets struct {
+	Cycles      int64 `json:"cycles"`
+	VectorUtil  Float `json:"vector_util"`
+	LoadBalance Float `json:"load_balance"`
+	GMBytes     int64 `json:"gm_bytes"`
+}
+
+// Float is a float64 that survives JSON when it is not finite: NaN and
+// ±Inf are written as the strings "NaN", "+Inf" and "-Inf".
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	switch {
+	case math.IsNaN(x):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(x, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(x, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		switch s {
+		case "NaN":
+			*f = Float(math.NaN())
+		case "+Inf", "Inf":
+			*f = Float(math.Inf(1))
+		case "-Inf":
+			*f = Float(math.Inf(-1))
+		default:
+			return fmt.Errorf("invalid number %q", s)
+		}
+		return nil
+	}
+	var x float64
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*f = Float(x)
+	return nil
+}
+
+// round6 rounds x to 6 significant digits.
+func round6(x float64) Float {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return Float(x)
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
+	return Float(v)
+}
+
+// summarize turns verify metrics into the recorded summary.
+func summarize(m verify.Metrics) Metrics {
+	var hist map[string]int
+	for k, v := range m.UlpHist {
+		if v != 0 {
+			if hist == nil {
+				hist = map[string]int{}
+			}
+			hist[k] = v
+		}
+	}
+	return Metrics{
+		N: m.N, MaxAbs: round6(m.MaxAbs), MaxRel: round6(m.MaxRel), MERE: round6(m.MERE),
+		MARE: round6(m.MARE), RMSE: round6(m.RMSE), Cosine: round6(m.Cosine),
+		Tightness: round6(m.Tightness), UlpHist: hist,
+		NonFiniteMismatch: m.NonFiniteMismatch, Ambiguous: m.Ambiguous,
+	}
+}
+
+// ParseCaseFile decodes case.json strictly: unknown fields, trailing data,
+// a missing name, op or dist, an unknown format version and malformed
+// entries are errors.
+func ParseCaseFile(b []byte) (*CaseFile, error) {
+	var cf CaseFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cf); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if cf.Format != FormatVersion {
+		return nil, fmt.Errorf("format %d, want %d", cf.Format, FormatVersion)
+	}
+	for _, f := range []struct{ name, v string }{{"name", cf.Name}, {"op", cf.Op}, {"dist", cf.Dist}} {
+		if f.v == "" {
+			return nil, fmt.Errorf("field %q is missing or empty", f.name)
+		}
+	}
+	for _, list := range [][]FileEntry{cf.Inputs, cf.Outputs} {
+		for _, e := range list {
+			if e.Name == "" || e.File == "" || !e.DType.Valid() || len(e.SHA256) != 64 {
+				return nil, fmt.Errorf("tensor entry %q: name, file, dtype and a 64-digit sha256 are required", e.Name)
+			}
+			if !fs.ValidPath(e.File) || e.File == CaseJSON || !strings.HasSuffix(e.File, ".npy") {
+				return nil, fmt.Errorf("tensor entry %q: invalid file %q", e.Name, e.File)
+			}
+			if _, err := tensor.NumElements(e.Shape); err != nil {
+				return nil, fmt.Errorf("tensor entry %q: %w", e.Name, err)
+			}
+		}
+	}
+	return &cf, nil
+}
+
+// Marshal renders case.json deterministically (indented, trailing newline).
+func (cf *CaseFile) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(cf, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Harness returns the reproducible case case.json describes.
+func (cf *CaseFile) Harness() harness.Case {
+	return harness.Case{
+		Name: cf.Name, Op: cf.Op, Params: cf.Params.Clone(), Dims: cloneDims(cf.Dims),
+		Dist: cf.Dist, Seed: cf.Seed, Labels: slices.Clone(cf.Labels),
+		Policy: cf.Policy, Numerics: cf.Numerics,
+	}
+}
+
+func cloneDims(d map[string]int) map[string]int {
+	out := make(map[string]int, len(d))
+	for k, v := range d {
+		out[k] = v
+	}
+	return out
+}
+
+// Case is one case of a store.
+type Case struct {
+	// ID is "<op>/<name>", the case's path in the store.
+	ID string
+	// File is the parsed case.json; nil when Err is set.
+	File *CaseFile
+	// Err is why case.json could not be read or parsed.
+	Err error
+}
+
+// Store is an opened golden case store.
+type Store struct {
+	fsys  fs.FS
+	where string // how errors name the store root: a directory or "embedded golden/cases"
+	cases []*Case
+	stray []string // entries that are neither a case nor allowed (slash paths)
+}
+
+// Embedded returns the store compiled into the binary (golden/cases of the
+// source tree at build time).
+func Embedded() *Store {
+	sub, err := fs.Sub(embedded, "cases")
+	if err != nil {
+		panic(err) // "cases" is a valid path: cannot happen
+	}
+	s, err := open(sub, "embedded golden/cases")
+	if err != nil {
+		panic(fmt.Sprintf("golden: embedded store: %v", err))
+	}
+	return s
+}
+
+// Open opens the store rooted at fsys (the directory holding the <op>
+// directories). Case descriptions are parsed eagerly; a case.json that
+// does not parse is kept as a Case with Err set (Verify reports it, Check
+// fails that case), so one bad file does not hide the others.
+func Open(fsys fs.FS) (*Store, error) { return open(fsys, "golden store") }
+
+// OpenDir opens the store in directory dir. It first completes or rolls
+// back any case update that was interrupted there (see Update), so what it
+// opens is a set of whole cases.
+func OpenDir(dir string) (*Store, error) {
+	if err := Recover(dir); err != nil {
+		return nil, err
+	}
+	return open(os.DirFS(dir), dir)
+}
+
+func open(fsys fs.FS, where string) (*Store, error) {
+	s := &Store{fsys: fsys, where: where}
+	top, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	for _, op := range top {
+		if !op.IsDir() {
+			if op.Name() != readmeName {
+				s.stray = append(s.stray, op.Name())
+			}
+			continue
+		}
+		if strings.HasPrefix(op.Name(), ".") {
+			s.stray = append(s.stray, op.Name())
+			continue
+		}
+		entries, err := fs.ReadDir(fsys, op.Name())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.path(op.Name()), err)
+		}
+		for _, e := range entries {
+			id := op.Name() + "/" + e.Name()
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				s.stray = append(s.stray, id)
+				continue
+			}
+			c := &Case{ID: id}
+			b, err := fs.ReadFile(fsys, id+"/"+CaseJSON)
+			if err == nil {
+				c.File, err = ParseCaseFile(b)
+			}
+			if err != nil {
+				c.Err = fmt.Errorf("%s: %w", s.path(id+"/"+CaseJSON), err)
+				c.File = nil
+			}
+			s.cases = append(s.cases, c)
+		}
+	}
+	slices.SortFunc(s.cases, func(a, b *Case) int { return strings.Compare(a.ID, b.ID) })
+	return s, nil
+}
+
+// path names a file of the store in messages: a native path for stores on
+// disk, "embedded golden/cases/<p>" otherwise.
+func (s *Store) path(p string) string {
+	if strings.HasPrefix(s.where, "embedded") || s.where == "golden store" {
+		return s.where + "/" + p
+	}
+	return filepath.Join(s.where, filepath.FromSlash(p))
+}
+
+// Where describes the store root: its directory, or "embedded golden/cases".
+func (s *Store) Where() string { return s.where }
+
+// Cases returns the store's cases sorted by ID. The slice is the caller's;
+// the cases are shared and must not be modified.
+func (s *Store) Cases() []*Case { return slices.Clone(s.cases) }
+
+// Lookup returns the case with the given ID ("<op>/<name>").
+func (s *Store) Lookup(id string) (*Case, bool) {
+	i, ok := slices.BinarySearchFunc(s.cases, id, func(c *Case, id string) int { return strings.Compare(c.ID, id) })
+	if !ok {
+		return nil, false
+	}
+	return s.cases[i], true
+}
+
+// Load reads a case's stored inputs and expected outputs. Each file is read
+// as the dtype case.json names and must have the listed shape; errors name
+// the file and tensor. Hashes are not checked here (Verify does that).
+func (s *Store) Load(c *Case) (inputs, expected map[string]*tensor.Tensor, err error) {
+	if c.Err != nil {
+		return nil, nil, c.Err
+	}
+	inputs = map[string]*tensor.Tensor{}
+	expected = map[string]*tensor.Tensor{}
+	for _, set := range []struct {
+		list []FileEntry
+		into map[string]*tensor.Tensor
+	}{{c.File.Inputs, inputs}, {c.File.Outputs, expected}} {
+		for _, e := range set.list {
+			t, _, err := s.readTensor(c, e)
+			if err != nil {
+				return nil, nil, err
+			}
+			set.into[e.Name] = t
+		}
+	}
+	return inputs, expected, nil
+}
+
+// readTensor reads one listed .npy file and returns it with the sha256 of
+// its bytes.
+func (s *Store) readTensor(c *Case, e FileEntry) (*tensor.Tensor, string, error) {
+	p := c.ID + "/" + e.File
+	b, err := fs.ReadFile(s.fsys, p)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: tensor %q: %w", s.path(p), e.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	t, err := tensor.ReadNpy(bytes.NewReader(b), e.DType, tensor.ReadOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: tensor %q: %w", s.path(p), e.Name, err)
+	}
+	if !t.SameShape(e.Shape) {
+		return nil, "", fmt.Errorf("%s: tensor %q: shape %v, case.json says %v", s.path(p), e.Name, t.Shape, e.Shape)
+	}
+	return t, hex.EncodeToString(sum[:]), nil
+}
+
+// validName reports whether s can name an op or case directory.
+func validName(s string) bool {
+	return s != "" && !strings.HasPrefix(s, ".") && !strings.ContainsAny(s, `/\`) && path.Clean(s) == s && s != ".."
+}

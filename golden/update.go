@@ -1,0 +1,683 @@
+package golden
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Crash guarantee of Update
+//
+// Update replaces cases one at a time. Each case directory is, at every
+// instant, either wholly the old case or wholly the new one (or absent,
+// when it is being added or removed); a crash (SIGKILL, power loss) can
+// leave a mix of old and new cases, never a mix within one case, and
+// rerunning Update completes the set. The protocol:
+//
+//  1. every case is generated and judged in memory first; if any case
+//     fails, nothing is written;
+//  2. a changed or new case is written to <op>/.tmp-<case> beside its
+//     directory, every file and directory fsynced;
+//  3. it replaces <op>/<case> atomically: renameat2(RENAME_EXCHANGE)
+//     swaps the two directories in one step (Linux), and the old tree,
+//     now at .tmp-<case>, is removed. Where exchange is unavailable,
+//     <case> is renamed to .old-<case>, .tmp-<case> to <case>, and
+//     .old-<case> is removed. A new case is renamed into place. The op
+//     directory is fsynced after each rename;
+//  4. a case that left the set is renamed to <op>/.del-<case>, then
+//     removed.
+//
+// Recover (run by Update and OpenDir before anything else) finishes an
+// interrupted protocol: .tmp-* and .del-* are removed (the case directory
+// beside them is complete, old or new, or was never there), and an
+// .old-<case> whose <case> is missing is renamed back (the crash fell
+// between the two renames of the fallback), otherwise removed. Names
+// starting with "." are never cases and are not embedded.
+
+// Temporary-name prefixes of the update protocol.
+const (
+	tmpPrefix = ".tmp-"
+	oldPrefix = ".old-"
+	delPrefix = ".del-"
+)
+
+// fileOpHook, when set (by tests), is called after every file-system step
+// of Update that changes the store: the crash test kills a child process
+// at each of these points.
+var fileOpHook func(step string)
+
+// useExchange selects the renameat2 exchange where available; tests turn
+// it off to exercise the two-rename fallback.
+var useExchange = true
+
+func step(s string) {
+	if fileOpHook != nil {
+		fileOpHook(s)
+	}
+}
+
+// Changes summarises what Update did.
+type Changes struct {
+	Added, Removed, Changed []string // case IDs, sorted
+	Unchanged               int
+}
+
+// Empty reports whether nothing changed.
+func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Changed) == 0 }
+
+// String is the one-line summary Update prints last.
+func (c Changes) String() string {
+	return fmt.Sprintf("%d added, %d removed, %d changed, %d unchanged", len(c.Added), len(c.Removed), len(c.Changed), c.Unchanged)
+}
+
+// generated is one case rendered in memory.
+type generated struct {
+	id    string
+	file  *CaseFile
+	files map[string][]byte // slash path relative to the case dir → content (case.json included)
+}
+
+// Generate runs c on b and renders its case directory in memory: the
+// inputs, the outputs as expected/, and case.json with the metrics and
+// budgets of this run. A result that does not pass the case's policy is an
+// error: a golden must never record a wrong answer.
+func generate(ctx context.Context, b backend.Backend, c harness.Case) (*generated, error) {
+	if !validName(c.Op) || !validName(c.Name) {
+		return nil, fmt.Errorf("case %q of op %q: names must be non-empty, not start with '.', and contain no '/'", c.Name, c.Op)
+	}
+	id := c.Op + "/" + c.Name
+	pc, err := harness.Prepare(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	if !res.Pass() {
+		return nil, fmt.Errorf("%s: backend %s fails the case's own policy; not recording it:\n%s", id, b.Name(), res.Verify.Failure())
+	}
+	cf := &CaseFile{
+		Format: FormatVersion, Name: c.Name, Op: c.Op, Params: pc.Params,
+		Dims: cloneDims(c.Dims), Dist: c.Dist, Seed: c.Seed, Labels: slices.Clone(c.Labels),
+		Policy: c.Policy, Numerics: c.Numerics, Metrics: map[string]Metrics{},
+	}
+	if cf.Policy == "" {
+		cf.Policy = "bound"
+	}
+	files := map[string][]byte{}
+	inSpecs, err := pc.Op.Inputs(pc.Params, pc.Inputs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	for _, s := range inSpecs {
+		t, ok := pc.Inputs[s.Name]
+		if !ok {
+			continue // an optional input the case does not use
+		}
+		e, data, err := encode(s.Name, s.Name+".npy", t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		cf.Inputs = append(cf.Inputs, e)
+		files[e.File] = data
+	}
+	outSpecs, err := pc.Op.Outputs(pc.Params, pc.Inputs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	for _, s := range outSpecs {
+		e, data, err := encode(s.Name, ExpectedDir+"/"+s.Name+".npy", res.Outputs[s.Name])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		cf.Outputs = append(cf.Outputs, e)
+		files[e.File] = data
+	}
+	for _, o := range res.Verify.Outputs {
+		cf.Metrics[o.Name] = summarize(o.Metrics)
+	}
+	if res.Cost != nil {
+		cf.Budgets = &Budgets{
+			Cycles: res.Cost.Cycles, VectorUtil: round6(res.Cost.VectorUtil),
+			LoadBalance: round6(res.Cost.LoadBalance), GMBytes: res.Cost.GMBytesIn + res.Cost.GMBytesOut,
+		}
+	}
+	js, err := cf.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("%s: case.json: %w", id, err)
+	}
+	files[CaseJSON] = js
+	return &generated{id: id, file: cf, files: files}, nil
+}
+
+func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
+	var buf bytes.Buffer
+	if err := tensor.WriteNpy(&buf, t); err != nil {
+		return FileEntry{}, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return FileEntry{Name: name, File: file, DType: t.DType, Shape: slices.Clone(t.Shape), SHA256: hex.EncodeToString(sum[:])}, buf.Bytes(), nil
+}
+
+// Update regenerates the store in dir from cases using backend b (the
+// emulator, for the checked-in set): every case is run and judged, then
+// written atomically (see "Crash guarantee" above) if any of its files
+// changed; case directories not in cases are removed. What changed is
+// printed to w: added and removed cases, and for changed ones each file
+// with its old → new sha256 and the deltas of metrics and budgets. dir is
+// created if missing.
+func Update(ctx context.Context, dir string, b backend.Backend, cases []harness.Case, w io.Writer) (Changes, error) {
+	var ch Changes
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ch, fmt.Errorf("golden update: %w", err)
+	}
+	if err := Recover(dir); err != nil {
+		return ch, err
+	}
+	gens := map[string]*generated{}
+	for _, c := range cases {
+		g, err := generate(ctx, b, c)
+		if err != nil {
+			return ch, fmt.Errorf("golden update: %w", err)
+		}
+		if _, dup := gens[g.id]; dup {
+			return ch, fmt.Errorf("golden update: case %s is listed twice", g.id)
+		}
+		gens[g.id] = g
+	}
+	existing, err := listCases(dir)
+	if err != nil {
+		return ch, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(gens)) {
+		if err := ctx.Err(); err != nil {
+			return ch, err
+		}
+		g := gens[id]
+		caseDir := filepath.Join(dir, filepath.FromSlash(id))
+		old, err := readTree(caseDir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ch, fmt.Errorf("golden update: %w", err)
+		}
+		switch {
+		case old == nil:
+			ch.Added = append(ch.Added, id)
+			fmt.Fprintf(w, "added    %s (%s)\n", id, strings.Join(slices.Sorted(maps.Keys(g.files)), ", "))
+		case sameTree(old, g.files):
+			ch.Unchanged++
+			continue
+		default:
+			ch.Changed = append(ch.Changed, id)
+			fmt.Fprintf(w, "changed  %s\n", id)
+			describeChange(w, old, g.files)
+		}
+		if err := writeCase(dir, id, g.files, old != nil); err != nil {
+			return ch, fmt.Errorf("golden update: %s: %w", id, err)
+		}
+	}
+	for _, id := range existing {
+		if _, keep := gens[id]; keep {
+			continue
+		}
+		if err := removeCase(dir, id); err != nil {
+			return ch, fmt.Errorf("golden update: %s: %w", id, err)
+		}
+		ch.Removed = append(ch.Removed, id)
+		fmt.Fprintf(w, "removed  %s\n", id)
+	}
+	if err := removeEmptyOpDirs(dir); err != nil {
+		return ch, err
+	}
+	fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
+	return ch, nil
+}
+
+// listCases returns the IDs of the case directories under dir (every
+// non-hidden directory two levels down), sorted.
+func listCases(dir string) ([]string, error) {
+	var ids []string
+	tops, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("golden: %w", err)
+	}
+	for _, op := range tops {
+		if !op.IsDir() || strings.HasPrefix(op.Name(), ".") {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, op.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("golden: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				ids = append(ids, op.Name()+"/"+e.Name())
+			}
+		}
+	}
+	return ids, nil
+}
+
+// readTree reads every regular file under root into memory, keyed by
+// slash path relative to root. A missing root gives fs.ErrNotExist.
+func readTree(root string) (map[string][]byte, error) {
+	if _, err := os.Stat(root); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	return out, err
+}
+
+func sameTree(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func shortSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])[:12]
+}
+
+// describeChange prints, per differing file, what changed.
+func describeChange(w io.Writer, old, cur map[string][]byte) {
+	names := slices.Sorted(maps.Keys(old))
+	for n := range cur {
+		if _, ok := old[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		o, hadOld := old[n]
+		c, hasNew := cur[n]
+		switch {
+		case !hadOld:
+			fmt.Fprintf(w, "    + %s sha256 %s\n", n, shortSum(c))
+		case !hasNew:
+			fmt.Fprintf(w, "    - %s sha256 %s\n", n, shortSum(o))
+		case bytes.Equal(o, c):
+		case n == CaseJSON:
+			fmt.Fprintf(w, "    ~ %s sha256 %s → %s\n", n, shortSum(o), shortSum(c))
+			describeCaseJSON(w, o, c)
+		default:
+			fmt.Fprintf(w, "    ~ %s sha256 %s → %s\n", n, shortSum(o), shortSum(c))
+		}
+	}
+}
+
+// describeCaseJSON prints the fields of case.json that differ, with metric
+// and budget deltas.
+func describeCaseJSON(w io.Writer, oldB, newB []byte) {
+	o, err1 := ParseCaseFile(oldB)
+	n, err2 := ParseCaseFile(newB)
+	if err1 != nil || err2 != nil {
+		if err1 != nil {
+			fmt.Fprintf(w, "        old case.json did not parse: %v\n", err1)
+		}
+		return
+	}
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"params", o.Params, n.Params}, {"dims", o.Dims, n.Dims}, {"dist", o.Dist, n.Dist},
+		{"seed", o.Seed, n.Seed}, {"labels", o.Labels, n.Labels}, {"policy", o.Policy, n.Policy},
+		{"numerics", o.Numerics, n.Numerics}, {"inputs", entrySummary(o.Inputs), entrySummary(n.Inputs)},
+		{"outputs", entrySummary(o.Outputs), entrySummary(n.Outputs)},
+	} {
+		if !reflect.DeepEqual(f.old, f.new) {
+			fmt.Fprintf(w, "        %s: %v → %v\n", f.name, render(f.old), render(f.new))
+		}
+	}
+	for _, out := range slices.Sorted(maps.Keys(unionKeys(o.Metrics, n.Metrics))) {
+		var d []string
+		om, nm := o.Metrics[out], n.Metrics[out]
+		for _, f := range metricFields(om, nm) {
+			d = append(d, f)
+		}
+		if len(d) > 0 {
+			fmt.Fprintf(w, "        metrics %s: %s\n", out, strings.Join(d, ", "))
+		}
+	}
+	var ob, nb Budgets
+	if o.Budgets != nil {
+		ob = *o.Budgets
+	}
+	if n.Budgets != nil {
+		nb = *n.Budgets
+	}
+	var d []string
+	if ob.Cycles != nb.Cycles {
+		d = append(d, fmt.Sprintf("cycles %d → %d (%+.2f%%)", ob.Cycles, nb.Cycles, pct(float64(ob.Cycles), float64(nb.Cycles))))
+	}
+	if ob.GMBytes != nb.GMBytes {
+		d = append(d, fmt.Sprintf("gm_bytes %d → %d", ob.GMBytes, nb.GMBytes))
+	}
+	if ob.VectorUtil != nb.VectorUtil {
+		d = append(d, fmt.Sprintf("vector_util %g → %g", ob.VectorUtil, nb.VectorUtil))
+	}
+	if ob.LoadBalance != nb.LoadBalance {
+		d = append(d, fmt.Sprintf("load_balance %g → %g", ob.LoadBalance, nb.LoadBalance))
+	}
+	if len(d) > 0 {
+		fmt.Fprintf(w, "        budgets: %s\n", strings.Join(d, ", "))
+	}
+}
+
+func pct(a, b float64) float64 {
+	if a == 0 {
+		return 0
+	}
+	return 100 * (b - a) / a
+}
+
+func unionKeys(a, b map[string]Metrics) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// metricFields lists "name old → new" for the metrics that differ.
+func metricFields(o, n Metrics) []string {
+	var d []string
+	add := func(name string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			d = append(d, fmt.Sprintf("%s %v → %v", name, a, b))
+		}
+	}
+	add("n", o.N, n.N)
+	add("tightness", float64(o.Tightness), float64(n.Tightness))
+	add("max_abs", float64(o.MaxAbs), float64(n.MaxAbs))
+	add("max_rel", float64(o.MaxRel), float64(n.MaxRel))
+	add("mere", float64(o.MERE), float64(n.MERE))
+	add("mare", float64(o.MARE), float64(n.MARE))
+	add("rmse", float64(o.RMSE), float64(n.RMSE))
+	add("cosine", float64(o.Cosine), float64(n.Cosine))
+	add("ulp_hist", o.UlpHist, n.UlpHist)
+	add("nonfinite_mismatch", o.NonFiniteMismatch, n.NonFiniteMismatch)
+	add("ambiguous", o.Ambiguous, n.Ambiguous)
+	return d
+}
+
+func entrySummary(es []FileEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = fmt.Sprintf("%s:%s%v", e.Name, e.DType, e.Shape)
+	}
+	return out
+}
+
+func render(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "none"
+	case fmt.Stringer:
+		if reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
+			return "none"
+		}
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// writeCase writes files into <dir>/<id> by the protocol of "Crash
+// guarantee": temp directory, fsync, atomic swap.
+func writeCase(dir, id string, files map[string][]byte, exists bool) error {
+	op, name, _ := strings.Cut(id, "/")
+	opDir := filepath.Join(dir, op)
+	if err := mkdirSynced(opDir); err != nil {
+		return err
+	}
+	tmp := filepath.Join(opDir, tmpPrefix+name)
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	step("mkdir " + tmp)
+	dirs := map[string]bool{".": true}
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		d := filepath.Dir(filepath.FromSlash(rel))
+		if !dirs[d] {
+			if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
+				return err
+			}
+			dirs[d] = true
+			step("mkdir " + d)
+		}
+		if err := writeFileSynced(filepath.Join(tmp, filepath.FromSlash(rel)), files[rel]); err != nil {
+			return err
+		}
+		step("write " + rel)
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := syncDir(filepath.Join(tmp, d)); err != nil {
+			return err
+		}
+	}
+	step("sync " + tmp)
+	caseDir := filepath.Join(opDir, name)
+	if !exists {
+		if err := os.Rename(tmp, caseDir); err != nil {
+			return err
+		}
+		step("rename " + caseDir)
+		return syncDir(opDir)
+	}
+	swapped := false
+	if useExchange {
+		var err error
+		if swapped, err = exchange(tmp, caseDir); err != nil {
+			return err
+		}
+	}
+	if swapped {
+		step("exchange " + caseDir)
+		if err := syncDir(opDir); err != nil {
+			return err
+		}
+		step("sync " + opDir)
+		if err := os.RemoveAll(tmp); err != nil {
+			return err
+		}
+		step("remove old " + tmp)
+		return nil
+	}
+	// Fallback: two renames; Recover restores .old-<name> if the second
+	// never happened.
+	old := filepath.Join(opDir, oldPrefix+name)
+	if err := os.RemoveAll(old); err != nil {
+		return err
+	}
+	if err := os.Rename(caseDir, old); err != nil {
+		return err
+	}
+	step("rename old " + old)
+	if err := os.Rename(tmp, caseDir); err != nil {
+		return err
+	}
+	step("rename new " + caseDir)
+	if err := syncDir(opDir); err != nil {
+		return err
+	}
+	step("sync " + opDir)
+	if err := os.RemoveAll(old); err != nil {
+		return err
+	}
+	step("remove old " + old)
+	return nil
+}
+
+// removeCase removes <dir>/<id>: one atomic rename out of the store, then
+// the deletion.
+func removeCase(dir, id string) error {
+	op, name, _ := strings.Cut(id, "/")
+	opDir := filepath.Join(dir, op)
+	del := filepath.Join(opDir, delPrefix+name)
+	if err := os.RemoveAll(del); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(opDir, name), del); err != nil {
+		return err
+	}
+	step("rename " + del)
+	if err := syncDir(opDir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(del); err != nil {
+		return err
+	}
+	step("remove " + del)
+	return nil
+}
+
+// removeEmptyOpDirs removes op directories left without any entry.
+func removeEmptyOpDirs(dir string) error {
+	tops, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("golden: %w", err)
+	}
+	for _, op := range tops {
+		if !op.IsDir() || strings.HasPrefix(op.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, op.Name())
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return fmt.Errorf("golden: %w", err)
+		}
+		if len(entries) == 0 {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("golden: %w", err)
+			}
+			step("remove " + p)
+		}
+	}
+	return syncDir(dir)
+}
+
+// Recover completes or rolls back case updates interrupted in dir (see
+// "Crash guarantee"). It is idempotent and cheap when there is nothing to
+// do. A missing dir is not an error (nothing to recover).
+func Recover(dir string) error {
+	tops, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("golden: %w", err)
+	}
+	for _, op := range tops {
+		if !op.IsDir() || strings.HasPrefix(op.Name(), ".") {
+			continue
+		}
+		opDir := filepath.Join(dir, op.Name())
+		entries, err := os.ReadDir(opDir)
+		if err != nil {
+			return fmt.Errorf("golden: %w", err)
+		}
+		changed := false
+		for _, e := range entries {
+			n := e.Name()
+			p := filepath.Join(opDir, n)
+			switch {
+			case strings.HasPrefix(n, tmpPrefix), strings.HasPrefix(n, delPrefix):
+				if err := os.RemoveAll(p); err != nil {
+					return fmt.Errorf("golden: recover: %w", err)
+				}
+				changed = true
+			case strings.HasPrefix(n, oldPrefix):
+				caseDir := filepath.Join(opDir, strings.TrimPrefix(n, oldPrefix))
+				if _, err := os.Stat(caseDir); errors.Is(err, fs.ErrNotExist) {
+					err = os.Rename(p, caseDir)
+					if err != nil {
+						return fmt.Errorf("golden: recover: %w", err)
+					}
+				} else if err := os.RemoveAll(p); err != nil {
+					return fmt.Errorf("golden: recover: %w", err)
+				}
+				changed = true
+			}
+		}
+		if changed {
+			if err := syncDir(opDir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func mkdirSynced(p string) error {
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return err
+	}
+	step("mkdir " + p)
+	return syncDir(filepath.Dir(p))
+}
+
+func writeFileSynced(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,438 @@
+// Package npu is the emulated device: a device profile, cores that run
+// kernel blocks, their local memories (Unified Buffer, L1, L0A/B/C), DMA
+// between global memory (GM, held as tensors) and local memory, vector
+// primitives, and the per-core counters from which a deterministic Cost
+// is derived.
+//
+// Kernels are written the way Ascend C kernels are. A host-side tiling
+// function decides the block count and tile sizes; Device.Launch runs the
+// kernel once per block, each on its own Core (goroutine). A block
+// allocates local buffers (capacity enforced), copies GM→UB with
+// DataCopyIn (32-byte alignment enforced; DataCopyPadIn for tails),
+// computes with vector primitives, and copies UB→GM with DataCopyOut.
+//
+// # Cost model
+//
+// Nothing is timed; every primitive adds cycles to its core's counters:
+//
+//   - DMA (GM↔local): DMALatencyCycles + ceil(gm_bytes / share) per
+//     transfer, where share = HBM bandwidth / clock / cores of the kind,
+//     in bytes per cycle (1600/1.8/48 ≈ 18.5 B/cycle per vector core on
+//     ascend910b, so ceil(0.054·bytes)).
+//     Only the bytes read from or written to GM count, not UB padding.
+//   - Vector: VectorIssueCycles + ceil(bytes / VectorBytesPerCycle) per
+//     instruction, bytes = elements · element size.
+//   - Cube: added by the cube primitives (cube.go).
+//
+// A core's work is grouped into tiles (Core.BeginTile); per tile the
+// counters split into DMA-in I, compute C (vector + cube) and DMA-out O.
+// With one buffer per queue (SetBufferNum(1), the default) a core's cycles
+// are the plain sum of everything. With double buffering (SetBufferNum(2))
+// the loads of tile k+1 and the stores of tile k−1 run while tile k
+// computes, so over tiles 0..T−1
+//
+//	cycles = I₀ + Σₖ max(Iₖ₊₁ + Oₖ₋₁, Cₖ) + O_{T−1}   (out-of-range terms are 0)
+//
+// plus, serially, any work done before the first BeginTile. The launch's
+// Cycles is the maximum over cores; Overlap = hidden / min(DMA, compute)
+// summed over cores, where hidden = DMA + compute − cycles. The model
+// uses only integer counters and one fixed division per transfer, so it is
+// deterministic.
+package npu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// CoreKind selects which cores a launch runs on.
+type CoreKind uint8
+
+// Core kinds. Every emulated core has all local memories; the kind only
+// sets the core count (blockDim limit) and the core's share of HBM.
+const (
+	VectorCore CoreKind = iota // AIV: Profile.VectorCores of them
+	AICore                     // AIC (cube): Profile.AICores of them
+)
+
+// String returns "vector" or "ai".
+func (k CoreKind) String() string {
+	if k == AICore {
+		return "ai"
+	}
+	return "vector"
+}
+
+// Device is an emulated NPU built from a Profile. It is safe for
+// concurrent use; launches are independent.
+type Device struct {
+	prof    Profile
+	dmaRate [2]float64 // bytes per cycle per core, by CoreKind
+	pool    memPool
+}
+
+// NewDevice validates p and returns a device.
+func NewDevice(p Profile) (*Device, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Device{prof: p}
+	d.dmaRate[VectorCore] = p.DMABytesPerCycle(VectorCore)
+	d.dmaRate[AICore] = p.DMABytesPerCycle(AICore)
+	return d, nil
+}
+
+// MustNewDevice is NewDevice for profiles known to be valid; it panics
+// otherwise.
+func MustNewDevice(p Profile) *Device {
+	d, err := NewDevice(p)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// Profile returns a copy of the device profile.
+func (d *Device) Profile() Profile { return d.prof }
+
+// Kernel is the body of one block. It runs on c and returns an error to
+// fail the launch.
+type Kernel func(c *Core) error
+
+// Launch runs kernel on blockDim vector cores (1 ≤ blockDim ≤
+// VectorCores), one goroutine per block, waits for all of them and
+// derives the Cost. If any block fails, the error of the lowest-numbered
+// failing block is returned (blocks are not cancelled by one another, so
+// the choice is deterministic) together with a nil Cost. A kernel panic is
+// recovered and reported as that block's error. Cancelling ctx makes the
+// next DMA of every block fail.
+func (d *Device) Launch(ctx context.Context, blockDim int, kernel Kernel) (*Cost, error) {
+	return d.LaunchOn(ctx, VectorCore, blockDim, kernel)
+}
+
+// LaunchOn is Launch on cores of the given kind (1 ≤ blockDim ≤ the
+// profile's count of that kind).
+func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel) (*Cost, error) {
+	if kind != VectorCore && kind != AICore {
+		return nil, fmt.Errorf("launch: invalid core kind %d", kind)
+	}
+	if n := d.prof.Cores(kind); blockDim < 1 || blockDim > n {
+		return nil, fmt.Errorf("launch: blockDim %d out of range [1, %d] (%s cores of %s)", blockDim, n, kind, d.prof.Name)
+	}
+	if kernel == nil {
+		return nil, fmt.Errorf("launch: nil kernel")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	cores := make([]*Core, blockDim)
+	errs := make([]error, blockDim)
+	var wg sync.WaitGroup
+	for i := range cores {
+		c := d.newCore(ctx, kind, i, blockDim)
+		cores[i] = c
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					errs[c.BlockIdx] = fmt.Errorf("kernel panic: %v", r)
+				}
+			}()
+			errs[c.BlockIdx] = kernel(c)
+		}()
+	}
+	wg.Wait()
+	for _, c := range cores {
+		c.release()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("block %d/%d: %w", i, blockDim, err)
+		}
+	}
+	return d.deriveCost(cores), nil
+}
+
+// ZeroCost is the cost of launching nothing (a kernel with no work, e.g.
+// on an empty input): no cores, zero cycles and bytes, LoadBalance 1.
+func (d *Device) ZeroCost() *Cost {
+	return &Cost{Device: d.prof.Name, CoreCycles: []int64{}, LoadBalance: 1}
+}
+
+// Core is one block of a launch running on one core: its index, the
+// launch's block count, its local memories and its counters. A Core is
+// used only by its own goroutine.
+type Core struct {
+	BlockIdx int // this block, 0 ≤ BlockIdx < BlockDim
+	BlockDim int // blocks in the launch
+
+	ctx   context.Context
+	dev   *Device
+	prof  *Profile
+	kind  CoreKind
+	mem   [numSpaces]arena
+	cost  CoreCost
+	bufN  int     // 1 or 2, see SetBufferNum
+	pro   stage   // work before the first BeginTile
+	tiles []stage // one per BeginTile
+}
+
+// stage holds the cycles of one tile by pipeline stage.
+type stage struct{ in, compute, out int64 }
+
+// Stage names the pipeline stage a cost is charged to.
+type Stage uint8
+
+// Pipeline stages.
+const (
+	StageIn      Stage = iota // DMA into local memory (GM→UB/L1)
+	StageCompute              // vector and cube work
+	StageOut                  // DMA out of local memory (UB/L0C→GM)
+)
+
+func (d *Device) newCore(ctx context.Context, kind CoreKind, idx, dim int) *Core {
+	c := &Core{BlockIdx: idx, BlockDim: dim, ctx: ctx, dev: d, prof: &d.prof, kind: kind, bufN: 1}
+	for s := range numSpaces {
+		capacity, align := d.prof.spaceSize(s)
+		c.mem[s] = arena{space: s, capacity: capacity, align: align}
+	}
+	return c
+}
+
+// release returns the core's memories to the device pool and freezes its
+// counters. Buffers become invalid.
+func (c *Core) release() {
+	c.cost.UBPeakBytes = int64(c.mem[UB].peak)
+	c.cost.Cycles = c.cycles()
+	for s := range c.mem {
+		a := &c.mem[s]
+		a.reset()
+		if a.mem != nil {
+			c.dev.putMem(a.space, a.mem)
+			a.mem = nil
+		}
+	}
+}
+
+// Profile returns the device profile (read-only by convention).
+func (c *Core) Profile() *Profile { return c.prof }
+
+// Kind reports which kind of core this block runs on.
+func (c *Core) Kind() CoreKind { return c.kind }
+
+// Context returns the launch's context.
+func (c *Core) Context() context.Context { return c.ctx }
+
+// AllocUB allocates bytes of Unified Buffer, rounded up to the UB block
+// (32 B). Exceeding the capacity is an error, never a silent overlap. The
+// contents are Poison bytes until written.
+func (c *Core) AllocUB(bytes int) (*Buffer, error) { return c.Alloc(UB, bytes) }
+
+// Alloc allocates bytes of local memory s, rounded up to its alignment.
+func (c *Core) Alloc(s Space, bytes int) (*Buffer, error) {
+	if s >= numSpaces {
+		return nil, fmt.Errorf("alloc: invalid space %d", s)
+	}
+	return c.mem[s].alloc(c, bytes)
+}
+
+// Free releases b; using it afterwards is an error.
+func (c *Core) Free(b *Buffer) error {
+	if b == nil || b.core != c {
+		return fmt.Errorf("free: buffer is nil or belongs to another core")
+	}
+	if !b.live {
+		return fmt.Errorf("free: %s buffer at offset %d already freed", b.space, b.off)
+	}
+	return c.mem[b.space].free(b)
+}
+
+// Reset frees every buffer of space s. The peak usage is kept.
+func (c *Core) Reset(s Space) {
+	if s < numSpaces {
+		c.mem[s].reset()
+	}
+}
+
+// ResetUB frees every UB buffer.
+func (c *Core) ResetUB() { c.Reset(UB) }
+
+// Used returns the bytes currently allocated in s (after rounding).
+func (c *Core) Used(s Space) int { return c.mem[s].used }
+
+// Peak returns the most bytes ever allocated at once in s.
+func (c *Core) Peak(s Space) int { return c.mem[s].peak }
+
+// SetBufferNum declares the kernel's pipelining, like Ascend C's
+// BUFFER_NUM: 1 (default) means every copy and computation runs serially;
+// 2 means the kernel double-buffers (it allocates two buffers per queue and
+// alternates them tile by tile), and tiles overlap as described in the
+// package documentation. It must be called before the first BeginTile.
+func (c *Core) SetBufferNum(n int) error {
+	if n != 1 && n != 2 {
+		return fmt.Errorf("SetBufferNum(%d): want 1 or 2", n)
+	}
+	if len(c.tiles) > 0 {
+		return fmt.Errorf("SetBufferNum(%d): called after the first BeginTile", n)
+	}
+	c.bufN = n
+	return nil
+}
+
+// BeginTile starts the next tile of the kernel's pipeline: the costs of
+// the primitives that follow are charged to it, by stage.
+func (c *Core) BeginTile() { c.tiles = append(c.tiles, stage{}) }
+
+// Counters returns a snapshot of the core's counters. Cycles is filled in
+// when the block finishes.
+func (c *Core) Counters() CoreCost {
+	cc := c.cost
+	cc.UBPeakBytes = int64(c.mem[UB].peak)
+	cc.Cycles = c.cycles()
+	return cc
+}
+
+// charge adds cycles to the current tile's stage. Primitives in other
+// files (cube.go) call it along with their own counters.
+func (c *Core) charge(s Stage, cycles int64) {
+	st := &c.pro
+	if n := len(c.tiles); n > 0 {
+		st = &c.tiles[n-1]
+	}
+	switch s {
+	case StageIn:
+		st.in += cycles
+	case StageOut:
+		st.out += cycles
+	default:
+		st.compute += cycles
+	}
+}
+
+// chargeDMA counts one GM transfer of gmBytes (in: GM→local) and returns
+// its cycles: DMALatencyCycles + ceil(gmBytes / per-core share).
+func (c *Core) chargeDMA(in bool, gmBytes int) int64 {
+	if gmBytes == 0 {
+		return 0
+	}
+	cyc := int64(c.prof.DMALatencyCycles) + ceilCycles(float64(gmBytes)/c.dev.dmaRate[c.kind])
+	c.cost.DMACycles += cyc
+	if in {
+		c.cost.GMBytesIn += int64(gmBytes)
+		c.charge(StageIn, cyc)
+	} else {
+		c.cost.GMBytesOut += int64(gmBytes)
+		c.charge(StageOut, cyc)
+	}
+	return cyc
+}
+
+// ceilCycles rounds a cycle count up, except that a quotient within a
+// relative 1e-9 of an integer is taken as that integer: profile values
+// such as 1.8 GHz are not exact in binary, and 500 B at 18.5185… B/cycle
+// should cost 27 cycles, not 28.
+func ceilCycles(q float64) int64 {
+	if r := math.Round(q); math.Abs(q-r) <= 1e-9*q {
+		return int64(r)
+	}
+	return int64(math.Ceil(q))
+}
+
+// chargeVector counts one vector instruction over bytes and returns its
+// cycles: VectorIssueCycles + ceil(bytes / VectorBytesPerCycle).
+func (c *Core) chargeVector(bytes int) int64 {
+	if bytes == 0 {
+		return 0
+	}
+	vb := c.prof.VectorBytesPerCycle
+	cyc := int64(c.prof.VectorIssueCycles) + int64((bytes+vb-1)/vb)
+	c.cost.VectorCycles += cyc
+	c.cost.VectorBytes += int64(bytes)
+	c.charge(StageCompute, cyc)
+	return cyc
+}
+
+// chargeCube counts cube work: cycles of the cube unit, MACs issued
+// (including fractal padding) and the useful ones. Cube primitives call it.
+func (c *Core) chargeCube(cycles, macs, usefulMACs int64) {
+	c.cost.CubeCycles += cycles
+	c.cost.CubeMACs += macs
+	c.cost.CubeUsefulMACs += usefulMACs
+	c.charge(StageCompute, cycles)
+}
+
+// cycles applies the pipeline model to the core's tiles.
+func (c *Core) cycles() int64 {
+	total := c.pro.in + c.pro.compute + c.pro.out
+	t := c.tiles
+	if c.bufN == 1 {
+		for _, s := range t {
+			total += s.in + s.compute + s.out
+		}
+		return total
+	}
+	if len(t) == 0 {
+		return total
+	}
+	total += t[0].in + t[len(t)-1].out
+	for k := range t {
+		var dma int64
+		if k+1 < len(t) {
+			dma += t[k+1].in
+		}
+		if k > 0 {
+			dma += t[k-1].out
+		}
+		total += max(dma, t[k].compute)
+	}
+	return total
+}
+
+// deriveCost combines the finished cores' counters into a Cost.
+func (d *Device) deriveCost(cores []*Core) *Cost {
+	cost := d.ZeroCost()
+	cost.BlockDim = len(cores)
+	if len(cores) == 0 {
+		return cost
+	}
+	cost.CoreCycles = make([]int64, len(cores))
+	cost.Cores = make([]CoreCost, len(cores))
+	minC := int64(math.MaxInt64)
+	var vec, hidden, overlappable, cube float64
+	for i, c := range cores {
+		cc := c.cost
+		cost.Cores[i] = cc
+		cost.CoreCycles[i] = cc.Cycles
+		cost.Cycles = max(cost.Cycles, cc.Cycles)
+		minC = min(minC, cc.Cycles)
+		cost.GMBytesIn += cc.GMBytesIn
+		cost.GMBytesOut += cc.GMBytesOut
+		cost.UBPeakBytes = max(cost.UBPeakBytes, cc.UBPeakBytes)
+		vec += float64(cc.VectorCycles)
+		if cc.CubeMACs > 0 {
+			cube += float64(cc.CubeCycles) * float64(cc.CubeUsefulMACs) / float64(cc.CubeMACs)
+		}
+		compute := cc.VectorCycles + cc.CubeCycles
+		if m := min(cc.DMACycles, compute); m > 0 {
+			overlappable += float64(m)
+			hidden += float64(max(0, cc.DMACycles+compute-cc.Cycles))
+		}
+	}
+	cost.Seconds = float64(cost.Cycles) / d.prof.ClockHz()
+	if cost.Cycles > 0 {
+		busy := float64(cost.Cycles) * float64(len(cores))
+		cost.VectorUtil = vec / busy
+		cost.CubeUtil = cube / busy
+		cost.LoadBalance = float64(minC) / float64(cost.Cycles)
+	}
+	if overlappable > 0 {
+		cost.Overlap = min(1, hidden/overlappable)
+	}
+	return cost
+}

@@ -1,0 +1,277 @@
+package npu
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+var bg = context.Background()
+
+func newDev(t *testing.T, p Profile) *Device {
+	t.Helper()
+	d, err := NewDevice(p)
+	if err != nil {
+		t.Fatalf("NewDevice(%s): %v", p.Name, err)
+	}
+	return d
+}
+
+// unitProfile has round numbers: 1 GHz, 1 B/cycle of HBM per vector core,
+// no DMA latency, 1 B per vector cycle, no issue overhead.
+func unitProfile() Profile {
+	p := Ascend910B()
+	p.Name = "unit"
+	p.ClockGHz = 1
+	p.HBMGBps = float64(p.VectorCores)
+	p.DMALatencyCycles = 0
+	p.VectorBytesPerCycle = 1
+	p.VectorIssueCycles = 0
+	return p
+}
+
+func TestLaunchBlockDimRange(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	nop := func(*Core) error { return nil }
+	for _, c := range []struct {
+		kind CoreKind
+		dim  int
+		ok   bool
+	}{
+		{VectorCore, -1, false}, {VectorCore, 0, false}, {VectorCore, 1, true}, {VectorCore, 48, true},
+		{VectorCore, 49, false}, {AICore, 24, true}, {AICore, 25, false}, {CoreKind(7), 1, false},
+	} {
+		cost, err := d.LaunchOn(bg, c.kind, c.dim, nop)
+		if (err == nil) != c.ok {
+			t.Errorf("launch kind=%s blockDim=%d: got err %v want ok=%v", c.kind, c.dim, err, c.ok)
+		}
+		if err == nil && (cost.BlockDim != c.dim || len(cost.CoreCycles) != c.dim || cost.LoadBalance != 1) {
+			t.Errorf("launch kind=%s blockDim=%d: got cost %+v want %d idle cores, balance 1", c.kind, c.dim, cost, c.dim)
+		}
+	}
+	if _, err := d.Launch(bg, 1, nil); err == nil {
+		t.Errorf("launch nil kernel: got nil error want an error")
+	}
+}
+
+func TestLaunchRunsEveryBlock(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	var seen [48]atomic.Int32
+	_, err := d.Launch(bg, 48, func(c *Core) error {
+		if c.BlockDim != 48 || c.Kind() != VectorCore || c.Profile().Name != "ascend910b" {
+			return errors.New("bad core fields")
+		}
+		seen[c.BlockIdx].Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("launch blockDim=48: got %v want nil", err)
+	}
+	for i := range seen {
+		if n := seen[i].Load(); n != 1 {
+			t.Errorf("launch blockDim=48: block %d: got %d runs want 1", i, n)
+		}
+	}
+}
+
+func TestLaunchPropagatesError(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	boom := errors.New("boom")
+	for range 20 { // the lowest failing block wins, whatever the scheduling
+		cost, err := d.Launch(bg, 8, func(c *Core) error {
+			if c.BlockIdx == 5 || c.BlockIdx == 3 {
+				return boom
+			}
+			return nil
+		})
+		if cost != nil || !errors.Is(err, boom) || !strings.Contains(err.Error(), "block 3/8") {
+			t.Fatalf("launch failing blocks 3,5: got %v, %v want block 3's error and nil cost", cost, err)
+		}
+	}
+	_, err := d.Launch(bg, 2, func(c *Core) error {
+		if c.BlockIdx == 1 {
+			var s []int
+			_ = s[c.BlockIdx] // index out of range
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "block 1/2") || !strings.Contains(err.Error(), "panic") {
+		t.Errorf("launch panicking block: got %v want a block 1 panic error", err)
+	}
+}
+
+func TestLaunchContext(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := d.Launch(ctx, 1, func(*Core) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("launch cancelled: got %v want context.Canceled", err)
+	}
+	ctx, cancel = context.WithCancel(bg)
+	x := tensor.MustNew(tensor.Float32, 8)
+	_, err := d.Launch(ctx, 1, func(c *Core) error {
+		cancel()
+		b, err := c.AllocUB(32)
+		if err != nil {
+			return err
+		}
+		return c.DataCopyIn(b, x, 0, 8)
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("launch cancelled mid-kernel: got %v want context.Canceled", err)
+	}
+}
+
+func TestZeroCost(t *testing.T) {
+	c := newDev(t, Ascend910B()).ZeroCost()
+	want := &Cost{Device: "ascend910b", CoreCycles: []int64{}, LoadBalance: 1}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("ZeroCost: got %+v want %+v", c, want)
+	}
+}
+
+// TestDMACost checks one transfer on ascend910b against the closed form
+// 500 + ceil(bytes·48·1.8/1600) = 500 + ceil(bytes·54/1000).
+func TestDMACost(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	for _, bytes := range []int{32, 500, 1000, 32768, 65536, 196608} {
+		x := tensor.MustNew(tensor.Int8, bytes)
+		cost, err := d.Launch(bg, 1, func(c *Core) error {
+			b, err := c.AllocUB(bytes)
+			if err != nil {
+				return err
+			}
+			return c.DataCopyPadIn(b, x, 0, bytes)
+		})
+		if err != nil {
+			t.Fatalf("dma bytes=%d: %v", bytes, err)
+		}
+		want := int64(500 + (bytes*54+999)/1000)
+		cc := cost.Cores[0]
+		if cost.Cycles != want || cc.DMACycles != want || cc.GMBytesIn != int64(bytes) || cost.GMBytesIn != int64(bytes) {
+			t.Errorf("dma bytes=%d: got cycles %d dma %d gm_in %d want %d, %d, %d", bytes, cost.Cycles, cc.DMACycles, cc.GMBytesIn, want, want, bytes)
+		}
+		if math.Abs(cost.Seconds-float64(want)/1.8e9) > 1e-18 {
+			t.Errorf("dma bytes=%d: got seconds %g want %g", bytes, cost.Seconds, float64(want)/1.8e9)
+		}
+		if cost.LoadBalance != 1 || cost.UBPeakBytes != int64(roundUp(bytes, 32)) {
+			t.Errorf("dma bytes=%d: got balance %v ub peak %d want 1, %d", bytes, cost.LoadBalance, cost.UBPeakBytes, roundUp(bytes, 32))
+		}
+	}
+}
+
+// pipelineKernel runs tiles of: copy in x and y (n fp32 each), Add, copy
+// out z, with bufN buffers per queue. pre adds a copy before the first tile.
+func pipelineKernel(bufN, tiles, n int, pre bool) Kernel {
+	x := tensor.MustNew(tensor.Float32, n*tiles)
+	z := tensor.MustNew(tensor.Float32, n*tiles)
+	return func(c *Core) error {
+		if err := c.SetBufferNum(bufN); err != nil {
+			return err
+		}
+		a, _ := c.AllocUB(4 * n)
+		b, _ := c.AllocUB(4 * n)
+		o, _ := c.AllocUB(4 * n)
+		if pre {
+			if err := c.DataCopyIn(a, x, 0, n); err != nil {
+				return err
+			}
+		}
+		for k := range tiles {
+			c.BeginTile()
+			if err := c.DataCopyIn(a, x, k*n, n); err != nil {
+				return err
+			}
+			if err := c.DataCopyIn(b, x, k*n, n); err != nil {
+				return err
+			}
+			if err := c.Add(tensor.Float32, o, a, b, n); err != nil {
+				return err
+			}
+			if err := c.DataCopyOut(z, k*n, o, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func TestPipelineModel(t *testing.T) {
+	dmaBound := unitProfile() // copies of 32 B cost 32 cycles, the Add 32
+	computeBound := unitProfile()
+	computeBound.HBMGBps *= 32 // copies of 32 B cost 1 cycle
+	for _, c := range []struct {
+		name        string
+		prof        Profile
+		bufN, tiles int
+		pre         bool
+		cycles      int64
+		overlap     float64
+	}{
+		// Serial: per tile 2·32 in + 32 add + 32 out.
+		{"dma-bound serial", dmaBound, 1, 3, false, 3 * 128, 0},
+		// I0 + max(I1,C0) + max(I2+O0,C1) + max(O1,C2) + O2 = 64+64+96+32+32.
+		{"dma-bound double", dmaBound, 2, 3, false, 288, 1},
+		{"dma-bound double prologue", dmaBound, 2, 3, true, 32 + 288, 96.0 / 96},
+		{"one tile double", dmaBound, 2, 1, false, 128, 0},
+		{"compute-bound serial", computeBound, 1, 3, false, 3 * 35, 0},
+		// 2 + max(2,32) + max(3,32) + max(1,32) + 1 = 99; hidden 105−99 of 9 DMA cycles.
+		{"compute-bound double", computeBound, 2, 3, false, 99, 6.0 / 9},
+	} {
+		d := newDev(t, c.prof)
+		cost, err := d.Launch(bg, 1, pipelineKernel(c.bufN, c.tiles, 8, c.pre))
+		if err != nil {
+			t.Fatalf("pipeline %s: %v", c.name, err)
+		}
+		if cost.Cycles != c.cycles || math.Abs(cost.Overlap-c.overlap) > 1e-12 {
+			t.Errorf("pipeline %s: got cycles %d overlap %v want %d, %v", c.name, cost.Cycles, cost.Overlap, c.cycles, c.overlap)
+		}
+		if want := float64(cost.Cores[0].VectorCycles) / float64(cost.Cycles); cost.VectorUtil != want {
+			t.Errorf("pipeline %s: got vector util %v want %v", c.name, cost.VectorUtil, want)
+		}
+	}
+}
+
+func TestSetBufferNum(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	for _, n := range []int{0, 3} {
+		if _, err := d.Launch(bg, 1, func(c *Core) error { return c.SetBufferNum(n) }); err == nil {
+			t.Errorf("SetBufferNum(%d): got nil error want an error", n)
+		}
+	}
+	_, err := d.Launch(bg, 1, func(c *Core) error { c.BeginTile(); return c.SetBufferNum(2) })
+	if err == nil {
+		t.Errorf("SetBufferNum after BeginTile: got nil error want an error")
+	}
+}
+
+func TestLoadBalanceCost(t *testing.T) {
+	d := newDev(t, unitProfile())
+	x := tensor.MustNew(tensor.Float32, 16)
+	cost, err := d.Launch(bg, 3, func(c *Core) error {
+		b, err := c.AllocUB(64)
+		if err != nil {
+			return err
+		}
+		n := []int{16, 8, 8}[c.BlockIdx] // core 0 copies 64 B, the others 32 B
+		return c.DataCopyIn(b, x, 0, n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Cost{
+		Device: "unit", BlockDim: 3, Cycles: 64, Seconds: 64e-9, CoreCycles: []int64{64, 32, 32},
+		GMBytesIn: 128, UBPeakBytes: 64, LoadBalance: 0.5,
+	}
+	got := *cost
+	got.Cores = nil
+	if !reflect.DeepEqual(&got, want) {
+		t.Errorf("load balance: got %+v want %+v", &got, want)
+	}
+}

@@ -1,0 +1,159 @@
+package npu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Global memory (GM) is a tensor; a copy addresses it by element offset.
+// DataCopyIn/Out move whole 32-byte blocks: the GM offset and the length,
+// in bytes, must be multiples of the local memory's alignment (the UB
+// block), as Ascend's DataCopy requires. DataCopyPadIn/Out move any number
+// of elements at any offset; the local side is padded to the block.
+//
+// Each copy is one DMA transfer: it adds its GM bytes to GMBytesIn or
+// GMBytesOut and DMALatencyCycles + ceil(bytes / per-core HBM share)
+// cycles to DMACycles and to the current tile's in or out stage. A copy of
+// zero elements is free. Copies into UB or L1 are allowed; copies out are
+// from UB.
+
+// DataCopyIn copies n elements of src starting at element off into the
+// start of dst. off·size and n·size must be multiples of the alignment.
+func (c *Core) DataCopyIn(dst *Buffer, src *tensor.Tensor, off, n int) error {
+	return c.copyIn("DataCopyIn", dst, src, off, n, false)
+}
+
+// DataCopyPadIn copies n elements of src starting at element off into the
+// start of dst, with no alignment requirement, and fills the rest of the
+// last block of dst (up to n·size rounded up to the alignment) with zero
+// bytes. dst must hold the rounded length. Only n·size bytes count as GM
+// traffic.
+func (c *Core) DataCopyPadIn(dst *Buffer, src *tensor.Tensor, off, n int) error {
+	return c.copyIn("DataCopyPadIn", dst, src, off, n, true)
+}
+
+// DataCopyOut copies the first n elements of src to dst starting at
+// element off. off·size and n·size must be multiples of the alignment.
+func (c *Core) DataCopyOut(dst *tensor.Tensor, off int, src *Buffer, n int) error {
+	return c.copyOut("DataCopyOut", dst, off, src, n, false)
+}
+
+// DataCopyPadOut copies the first n elements of src to dst starting at
+// element off, with no alignment requirement. Exactly n elements of dst
+// are written; the padding stays in UB.
+func (c *Core) DataCopyPadOut(dst *tensor.Tensor, off int, src *Buffer, n int) error {
+	return c.copyOut("DataCopyPadOut", dst, off, src, n, true)
+}
+
+func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pad bool) error {
+	gm, size, err := c.checkGM(op, "src", src, off, n)
+	if err != nil {
+		return err
+	}
+	space := UB
+	if dst != nil && dst.space == L1 {
+		space = L1
+	}
+	align := c.mem[space].align
+	bytes, local := n*size, n*size
+	if pad {
+		local = roundUp(bytes, align)
+	} else if err := checkAligned(op, src, off, n, size, align); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": dst", dst, space, local); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	copy(dst.data, gm[off*size:off*size+bytes])
+	clear(dst.data[bytes:local])
+	c.chargeDMA(true, bytes)
+	return nil
+}
+
+func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n int, pad bool) error {
+	gm, size, err := c.checkGM(op, "dst", dst, off, n)
+	if err != nil {
+		return err
+	}
+	align := c.mem[UB].align
+	if !pad {
+		if err := checkAligned(op, dst, off, n, size, align); err != nil {
+			return err
+		}
+	}
+	bytes := n * size
+	if err := c.checkBuf(op+": src", src, UB, bytes); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	copy(gm[off*size:off*size+bytes], src.data)
+	c.chargeDMA(false, bytes)
+	return nil
+}
+
+// checkGM validates a GM operand and returns its bytes and element size.
+func (c *Core) checkGM(op, what string, t *tensor.Tensor, off, n int) ([]byte, int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", op, err)
+	}
+	if t == nil {
+		return nil, 0, fmt.Errorf("%s: %s tensor is nil", op, what)
+	}
+	gm, size := gmBytes(t)
+	if size == 0 {
+		return nil, 0, fmt.Errorf("%s: %s tensor %s has no data", op, what, t)
+	}
+	if off < 0 || n < 0 || off > len(gm)/size || n > len(gm)/size-off {
+		return nil, 0, fmt.Errorf("%s: %s %s: elements [%d, %d+%d) out of range [0, %d)", op, what, t, off, off, n, len(gm)/size)
+	}
+	return gm, size, nil
+}
+
+func checkAligned(op string, t *tensor.Tensor, off, n, size, align int) error {
+	if (off*size)%align != 0 {
+		return fmt.Errorf("%s: GM offset %d elements (%d bytes) of %s is not %d-byte aligned (use DataCopyPad for unaligned copies)",
+			op, off, off*size, t.DType, align)
+	}
+	if (n*size)%align != 0 {
+		return fmt.Errorf("%s: length %d elements (%d bytes) of %s is not a multiple of %d bytes (use DataCopyPad for tails)",
+			op, n, n*size, t.DType, align)
+	}
+	return nil
+}
+
+// gmBytes views a tensor's elements as bytes (no copy) and returns the
+// element size; size 0 means the tensor has no data.
+func gmBytes(t *tensor.Tensor) ([]byte, int) {
+	switch t.DType {
+	case tensor.Float64:
+		return asBytes(t.F64()), 8
+	case tensor.Float32:
+		return asBytes(t.F32()), 4
+	case tensor.Float16:
+		return asBytes(t.F16()), 2
+	case tensor.BFloat16:
+		return asBytes(t.BF16s()), 2
+	case tensor.Int8:
+		return asBytes(t.I8()), 1
+	case tensor.Int32:
+		return asBytes(t.I32()), 4
+	case tensor.Uint8:
+		return t.U8(), 1
+	}
+	return nil, 0
+}
+
+func asBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return []byte{}
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}

@@ -1,0 +1,264 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// vector_add: z = x + y elementwise, fp32 compute and one rounding to the
+// dtype (fp16, bf16, fp32), or saturating int8 arithmetic.
+//
+// Host side, VectorAddTiling splits the N elements into 32-byte UB blocks
+// and deals whole blocks to the cores (the first cores take one block
+// more; only the last element range can end in a partial block), then
+// sizes a UB tile so that the double-buffered x, y and z queues (2×3
+// buffers) fit in UB. Device side, each core loops over its tiles:
+// DataCopy x and y in (DataCopyPad for an unaligned tail), Add, DataCopy z
+// out, double-buffered.
+
+func init() { Register("vector_add", runVectorAdd) }
+
+// vectorAddQueues is the number of UB queues of the kernel: x, y and z.
+const vectorAddQueues = 3
+
+// VectorAddTiling is the host-side tiling of vector_add.
+type VectorAddTiling struct {
+	N          int          `json:"n"`
+	DType      tensor.DType `json:"dtype"`
+	BlockDim   int          `json:"block_dim"`   // cores launched; 0 when N = 0
+	BlockElems int          `json:"block_elems"` // elements per UB block (32 B)
+	PerCore    int          `json:"per_core"`    // the larger per-core share in elements, a multiple of BlockElems
+	BigCores   int          `json:"big_cores"`   // cores [0, BigCores) take PerCore elements, the rest PerCore−BlockElems
+	TileElems  int          `json:"tile_elems"`  // elements per UB tile
+	TileNum    int          `json:"tile_num"`    // tiles of the largest share: ceil(PerCore/TileElems)
+	BufferNum  int          `json:"buffer_num"`  // buffers per queue: 2 (double buffering)
+}
+
+// VectorAddOptions overrides the tiling; zero fields take the default.
+// BlockDim is used exactly (cores beyond the block count get no work);
+// TileElems need not be a multiple of the block, in which case tiles whose
+// GM range is unaligned are copied with DataCopyPad.
+type VectorAddOptions struct {
+	BlockDim  int
+	TileElems int
+}
+
+// CoreRange returns the first element and the element count of core i's
+// share. Shares are contiguous, ascending, and cover [0, N) exactly.
+func (t VectorAddTiling) CoreRange(i int) (off, n int) {
+	if i < 0 || i >= t.BlockDim {
+		return 0, 0
+	}
+	if i < t.BigCores {
+		off, n = i*t.PerCore, t.PerCore
+	} else {
+		small := t.PerCore - t.BlockElems
+		off, n = t.BigCores*t.PerCore+(i-t.BigCores)*small, small
+	}
+	off = min(off, t.N)
+	return off, max(0, min(n, t.N-off))
+}
+
+// NewVectorAddTiling computes the default tiling of n elements of dtype on
+// prof. It is VectorAddTilingWith with no overrides.
+func NewVectorAddTiling(prof npu.Profile, n int, dtype tensor.DType) (VectorAddTiling, error) {
+	return VectorAddTilingWith(prof, n, dtype, VectorAddOptions{})
+}
+
+// VectorAddTilingWith computes the tiling of n elements of dtype on prof.
+//
+// Default: BlockDim = min(vector cores, blocks), so no core is idle; the
+// blocks are dealt so that shares differ by at most one block, which keeps
+// the modeled load balance ≥ 0.9 once every core has work. The tile is the
+// largest that lets the 2×3 buffers fit in UB, then shrunk evenly so every
+// tile of the largest share is about the same size (a core never ends on a
+// sliver tile, and cores with one block less still have the same number of
+// tiles).
+func VectorAddTilingWith(prof npu.Profile, n int, dtype tensor.DType, opt VectorAddOptions) (VectorAddTiling, error) {
+	if err := prof.Validate(); err != nil {
+		return VectorAddTiling{}, err
+	}
+	if err := vectorAddDType(dtype); err != nil {
+		return VectorAddTiling{}, err
+	}
+	if n < 0 || n > tensor.MaxElements {
+		return VectorAddTiling{}, fmt.Errorf("vector_add: n=%d out of range [0, %d]", n, tensor.MaxElements)
+	}
+	if opt.BlockDim < 0 || opt.BlockDim > prof.VectorCores {
+		return VectorAddTiling{}, fmt.Errorf("vector_add: BlockDim %d out of range [1, %d]", opt.BlockDim, prof.VectorCores)
+	}
+	if opt.TileElems < 0 {
+		return VectorAddTiling{}, fmt.Errorf("vector_add: TileElems %d is negative", opt.TileElems)
+	}
+	size, align := dtype.Size(), prof.UBAlign()
+	t := VectorAddTiling{N: n, DType: dtype, BlockElems: align / size, BufferNum: 2}
+	if n == 0 {
+		return t, nil
+	}
+	blocks := (n + t.BlockElems - 1) / t.BlockElems
+	t.BlockDim = min(prof.VectorCores, blocks)
+	if opt.BlockDim > 0 {
+		t.BlockDim = opt.BlockDim
+	}
+	base, rem := blocks/t.BlockDim, blocks%t.BlockDim
+	t.PerCore, t.BigCores = base*t.BlockElems, t.BlockDim
+	if rem > 0 {
+		t.PerCore, t.BigCores = (base+1)*t.BlockElems, rem
+	}
+	// UB budget per buffer: whole blocks.
+	maxTileBytes := prof.UBBytes / (t.BufferNum * vectorAddQueues) / align * align
+	if opt.TileElems > 0 {
+		if need := t.BufferNum * vectorAddQueues * roundUp(opt.TileElems*size, align); opt.TileElems > maxTileBytes/size || need > prof.UBBytes {
+			return VectorAddTiling{}, fmt.Errorf("vector_add: TileElems %d: %d×%d buffers of %d bytes exceed UB (%d bytes)",
+				opt.TileElems, t.BufferNum, vectorAddQueues, roundUp(opt.TileElems*size, align), prof.UBBytes)
+		}
+		t.TileElems = opt.TileElems
+	} else {
+		maxTile := maxTileBytes / size
+		if maxTile < t.BlockElems {
+			return VectorAddTiling{}, fmt.Errorf("vector_add: UB of %d bytes cannot hold %d×%d buffers of one %d-byte block",
+				prof.UBBytes, t.BufferNum, vectorAddQueues, align)
+		}
+		tiles := (t.PerCore + maxTile - 1) / maxTile
+		t.TileElems = roundUp((t.PerCore+tiles-1)/tiles, t.BlockElems)
+	}
+	t.TileNum = (t.PerCore + t.TileElems - 1) / t.TileElems
+	return t, nil
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+func vectorAddDType(dt tensor.DType) error {
+	switch dt {
+	case tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8:
+		return nil
+	}
+	return fmt.Errorf("vector_add: dtype %s not supported (want fp16, bf16, fp32 or int8)", dt)
+}
+
+// VectorAdd computes z = x + y on dev. x and y must have the same dtype
+// (fp16, bf16, fp32 or int8) and the same shape; z has them too. An empty
+// input launches nothing and returns dev.ZeroCost().
+func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt VectorAddOptions) (*tensor.Tensor, *npu.Cost, error) {
+	switch {
+	case dev == nil:
+		return nil, nil, fmt.Errorf("vector_add: nil device")
+	case x == nil || y == nil:
+		return nil, nil, fmt.Errorf("vector_add: nil input tensor")
+	case x.DType != y.DType:
+		return nil, nil, fmt.Errorf("vector_add: dtype mismatch: x is %s, y is %s", x.DType, y.DType)
+	case !x.SameShape(y.Shape):
+		return nil, nil, fmt.Errorf("vector_add: shape mismatch: x is %v, y is %v", x.Shape, y.Shape)
+	}
+	if err := vectorAddDType(x.DType); err != nil {
+		return nil, nil, err
+	}
+	n := x.Len()
+	if n != y.Len() {
+		return nil, nil, fmt.Errorf("vector_add: x has %d elements, y has %d", n, y.Len())
+	}
+	t, err := VectorAddTilingWith(dev.Profile(), n, x.DType, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	z, err := tensor.New(x.DType, x.Shape...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vector_add: %w", err)
+	}
+	if t.BlockDim == 0 {
+		return z, dev.ZeroCost(), nil
+	}
+	cost, err := dev.Launch(ctx, t.BlockDim, vectorAddKernel(t, x, y, z))
+	if err != nil {
+		return nil, nil, fmt.Errorf("vector_add: %w", err)
+	}
+	return z, cost, nil
+}
+
+// vectorAddKernel is the device side: one block per core.
+func vectorAddKernel(t VectorAddTiling, x, y, z *tensor.Tensor) npu.Kernel {
+	return func(c *npu.Core) error {
+		off, n := t.CoreRange(c.BlockIdx)
+		if n == 0 {
+			return nil
+		}
+		if err := c.SetBufferNum(t.BufferNum); err != nil {
+			return err
+		}
+		size, align := t.DType.Size(), c.Profile().UBAlign()
+		bufBytes := roundUp(t.TileElems*size, align)
+		var q [vectorAddQueues][2]*npu.Buffer // x, y, z queues × ping-pong
+		for i := range q {
+			for j := range t.BufferNum {
+				b, err := c.AllocUB(bufBytes)
+				if err != nil {
+					return err
+				}
+				q[i][j] = b
+			}
+		}
+		for k, done := 0, 0; done < n; k, done = k+1, done+t.TileElems {
+			c.BeginTile()
+			cnt, g := min(t.TileElems, n-done), off+done
+			xb, yb, zb := q[0][k%t.BufferNum], q[1][k%t.BufferNum], q[2][k%t.BufferNum]
+			copyIn, copyOut := c.DataCopyIn, c.DataCopyOut
+			if (g*size)%align != 0 || (cnt*size)%align != 0 {
+				copyIn, copyOut = c.DataCopyPadIn, c.DataCopyPadOut
+			}
+			if err := copyIn(xb, x, g, cnt); err != nil {
+				return err
+			}
+			if err := copyIn(yb, y, g, cnt); err != nil {
+				return err
+			}
+			if err := c.Add(t.DType, zb, xb, yb, cnt); err != nil {
+				return err
+			}
+			if err := copyOut(z, g, zb, cnt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// runVectorAdd is the registry entry: param dtype, inputs x and y, output z.
+func runVectorAdd(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	const op = "vector_add"
+	ds, ok := p["dtype"]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: param dtype is missing", op)
+	}
+	dt, err := tensor.ParseDType(ds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: param dtype: %w", op, err)
+	}
+	if err := onlyInputs(op, in, "x", "y"); err != nil {
+		return nil, nil, err
+	}
+	x, err := input(op, in, "x")
+	if err != nil {
+		return nil, nil, err
+	}
+	y, err := input(op, in, "y")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range []struct {
+		name string
+		t    *tensor.Tensor
+	}{{"x", x}, {"y", y}} {
+		if v.t.DType != dt {
+			return nil, nil, fmt.Errorf("%s: input %q: dtype %s, want %s (param dtype)", op, v.name, v.t.DType, dt)
+		}
+	}
+	z, cost, err := VectorAdd(ctx, dev, x, y, VectorAddOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]*tensor.Tensor{"z": z}, cost, nil
+}

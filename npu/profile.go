@@ -1,0 +1,286 @@
+package npu
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Profile describes an emulated device: core counts, clock, on-chip
+// memories, cube and vector throughput, HBM bandwidth, alignment rules,
+// the two cost-model constants (DMA latency, vector issue overhead) and
+// the numerics. It is plain data: load it from JSON with LoadProfile or
+// ParseProfile (every hardware field must be present; numerics default to
+// IEEE), or start from a named profile (ProfileByName) and edit a copy.
+type Profile struct {
+	Name string `json:"name"`
+
+	AICores     int     `json:"ai_cores"`     // cube (AIC) cores
+	VectorCores int     `json:"vector_cores"` // vector (AIV) cores; Launch runs up to this many blocks
+	ClockGHz    float64 `json:"clock_ghz"`
+
+	UBBytes      int `json:"ub_bytes"`       // Unified Buffer per vector core
+	UBBlockBytes int `json:"ub_block_bytes"` // UB block: the unit of DataCopy lengths and allocations
+	L1Bytes      int `json:"l1_bytes"`
+	L0ABytes     int `json:"l0a_bytes"`
+	L0BBytes     int `json:"l0b_bytes"`
+	L0CBytes     int `json:"l0c_bytes"`
+
+	CubeFP16 Fractal `json:"cube_fractal_fp16"` // one cube step on fp16/bf16 inputs
+	CubeInt8 Fractal `json:"cube_fractal_int8"` // one cube step on int8 inputs
+
+	VectorBytesPerCycle int     `json:"vector_bytes_per_cycle"` // per core: bytes of one vector repeat
+	HBMGBps             float64 `json:"hbm_gbps"`               // GM (HBM) bandwidth shared by all cores, 1e9 B/s
+
+	Align Alignment `json:"align"`
+
+	// DMALatencyCycles is the fixed cost of one GM↔local transfer, added to
+	// its bandwidth time.
+	DMALatencyCycles int `json:"dma_latency_cycles"`
+	// VectorIssueCycles is the fixed cost of issuing one vector instruction,
+	// added to its repeat count.
+	VectorIssueCycles int `json:"vector_issue_cycles"`
+
+	Numerics tensor.Numerics `json:"numerics"`
+}
+
+// Fractal is the shape of one cube step: an [M,K]·[K,N] matrix product
+// per cycle, M·K·N multiply-accumulates.
+type Fractal struct {
+	M int `json:"m"`
+	K int `json:"k"`
+	N int `json:"n"`
+}
+
+// MACs is M·K·N, the multiply-accumulates of one cube step.
+func (f Fractal) MACs() int { return f.M * f.K * f.N }
+
+// Alignment holds the address and length alignment, in bytes, of each
+// on-chip memory.
+type Alignment struct {
+	UB  int `json:"ub"`
+	L1  int `json:"l1"`
+	L0A int `json:"l0a"`
+	L0B int `json:"l0b"`
+	L0C int `json:"l0c"`
+}
+
+// Ascend910B returns the default profile "ascend910b": 24 AI (cube)
+// cores and 48 vector cores at 1.8 GHz, UB 192 KiB per core in 32-byte
+// blocks, L1 512 KiB, L0A/L0B 64 KiB, L0C 128 KiB, cube fractals
+// 16×16×16 (fp16) and 16×32×16 (int8), 256 B per vector cycle, HBM
+// 1.6 TB/s shared, alignment UB/L1 32 B, L0A/L0B 512 B, L0C 64 B, a DMA
+// latency of 500 cycles, a vector issue overhead of 8 cycles, and IEEE
+// numerics (inf on overflow, subnormals kept, int8 ties to even).
+func Ascend910B() Profile {
+	return Profile{
+		Name:                "ascend910b",
+		AICores:             24,
+		VectorCores:         48,
+		ClockGHz:            1.8,
+		UBBytes:             192 << 10,
+		UBBlockBytes:        32,
+		L1Bytes:             512 << 10,
+		L0ABytes:            64 << 10,
+		L0BBytes:            64 << 10,
+		L0CBytes:            128 << 10,
+		CubeFP16:            Fractal{M: 16, K: 16, N: 16},
+		CubeInt8:            Fractal{M: 16, K: 32, N: 16},
+		VectorBytesPerCycle: 256,
+		HBMGBps:             1600,
+		Align:               Alignment{UB: 32, L1: 32, L0A: 512, L0B: 512, L0C: 64},
+		DMALatencyCycles:    500,
+		VectorIssueCycles:   8,
+	}
+}
+
+var profiles = map[string]func() Profile{
+	"ascend910b": Ascend910B,
+}
+
+// ProfileNames lists the built-in profile names, sorted.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ProfileByName returns a fresh copy of a built-in profile.
+func ProfileByName(name string) (Profile, error) {
+	f, ok := profiles[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("unknown device profile %q (want one of %s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	return f(), nil
+}
+
+// LoadProfile reads and validates a JSON profile file.
+func LoadProfile(path string) (Profile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+	}
+	p, err := ParseProfile(b)
+	if err != nil {
+		return Profile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParseProfile decodes and validates a JSON profile. Unknown fields,
+// trailing data and invalid values are errors naming the JSON field.
+func ParseProfile(b []byte) (Profile, error) {
+	var p Profile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Profile{}, fmt.Errorf("profile: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Profile{}, errors.New("profile: trailing data after the JSON object")
+	}
+	if err := p.Validate(); err != nil {
+		return Profile{}, err
+	}
+	return p, nil
+}
+
+// JSON returns the profile as indented JSON, the form ParseProfile reads.
+func (p Profile) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// Validate checks every field and returns an error naming the first bad
+// one by its JSON name, e.g. "profile ascend910b: ub_bytes: must be positive, got 0".
+func (p Profile) Validate() error {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("profile %s: %s: %s", p.Name, field, fmt.Sprintf(format, a...))
+	}
+	if p.Name == "" {
+		return errors.New("profile: name: must not be empty")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"ai_cores", p.AICores}, {"vector_cores", p.VectorCores},
+		{"ub_bytes", p.UBBytes}, {"ub_block_bytes", p.UBBlockBytes},
+		{"l1_bytes", p.L1Bytes}, {"l0a_bytes", p.L0ABytes}, {"l0b_bytes", p.L0BBytes}, {"l0c_bytes", p.L0CBytes},
+		{"cube_fractal_fp16.m", p.CubeFP16.M}, {"cube_fractal_fp16.k", p.CubeFP16.K}, {"cube_fractal_fp16.n", p.CubeFP16.N},
+		{"cube_fractal_int8.m", p.CubeInt8.M}, {"cube_fractal_int8.k", p.CubeInt8.K}, {"cube_fractal_int8.n", p.CubeInt8.N},
+		{"vector_bytes_per_cycle", p.VectorBytesPerCycle},
+		{"align.ub", p.Align.UB}, {"align.l1", p.Align.L1}, {"align.l0a", p.Align.L0A},
+		{"align.l0b", p.Align.L0B}, {"align.l0c", p.Align.L0C},
+	} {
+		if f.v <= 0 {
+			return bad(f.name, "must be positive, got %d", f.v)
+		}
+	}
+	const maxCores = 4096
+	if p.AICores > maxCores {
+		return bad("ai_cores", "at most %d, got %d", maxCores, p.AICores)
+	}
+	if p.VectorCores > maxCores {
+		return bad("vector_cores", "at most %d, got %d", maxCores, p.VectorCores)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"ub_block_bytes", p.UBBlockBytes}, {"align.ub", p.Align.UB}, {"align.l1", p.Align.L1},
+		{"align.l0a", p.Align.L0A}, {"align.l0b", p.Align.L0B}, {"align.l0c", p.Align.L0C},
+	} {
+		if f.v&(f.v-1) != 0 {
+			return bad(f.name, "must be a power of two, got %d", f.v)
+		}
+	}
+	if p.Align.UB%p.UBBlockBytes != 0 && p.UBBlockBytes%p.Align.UB != 0 {
+		return bad("align.ub", "%d is incompatible with ub_block_bytes %d", p.Align.UB, p.UBBlockBytes)
+	}
+	const maxMem = 1 << 30
+	for _, f := range []struct {
+		name  string
+		v, al int
+	}{
+		{"ub_bytes", p.UBBytes, p.UBAlign()}, {"l1_bytes", p.L1Bytes, p.Align.L1},
+		{"l0a_bytes", p.L0ABytes, p.Align.L0A}, {"l0b_bytes", p.L0BBytes, p.Align.L0B},
+		{"l0c_bytes", p.L0CBytes, p.Align.L0C},
+	} {
+		if f.v > maxMem {
+			return bad(f.name, "at most %d, got %d", maxMem, f.v)
+		}
+		if f.v%f.al != 0 {
+			return bad(f.name, "%d is not a multiple of its alignment %d", f.v, f.al)
+		}
+	}
+	if !(p.ClockGHz > 0 && p.ClockGHz < 1e3) {
+		return bad("clock_ghz", "must be in (0, 1000), got %v", p.ClockGHz)
+	}
+	if !(p.HBMGBps > 0 && p.HBMGBps < 1e9) {
+		return bad("hbm_gbps", "must be in (0, 1e9), got %v", p.HBMGBps)
+	}
+	if p.DMALatencyCycles < 0 {
+		return bad("dma_latency_cycles", "must not be negative, got %d", p.DMALatencyCycles)
+	}
+	if p.VectorIssueCycles < 0 {
+		return bad("vector_issue_cycles", "must not be negative, got %d", p.VectorIssueCycles)
+	}
+	if p.Numerics.Overflow > tensor.OverflowSaturate {
+		return bad("numerics.overflow", "invalid value %d", p.Numerics.Overflow)
+	}
+	if p.Numerics.Subnormals > tensor.SubnormalFlush {
+		return bad("numerics.subnormals", "invalid value %d", p.Numerics.Subnormals)
+	}
+	if p.Numerics.Int8Rounding > tensor.RoundHalfAway {
+		return bad("numerics.int8_rounding", "invalid value %d", p.Numerics.Int8Rounding)
+	}
+	return nil
+}
+
+// ClockHz is the core clock in Hz.
+func (p Profile) ClockHz() float64 { return p.ClockGHz * 1e9 }
+
+// Cores returns how many cores of a kind the device has.
+func (p Profile) Cores(k CoreKind) int {
+	if k == AICore {
+		return p.AICores
+	}
+	return p.VectorCores
+}
+
+// DMABytesPerCycle is one core's share of the HBM bandwidth, in bytes per
+// cycle: HBM bandwidth / clock / number of cores of that kind. Every core
+// gets its share whether or not the others are busy, so a core's DMA time
+// does not depend on how many cores were launched.
+func (p Profile) DMABytesPerCycle(k CoreKind) float64 {
+	return p.HBMGBps / p.ClockGHz / float64(p.Cores(k))
+}
+
+// UBAlign is the alignment of UB addresses and DataCopy lengths in bytes:
+// the larger of align.ub and ub_block_bytes (32 on ascend910b).
+func (p Profile) UBAlign() int { return max(p.Align.UB, p.UBBlockBytes) }
+
+// spaceSize returns the capacity and alignment of a local memory.
+func (p Profile) spaceSize(s Space) (capacity, align int) {
+	switch s {
+	case UB:
+		return p.UBBytes, p.UBAlign()
+	case L1:
+		return p.L1Bytes, p.Align.L1
+	case L0A:
+		return p.L0ABytes, p.Align.L0A
+	case L0B:
+		return p.L0BBytes, p.Align.L0B
+	case L0C:
+		return p.L0CBytes, p.Align.L0C
+	}
+	return 0, 1
+}

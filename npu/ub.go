@@ -1,0 +1,218 @@
+package npu
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// Space names a core-local memory.
+type Space uint8
+
+// The local memories of a core. Vector primitives work on UB; GM↔UB and
+// GM↔L1 copies are DMA; L0A/L0B/L0C feed and receive the cube.
+const (
+	UB Space = iota
+	L1
+	L0A
+	L0B
+	L0C
+	numSpaces
+)
+
+var spaceNames = [...]string{UB: "UB", L1: "L1", L0A: "L0A", L0B: "L0B", L0C: "L0C"}
+
+// String returns "UB", "L1", "L0A", "L0B" or "L0C".
+func (s Space) String() string {
+	if s < numSpaces {
+		return spaceNames[s]
+	}
+	return fmt.Sprintf("space(%d)", uint8(s))
+}
+
+// Poison is the byte a fresh allocation is filled with. Real local memory
+// holds whatever was there before; the emulator makes that deterministic
+// and visible instead: 0xFF bytes are NaN in every float format (and -1 in
+// int8), so a kernel that reads memory it never wrote gets a reproducible
+// wrong answer rather than a silent zero.
+const Poison byte = 0xFF
+
+// Buffer is a region of one core's local memory, handed out by
+// Core.Alloc / Core.AllocUB. Its length is the requested size rounded up
+// to the space's alignment. A Buffer holds raw bytes; the typed views
+// (F16, BF16, F32, I8, ...) alias the same bytes, like Ascend C's
+// LocalTensor ReinterpretCast. A Buffer is valid until it is freed, its
+// space is reset, or the kernel returns; views must not be kept longer.
+type Buffer struct {
+	core  *Core
+	space Space
+	off   int
+	data  []byte // len == allocated size; aliases the core's memory
+	live  bool
+}
+
+// Space reports which memory the buffer lives in.
+func (b *Buffer) Space() Space { return b.space }
+
+// Len is the buffer's size in bytes (a multiple of the space's alignment).
+func (b *Buffer) Len() int { return len(b.data) }
+
+// Offset is the buffer's byte address within its space.
+func (b *Buffer) Offset() int { return b.off }
+
+// Bytes returns the buffer's bytes.
+func (b *Buffer) Bytes() []byte { return b.data }
+
+// F16 views the buffer as fp16 values.
+func (b *Buffer) F16() []float16.Float16 { return view[float16.Float16](b.data) }
+
+// BF16 views the buffer as bf16 values.
+func (b *Buffer) BF16() []tensor.BF16 { return view[tensor.BF16](b.data) }
+
+// F32 views the buffer as fp32 values.
+func (b *Buffer) F32() []float32 { return view[float32](b.data) }
+
+// I8 views the buffer as int8 values.
+func (b *Buffer) I8() []int8 { return view[int8](b.data) }
+
+// I32 views the buffer as int32 values.
+func (b *Buffer) I32() []int32 { return view[int32](b.data) }
+
+// U8 views the buffer as uint8 values.
+func (b *Buffer) U8() []uint8 { return b.data }
+
+// view reinterprets bytes as a slice of T. The backing memory is allocated
+// as []uint64 and every buffer offset is a multiple of the space's
+// alignment (≥ 32), so the pointer is aligned for any T used here.
+func view[T any](b []byte) []T {
+	var z T
+	n := len(b) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// arena is one local memory of one core: a first-fit allocator over a
+// fixed capacity, with every allocation rounded up to the alignment.
+type arena struct {
+	space    Space
+	capacity int
+	align    int
+	mem      []byte    // backing store, taken from the device pool on first use
+	bufs     []*Buffer // live buffers sorted by offset
+	used     int       // bytes in live buffers
+	peak     int       // max of used over the launch
+}
+
+// alloc reserves size bytes (rounded up to the alignment), first fit.
+func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("%s: alloc of %d bytes: size is negative", a.space, size)
+	}
+	if size > a.capacity {
+		return nil, fmt.Errorf("%s: alloc of %d bytes exceeds the capacity of %d bytes", a.space, size, a.capacity)
+	}
+	rounded := roundUp(size, a.align)
+	if a.used+rounded > a.capacity {
+		return nil, fmt.Errorf("%s: alloc of %d bytes (%d after %d-byte alignment) exceeds the capacity: %d of %d bytes in use",
+			a.space, size, rounded, a.align, a.used, a.capacity)
+	}
+	if a.mem == nil {
+		a.mem = c.dev.getMem(a.space, a.capacity)
+	}
+	off, at := 0, len(a.bufs)
+	for i, b := range a.bufs {
+		if b.off-off >= rounded {
+			at = i
+			break
+		}
+		off = b.off + len(b.data)
+	}
+	if at == len(a.bufs) && a.capacity-off < rounded {
+		return nil, fmt.Errorf("%s: alloc of %d bytes: no contiguous free range (%d of %d bytes in use, fragmented)",
+			a.space, rounded, a.used, a.capacity)
+	}
+	b := &Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
+	fill(b.data, Poison)
+	a.bufs = append(a.bufs, nil)
+	copy(a.bufs[at+1:], a.bufs[at:])
+	a.bufs[at] = b
+	a.used += rounded
+	a.peak = max(a.peak, a.used)
+	return b, nil
+}
+
+func (a *arena) free(b *Buffer) error {
+	for i, x := range a.bufs {
+		if x == b {
+			a.bufs = append(a.bufs[:i], a.bufs[i+1:]...)
+			a.used -= len(b.data)
+			b.live = false
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: free of a buffer at offset %d that is not allocated", a.space, b.off)
+}
+
+func (a *arena) reset() {
+	for _, b := range a.bufs {
+		b.live = false
+	}
+	a.bufs = a.bufs[:0]
+	a.used = 0
+}
+
+// fill sets every byte of b to v with doubling copies (memmove speed).
+func fill(b []byte, v byte) {
+	if len(b) == 0 {
+		return
+	}
+	b[0] = v
+	for k := 1; k < len(b); k *= 2 {
+		copy(b[k:], b[:k])
+	}
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// memPool recycles local-memory backing stores across launches, one pool
+// per space (the sizes are fixed by the profile).
+type memPool [numSpaces]sync.Pool
+
+func (d *Device) getMem(s Space, size int) []byte {
+	if p, ok := d.pool[s].Get().(*[]uint64); ok && len(*p)*8 == size {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*p))), size)
+	}
+	words := make([]uint64, (size+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+}
+
+func (d *Device) putMem(s Space, mem []byte) {
+	if len(mem) == 0 || len(mem)%8 != 0 {
+		return
+	}
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)/8)
+	d.pool[s].Put(&words)
+}
+
+// checkBuf verifies that b is a live buffer of core c in space s holding
+// at least n bytes; what names the operand in the error.
+func (c *Core) checkBuf(what string, b *Buffer, s Space, n int) error {
+	switch {
+	case b == nil:
+		return fmt.Errorf("%s is nil", what)
+	case b.core != c:
+		return fmt.Errorf("%s belongs to another core (block %d), not block %d", what, b.core.BlockIdx, c.BlockIdx)
+	case !b.live:
+		return fmt.Errorf("%s (%s offset %d) is used after Free/Reset", what, b.space, b.off)
+	case b.space != s:
+		return fmt.Errorf("%s is in %s, want %s", what, b.space, s)
+	case n > len(b.data):
+		return fmt.Errorf("%s holds %d bytes, the operation needs %d", what, len(b.data), n)
+	}
+	return nil
+}

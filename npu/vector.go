@@ -1,0 +1,333 @@
+package npu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// Vector primitives work elementwise on the first n elements of UB
+// buffers of one dtype: fp16, bf16, fp32 or int8. Floating operations
+// compute in fp32 and round once to the dtype (round to nearest even),
+// then apply the profile's numerics: under saturate, ±Inf becomes ±max
+// and NaN becomes +0; under flush, a subnormal result becomes a zero of
+// its sign. For fp16 and bf16 the fp32 step is exact or correctly rounded,
+// and since fp32 has p' = 24 ≥ 2p+2 bits (p = 11, 8), rounding the fp32
+// result to the dtype equals rounding the exact result (the
+// double-rounding theorem): the output is tensor.Numerics.Round of the
+// exact value. int8 arithmetic saturates to [−128, 127].
+//
+// Each instruction costs VectorIssueCycles + ceil(n·size / 256) cycles
+// (256 = VectorBytesPerCycle on ascend910b), charged to the compute stage
+// of the current tile. dst may alias a source.
+
+type binOp uint8
+
+const (
+	opAdd binOp = iota
+	opSub
+	opMul
+)
+
+var binOpNames = [...]string{opAdd: "Add", opSub: "Sub", opMul: "Mul"}
+
+// Add sets dst[i] = a[i] + b[i] for i < n.
+func (c *Core) Add(dt tensor.DType, dst, a, b *Buffer, n int) error {
+	return c.binary(opAdd, dt, dst, a, b, n)
+}
+
+// Sub sets dst[i] = a[i] − b[i] for i < n.
+func (c *Core) Sub(dt tensor.DType, dst, a, b *Buffer, n int) error {
+	return c.binary(opSub, dt, dst, a, b, n)
+}
+
+// Mul sets dst[i] = a[i] · b[i] for i < n. Products of fp16 or bf16 values
+// are exact in fp32, so the result is correctly rounded.
+func (c *Core) Mul(dt tensor.DType, dst, a, b *Buffer, n int) error {
+	return c.binary(opMul, dt, dst, a, b, n)
+}
+
+func vectorDType(op string, dt tensor.DType) error {
+	switch dt {
+	case tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8:
+		return nil
+	}
+	return fmt.Errorf("%s: dtype %s not supported by the vector unit (want fp16, bf16, fp32 or int8)", op, dt)
+}
+
+func (c *Core) binary(op binOp, dt tensor.DType, dst, a, b *Buffer, n int) error {
+	name := binOpNames[op]
+	if err := vectorDType(name, dt); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%s: negative count %d", name, n)
+	}
+	bytes := n * dt.Size()
+	for _, x := range []struct {
+		what string
+		b    *Buffer
+	}{{"dst", dst}, {"src0", a}, {"src1", b}} {
+		if err := c.checkBuf(name+": "+x.what, x.b, UB, bytes); err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	num := c.prof.Numerics
+	switch dt {
+	case tensor.Float16:
+		binF16(op, dst.F16()[:n], a.F16()[:n], b.F16()[:n])
+		fixF16(dst.F16()[:n], num)
+	case tensor.BFloat16:
+		binBF16(op, dst.BF16()[:n], a.BF16()[:n], b.BF16()[:n])
+		fixBF16(dst.BF16()[:n], num)
+	case tensor.Float32:
+		binF32(op, dst.F32()[:n], a.F32()[:n], b.F32()[:n])
+		fixF32(dst.F32()[:n], num)
+	case tensor.Int8:
+		binI8(op, dst.I8()[:n], a.I8()[:n], b.I8()[:n])
+	}
+	c.chargeVector(bytes)
+	return nil
+}
+
+// f16Table maps every fp16 bit pattern to its exact fp32 value.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = float16.Frombits(uint16(i)).Float32()
+	}
+	return &t
+})
+
+func binF16(op binOp, z, a, b []float16.Float16) {
+	t := f16Table()
+	var tmp [512]float32 // fp32 results of one chunk, then rounded in one pass
+	for len(z) > 0 {
+		s := tmp[:min(len(z), len(tmp))]
+		a0, b0 := a[:len(s)], b[:len(s)]
+		switch op {
+		case opAdd:
+			for i := range s {
+				s[i] = t[a0[i]] + t[b0[i]]
+			}
+		case opSub:
+			for i := range s {
+				s[i] = t[a0[i]] - t[b0[i]]
+			}
+		case opMul:
+			for i := range s {
+				s[i] = t[a0[i]] * t[b0[i]]
+			}
+		}
+		f32sToF16(z[:len(s)], s)
+		z, a, b = z[len(s):], a[len(s):], b[len(s):]
+	}
+}
+
+func binBF16(op binOp, z, a, b []tensor.BF16) {
+	b = b[:len(z)]
+	a = a[:len(z)]
+	switch op {
+	case opAdd:
+		for i := range z {
+			z[i] = tensor.BF16FromFloat32(a[i].Float32() + b[i].Float32())
+		}
+	case opSub:
+		for i := range z {
+			z[i] = tensor.BF16FromFloat32(a[i].Float32() - b[i].Float32())
+		}
+	case opMul:
+		for i := range z {
+			z[i] = tensor.BF16FromFloat32(a[i].Float32() * b[i].Float32())
+		}
+	}
+}
+
+func binF32(op binOp, z, a, b []float32) {
+	b = b[:len(z)]
+	a = a[:len(z)]
+	switch op {
+	case opAdd:
+		for i := range z {
+			z[i] = a[i] + b[i]
+		}
+	case opSub:
+		for i := range z {
+			z[i] = a[i] - b[i]
+		}
+	case opMul:
+		for i := range z {
+			z[i] = a[i] * b[i]
+		}
+	}
+}
+
+func sat8(v int16) int8 { return int8(max(-128, min(127, v))) }
+
+func binI8(op binOp, z, a, b []int8) {
+	b = b[:len(z)]
+	a = a[:len(z)]
+	switch op {
+	case opAdd:
+		for i := range z {
+			z[i] = sat8(int16(a[i]) + int16(b[i]))
+		}
+	case opSub:
+		for i := range z {
+			z[i] = sat8(int16(a[i]) - int16(b[i]))
+		}
+	case opMul:
+		for i := range z {
+			z[i] = sat8(int16(a[i]) * int16(b[i]))
+		}
+	}
+}
+
+// fixBits applies saturate and flush to IEEE bit patterns already rounded
+// to their format: exp and frac are the field masks, maxFinite the largest
+// finite pattern. It matches tensor.Numerics.Round on the rounded value.
+func fixBits[T ~uint16 | ~uint32](z []T, num tensor.Numerics, exp, frac, maxFinite T) {
+	sat := num.Overflow == tensor.OverflowSaturate
+	flush := num.Subnormals == tensor.SubnormalFlush
+	if !sat && !flush {
+		return
+	}
+	sign := ^(exp | frac)
+	for i, v := range z {
+		switch e := v & exp; {
+		case sat && e == exp:
+			if v&frac != 0 {
+				z[i] = 0 // NaN → +0
+			} else {
+				z[i] = v&sign | maxFinite // ±Inf → ±max
+			}
+		case flush && e == 0 && v&frac != 0:
+			z[i] = v & sign // subnormal → signed zero
+		}
+	}
+}
+
+func fixF16(z []float16.Float16, num tensor.Numerics) {
+	fixBits(view[uint16](asBytes(z)), num, 0x7C00, 0x03FF, 0x7BFF)
+}
+
+func fixBF16(z []tensor.BF16, num tensor.Numerics) {
+	fixBits(view[uint16](asBytes(z)), num, 0x7F80, 0x007F, 0x7F7F)
+}
+
+func fixF32(z []float32, num tensor.Numerics) {
+	fixBits(view[uint32](asBytes(z)), num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
+}
+
+// Duplicate sets the first n elements of dst to v rounded to dt under the
+// profile's numerics (Ascend C's Duplicate).
+func (c *Core) Duplicate(dt tensor.DType, dst *Buffer, v float64, n int) error {
+	if err := vectorDType("Duplicate", dt); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("Duplicate: negative count %d", n)
+	}
+	bytes := n * dt.Size()
+	if err := c.checkBuf("Duplicate: dst", dst, UB, bytes); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	r := c.prof.Numerics.Round(v, dt)
+	switch dt {
+	case tensor.Float16:
+		fillT(dst.F16()[:n], float16.Fromfloat32(float32(r)))
+	case tensor.BFloat16:
+		fillT(dst.BF16()[:n], tensor.BF16FromFloat32(float32(r)))
+	case tensor.Float32:
+		fillT(dst.F32()[:n], float32(r))
+	case tensor.Int8:
+		fillT(dst.I8()[:n], int8(r))
+	}
+	c.chargeVector(bytes)
+	return nil
+}
+
+func fillT[T any](s []T, v T) {
+	for i := range s {
+		s[i] = v
+	}
+}
+
+// Cast converts the first n elements of src (dtype from) into dst (dtype
+// to), rounding once to the target under the profile's numerics: float
+// targets round to nearest even (then saturate/flush), int8 targets use the
+// profile's int8 rounding, saturate to [−128, 127] and map NaN to 0.
+// Widening casts are exact. It costs like a vector instruction over the
+// wider of the two operands.
+func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
+	if err := vectorDType("Cast", to); err != nil {
+		return err
+	}
+	if err := vectorDType("Cast", from); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("Cast: negative count %d", n)
+	}
+	if err := c.checkBuf("Cast: dst", dst, UB, n*to.Size()); err != nil {
+		return err
+	}
+	if err := c.checkBuf("Cast: src", src, UB, n*from.Size()); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if to.Size() != from.Size() && dst == src {
+		return fmt.Errorf("Cast: in-place cast between %s and %s of different sizes", from, to)
+	}
+	num := c.prof.Numerics
+	// Every source value is exact in fp32 (int8, fp16, bf16 and fp32 all
+	// embed in fp32), so a float target rounds once from that value.
+	get := func(i int) float32 {
+		switch from {
+		case tensor.Float16:
+			return src.F16()[i].Float32()
+		case tensor.BFloat16:
+			return src.BF16()[i].Float32()
+		case tensor.Float32:
+			return src.F32()[i]
+		}
+		return float32(src.I8()[i])
+	}
+	switch to {
+	case tensor.Float16:
+		z := dst.F16()[:n]
+		for i := range z {
+			z[i] = float16.Fromfloat32(get(i))
+		}
+		fixF16(z, num)
+	case tensor.BFloat16:
+		z := dst.BF16()[:n]
+		for i := range z {
+			z[i] = tensor.BF16FromFloat32(get(i))
+		}
+		fixBF16(z, num)
+	case tensor.Float32:
+		z := dst.F32()[:n]
+		for i := range z {
+			z[i] = get(i)
+		}
+		fixF32(z, num)
+	case tensor.Int8:
+		z := dst.I8()[:n]
+		for i := range z {
+			z[i] = int8(num.Round(float64(get(i)), tensor.Int8))
+		}
+	}
+	c.chargeVector(n * max(to.Size(), from.Size()))
+	return nil
+}

@@ -1,0 +1,441 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+func init() { Register(gemm{}) }
+
+// gemm is the contract of the gemm operator:
+//
+//	out = alpha·(A·B) + beta·C          (fp modes)
+//	out = alpha·(scale_a[i]·scale_b[j]·(A·B)) + beta·C   (int8_int32acc)
+//
+// Inputs: a [M,K] and b [K,N] in the mode's input dtype; c [M,N] in the
+// output dtype, required iff beta ≠ 0 (with beta = 0, c may be given and
+// is then not read at all, the BLAS convention, so a NaN in c does not
+// propagate); for int8_int32acc only, scale_a [M] or [1] and scale_b [N]
+// or [1] in fp32 ([1] broadcasts). Output: out [M,N] in the output dtype.
+//
+// Modes (input / accumulator / epilogue / output format):
+//
+//	fp32           fp32 / fp32  / fp32 / fp32
+//	fp16_fp32acc   fp16 / fp32  / fp32 / fp16   (default)
+//	fp16           fp16 / fp16  / fp16 / fp16
+//	bf16_fp32acc   bf16 / fp32  / fp32 / bf16
+//	int8_int32acc  int8 / int32 (exact) / fp32 / fp16
+//
+// Evaluation model (the emulator follows it bit for bit; the bounds of
+// Expect hold for every summation order, tiling and split of K):
+//
+//  1. Dot product, one accumulator per output element starting at +0, in
+//     the accumulator format. accumulate=sequential: for k ascending,
+//     acc ← RN(acc + a_k·b_k) with the product exact, i.e. a fused
+//     multiply-add with a single rounding (for fp16 and bf16 inputs in an
+//     fp32 accumulator the product is exact in fp32, so this equals
+//     multiply-then-add, except for bf16 products outside fp32's exponent
+//     range; for fp32 inputs and for mode fp16 it is the FMA).
+//     accumulate=blocked16: for each 16-wide block of k, ascending, the
+//     block's products are summed exactly and added to acc exactly, then
+//     rounded once: acc ← RN(acc + Σ_block a_k·b_k), as a cube fractal
+//     step would. int32 accumulation is exact in both (K·128·128 must not
+//     exceed 2^31−1).
+//  2. Epilogue in the epilogue format E (fp16 for mode fp16, else fp32),
+//     every step rounded to nearest even:
+//     int8 only: v ← RN32(acc); s ← RN32(scale_a[i]·scale_b[j]); v ← RN32(s·v);
+//     if alpha ≠ 1: v ← RN_E(RN_E(alpha)·v);
+//     if beta ≠ 0:  v ← RN_E(v + RN_E(RN_E(beta)·c)).
+//  3. Store: v converted to the output dtype under the device's numerics
+//     profile (inf or saturate on overflow, keep or flush subnormals).
+//     Intermediates are IEEE: overflow gives ±Inf, subnormals are kept
+//     (under a flush profile the bounds also allow flushed intermediates).
+//
+// Special values follow IEEE arithmetic in every step (Inf·0 = NaN,
+// Inf − Inf = NaN).
+type gemm struct{}
+
+// GEMMMode describes one precision mode of gemm.
+type GEMMMode struct {
+	Name     string
+	In       tensor.DType // a and b
+	Acc      tensor.DType // accumulator: Float32, Float16 or Int32 (exact)
+	Epilogue tensor.DType // dequantisation, alpha and beta steps: Float32 or Float16
+	Out      tensor.DType // out and c
+}
+
+// Int8 reports whether the mode takes int8 inputs with dequantisation scales.
+func (m GEMMMode) Int8() bool { return m.In == tensor.Int8 }
+
+var gemmModes = []GEMMMode{
+	{"fp32", tensor.Float32, tensor.Float32, tensor.Float32, tensor.Float32},
+	{"fp16_fp32acc", tensor.Float16, tensor.Float32, tensor.Float32, tensor.Float16},
+	{"fp16", tensor.Float16, tensor.Float16, tensor.Float16, tensor.Float16},
+	{"bf16_fp32acc", tensor.BFloat16, tensor.Float32, tensor.Float32, tensor.BFloat16},
+	{"int8_int32acc", tensor.Int8, tensor.Int32, tensor.Float32, tensor.Float16},
+}
+
+// GEMMModes lists gemm's precision modes in contract order.
+func GEMMModes() []GEMMMode { return append([]GEMMMode(nil), gemmModes...) }
+
+// The accumulate models of gemm.
+const (
+	GEMMSequential = "sequential"
+	GEMMBlocked16  = "blocked16"
+)
+
+// GEMMBlockK is the k-block width of accumulate=blocked16.
+const GEMMBlockK = 16
+
+// GEMMMaxMACs caps M·N·K of one gemm case (2^32 multiply-accumulates):
+// 16 × tensor.MaxElements, so that 1024³ (2^30) benchmark cases are legal
+// while a hostile size cannot run for hours.
+const GEMMMaxMACs = 16 * tensor.MaxElements
+
+// GEMMInt8MaxK is the largest K whose int8 accumulation cannot overflow
+// int32: K·128·128 ≤ 2^31 − 1.
+const GEMMInt8MaxK = math.MaxInt32 / (128 * 128)
+
+// GEMMConfig is gemm's validated parameters in typed form.
+type GEMMConfig struct {
+	Mode       GEMMMode
+	Alpha      float64
+	Beta       float64
+	Accumulate string // GEMMSequential or GEMMBlocked16
+}
+
+// ParseGEMM validates p (filling defaults) and returns it in typed form.
+func ParseGEMM(p Params) (GEMMConfig, error) {
+	op := gemm{}
+	v, err := op.Validate(p)
+	if err != nil {
+		return GEMMConfig{}, err
+	}
+	cfg := GEMMConfig{Accumulate: v["accumulate"]}
+	for _, m := range gemmModes {
+		if m.Name == v["mode"] {
+			cfg.Mode = m
+		}
+	}
+	// Validate has checked these parse.
+	cfg.Alpha, _ = strconv.ParseFloat(v["alpha"], 64)
+	cfg.Beta, _ = strconv.ParseFloat(v["beta"], 64)
+	return cfg, nil
+}
+
+func (gemm) Name() string { return "gemm" }
+
+func (gemm) Doc() string {
+	return "out = alpha·(A·B) + beta·C (int8: dequantised with scale_a, scale_b); five precision modes, sequential or blocked16 accumulation"
+}
+
+func (gemm) ParamSpecs() []ParamSpec {
+	names := make([]string, len(gemmModes))
+	for i, m := range gemmModes {
+		names[i] = m.Name
+	}
+	return []ParamSpec{
+		{Name: "mode", Default: "fp16_fp32acc", Values: names,
+			Doc: "precision (in/acc/out): fp32 fp32/fp32/fp32, fp16_fp32acc fp16/fp32/fp16, fp16 fp16/fp16/fp16, bf16_fp32acc bf16/fp32/bf16, int8_int32acc int8/int32/fp16 with fp32 scale_a, scale_b"},
+		{Name: "alpha", Default: "1", Doc: "finite scalar multiplying A·B (rounded to the epilogue format)"},
+		{Name: "beta", Default: "0", Doc: "finite scalar multiplying C; c is required iff beta ≠ 0 and not read when beta = 0"},
+		{Name: "accumulate", Default: GEMMSequential, Values: []string{GEMMSequential, GEMMBlocked16},
+			Doc: "sequential: acc ← RN(acc + a_k·b_k), k ascending; blocked16: acc ← RN(acc + exact 16-wide block sum)"},
+	}
+}
+
+func (gemm) DimSpecs() []DimSpec {
+	return []DimSpec{
+		{Name: "m", Doc: "rows of a and out"},
+		{Name: "k", Doc: "columns of a, rows of b (the reduction)"},
+		{Name: "n", Doc: "columns of b and out"},
+	}
+}
+
+// Dists: uniform, normal, large and special fill a, b (and c) element-wise
+// as for vector_add; cancel makes every dot product cancel: the second
+// half of a's columns repeats the first half exactly, and the second half
+// of b's rows is the first half negated to within a few ulps (ops.Negate),
+// so Σ_k a_ik·b_kj is a few ulps of its terms (an odd K's last term is
+// uniform). int8 scales are always positive, uniform in [2^-8, 3·2^-8).
+func (gemm) Dists() []string {
+	return []string{DistUniform, DistNormal, DistLarge, DistSpecial, DistCancel}
+}
+
+func (op gemm) Validate(p Params) (Params, error) {
+	v, err := validate(op, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		x, err := strconv.ParseFloat(v[name], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: param %q: %q is not a number", op.Name(), name, v[name])
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s: param %q: must be finite, got %q", op.Name(), name, v[name])
+		}
+		v[name] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return v, nil
+}
+
+// gemmConfig returns the typed form of params that passed Validate.
+func gemmConfig(p Params) GEMMConfig {
+	cfg, err := ParseGEMM(p)
+	if err != nil {
+		// Callers pass validated params; be safe and fall back to defaults.
+		cfg, _ = ParseGEMM(Params{})
+	}
+	return cfg
+}
+
+// checkGEMMSize fails when M·N·K exceeds GEMMMaxMACs or, for int8, when K
+// could overflow the int32 accumulator.
+func checkGEMMSize(op Op, cfg GEMMConfig, m, k, n int) error {
+	if m < 0 || k < 0 || n < 0 {
+		return fmt.Errorf("%s: negative size m=%d k=%d n=%d", op.Name(), m, k, n)
+	}
+	if m != 0 && n != 0 && k != 0 {
+		if n > GEMMMaxMACs/m || k > GEMMMaxMACs/(m*n) {
+			return fmt.Errorf("%s: M·N·K = %d·%d·%d exceeds the cap of %d multiply-accumulates", op.Name(), m, n, k, GEMMMaxMACs)
+		}
+	}
+	if cfg.Mode.Int8() && k > GEMMInt8MaxK {
+		return fmt.Errorf("%s: mode %s: K = %d could overflow the int32 accumulator (K·128·128 > 2^31−1; K ≤ %d)", op.Name(), cfg.Mode.Name, k, GEMMInt8MaxK)
+	}
+	return nil
+}
+
+func (op gemm) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
+	if err := checkDist(op, g.Dist); err != nil {
+		return nil, err
+	}
+	var dims [3]int
+	for i, name := range []string{"m", "k", "n"} {
+		v, err := dim(op, g, name)
+		if err != nil {
+			return nil, err
+		}
+		dims[i] = v
+	}
+	m, k, n := dims[0], dims[1], dims[2]
+	cfg := gemmConfig(p)
+	if err := checkGEMMSize(op, cfg, m, k, n); err != nil {
+		return nil, err
+	}
+	rng := g.Rand()
+	wrap := func(t *tensor.Tensor, err error) (*tensor.Tensor, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		return t, nil
+	}
+	in := map[string]*tensor.Tensor{}
+	var err error
+	if g.Dist == DistCancel {
+		in["a"], in["b"], err = gemmCancel(rng, cfg.Mode.In, m, k, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+	} else {
+		if in["a"], err = wrap(Fill(rng, g.Dist, cfg.Mode.In, m, k)); err != nil {
+			return nil, err
+		}
+		if in["b"], err = wrap(Fill(rng, g.Dist, cfg.Mode.In, k, n)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Beta != 0 {
+		dist := g.Dist
+		if dist == DistCancel {
+			dist = DistUniform
+		}
+		if in["c"], err = wrap(Fill(rng, dist, cfg.Mode.Out, m, n)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Mode.Int8() {
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"scale_a", m}, {"scale_b", n}} {
+			t, err := wrap(tensor.New(tensor.Float32, s.n))
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < s.n; i++ {
+				t.SetFloat64(i, (1+2*rng.Float64())/256, generationNumerics)
+			}
+			in[s.name] = t
+		}
+	}
+	return in, nil
+}
+
+// gemmCancel makes a [m,k] and b [k,n] whose dot products cancel: a's
+// columns h..2h−1 repeat columns 0..h−1, b's rows h..2h−1 negate rows
+// 0..h−1 to within a few ulps (h = k/2; an odd k's last column and row
+// are uniform).
+func gemmCancel(r *rand.Rand, d tensor.DType, m, k, n int) (*tensor.Tensor, *tensor.Tensor, error) {
+	h := k / 2
+	a, err := Fill(r, DistUniform, d, m, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := 0; i < m; i++ {
+		for kk := 0; kk < h; kk++ {
+			a.SetBits(i*k+h+kk, a.Bits(i*k+kk))
+		}
+	}
+	b, err := Fill(r, DistUniform, d, k, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h > 0 && n > 0 {
+		top := tensor.MustNew(d, h, n)
+		for i := 0; i < h*n; i++ {
+			top.SetBits(i, b.Bits(i))
+		}
+		neg := Negate(r, top)
+		for i := 0; i < h*n; i++ {
+			b.SetBits(h*n+i, neg.Bits(i))
+		}
+	}
+	return a, b, nil
+}
+
+// gemmDims returns M, K, N from a and b, failing with a message naming the
+// tensors when either is missing, not a matrix, or the inner sizes differ.
+func gemmDims(op Op, in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	for _, name := range []string{"a", "b"} {
+		t, ok := in[name]
+		if !ok || t == nil {
+			return 0, 0, 0, fmt.Errorf("%s: input %q is missing", op.Name(), name)
+		}
+		if len(t.Shape) != 2 {
+			want := "[M,K]"
+			if name == "b" {
+				want = "[K,N]"
+			}
+			return 0, 0, 0, fmt.Errorf("%s: input %q: shape %v, want %s", op.Name(), name, t.Shape, want)
+		}
+	}
+	a, b := in["a"], in["b"]
+	if a.Shape[1] != b.Shape[0] {
+		return 0, 0, 0, fmt.Errorf("%s: inputs \"a\" %v and \"b\" %v: inner dimensions differ (a is [M,K] with K=%d, b is [K,N] with K=%d)",
+			op.Name(), a.Shape, b.Shape, a.Shape[1], b.Shape[0])
+	}
+	return a.Shape[0], a.Shape[1], b.Shape[1], nil
+}
+
+// GEMMDims returns M, K, N of a gemm input set (a [M,K], b [K,N]).
+func GEMMDims(in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	return gemmDims(gemm{}, in)
+}
+
+func (op gemm) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	m, k, n, err := gemmDims(op, in)
+	if err != nil {
+		return nil, err
+	}
+	cfg := gemmConfig(p)
+	if err := checkGEMMSize(op, cfg, m, k, n); err != nil {
+		return nil, err
+	}
+	if c, ok := in["c"]; cfg.Beta != 0 && (!ok || c == nil) {
+		return nil, fmt.Errorf("%s: input %q is missing (required because beta=%s ≠ 0)", op.Name(), "c", p["beta"])
+	}
+	specs := []TensorSpec{
+		{Name: "a", DType: cfg.Mode.In, Shape: []int{m, k}},
+		{Name: "b", DType: cfg.Mode.In, Shape: []int{k, n}},
+		{Name: "c", DType: cfg.Mode.Out, Shape: []int{m, n}, Optional: cfg.Beta == 0},
+	}
+	if cfg.Mode.Int8() {
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"scale_a", m}, {"scale_b", n}} {
+			shape := []int{s.n}
+			if t, ok := in[s.name]; ok && t != nil && t.SameShape([]int{1}) {
+				shape = []int{1} // broadcast form
+			}
+			specs = append(specs, TensorSpec{Name: s.name, DType: tensor.Float32, Shape: shape})
+		}
+	}
+	return specs, nil
+}
+
+func (op gemm) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	m, _, n, err := gemmDims(op, in)
+	if err != nil {
+		return nil, err
+	}
+	return []TensorSpec{{Name: "out", DType: gemmConfig(p).Mode.Out, Shape: []int{m, n}}}, nil
+}
+
+// Expect computes the float64 reference and, per element, the set of
+// results every legal implementation of the evaluation model may return,
+// whatever its summation order or tiling (see gemmElement for the bound).
+func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, err
+	}
+	cfg := gemmConfig(p)
+	m, k, n, _ := gemmDims(op, in)
+	a, b := in["a"].Float64s(), in["b"].Float64s()
+	var c, sa, sb []float64
+	if cfg.Beta != 0 {
+		c = in["c"].Float64s()
+	}
+	if cfg.Mode.Int8() {
+		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+	}
+	d, s := reference.MatMul(m, k, n, a, b)
+	ev := newGEMMEval(cfg, k, num)
+	e := bound.NewExpected(m * n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			idx := i*n + j
+			el := gemmOperands{d: d[idx], s: s[idx], sa: 1, sb: 1, a: a, b: b, i: i, j: j, k: k, n: n}
+			if c != nil {
+				el.c = c[idx]
+			}
+			if sa != nil {
+				el.sa, el.sb = gemmScaleAt(sa, i), gemmScaleAt(sb, j)
+			}
+			e.Ref[idx], e.Bound[idx], e.Alt[idx] = ev.element(&el)
+		}
+	}
+	return map[string]*bound.Expected{"out": e}, nil
+}
+
+// gemmScaleAt returns scale s for row or column i ([1] broadcasts).
+func gemmScaleAt(s []float64, i int) float64 {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return s[i]
+}
+
+// dotPosNeg returns the sums of the positive products and of the
+// magnitudes of the negative products of row i of a and column j of b,
+// skipping non-finite products.
+func dotPosNeg(a, b []float64, i, j, k, n int) (pos, neg float64) {
+	for kk := 0; kk < k; kk++ {
+		p := a[i*k+kk] * b[kk*n+j]
+		switch {
+		case p > 0 && !math.IsInf(p, 0):
+			pos += p
+		case p < 0 && !math.IsInf(p, 0):
+			neg -= p
+		}
+	}
+	return pos, neg
+}

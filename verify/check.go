@@ -1,0 +1,246 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// OutputResult holds the metrics and every policy's verdict for one output.
+type OutputResult struct {
+	Name     string       `json:"name"`
+	DType    tensor.DType `json:"dtype"`
+	Shape    []int        `json:"shape"`
+	Metrics  Metrics      `json:"metrics"`
+	Verdicts []Verdict    `json:"verdicts"` // in the order the policies were given
+}
+
+// Pass reports whether every verdict passed.
+func (o *OutputResult) Pass() bool {
+	for _, v := range o.Verdicts {
+		if !v.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Result is the outcome of Check.
+type Result struct {
+	Subject Subject        `json:"subject"`
+	Outputs []OutputResult `json:"outputs"` // sorted by name
+	Pass    bool           `json:"pass"`
+}
+
+// Check judges every output named in want with every policy (the `bound`
+// policy when policies is empty) and returns all verdicts; it never stops
+// at the first failure. Metrics are computed once per output.
+//
+// It returns an error, prefixed with the subject, when an output of want
+// is missing from got (or nil), when got has an output want does not
+// describe, when an Expected is malformed, or when an output's length
+// differs from its Expected's: those are contract failures, not accuracy
+// verdicts. golden may be nil or lack outputs (exact then fails, saying
+// so); golden entries for unknown outputs are ignored.
+func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, policies []Policy) (*Result, error) {
+	if len(policies) == 0 {
+		policies = []Policy{DefaultPolicy()}
+	}
+	var errs []string
+	for i, p := range policies {
+		if p == nil {
+			errs = append(errs, fmt.Sprintf("policy %d is nil", i))
+		}
+	}
+	for _, name := range sortedKeys(got) {
+		if _, ok := want[name]; !ok {
+			errs = append(errs, fmt.Sprintf("output %q: not in the expected outputs (%s)", name, strings.Join(sortedKeys(want), ", ")))
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		t, w := got[name], want[name]
+		switch {
+		case t == nil:
+			errs = append(errs, fmt.Sprintf("output %q: missing", name))
+		case w == nil:
+			errs = append(errs, fmt.Sprintf("output %q: no expected set", name))
+		default:
+			if reason := validate(Input{Got: t, Want: w}, true); reason != "" {
+				errs = append(errs, fmt.Sprintf("output %q: %s", name, reason))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(s.String() + ": " + strings.Join(errs, "; "))
+	}
+
+	res := &Result{Subject: s, Pass: true}
+	for _, name := range sortedKeys(want) {
+		in := Input{Got: got[name], Want: want[name], Golden: golden[name]}
+		m := Compute(in.Got, in.Want)
+		out := OutputResult{Name: name, DType: in.Got.DType, Shape: append([]int(nil), in.Got.Shape...), Metrics: m}
+		for _, p := range policies {
+			var v Verdict
+			if j, ok := p.(judger); ok {
+				v = run(j, in, &m)
+			} else {
+				v = p.Judge(in)
+				if v.Policy == "" {
+					v.Policy = p.Name()
+				}
+			}
+			out.Verdicts = append(out.Verdicts, v)
+		}
+		if !out.Pass() {
+			res.Pass = false
+		}
+		res.Outputs = append(res.Outputs, out)
+	}
+	return res, nil
+}
+
+// AddFailure records a failed check that is not an accuracy policy, such
+// as "inputs-unchanged" (the backend modified an input), under name (an
+// output or an input): it appends a failing Verdict{Policy: check,
+// Reason: reason} to the entry of Outputs with that name, creating the
+// entry in name order when there is none (without dtype, shape or
+// metrics), and marks r failed. Failure reports it like any verdict.
+func (r *Result) AddFailure(name, check, reason string) {
+	r.Pass = false
+	v := Verdict{Policy: check, Reason: reason}
+	i := sort.Search(len(r.Outputs), func(i int) bool { return r.Outputs[i].Name >= name })
+	if i < len(r.Outputs) && r.Outputs[i].Name == name {
+		r.Outputs[i].Verdicts = append(r.Outputs[i].Verdicts, v)
+		return
+	}
+	r.Outputs = slices.Insert(r.Outputs, i, OutputResult{Name: name, Verdicts: []Verdict{v}})
+}
+
+// Failure renders the failure report, or "" when r passed:
+//
+//	gemm mode=fp16 seed=7 [edge]: 1 of 2 verdicts failed
+//	output "out", policy bound: 3 of 64 elements out of bound (tightness 2.5)
+//	  [17] (2,1) got=1.5, want=1.25, bound=0.000977
+//
+// The first line names the subject (op, params, seed, case); each failing
+// (output, policy) pair follows with its reason and its worst elements,
+// each element line ending with got / want / bound.
+func (r *Result) Failure() string {
+	if r == nil || r.Pass {
+		return ""
+	}
+	total, failed := 0, 0
+	for _, o := range r.Outputs {
+		for _, v := range o.Verdicts {
+			total++
+			if !v.Pass {
+				failed++
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d verdicts failed\n", r.Subject, failed, total)
+	for _, o := range r.Outputs {
+		for _, v := range o.Verdicts {
+			if v.Pass {
+				continue
+			}
+			if o.DType.Valid() {
+				fmt.Fprintf(&b, "output %q (%s%v), ", o.Name, o.DType, o.Shape)
+			} else {
+				fmt.Fprintf(&b, "%q, ", o.Name)
+			}
+			fmt.Fprintf(&b, "policy %s: %s", v.Policy, v.Details(o.Shape))
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Details renders the verdict's reason and its failing elements, one per
+// line, each line ending in a newline; element lines are indented by two
+// spaces and end with got / want / bound (see FormatElement).
+func (v Verdict) Details(shape []int) string {
+	var b strings.Builder
+	b.WriteString(v.Reason)
+	b.WriteByte('\n')
+	for _, e := range v.Failures {
+		b.WriteString("  ")
+		b.WriteString(FormatElement(e, shape))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// FormatElement renders e as
+//
+//	[17] (2,1) note: got=1.5, want=1.25, bound=0.000977
+//
+// with the coordinates only for rank ≥ 2 shapes and the note only when
+// set. want is the reference, followed by "or +inf|nan" when other
+// non-finite classes are also accepted there.
+func FormatElement(e Element, shape []int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%d]", e.Index)
+	if c := coords(e.Index, shape); c != "" {
+		b.WriteString(" " + c)
+	}
+	if e.Note != "" {
+		b.WriteString(" " + e.Note + ":")
+	}
+	want := FormatValue(e.Ref)
+	if extra := e.Alt &^ bound.Of(e.Ref); extra != 0 {
+		want += " or " + extra.String()
+	}
+	fmt.Fprintf(&b, " got=%s, want=%s, bound=%s", FormatValue(e.Got), want, formatBound(e.Bound))
+	return b.String()
+}
+
+// coords renders the row-major coordinates of flat index i, "(2,1)", for
+// shapes of rank ≥ 2, and "" otherwise.
+func coords(i int, shape []int) string {
+	if len(shape) < 2 {
+		return ""
+	}
+	c := make([]string, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] <= 0 {
+			return ""
+		}
+		c[d] = strconv.Itoa(i % shape[d])
+		i /= shape[d]
+	}
+	return "(" + strings.Join(c, ",") + ")"
+}
+
+// FormatValue renders x exactly and briefly: the shortest decimal that
+// reads back as x, as a float32 when x is a float32 value (every fp16,
+// bf16 and fp32 value is), so fp16 0.1 prints as 0.099975586.
+func FormatValue(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "+Inf"
+	case math.IsInf(x, -1):
+		return "-Inf"
+	}
+	if float64(float32(x)) == x {
+		return strconv.FormatFloat(x, 'g', -1, 32)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// formatBound renders a tolerance with 4 significant digits.
+func formatBound(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return FormatValue(x)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}

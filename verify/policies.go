@@ -1,0 +1,477 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// element builds the Element for index i of in with the given bound.
+func element(in Input, i int, g, b float64) Element {
+	return Element{Index: i, Got: g, Ref: in.Want.Ref[i], Bound: b, Alt: in.Want.Alt[i]}
+}
+
+// mismatchElement builds the Element for a non-finite class mismatch.
+func mismatchElement(in Input, i int, g float64) Element {
+	e := element(in, i, g, in.Want.Bound[i])
+	e.Note = mismatchNote(in.Want, i, g)
+	return e
+}
+
+// mismatchText renders ", M non-finite class mismatches" or "".
+func mismatchText(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 non-finite class mismatch"
+	}
+	return fmt.Sprintf("; %d non-finite class mismatches", n)
+}
+
+// ambiguousText renders the overflow-ambiguous count, or "".
+func ambiguousText(m *Metrics) string {
+	if m.Ambiguous == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d overflow-ambiguous, %d took the non-finite outcome", m.Ambiguous, m.AmbiguousTaken)
+}
+
+// ---- bound ----
+
+type boundPolicy struct{}
+
+func (boundPolicy) Name() string             { return "bound" }
+func (boundPolicy) needsWant() bool          { return true }
+func (p boundPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (boundPolicy) judge(in Input, m *Metrics) Verdict {
+	// Metrics.Worst ranks class mismatches (key +Inf) and then e/b: every
+	// rejected element ranks above every accepted one, so the rejected
+	// prefix of Worst is the worst WorstCount rejected elements.
+	var fails []Element
+	for _, e := range m.Worst {
+		if e.Note != "" || !(math.Abs(e.Got-e.Ref) <= e.Bound) {
+			fails = append(fails, e)
+		}
+	}
+	bad := m.OutOfBound + m.NonFiniteMismatch
+	v := Verdict{Pass: bad == 0, Failures: fails}
+	if v.Pass {
+		v.Reason = fmt.Sprintf("all %d elements within bound (tightness %.3g)%s", m.N, m.Tightness, ambiguousText(m))
+	} else {
+		v.Reason = fmt.Sprintf("%d of %d elements out of bound (tightness %.3g)%s%s",
+			m.OutOfBound, m.N, m.Tightness, mismatchText(m.NonFiniteMismatch), ambiguousText(m))
+	}
+	return v
+}
+
+// ---- exact ----
+
+type exactPolicy struct{}
+
+func (exactPolicy) Name() string             { return "exact" }
+func (exactPolicy) needsWant() bool          { return false }
+func (p exactPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (exactPolicy) judge(in Input, _ *Metrics) Verdict {
+	got, gold := in.Got, in.Golden
+	switch {
+	case gold == nil:
+		return Verdict{Reason: "no golden tensor (expected bits) for this output; exact needs one"}
+	case got.DType != gold.DType:
+		return Verdict{Reason: fmt.Sprintf("dtype %s, golden has %s", got.DType, gold.DType)}
+	case !got.SameShape(gold.Shape):
+		return Verdict{Reason: fmt.Sprintf("shape %v, golden has %v", got.Shape, gold.Shape)}
+	}
+	fails, diff := BitDiff(got, gold, WorstCount)
+	if diff == 0 {
+		return Verdict{Pass: true, Reason: fmt.Sprintf("all %d elements bit-identical to golden", got.Len())}
+	}
+	return Verdict{
+		Reason:   fmt.Sprintf("%d of %d elements differ bitwise from golden (first at [%d])", diff, got.Len(), fails[0].Index),
+		Failures: fails,
+	}
+}
+
+// BitDiff compares got and golden (same dtype and shape) bit for bit and
+// returns the first max differing elements by index, Ref holding the
+// golden value, Bound 0 and Note the two bit patterns, plus the total
+// number of differing elements.
+func BitDiff(got, golden *tensor.Tensor, max int) ([]Element, int) {
+	var out []Element
+	diff := 0
+	digits := 2 * got.DType.Size()
+	for i := 0; i < min(got.Len(), golden.Len()); i++ {
+		gb, wb := got.Bits(i), golden.Bits(i)
+		if gb == wb {
+			continue
+		}
+		diff++
+		if len(out) < max {
+			out = append(out, Element{
+				Index: i, Got: got.Float64(i), Ref: golden.Float64(i),
+				Note: fmt.Sprintf("bits 0x%0*x, golden 0x%0*x", digits, gb, digits, wb),
+			})
+		}
+	}
+	return out, diff
+}
+
+// ---- allclose ----
+
+type allclosePolicy struct {
+	rtol, atol       float64
+	hasRtol, hasAtol bool
+}
+
+// allcloseDefaults are the torch.testing.assert_close defaults per dtype;
+// integer dtypes compare exactly.
+func allcloseDefaults(d tensor.DType) (rtol, atol float64) {
+	switch d {
+	case tensor.Float16:
+		return 1e-3, 1e-5
+	case tensor.BFloat16:
+		return 1.6e-2, 1e-5
+	case tensor.Float32:
+		return 1.3e-6, 1e-5
+	case tensor.Float64:
+		return 1e-7, 1e-7
+	}
+	return 0, 0
+}
+
+func (p allclosePolicy) Name() string {
+	var kv []string
+	if p.hasRtol {
+		kv = append(kv, "rtol", num(p.rtol))
+	}
+	if p.hasAtol {
+		kv = append(kv, "atol", num(p.atol))
+	}
+	return optionsName("allclose", kv...)
+}
+func (allclosePolicy) needsWant() bool          { return true }
+func (p allclosePolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (p allclosePolicy) tols(d tensor.DType) (rtol, atol float64) {
+	rtol, atol = allcloseDefaults(d)
+	if p.hasRtol {
+		rtol = p.rtol
+	}
+	if p.hasAtol {
+		atol = p.atol
+	}
+	return rtol, atol
+}
+
+func (p allclosePolicy) judge(in Input, m *Metrics) Verdict {
+	rtol, atol := p.tols(in.Got.DType)
+	fails := newRanked(WorstCount)
+	far, mis := 0, 0
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			r := in.Want.Ref[i]
+			e, tol := math.Abs(g-r), atol+rtol*math.Abs(r)
+			if !(e <= tol) {
+				far++
+				fails.add(element(in, i, g, tol), ratio(e, tol), e)
+			}
+		}
+	}
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+	rule := fmt.Sprintf("|got−want| ≤ atol + rtol·|want| (rtol=%s, atol=%s)", num(rtol), num(atol))
+	if v.Pass {
+		v.Reason = fmt.Sprintf("all %d elements close: %s; max abs err %.3g", m.N, rule, m.MaxAbs)
+	} else {
+		v.Reason = fmt.Sprintf("%d of %d elements not close: want %s; max abs err %.3g%s", far, m.N, rule, m.MaxAbs, mismatchText(mis))
+	}
+	return v
+}
+
+// ---- ulp ----
+
+type ulpPolicy struct{ n float64 }
+
+func (p ulpPolicy) Name() string           { return optionsName("ulp", "n", num(p.n)) }
+func (ulpPolicy) needsWant() bool          { return true }
+func (p ulpPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (p ulpPolicy) judge(in Input, m *Metrics) Verdict {
+	d := in.Got.DType
+	fails := newRanked(WorstCount)
+	far, mis := 0, 0
+	maxU := 0.0
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			r := in.Want.Ref[i]
+			q := ulpOf(d, r)
+			e := math.Abs(g - r)
+			u := e / q
+			maxU = math.Max(maxU, u)
+			if !(u <= p.n) {
+				far++
+				el := element(in, i, g, p.n*q)
+				el.Note = fmt.Sprintf("%.3g ulp", u)
+				fails.add(el, u, e)
+			}
+		}
+	}
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+	if v.Pass {
+		v.Reason = fmt.Sprintf("all %d elements within %s ulp (%s) of want; max %.3g ulp", m.N, num(p.n), d, maxU)
+	} else {
+		v.Reason = fmt.Sprintf("%d of %d elements more than %s ulp (%s) from want; max %.3g ulp%s", far, m.N, num(p.n), d, maxU, mismatchText(mis))
+	}
+	return v
+}
+
+// ---- exact values on integer outputs (the Ascend standards) ----
+
+// judgeIntegers is what the Ascend policies apply to integer outputs
+// (indices, masks, counters, int8 caches): every value equal to Ref.
+func judgeIntegers(in Input, m *Metrics) Verdict {
+	fails := newRanked(WorstCount)
+	far, mis := 0, 0
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			if e := math.Abs(g - in.Want.Ref[i]); e != 0 {
+				far++
+				fails.add(element(in, i, g, 0), e, e)
+			}
+		}
+	}
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+	if v.Pass {
+		v.Reason = fmt.Sprintf("%s output: all %d elements equal want", in.Got.DType, m.N)
+	} else {
+		v.Reason = fmt.Sprintf("%s output: %d of %d elements differ from want (integers must match exactly)%s", in.Got.DType, far, m.N, mismatchText(mis))
+	}
+	return v
+}
+
+// ---- ascend-thousandth ----
+
+type thousandthPolicy struct{ n float64 }
+
+// thousandthThreshold is 1e-3 for fp16/bf16 and 1e-4 for fp32 (and fp64).
+func thousandthThreshold(d tensor.DType) float64 {
+	if d == tensor.Float16 || d == tensor.BFloat16 {
+		return 1e-3
+	}
+	return 1e-4
+}
+
+func (p thousandthPolicy) Name() string           { return optionsName("ascend-thousandth", "n", num(p.n)) }
+func (thousandthPolicy) needsWant() bool          { return true }
+func (p thousandthPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (p thousandthPolicy) judge(in Input, m *Metrics) Verdict {
+	if !in.Got.DType.IsFloat() {
+		return judgeIntegers(in, m)
+	}
+	th := thousandthThreshold(in.Got.DType)
+	limit := p.n * th * float64(m.N)
+	fails := newRanked(WorstCount)
+	nRel, nAbs, mis := 0, 0, 0
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			r := in.Want.Ref[i]
+			e, rel := math.Abs(g-r), relErr(g, r)
+			failRel, failAbs := rel > th, e > th
+			if failRel {
+				nRel++
+			}
+			if failAbs {
+				nAbs++
+			}
+			if failRel || failAbs {
+				fails.add(element(in, i, g, th*math.Max(math.Abs(r), 1)), math.Min(rel, e)/th, e)
+			}
+		}
+	}
+	v := Verdict{Pass: mis == 0 && !(float64(nRel) > limit && float64(nAbs) > limit), Failures: fails.elements()}
+	counts := fmt.Sprintf("rel err > %s at %d and abs err > %s at %d of %d elements (limit n·threshold·N = %.4g each)",
+		num(th), nRel, num(th), nAbs, m.N, limit)
+	switch {
+	case v.Pass:
+		v.Reason = counts
+	case mis > 0 && !(float64(nRel) > limit && float64(nAbs) > limit):
+		v.Reason = counts + mismatchText(mis)
+	default:
+		v.Reason = "both counts above the limit: " + counts + mismatchText(mis)
+	}
+	return v
+}
+
+// ---- ascend-mere ----
+
+type merePolicy struct{}
+
+// mereThreshold is Th: fp16 2^-10, bf16 2^-7, fp32 (and fp64) 2^-13.
+func mereThreshold(d tensor.DType) float64 {
+	switch d {
+	case tensor.Float16:
+		return math.Ldexp(1, -10)
+	case tensor.BFloat16:
+		return math.Ldexp(1, -7)
+	}
+	return math.Ldexp(1, -13)
+}
+
+func (merePolicy) Name() string             { return "ascend-mere" }
+func (merePolicy) needsWant() bool          { return true }
+func (p merePolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (merePolicy) judge(in Input, m *Metrics) Verdict {
+	if !in.Got.DType.IsFloat() {
+		return judgeIntegers(in, m)
+	}
+	th := mereThreshold(in.Got.DType)
+	mereOK, mareOK := m.MERE < th, m.MARE < 10*th
+	fails := newRanked(WorstCount)
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			r := in.Want.Ref[i]
+			den := math.Abs(r) + mereGuard
+			e := math.Abs(g - r)
+			mr := e / den
+			if mr < th {
+				continue
+			}
+			lim := th
+			if !mareOK && mr >= 10*th {
+				lim = 10 * th
+			}
+			el := element(in, i, g, lim*den)
+			el.Note = fmt.Sprintf("rel %.3g", mr)
+			fails.add(el, mr, e)
+		}
+	}
+	v := Verdict{Pass: mereOK && mareOK && m.NonFiniteMismatch == 0, Failures: fails.elements()}
+	v.Reason = fmt.Sprintf("MERE %.4g (limit < Th = %s), MARE %.4g (limit < 10·Th = %s)%s",
+		m.MERE, num(th), m.MARE, num(10*th), mismatchText(m.NonFiniteMismatch))
+	if !v.Pass {
+		var what string
+		switch {
+		case !mereOK && !mareOK:
+			what = "MERE and MARE too large: "
+		case !mereOK:
+			what = "MERE too large: "
+		case !mareOK:
+			what = "MARE too large: "
+		}
+		v.Reason = what + v.Reason
+	}
+	return v
+}
+
+// ---- ascend-mixed ----
+
+type mixedPolicy struct{}
+
+// mixedTols are the ascend-mixed (rtol, atol): fp16 2^-9/2^-9,
+// bf16 2^-6/2^-6, fp32 (and fp64) rtol 2^-16, atol 2^-10.
+func mixedTols(d tensor.DType) (rtol, atol float64) {
+	switch d {
+	case tensor.Float16:
+		return math.Ldexp(1, -9), math.Ldexp(1, -9)
+	case tensor.BFloat16:
+		return math.Ldexp(1, -6), math.Ldexp(1, -6)
+	}
+	return math.Ldexp(1, -16), math.Ldexp(1, -10)
+}
+
+// MixedMinMatched is the fraction of elements ascend-mixed requires
+// within atol + rtol·|ref|.
+const MixedMinMatched = 0.99
+
+// MixedCapULP is the ascend-mixed outlier cap in ulps of the output dtype.
+const MixedCapULP = 32
+
+func (mixedPolicy) Name() string             { return "ascend-mixed" }
+func (mixedPolicy) needsWant() bool          { return true }
+func (p mixedPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+
+func (mixedPolicy) judge(in Input, m *Metrics) Verdict {
+	d := in.Got.DType
+	if !d.IsFloat() {
+		return judgeIntegers(in, m)
+	}
+	rtol, atol := mixedTols(d)
+	fails := newRanked(WorstCount)
+	matched, overCap, mis := 0, 0, 0
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classNonFinite:
+			matched++
+		case classFinite:
+			r := in.Want.Ref[i]
+			e := math.Abs(g - r)
+			tol := atol + rtol*math.Abs(r)
+			lim := math.Max(atol, MixedCapULP*ulpOf(d, r))
+			if e <= tol {
+				matched++
+			}
+			switch {
+			case !(e <= lim):
+				overCap++
+				el := element(in, i, g, lim)
+				el.Note = "over cap max(atol, 32 ulp)"
+				fails.add(el, 1, ratio(e, lim))
+			case !(e <= tol):
+				fails.add(element(in, i, g, tol), 0, ratio(e, tol))
+			}
+		}
+	}
+	// matched/N ≥ 0.99, in integers to avoid rounding at the boundary.
+	enough := 100*matched >= 99*m.N
+	v := Verdict{Pass: enough && overCap == 0 && mis == 0, Failures: fails.elements()}
+	frac := 1.0
+	if m.N > 0 {
+		frac = float64(matched) / float64(m.N)
+	}
+	v.Reason = fmt.Sprintf("%d of %d elements (%.2f%%, need ≥ 99%%) within atol + rtol·|want| (rtol=%s, atol=%s); %d over the cap max(atol, %d ulp)%s",
+		matched, m.N, 100*frac, num(rtol), num(atol), overCap, MixedCapULP, mismatchText(mis))
+	return v
+}
+
+// interface checks
+var (
+	_ judger = boundPolicy{}
+	_ judger = exactPolicy{}
+	_ judger = allclosePolicy{}
+	_ judger = ulpPolicy{}
+	_ judger = thousandthPolicy{}
+	_ judger = merePolicy{}
+	_ judger = mixedPolicy{}
+)
