@@ -40,7 +40,7 @@ func fuzzSeeds() []struct {
 		}
 	}
 	f2 := []byte{0, 0x3c, 0, 0xc0}
-	for _, s := range []seed{
+	return append(seeds, []seed{
 		{npyBytes(2, npyDict("<f2", "(2,)"), f2), 0},
 		{npyBytes(3, npyDict("<f2", "(1, 2)"), f2), Float16},
 		{npyBytes(1, `{"shape": (2L,), "descr": "<f2", "fortran_order": False}`, f2), 0},
@@ -62,10 +62,7 @@ func fuzzSeeds() []struct {
 		{[]byte("\x93NUMPY\x01\x00\xff\xff{"), 0},
 		{[]byte("\x93NUMPY"), 0},
 		{nil, 0},
-	} {
-		seeds = append(seeds, s)
-	}
-	return seeds
+	}...)
 }
 
 // FuzzReadNpy feeds arbitrary bytes to ReadNpy: it must never panic,

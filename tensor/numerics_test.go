@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -412,5 +413,35 @@ func TestNumericsText(t *testing.T) {
 	}
 	if got, want := Overflow(7).String(), "invalid(7)"; got != want {
 		t.Errorf("Overflow(7).String() = %q, want %q", got, want)
+	}
+}
+
+// TestNumericsJSON checks the JSON form used in device profiles.
+func TestNumericsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		n    Numerics
+		json string
+	}{
+		{Numerics{}, `{"overflow":"inf","subnormals":"keep","int8_rounding":"half_even"}`},
+		{Numerics{OverflowSaturate, SubnormalFlush, RoundHalfAway}, `{"overflow":"saturate","subnormals":"flush","int8_rounding":"half_away"}`},
+	} {
+		b, err := json.Marshal(tc.n)
+		if err != nil || string(b) != tc.json {
+			t.Errorf("json.Marshal(%v) = %s, %v, want %s", tc.n, b, err, tc.json)
+		}
+		var got Numerics
+		if err := json.Unmarshal([]byte(tc.json), &got); err != nil || got != tc.n {
+			t.Errorf("json.Unmarshal(%s) = %v, %v, want %v", tc.json, got, err, tc.n)
+		}
+	}
+	for _, bad := range []string{
+		`{"overflow":"clamp"}`,
+		`{"subnormals":"denormal"}`,
+		`{"int8_rounding":"half_up"}`,
+	} {
+		var got Numerics
+		if err := json.Unmarshal([]byte(bad), &got); err == nil {
+			t.Errorf("json.Unmarshal(%s) succeeded, want an error", bad)
+		}
 	}
 }

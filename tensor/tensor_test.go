@@ -91,11 +91,11 @@ func TestNew(t *testing.T) {
 }
 
 func TestFromFloat64(t *testing.T) {
-	x, err := FromFloat64(Float16, []int{2, 2}, []float64{1, 1 + math.Ldexp(1, -11) + math.Ldexp(1, -40), -0.0, 1e6}, Numerics{})
+	x, err := FromFloat64(Float16, []int{2, 2}, []float64{1, 1 + math.Ldexp(1, -11) + math.Ldexp(1, -40), math.Copysign(0, -1), 1e6}, Numerics{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []uint64{0x3c00, 0x3c01, 0x0000, 0x7c00}
+	want := []uint64{0x3c00, 0x3c01, 0x8000, 0x7c00}
 	for i, w := range want {
 		if got := x.Bits(i); got != w {
 			t.Errorf("FromFloat64 element %d bits %#04x, want %#04x", i, got, w)
@@ -184,5 +184,58 @@ func BenchmarkClone(b *testing.B) {
 	b.SetBytes(int64(x.Len() * x.DType.Size()))
 	for b.Loop() {
 		_ = x.Clone()
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	vals := []float64{1.5, -2, 100}
+	for _, d := range DTypes() {
+		x, err := FromFloat64(d, []int{3}, vals, Numerics{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		switch d {
+		case Float64:
+			n = len(x.F64())
+		case Float32:
+			n = len(x.F32())
+		case Float16:
+			n = len(x.F16())
+		case BFloat16:
+			n = len(x.BF16s())
+		case Int8:
+			n = len(x.I8())
+		case Int32:
+			n = len(x.I32())
+		case Uint8:
+			n = len(x.U8())
+		}
+		if n != 3 {
+			t.Errorf("%s: typed accessor has %d elements, want 3", d, n)
+		}
+		want := []float64{1.5, -2, 100}
+		switch d {
+		case Int8, Int32:
+			want = []float64{2, -2, 100}
+		case Uint8:
+			want = []float64{2, 0, 100}
+		}
+		if got := x.Float64s(); !slices.Equal(got, want) {
+			t.Errorf("FromFloat64(%s, %v).Float64s() = %v, want %v", d, vals, got, want)
+		}
+		// Every other accessor is nil.
+		others := 0
+		for _, s := range []int{len(x.F64()), len(x.F32()), len(x.F16()), len(x.BF16s()), len(x.I8()), len(x.I32()), len(x.U8())} {
+			if s != 0 {
+				others++
+			}
+		}
+		if others != 1 {
+			t.Errorf("%s: %d typed accessors are non-empty, want 1", d, others)
+		}
+		if got, want := x.String(), d.String()+"[3]"; got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
 	}
 }

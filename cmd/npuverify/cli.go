@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/npu"
+)
+
+// Exit codes (DESIGN §8).
+const (
+	exitPass    = 0
+	exitFail    = 1 // verification failed
+	exitUsage   = 2 // usage or input error
+	exitBackend = 3 // backend failure (and internal errors)
+)
+
+const usage = `usage: npuverify <command> [arguments]
+
+commands:
+  ops                      list operators: params, dims, distributions, inputs, outputs
+  run OP ...               run one op on .npy inputs, write the outputs and cost.json
+  check ...                verify the golden cases against a backend
+  report ...               accuracy + performance report on the default cases
+  golden update|verify     regenerate or check the golden case store
+
+Run "npuverify <command> -h" for a command's flags.
+Exit codes: 0 pass, 1 verification failed, 2 usage or input error, 3 backend failure.
+`
+
+// commands maps each command name to its implementation.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"ops":    func(args []string, stdout, _ io.Writer) error { return cmdOps(args, stdout) },
+	"run":    cmdRun,
+	"check":  cmdCheck,
+	"report": cmdReport,
+	"golden": cmdGolden,
+}
+
+// cliError is an error with its exit code and where it happened.
+type cliError struct {
+	code  int
+	where string
+	err   error
+}
+
+func (e *cliError) Error() string {
+	if e.where == "" {
+		return e.err.Error()
+	}
+	return e.where + ": " + e.err.Error()
+}
+
+func (e *cliError) Unwrap() error { return e.err }
+
+func usageErr(where, format string, args ...any) error {
+	return &cliError{exitUsage, where, fmt.Errorf(format, args...)}
+}
+
+func inputErr(where string, err error) error { return &cliError{exitUsage, where, err} }
+
+func backendErr(where string, err error) error { return &cliError{exitBackend, where, err} }
+
+// failed is returned by a command whose checks ran and failed; it has
+// already printed its report, so run prints nothing more.
+type failed struct{ code int }
+
+func (f failed) Error() string { return "verification failed" }
+
+// run is the whole CLI: it parses args, runs a command, prints errors as
+// "npuverify: <where>: <what>" and returns the exit code. A panic is an
+// internal error (exit 3); its stack is printed only when NPUVERIFY_DEBUG
+// is set.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "npuverify: internal error: %v\n", r)
+			if os.Getenv("NPUVERIFY_DEBUG") != "" {
+				stderr.Write(debug.Stack())
+			} else {
+				fmt.Fprintln(stderr, "npuverify: (this is a bug; set NPUVERIFY_DEBUG=1 for the stack trace)")
+			}
+			code = exitBackend
+		}
+	}()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitPass
+	}
+	fn, ok := commands[cmd]
+	if !ok {
+		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report or golden)", cmd), stderr)
+	}
+	return exitCode(fn(rest, stdout, stderr), stderr)
+}
+
+// exitCode prints err (unless the command already reported it) and maps it
+// to an exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitPass
+	}
+	var f failed
+	if errors.As(err, &f) {
+		return f.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitPass
+	}
+	fmt.Fprintf(stderr, "npuverify: %v\n", err)
+	var ce *cliError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case harness.IsInput(err):
+		return exitUsage
+	}
+	return exitBackend
+}
+
+// newFlagSet returns a flag set that reports errors through run's format
+// instead of printing them itself; -h prints the usage to stdout.
+func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: npuverify %s\n\nflags:\n", synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses args with fs, allowing positional arguments between flags
+// (npuverify run OP --param ... and npuverify run --param ... OP both
+// work), and returns the positional arguments.
+func parse(fs *flag.FlagSet, where string, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return nil, err
+			}
+			return nil, usageErr(where, "%v (see npuverify %s -h)", err, where)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first positional argument, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// multiFlag collects a repeated flag's values.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// deviceFlags are the flags that choose a backend.
+type deviceFlags struct {
+	backend string
+	profile string
+	timeout time.Duration
+}
+
+func (d *deviceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.backend, "backend", "emulator", "backend: emulator, or exec:'CMD ARGS' (an external kernel, DESIGN §9)")
+	fs.StringVar(&d.profile, "profile", "ascend910b", "device profile: a built-in name ("+strings.Join(npu.ProfileNames(), ", ")+") or a JSON file")
+	fs.DurationVar(&d.timeout, "timeout", 60*time.Second, "time limit per case")
+}
+
+// build returns the profile and the backend the flags name.
+func (d *deviceFlags) build(where string) (npu.Profile, backend.Backend, error) {
+	prof, err := loadProfile(d.profile)
+	if err != nil {
+		return npu.Profile{}, nil, usageErr(where, "--profile %s: %v", d.profile, err)
+	}
+	if d.timeout <= 0 {
+		return npu.Profile{}, nil, usageErr(where, "--timeout %s: must be positive", d.timeout)
+	}
+	switch {
+	case d.backend == "emulator":
+		return prof, backend.NewEmulator(prof), nil
+	case strings.HasPrefix(d.backend, "exec:"):
+		b, err := backend.NewExec(strings.TrimPrefix(d.backend, "exec:"), backend.ExecOptions{Timeout: d.timeout, Numerics: prof.Numerics})
+		if err != nil {
+			return npu.Profile{}, nil, usageErr(where, "--backend %s: %v", d.backend, err)
+		}
+		return prof, b, nil
+	}
+	return npu.Profile{}, nil, usageErr(where, "--backend %q: want emulator or exec:'CMD ARGS'", d.backend)
+}
+
+// loadProfile resolves a built-in profile name or a JSON file path.
+func loadProfile(s string) (npu.Profile, error) {
+	if p, err := npu.ProfileByName(s); err == nil {
+		return p, nil
+	} else if _, statErr := os.Stat(s); statErr != nil {
+		return npu.Profile{}, fmt.Errorf("%v, and no such file", err)
+	}
+	return npu.LoadProfile(s)
+}
+
+// parseShard parses "I/N" (1 ≤ I ≤ N).
+func parseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 1 ≤ I ≤ N, e.g. 1/4", s)
+	}
+	return i, n, nil
+}

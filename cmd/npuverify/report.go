@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/report"
+)
+
+const reportSynopsis = "report [--out DIR] [--format md,json] [--backend B] [--profile P] [--timeout D]"
+
+// cmdReport runs the embedded default cases through the backend (as check
+// does: the emulator is also held to the stored bits and budgets) and
+// writes DIR/report.md and DIR/report.json. Progress goes to stderr; the
+// last line on stdout names the files written. The exit code is check's:
+// the report is written either way.
+func cmdReport(args []string, stdout, stderr io.Writer) error {
+	const where = "report"
+	fs := newFlagSet(where, reportSynopsis, stdout)
+	out := fs.String("out", "out/report", "directory to write report.<format> to")
+	formats := fs.String("format", "md,json", "comma-separated formats: "+strings.Join(report.Formats, ", ")+" (html: not yet)")
+	var dev deviceFlags
+	dev.register(fs)
+	pos, err := parse(fs, where, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr(where, "unexpected argument %q", pos[0])
+	}
+	fmts, err := report.ParseFormats(*formats)
+	if err != nil {
+		return usageErr(where, "--format: %v", err)
+	}
+	prof, b, err := dev.build(where)
+	if err != nil {
+		return err
+	}
+	store := golden.Embedded()
+	fmt.Fprintf(stderr, "npuverify report: %d cases on %s (profile %s)\n", len(store.Cases()), b.Name(), prof.Name)
+	results, err := golden.Check(context.Background(), store, b, golden.CheckOptions{
+		Numerics: prof.Numerics, Timeout: dev.timeout, Progress: stderr,
+	})
+	if err != nil {
+		if harness.IsInput(err) {
+			return inputErr(where, err)
+		}
+		return backendErr(where, err)
+	}
+	rep := report.New("npuverify report", reportCases(results))
+	rep.Meta = map[string]string{"backend": b.Name(), "profile": prof.Name, "cases": store.Where()}
+	paths, err := rep.WriteFiles(*out, fmts)
+	if err != nil {
+		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
+	}
+	fmt.Fprintf(stdout, "%s\n", summaryLine(results))
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
+	if code := golden.Exit(results); code != 0 {
+		for i := range results {
+			if r := &results[i]; !r.Pass() {
+				fmt.Fprintf(stderr, "npuverify: report: %s\n", r.Failure())
+			}
+		}
+		return failed{code}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+const runSynopsis = "run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--backend B] [--profile P] [--timeout D]"
+
+// cmdRun runs one op on .npy inputs: it holds every input to the op's
+// contract (dtype and shape exactly; bf16 files are '<u2' bit patterns,
+// read as bf16 only where the contract says bf16), runs the backend,
+// writes DIR/<output>.npy and DIR/cost.json (the modeled cost, or null when
+// the backend models none), and judges the outputs against the reference
+// with the `bound` policy: exit 1 when they fail it.
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	const where = "run"
+	fs := newFlagSet(where, runSynopsis, stdout)
+	var params, inputs multiFlag
+	fs.Var(&params, "param", "op parameter k=v (repeatable)")
+	fs.Var(&inputs, "in", "input tensor NAME=FILE.npy (repeatable)")
+	outDir := fs.String("out", "", "directory to write <output>.npy and cost.json to (required)")
+	var dev deviceFlags
+	dev.register(fs)
+	pos, err := parse(fs, where, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return usageErr(where, "missing OP (want one of %s)", strings.Join(ops.Names(), ", "))
+	case len(pos) > 1:
+		return usageErr(where, "unexpected argument %q after OP %q", pos[1], pos[0])
+	case *outDir == "":
+		return usageErr(where, "--out DIR is required")
+	}
+	op, err := ops.Lookup(pos[0])
+	if err != nil {
+		return usageErr(where, "%v", err)
+	}
+	p := ops.Params{}
+	for _, kv := range params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErr(where, "--param %q: want k=v", kv)
+		}
+		if _, dup := p[k]; dup {
+			return usageErr(where, "--param %s: given twice", k)
+		}
+		p[k] = v
+	}
+	vp, err := op.Validate(p)
+	if err != nil {
+		return inputErr(where, fmt.Errorf("--param: %w", err))
+	}
+	prof, b, err := dev.build(where)
+	if err != nil {
+		return err
+	}
+
+	in := map[string]*tensor.Tensor{}
+	files := map[string]string{}
+	for _, nf := range inputs {
+		name, file, ok := strings.Cut(nf, "=")
+		if !ok || name == "" || file == "" {
+			return usageErr(where, "--in %q: want NAME=FILE.npy", nf)
+		}
+		if _, dup := in[name]; dup {
+			return usageErr(where, "--in %s: tensor given twice", name)
+		}
+		t, err := readInput(file)
+		if err != nil {
+			return inputErr(where, fmt.Errorf("--in %s=%s: tensor %q: %w", name, file, name, err))
+		}
+		in[name], files[name] = t, file
+	}
+	if err := holdToContract(op, vp, in, files); err != nil {
+		return inputErr(where, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), dev.timeout)
+	defer cancel()
+	c := harness.Case{Op: op.Name(), Params: vp, Name: "run"}
+	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
+	if err != nil {
+		if harness.IsInput(err) {
+			return inputErr(where, err)
+		}
+		return backendErr(where, err)
+	}
+
+	written, err := writeOutputs(*outDir, res)
+	if err != nil {
+		return inputErr(where, fmt.Errorf("--out %s: %w", *outDir, err))
+	}
+	for _, o := range res.Verify.Outputs {
+		verdict := "pass"
+		for _, v := range o.Verdicts {
+			if !v.Pass {
+				verdict = "FAIL"
+			}
+		}
+		fmt.Fprintf(stdout, "%s %s%v: %s %s (tightness %s, max abs %s)\n", o.Name, o.DType, o.Shape,
+			strings.Join(policyNames(o.Verdicts), "+"), verdict, fmtNum(o.Metrics.Tightness), fmtNum(o.Metrics.MaxAbs))
+	}
+	if res.Cost != nil {
+		fmt.Fprintf(stdout, "cost: %d cycles, %d GM bytes, vector util %s, load balance %s\n", res.Cost.Cycles,
+			res.Cost.GMBytesIn+res.Cost.GMBytesOut, fmtNum(res.Cost.VectorUtil), fmtNum(res.Cost.LoadBalance))
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(written, ", "))
+	if !res.Pass() {
+		fmt.Fprintln(stderr, res.Verify.Failure())
+		return failed{exitFail}
+	}
+	return nil
+}
+
+// readInput reads an .npy file as the dtype its header names; '<u2' data
+// (which only bf16 travels as) is read as bf16 bit patterns. Whether that
+// dtype is the one the contract wants is checked afterwards, exactly.
+func readInput(file string) (*tensor.Tensor, error) {
+	t, err := tensor.ReadNpyFile(file, 0, tensor.ReadOptions{})
+	if err == nil {
+		return t, nil
+	}
+	if tb, err2 := tensor.ReadNpyFile(file, tensor.BFloat16, tensor.ReadOptions{}); err2 == nil {
+		return tb, nil
+	}
+	// ReadNpyFile names the file already; drop the repetition.
+	msg := strings.TrimPrefix(err.Error(), file+": ")
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	return nil, errors.New(msg)
+}
+
+// holdToContract checks the inputs against the op's contract for the
+// validated params, naming the file and tensor of any mismatch.
+func holdToContract(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, files map[string]string) error {
+	specs, err := op.Inputs(p, in)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, s := range specs {
+		known[s.Name] = true
+		t, ok := in[s.Name]
+		if !ok {
+			if s.Optional {
+				continue
+			}
+			return fmt.Errorf("%s %s: input %q is missing (give --in %s=FILE.npy)", op.Name(), p, s.Name, s.Name)
+		}
+		at := fmt.Sprintf("--in %s=%s: tensor %q", s.Name, files[s.Name], s.Name)
+		if t.DType != s.DType {
+			have := fmt.Sprintf("dtype %s ('%s')", t.DType, tensor.NpyDescr(t.DType))
+			if t.DType == tensor.BFloat16 {
+				have = fmt.Sprintf("'%s' data (read only as bf16 bit patterns)", tensor.NpyDescr(t.DType))
+			}
+			return fmt.Errorf("%s: %s, but %s %s wants %s ('%s'); nothing is cast", at, have, op.Name(), p, s.DType, tensor.NpyDescr(s.DType))
+		}
+		if !t.SameShape(s.Shape) {
+			return fmt.Errorf("%s: shape %v, but %s %s wants %v", at, t.Shape, op.Name(), p, s.Shape)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if !known[name] {
+			names := make([]string, len(specs))
+			for i, s := range specs {
+				names[i] = s.Name
+			}
+			return fmt.Errorf("--in %s=%s: %s has no input %q (want %s)", name, files[name], op.Name(), name, strings.Join(names, ", "))
+		}
+	}
+	return ops.CheckInputs(op, p, in)
+}
+
+// writeOutputs writes every output as DIR/<name>.npy and the cost as
+// DIR/cost.json, each atomically, and returns the paths.
+func writeOutputs(dir string, res *harness.Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
+		p := filepath.Join(dir, name+".npy")
+		if err := tensor.WriteNpyFile(p, res.Outputs[name]); err != nil {
+			return written, err
+		}
+		written = append(written, p)
+	}
+	b, err := json.MarshalIndent(res.Cost, "", "  ")
+	if err != nil {
+		return written, fmt.Errorf("cost.json: %w", err)
+	}
+	p := filepath.Join(dir, "cost.json")
+	if err := writeFileAtomic(p, append(b, '\n')); err != nil {
+		return written, err
+	}
+	return append(written, p), nil
+}
+
+// writeFileAtomic writes b to p through a temporary file and a rename.
+func writeFileAtomic(p string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
+}

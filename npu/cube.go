@@ -1,0 +1,512 @@
+package npu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// Cube-side primitives: 2-D DMA between GM and L1/UB, L1 → L0A/L0B loads,
+// the cube's matrix multiply-accumulate (Mmad) into L0C, the L0C → UB move
+// (fixpipe) and the vector-side GEMM epilogue steps (dequantisation,
+// scaling, the beta·C addition).
+//
+// Data flow of a matrix multiply, as in Ascend C's Matmul:
+//
+//	GM --DataCopy2DIn--> L1 --LoadL0--> L0A / L0B --Mmad--> L0C --FixpipeToUB--> UB --DataCopy2DOut--> GM
+//
+// Costs:
+//   - DataCopy2DIn/Out: one DMA transfer (latency + GM bytes / share),
+//     like DataCopyIn/Out, whatever the number of rows.
+//   - LoadL0: ceil(bytes / L0LoadBytesPerCycle) cycles (MTE1), compute stage.
+//   - Mmad: one cycle per fractal step (16×16×16 for fp16/bf16, 16×32×16
+//     for int8 on ascend910b; fp32 inputs take two cycles per fp16-sized
+//     step), counted in CubeCycles; CubeMACs counts M·K·N of the padded
+//     operands, CubeUsefulMACs the caller's unpadded extents.
+//   - FixpipeToUB: ceil(bytes / FixpipeBytesPerCycle) cycles, compute stage.
+//   - Epilogue steps: like vector instructions over their fp32 bytes.
+
+// L0LoadBytesPerCycle is the L1 → L0A/L0B bandwidth of the model.
+const L0LoadBytesPerCycle = 256
+
+// FixpipeBytesPerCycle is the L0C → UB bandwidth of the model.
+const FixpipeBytesPerCycle = 128
+
+// DataCopy2DIn copies the [rows × cols] block at (row0, col0) of the
+// row-major GM matrix src (ld elements per row) into dst (UB or L1) as a
+// dense row-major [dstRows × dstLd] tile, zero-filling the padding columns
+// cols..dstLd−1 and rows rows..dstRows−1. One DMA transfer; only
+// rows·cols elements count as GM bytes.
+func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, rows, cols, dstLd, dstRows int) error {
+	const op = "DataCopy2DIn"
+	if dst == nil || (dst.space != UB && dst.space != L1) {
+		return fmt.Errorf("%s: dst must be a UB or L1 buffer", op)
+	}
+	gm, size, err := c.checkGM(op, "src", src, 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := check2D(op, len(gm)/size, ld, row0, col0, rows, cols, dstLd, dstRows); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": dst", dst, dst.space, dstLd*dstRows*size); err != nil {
+		return err
+	}
+	rowBytes, dstRow := cols*size, dstLd*size
+	for r := 0; r < dstRows; r++ {
+		d := dst.data[r*dstRow : (r+1)*dstRow]
+		if r < rows {
+			s := ((row0+r)*ld + col0) * size
+			copy(d, gm[s:s+rowBytes])
+			clear(d[rowBytes:])
+		} else {
+			clear(d)
+		}
+	}
+	c.chargeDMA(true, rows*cols*size)
+	return nil
+}
+
+// DataCopy2DOut copies the [rows × cols] block of the dense row-major UB
+// tile src (srcLd elements per row) to (row0, col0) of the GM matrix dst
+// (ld elements per row). One DMA transfer of rows·cols elements.
+func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int, src *Buffer, srcLd int) error {
+	const op = "DataCopy2DOut"
+	gm, size, err := c.checkGM(op, "dst", dst, 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := check2D(op, len(gm)/size, ld, row0, col0, rows, cols, srcLd, rows); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": src", src, UB, srcLd*rows*size); err != nil {
+		return err
+	}
+	for r := 0; r < rows; r++ {
+		d := ((row0+r)*ld + col0) * size
+		copy(gm[d:d+cols*size], src.data[r*srcLd*size:])
+	}
+	c.chargeDMA(false, rows*cols*size)
+	return nil
+}
+
+func check2D(op string, gmLen, ld, row0, col0, rows, cols, localLd, localRows int) error {
+	switch {
+	case ld < 0 || row0 < 0 || col0 < 0 || rows < 0 || cols < 0:
+		return fmt.Errorf("%s: negative extent (ld %d, origin (%d,%d), %d×%d)", op, ld, row0, col0, rows, cols)
+	case cols > 0 && col0+cols > ld:
+		return fmt.Errorf("%s: columns [%d, %d) exceed the row length %d", op, col0, col0+cols, ld)
+	case rows > 0 && cols > 0 && (row0+rows-1)*ld+col0+cols > gmLen:
+		return fmt.Errorf("%s: rows [%d, %d) exceed the %d-element GM tensor", op, row0, row0+rows, gmLen)
+	case cols > localLd || rows > localRows:
+		return fmt.Errorf("%s: %d×%d block does not fit the %d×%d local tile", op, rows, cols, localRows, localLd)
+	}
+	return nil
+}
+
+// CubeFractal returns the profile's cube fractal for input dtype in: the
+// int8 fractal for int8, the fp16 one otherwise (fp32 runs on it at half
+// rate).
+func (p Profile) CubeFractal(in tensor.DType) Fractal {
+	if in == tensor.Int8 {
+		return p.CubeInt8
+	}
+	return p.CubeFP16
+}
+
+// L0Tile is a cube operand in L0A (left, [Rows × Cols] = [M × K]) or L0B
+// (right, [K × N]): its buffer holds the dtype's bytes, row-major, and the
+// cube reads the decoded values (float32, or int32 for int8), which
+// LoadL0 fills. Reuse a tile across loads to reuse its decode storage.
+type L0Tile struct {
+	Buf        *Buffer
+	DType      tensor.DType
+	Rows, Cols int
+	f          []float32
+	i          []int32
+}
+
+// LoadL0 copies the [rows × cols] block at (row0, col0) of the dense L1
+// tile src (srcLd elements of dtype per row) into t.Buf (L0A or L0B),
+// densely. rows and cols must be multiples of the cube fractal's sides
+// for that operand (L0A: M and K; L0B: K and N); the buffer's capacity and
+// 512-byte alignment are enforced by Alloc.
+func (c *Core) LoadL0(t *L0Tile, src *Buffer, dtype tensor.DType, srcLd, row0, col0, rows, cols int) error {
+	const op = "LoadL0"
+	if t == nil || t.Buf == nil {
+		return fmt.Errorf("%s: nil tile", op)
+	}
+	space := t.Buf.space
+	if space != L0A && space != L0B {
+		return fmt.Errorf("%s: tile buffer is in %s, want L0A or L0B", op, space)
+	}
+	fr := c.prof.CubeFractal(dtype)
+	fr0, fr1 := fr.M, fr.K
+	if space == L0B {
+		fr0, fr1 = fr.K, fr.N
+	}
+	if rows%fr0 != 0 || cols%fr1 != 0 {
+		return fmt.Errorf("%s: %s block %d×%d is not a multiple of the %d×%d fractal", op, space, rows, cols, fr0, fr1)
+	}
+	size := dtype.Size()
+	if err := c.checkBuf(op+": src", src, L1, 0); err != nil {
+		return err
+	}
+	if row0 < 0 || col0 < 0 || col0+cols > srcLd || (row0+rows)*srcLd*size > len(src.data) {
+		return fmt.Errorf("%s: block (%d,%d)+%d×%d outside the L1 tile (%d per row, %d bytes)", op, row0, col0, rows, cols, srcLd, len(src.data))
+	}
+	if err := c.checkBuf(op+": dst", t.Buf, space, rows*cols*size); err != nil {
+		return err
+	}
+	for r := 0; r < rows; r++ {
+		s := ((row0+r)*srcLd + col0) * size
+		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.data[s:s+cols*size])
+	}
+	t.DType, t.Rows, t.Cols = dtype, rows, cols
+	n := rows * cols
+	switch dtype {
+	case tensor.Int8:
+		t.i = grow(t.i, n)
+		for k, v := range t.Buf.I8()[:n] {
+			t.i[k] = int32(v)
+		}
+	case tensor.Float16:
+		t.f = grow(t.f, n)
+		decodeF16(t.f, t.Buf.F16()[:n])
+	case tensor.BFloat16:
+		t.f = grow(t.f, n)
+		for k, v := range t.Buf.BF16()[:n] {
+			t.f[k] = v.Float32()
+		}
+	case tensor.Float32:
+		t.f = grow(t.f, n)
+		copy(t.f, t.Buf.F32()[:n])
+	default:
+		return fmt.Errorf("%s: dtype %s not supported by the cube", op, dtype)
+	}
+	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
+	return nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func decodeF16(dst []float32, src []float16.Float16) {
+	t := f16Table() // vector.go: every fp16 bit pattern decoded
+	for k, v := range src {
+		dst[k] = t[v]
+	}
+}
+
+// MmadParams describes one cube matrix multiply-accumulate
+// C[M×N] (+)= A[M×K]·B[K×N].
+type MmadParams struct {
+	M, K, N int // operand extents, multiples of the fractal
+	// UsefulM, UsefulK, UsefulN are the unpadded extents (for CubeUsefulMACs).
+	UsefulM, UsefulK, UsefulN int
+	// Acc is the accumulator format: Float32, Float16 (values held in the
+	// fp32 L0C storage) or Int32 (exact; int8 inputs).
+	Acc tensor.DType
+	// Blocked selects the blocked16 model: per 16-wide k block (from k = 0
+	// of this call, which callers keep aligned to 16 globally), acc ←
+	// RN(acc + Σ_block a·b) with one rounding of the exact value.
+	// Otherwise sequential: acc ← RN(acc + a_k·b_k), k ascending, one
+	// rounding of the exact value per step.
+	Blocked bool
+	// Init starts from +0 instead of accumulating onto L0C.
+	Init bool
+	// Exact32 asserts that every product is exact in fp32 and that B holds
+	// no Inf or NaN (the caller checked the inputs), so the sequential fp32
+	// model can use a multiply-then-add (SIMD) loop: with exact products it
+	// rounds exactly as the fused step.
+	Exact32 bool
+}
+
+// Mmad runs one cube matrix multiply-accumulate from two L0 tiles into the
+// dense [M × N] accumulator tile at the start of dst (L0C; fp32 storage, or
+// int32 for Acc Int32). An M, K or N of zero with Init clears the tile.
+func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
+	const op = "Mmad"
+	if a == nil || b == nil || a.Buf == nil || b.Buf == nil {
+		return fmt.Errorf("%s: nil operand", op)
+	}
+	if a.Buf.space != L0A || b.Buf.space != L0B {
+		return fmt.Errorf("%s: operands in %s and %s, want L0A and L0B", op, a.Buf.space, b.Buf.space)
+	}
+	if a.DType != b.DType {
+		return fmt.Errorf("%s: operand dtypes %s and %s differ", op, a.DType, b.DType)
+	}
+	if a.Rows != p.M || a.Cols != p.K || b.Rows != p.K || b.Cols != p.N {
+		return fmt.Errorf("%s: operands %d×%d and %d×%d do not match M=%d K=%d N=%d", op, a.Rows, a.Cols, b.Rows, b.Cols, p.M, p.K, p.N)
+	}
+	fr := c.prof.CubeFractal(a.DType)
+	if p.M%fr.M != 0 || p.K%fr.K != 0 || p.N%fr.N != 0 {
+		return fmt.Errorf("%s: M=%d K=%d N=%d not multiples of the %d×%d×%d fractal", op, p.M, p.K, p.N, fr.M, fr.K, fr.N)
+	}
+	if (a.DType == tensor.Int8) != (p.Acc == tensor.Int32) {
+		return fmt.Errorf("%s: accumulator %s does not fit %s inputs", op, p.Acc, a.DType)
+	}
+	if p.Acc != tensor.Int32 && p.Acc != tensor.Float32 && p.Acc != tensor.Float16 {
+		return fmt.Errorf("%s: accumulator %s not supported", op, p.Acc)
+	}
+	if err := c.checkBuf(op+": dst", dst, L0C, p.M*p.N*4); err != nil {
+		return err
+	}
+	if p.Init {
+		clear(dst.data[:p.M*p.N*4])
+	}
+	if p.M == 0 || p.N == 0 || p.K == 0 {
+		return nil
+	}
+	switch {
+	case p.Acc == tensor.Int32:
+		mmadInt(dst.I32()[:p.M*p.N], a.i, b.i, p.M, p.K, p.N)
+	case p.Blocked:
+		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+	case p.Exact32 && p.Acc == tensor.Float32:
+		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+	default:
+		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+	}
+	steps := int64(p.M/fr.M) * int64(p.K/fr.K) * int64(p.N/fr.N)
+	if a.DType == tensor.Float32 {
+		steps *= 2
+	}
+	c.chargeCube(steps, int64(p.M)*int64(p.K)*int64(p.N), int64(p.UsefulM)*int64(p.UsefulK)*int64(p.UsefulN))
+	return nil
+}
+
+func mmadInt(cc, a, b []int32, m, k, n int) {
+	for i := 0; i < m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < k; kk++ {
+			x := a[i*k+kk]
+			if x == 0 {
+				continue
+			}
+			for j, y := range b[kk*n : (kk+1)*n] {
+				ci[j] += x * y
+			}
+		}
+	}
+}
+
+var blas32 gonum.Implementation
+
+// mmadSaxpy is the sequential fp32 model for exact products: for each
+// row i and k ascending, c[i,:] ← RN32(c[i,:] + a[i,k]·b[k,:]) with gonum's
+// SIMD saxpy (multiply, then add: the product is exact, so this is the
+// fused step). Saxpy skips a zero a[i,k], which adds ±0 to c and changes
+// nothing because B is finite and the accumulator is never −0.
+func mmadSaxpy(cc, a, b []float32, m, k, n int) {
+	for i := 0; i < m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		ai := a[i*k : (i+1)*k]
+		for kk, x := range ai {
+			blas32.Saxpy(n, x, b[kk*n:(kk+1)*n], 1, ci, 1)
+		}
+	}
+}
+
+// mmadFused is the sequential model with one exact rounding per step.
+func mmadFused(acc tensor.DType, cc, a, b []float32, m, k, n int) {
+	for i := 0; i < m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < k; kk++ {
+			x := a[i*k+kk]
+			for j, y := range b[kk*n : (kk+1)*n] {
+				ci[j] = fmaRound(acc, ci[j], x, y)
+			}
+		}
+	}
+}
+
+// blockK is the k-block width of the blocked accumulate model.
+const blockK = 16
+
+// mmadBlocked is the blocked16 model: per output, per 16-wide k block,
+// acc ← RN(acc + exact block sum), one rounding.
+func mmadBlocked(acc tensor.DType, cc, a, b []float32, m, k, n int) {
+	var xs [blockK + 1]float64
+	scratch := make([]float64, 0, 2*blockK+2)
+	for i := 0; i < m; i++ {
+		for k0 := 0; k0 < k; k0 += blockK {
+			k1 := min(k0+blockK, k)
+			ai := a[i*k+k0 : i*k+k1]
+			for j := 0; j < n; j++ {
+				xs[0] = float64(cc[i*n+j])
+				for t, x := range ai {
+					xs[t+1] = float64(x) * float64(b[(k0+t)*n+j])
+				}
+				cc[i*n+j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+			}
+		}
+	}
+}
+
+// FixpipeToUB moves the first n accumulator elements (4 bytes each, fp32
+// or int32) of src (L0C) to dst (UB), unchanged.
+func (c *Core) FixpipeToUB(dst, src *Buffer, srcOff, n int) error {
+	const op = "FixpipeToUB"
+	if err := c.checkBuf(op+": src", src, L0C, (srcOff+n)*4); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": dst", dst, UB, n*4); err != nil {
+		return err
+	}
+	if srcOff < 0 || n < 0 {
+		return fmt.Errorf("%s: negative offset or count", op)
+	}
+	copy(dst.data[:n*4], src.data[srcOff*4:(srcOff+n)*4])
+	c.charge(StageCompute, int64((n*4+FixpipeBytesPerCycle-1)/FixpipeBytesPerCycle))
+	return nil
+}
+
+// DequantI32 converts the [rows × cols] int32 accumulators of src (UB,
+// dense, cols per row) to fp32 in dst (UB, may alias src) and dequantises
+// them: v ← RN32(RN32(sa[i]·sb[j])·RN32(acc)), with sa (rows values, or
+// one broadcast when saN == 1) and sb (cols values, or one) fp32 UB
+// buffers. IEEE arithmetic (the profile's numerics apply at the store).
+func (c *Core) DequantI32(dst, src, sa, sb *Buffer, rows, cols, saN, sbN int) error {
+	const op = "DequantI32"
+	n := rows * cols
+	for _, b := range []struct {
+		name string
+		buf  *Buffer
+		n    int
+	}{{"dst", dst, n}, {"src", src, n}, {"scale_a", sa, saN}, {"scale_b", sb, sbN}} {
+		if err := c.checkBuf(op+": "+b.name, b.buf, UB, b.n*4); err != nil {
+			return err
+		}
+	}
+	if (saN != 1 && saN != rows) || (sbN != 1 && sbN != cols) {
+		return fmt.Errorf("%s: scales of %d and %d values for a %d×%d tile", op, saN, sbN, rows, cols)
+	}
+	out, in, fa, fb := dst.F32()[:n], src.I32()[:n], sa.F32(), sb.F32()
+	for i := 0; i < rows; i++ {
+		si := fa[0]
+		if saN > 1 {
+			si = fa[i]
+		}
+		for j := 0; j < cols; j++ {
+			sj := fb[0]
+			if sbN > 1 {
+				sj = fb[j]
+			}
+			s := float32(float64(si) * float64(sj)) // exact product, one rounding
+			v := float32(in[i*cols+j])              // RN32 of the integer
+			out[i*cols+j] = float32(float64(s) * float64(v))
+		}
+	}
+	c.chargeVector(2 * n * 4)
+	return nil
+}
+
+// roundTo returns RN_E(x) for a value x that is the exact result of one
+// operation on E-values computed in float64 (exact for products, or a
+// correctly rounded sum whose second rounding is innocuous).
+func roundTo(e tensor.DType, x float64) float32 {
+	if e == tensor.Float16 {
+		return float32(fp16Format.RoundNearestEven(x))
+	}
+	return float32(x)
+}
+
+// ScaleRound sets dst[i] = RN_E(RN_E(s)·src[i]) for the first n fp32-stored
+// values of UB buffers (E = Float32, or Float16 for values held in fp32).
+func (c *Core) ScaleRound(e tensor.DType, dst, src *Buffer, s float64, n int) error {
+	const op = "ScaleRound"
+	if err := c.checkBuf(op+": dst", dst, UB, n*4); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": src", src, UB, n*4); err != nil {
+		return err
+	}
+	sh := float64(roundTo(e, s))
+	out, in := dst.F32()[:n], src.F32()[:n]
+	for i, v := range in {
+		out[i] = roundTo(e, sh*float64(v))
+	}
+	c.chargeVector(n * 4)
+	return nil
+}
+
+// AddScaledRound sets dst[i] = RN_E(src[i] + RN_E(RN_E(beta)·x[i])) for
+// the first n values: src and dst fp32-stored E values in UB, x a UB buffer
+// of dtype xd (fp32, fp16 or bf16).
+func (c *Core) AddScaledRound(e tensor.DType, dst, src, x *Buffer, xd tensor.DType, beta float64, n int) error {
+	const op = "AddScaledRound"
+	if err := c.checkBuf(op+": dst", dst, UB, n*4); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": src", src, UB, n*4); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": x", x, UB, n*xd.Size()); err != nil {
+		return err
+	}
+	var get func(i int) float64
+	switch xd {
+	case tensor.Float32:
+		f := x.F32()
+		get = func(i int) float64 { return float64(f[i]) }
+	case tensor.Float16:
+		f, t := x.F16(), f16Table()
+		get = func(i int) float64 { return float64(t[f[i]]) }
+	case tensor.BFloat16:
+		f := x.BF16()
+		get = func(i int) float64 { return f[i].Float64() }
+	default:
+		return fmt.Errorf("%s: dtype %s not supported", op, xd)
+	}
+	bh := float64(roundTo(e, beta))
+	out, in := dst.F32()[:n], src.F32()[:n]
+	for i, v := range in {
+		t := float64(roundTo(e, bh*get(i))) // exact product, one rounding
+		// The float64 sum of two E values is exact for fp16 and correctly
+		// rounded for fp32, where rounding it again to fp32 is innocuous.
+		out[i] = roundTo(e, float64(v)+t)
+	}
+	c.chargeVector(2 * n * 4)
+	return nil
+}
+
+// MaxAbsFinite returns the largest and the smallest non-zero magnitude of
+// the finite values of a floating tensor, and whether it holds Inf or NaN;
+// kernels use it to pick an exact fast path.
+func MaxAbsFinite(t *tensor.Tensor) (maxAbs, minNonZero float64, nonFinite bool) {
+	minNonZero = math.Inf(1)
+	scan := func(v float64) {
+		a := math.Abs(v)
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			nonFinite = true
+		case a > 0:
+			maxAbs = math.Max(maxAbs, a)
+			minNonZero = math.Min(minNonZero, a)
+		}
+	}
+	switch t.DType {
+	case tensor.Float16:
+		tab := f16Table()
+		for _, v := range t.F16() {
+			scan(float64(tab[v]))
+		}
+	case tensor.Float32:
+		for _, v := range t.F32() {
+			scan(float64(v))
+		}
+	default:
+		for i := 0; i < t.Len(); i++ {
+			scan(t.Float64(i))
+		}
+	}
+	return maxAbs, minNonZero, nonFinite
+}

@@ -1,0 +1,171 @@
+package npu
+
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Exact rounding helpers of the cube: the accumulator steps of the
+// accumulate models round the exact value of acc + Σ products once, which
+// plain float64 arithmetic cannot always represent. They work on the
+// exact value hi + lo (lo the error of the float64 sum hi, or of a
+// renormalised expansion): RN_f(hi + lo) = RN_f(hi) unless hi is exactly
+// halfway between two neighbours of f and lo ≠ 0, in which case lo's sign
+// picks the neighbour. (Midpoints of a format narrower than float64 are
+// float64 values, so a value within one float64 ulp of hi cannot cross
+// one unless it sits on it.)
+
+// twoSum returns s = RN64(a+b) and the exact error e = a + b − s.
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	e = (a - (s - bb)) + (b - bb)
+	return s, e
+}
+
+const (
+	f32Thr = 0x1.ffffffp127 // fp32 overflow threshold MaxFloat32 + ulp/2 (a midpoint: ties round to Inf)
+)
+
+var (
+	fp16Format, _ = tensor.Float16.FloatFormat()
+	fp16Thr       = fp16Format.MaxFinite() + fp16Format.Ulp(fp16Format.MaxFinite())/2
+)
+
+// roundHiLo32 returns RN32(hi + lo) for |lo| below one float64 ulp of hi
+// (as produced by twoSum or expansion renormalisation).
+func roundHiLo32(hi, lo float64) float32 {
+	r := float32(hi)
+	if lo == 0 || float64(r) == hi {
+		return r
+	}
+	if math.IsInf(float64(r), 0) {
+		if math.Abs(hi) == f32Thr && (lo < 0) != (hi < 0) {
+			return float32(math.Copysign(math.MaxFloat32, hi))
+		}
+		return r
+	}
+	if math.IsNaN(hi) || math.IsInf(hi, 0) {
+		return r
+	}
+	// The neighbour of r on hi's side.
+	toward := float32(math.Inf(1))
+	if hi < float64(r) {
+		toward = float32(math.Inf(-1))
+	}
+	other := math.Nextafter32(r, toward)
+	if float64(other)-hi != hi-float64(r) { // exact: all three are within a few fp32 ulps
+		return r // hi is not a midpoint
+	}
+	if (lo > 0) == (float64(other) > hi) {
+		return other
+	}
+	return r
+}
+
+// roundHiLo16 returns RN16(hi + lo) as a float64 (fp16 value), under the
+// same conditions as roundHiLo32.
+func roundHiLo16(hi, lo float64) float64 {
+	r := fp16Format.RoundNearestEven(hi)
+	if lo == 0 || r == hi || math.IsNaN(hi) || math.IsInf(hi, 0) {
+		return r
+	}
+	if math.IsInf(r, 0) {
+		if math.Abs(hi) == fp16Thr && (lo < 0) != (hi < 0) {
+			return math.Copysign(fp16Format.MaxFinite(), hi)
+		}
+		return r
+	}
+	d := hi - r               // exact
+	other, e := twoSum(hi, d) // 2hi − r: the other neighbour iff hi is a midpoint
+	if e != 0 || other == r || fp16Format.RoundNearestEven(other) != other {
+		return r
+	}
+	if (lo > 0) == (other > hi) {
+		return other
+	}
+	return r
+}
+
+// roundAcc rounds the exact hi + lo to the accumulator format acc (Float32
+// or Float16), returned as float32 (fp16 values are exact in fp32).
+func roundAcc(acc tensor.DType, hi, lo float64) float32 {
+	if acc == tensor.Float16 {
+		return float32(roundHiLo16(hi, lo))
+	}
+	return roundHiLo32(hi, lo)
+}
+
+// fmaRound returns RN_acc(c + a·b) with a single rounding (a·b exact in
+// float64 for fp32, fp16 and bf16 operands).
+func fmaRound(acc tensor.DType, c, a, b float32) float32 {
+	p := float64(a) * float64(b)
+	s, e := twoSum(float64(c), p)
+	if math.IsNaN(e) || math.IsInf(s, 0) {
+		// Non-finite operands or sum: IEEE gives the same in any rounding.
+		return roundAcc(acc, float64(c)+p, 0)
+	}
+	return roundAcc(acc, s, e)
+}
+
+// sumRound returns RN_acc(Σ xs) with a single rounding of the exact sum
+// (xs finite float64 values). It first tries the float64 sum with
+// error-free transformations; if any step was inexact it builds the exact
+// sum as a non-overlapping expansion (Shewchuk's grow-expansion, as in
+// Python's math.fsum) and renormalises it from the top. scratch is reused
+// storage for the expansion.
+func sumRound(acc tensor.DType, xs []float64, scratch *[]float64) float32 {
+	var s, err float64
+	exact := true
+	for _, x := range xs {
+		var e float64
+		s, e = twoSum(s, x)
+		if e != 0 {
+			exact = false
+		}
+		err += e
+	}
+	if math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(err) {
+		var t float64
+		for _, x := range xs {
+			t += x
+		}
+		return roundAcc(acc, t, 0)
+	}
+	if exact {
+		return roundAcc(acc, s, 0)
+	}
+	parts := (*scratch)[:0]
+	for _, x := range xs {
+		i := 0
+		for _, y := range parts {
+			if math.Abs(x) < math.Abs(y) {
+				x, y = y, x
+			}
+			hi := x + y
+			lo := y - (hi - x)
+			if lo != 0 {
+				parts[i] = lo
+				i++
+			}
+			x = hi
+		}
+		parts = append(parts[:i], x)
+	}
+	*scratch = parts
+	n := len(parts)
+	if n == 0 {
+		return 0
+	}
+	hi, lo := parts[n-1], 0.0
+	for j := n - 2; j >= 0; j-- {
+		x, y := hi, parts[j]
+		hi = x + y
+		lo = y - (hi - x)
+		if lo != 0 {
+			break
+		}
+	}
+	return roundAcc(acc, hi, lo)
+}

@@ -1,0 +1,43 @@
+package suites_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/suites"
+)
+
+// The backend under test: the emulator unless NPUVERIFY_BACKEND names an
+// exec command (NPUVERIFY_BACKEND="exec:./my-kernel --flag").
+var underTest backend.Backend
+
+func TestSuites(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "npuverify suites")
+}
+
+var _ = BeforeSuite(func() {
+	b, err := selectBackend(os.Getenv("NPUVERIFY_BACKEND"))
+	Expect(err).NotTo(HaveOccurred())
+	underTest = b
+	fmt.Fprintf(GinkgoWriter, "backend under test: %s\n", b.Name())
+})
+
+func selectBackend(spec string) (backend.Backend, error) {
+	if spec == "" || spec == "emulator" {
+		return backend.NewEmulator(npu.Ascend910B()), nil
+	}
+	return nil, fmt.Errorf("NPUVERIFY_BACKEND=%q: unsupported backend", spec)
+}
+
+func backendUnderTest() backend.Backend { return underTest }
+
+var _ = suites.DescribeVectorAdd(backendUnderTest)
+
+var _ = suites.DescribeEmulatorVectorAdd(npu.Ascend910B())
