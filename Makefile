@@ -16,12 +16,7 @@ report:
 
 ## fuzz: run every fuzz target for FUZZTIME each (crashers land in testdata/fuzz).
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$t"; \
-	    $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	  done; \
-	done
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## golden: regenerate the checked-in golden cases (atomic) and show what changed.
 golden:

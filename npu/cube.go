@@ -371,12 +371,23 @@ func (c *Core) FixpipeToUB(dst, src *Buffer, srcOff, n int) error {
 
 // DequantI32 converts the [rows × cols] int32 accumulators of src (UB,
 // dense, cols per row) to fp32 in dst (UB, may alias src) and dequantises
-// them: v ← RN32(RN32(sa[i]·sb[j])·RN32(acc)), with sa (rows values, or
-// one broadcast when saN == 1) and sb (cols values, or one) fp32 UB
-// buffers. IEEE arithmetic (the profile's numerics apply at the store).
-func (c *Core) DequantI32(dst, src, sa, sb *Buffer, rows, cols, saN, sbN int) error {
+// them: v ← RN32(RN32(sa·sb)·RN32(acc)). Row i uses sa[saOff+i] (sa[0]
+// when saBcst) and column j uses sb[j] (sb[0] when sbBcst); sa and sb are
+// fp32 UB buffers. IEEE arithmetic (the profile's numerics apply at the
+// store).
+func (c *Core) DequantI32(dst, src, sa, sb *Buffer, rows, cols, saOff int, saBcst, sbBcst bool) error {
 	const op = "DequantI32"
 	n := rows * cols
+	saN, sbN := saOff+rows, cols
+	if saBcst {
+		saN = 1
+	}
+	if sbBcst {
+		sbN = 1
+	}
+	if rows < 0 || cols < 0 || saOff < 0 {
+		return fmt.Errorf("%s: negative extent", op)
+	}
 	for _, b := range []struct {
 		name string
 		buf  *Buffer
@@ -386,18 +397,15 @@ func (c *Core) DequantI32(dst, src, sa, sb *Buffer, rows, cols, saN, sbN int) er
 			return err
 		}
 	}
-	if (saN != 1 && saN != rows) || (sbN != 1 && sbN != cols) {
-		return fmt.Errorf("%s: scales of %d and %d values for a %d×%d tile", op, saN, sbN, rows, cols)
-	}
 	out, in, fa, fb := dst.F32()[:n], src.I32()[:n], sa.F32(), sb.F32()
 	for i := 0; i < rows; i++ {
 		si := fa[0]
-		if saN > 1 {
-			si = fa[i]
+		if !saBcst {
+			si = fa[saOff+i]
 		}
 		for j := 0; j < cols; j++ {
 			sj := fb[0]
-			if sbN > 1 {
+			if !sbBcst {
 				sj = fb[j]
 			}
 			s := float32(float64(si) * float64(sj)) // exact product, one rounding

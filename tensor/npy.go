@@ -250,12 +250,12 @@ func readErr(err error, format string, args ...any) error {
 }
 
 // readNpyData reads exactly n elements of size bytes each and then
-// requires r to be at its end. With presize (the caller knows the stream
-// holds all the data) the element slice is allocated once; otherwise reads start small and double up to
-// npyChunk bytes, and the element slice grows by doubling as data arrives
-// (never beyond n), so memory stays in proportion to the data actually
-// present: a header that overstates the data costs at most about twice
-// the bytes the stream holds, plus a few KiB.
+// requires r to be at its end. Reads start at 4 KiB and double up to
+// npyChunk bytes. With presize (the caller knows the stream holds all the
+// data) the element slice is allocated once; otherwise it grows by
+// doubling as data arrives (never beyond n), so memory stays in proportion
+// to the data actually present: a header that overstates the data costs
+// at most about twice the bytes the stream holds, plus a few KiB.
 func readNpyData[T any](r io.Reader, n int, presize bool, size int, decode func(dst []T, src []byte)) ([]T, error) {
 	const firstChunk = 4 << 10
 	step := max(1, firstChunk/size) // elements per read, doubling to npyChunk

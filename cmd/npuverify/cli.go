@@ -93,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintf(stderr, "npuverify: missing command\n%s", usage)
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 )
 
@@ -75,7 +76,12 @@ func goldenUpdate(dir string, stdout io.Writer) error {
 	b := backend.NewEmulator(npu.Ascend910B())
 	ch, err := golden.Update(context.Background(), dir, b, golden.DefaultCases(), stdout)
 	if err != nil {
-		return backendErr(where, err)
+		// golden.Update's errors start with "golden update: " already.
+		code := exitBackend
+		if harness.IsInput(err) {
+			code = exitUsage
+		}
+		return &cliError{code: code, err: err}
 	}
 	if !ch.Empty() {
 		fmt.Fprintln(stdout, "rebuild npuverify to embed the updated set")

@@ -1,0 +1,483 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// gemm: out = alpha·(A·B) + beta·C in the five precision modes of the op
+// contract (ops/gemm.go), which also states the evaluation model this
+// kernel follows bit for bit.
+//
+// Host side, GEMMTilingWith pads M, N, K to the cube fractal (16×16×16
+// for fp16/bf16/fp32, 16×32×16 for int8), picks base blocks baseM × baseN
+// (the L0C accumulator tile) and baseK (one Mmad) that fit L0A/L0B
+// double-buffered and L0C, an L1 depth of StepK·baseK that fits the A and
+// B panels double-buffered in L1, shrinks the base blocks while there are
+// fewer output blocks than AI cores, and deals the output blocks to the
+// cores round-robin. Device side, each core, for each of its output
+// blocks, walks K ascending: DMA the A and B panels GM → L1 (zero-padded),
+// load baseK slices L1 → L0A/L0B, Mmad into L0C (the first one starts
+// from +0); then moves the accumulators L0C → UB in row chunks, runs the
+// vector epilogue (dequantise, alpha, beta·C) and the cast to the output
+// dtype, and DMAs the real rows and columns out. Padding rows and columns
+// never reach GM, and padded k are 0·0 products, which leave every
+// accumulator unchanged (it is never −0). Each output element is
+// accumulated by one core in one L0C tile over K ascending, so the result
+// does not depend on the tiling or the core count.
+
+func init() { Register("gemm", runGEMM) }
+
+// GEMMTiling is the host-side tiling of gemm.
+type GEMMTiling struct {
+	M, K, N    int
+	Mode       string
+	In         tensor.DType
+	Frac       npu.Fractal // cube fractal of the input dtype
+	BaseM      int         `json:"base_m"` // L0C tile rows (multiple of Frac.M)
+	BaseN      int         `json:"base_n"` // L0C tile columns (multiple of Frac.N)
+	BaseK      int         `json:"base_k"` // k per Mmad (multiple of Frac.K, and of 16 for blocked16)
+	StepK      int         `json:"step_k"` // baseK slices per L1 panel
+	BlocksM    int         `json:"blocks_m"`
+	BlocksN    int         `json:"blocks_n"`
+	BlockDim   int         `json:"block_dim"`  // AI cores launched; 0 for an empty output
+	ChunkRows  int         `json:"chunk_rows"` // epilogue rows per UB chunk
+	BufferNum  int         `json:"buffer_num"` // 2: L1 and L0 double-buffered
+	L1Bytes    int         `json:"l1_bytes"`   // per core
+	L0ABytes   int         `json:"l0a_bytes"`
+	L0BBytes   int         `json:"l0b_bytes"`
+	L0CBytes   int         `json:"l0c_bytes"`
+	UBBytes    int         `json:"ub_bytes"`
+	Blocked    bool        `json:"blocked"`
+	HasC       bool        `json:"has_c"`
+	Int8       bool        `json:"int8"`
+	OutDType   tensor.DType
+	CDType     tensor.DType
+	AccDType   tensor.DType
+	EpiDType   tensor.DType
+	Alpha      float64
+	Beta       float64
+	ScaleABcst bool // scale_a is [1]
+	ScaleBBcst bool // scale_b is [1]
+}
+
+// GEMMOptions overrides the tiling; zero fields take the default. Base
+// sizes must be multiples of the fractal and fit the memories.
+type GEMMOptions struct {
+	BaseM, BaseN, BaseK, StepK int
+	BlockDim                   int // used exactly (cores beyond the block count idle)
+}
+
+// Panel returns the number of elements of the A and B L1 panels.
+func (t GEMMTiling) depth() int { return t.StepK * t.BaseK }
+
+// NewGEMMTiling computes the default tiling.
+func NewGEMMTiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int) (GEMMTiling, error) {
+	return GEMMTilingWith(prof, cfg, m, k, n, GEMMOptions{})
+}
+
+// GEMMTilingWith computes the tiling of an M×K×N gemm on prof.
+func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMOptions) (GEMMTiling, error) {
+	if err := prof.Validate(); err != nil {
+		return GEMMTiling{}, err
+	}
+	if m < 0 || k < 0 || n < 0 {
+		return GEMMTiling{}, fmt.Errorf("gemm: negative size %d×%d×%d", m, k, n)
+	}
+	mode := cfg.Mode
+	t := GEMMTiling{
+		M: m, K: k, N: n, Mode: mode.Name, In: mode.In, Frac: prof.CubeFractal(mode.In),
+		BufferNum: 2, Blocked: cfg.Accumulate == ops.GEMMBlocked16, HasC: cfg.Beta != 0,
+		Int8: mode.Int8(), OutDType: mode.Out, CDType: mode.Out, AccDType: mode.Acc, EpiDType: mode.Epilogue,
+		Alpha: cfg.Alpha, Beta: cfg.Beta,
+	}
+	size := mode.In.Size()
+	fr := t.Frac
+	kAlign := fr.K
+	if t.Blocked {
+		kAlign = lcm(kAlign, ops.GEMMBlockK)
+	}
+	// Defaults: a 128×256 fp32 accumulator tile fills L0C (128 KiB); baseK
+	// fills half of L0B per buffer.
+	baseM, baseN := 128, 256
+	baseK := roundDown(prof.L0BBytes/t.BufferNum/(baseN*size), kAlign)
+	pm, pn, pk := roundUp(max(m, 1), fr.M), roundUp(max(n, 1), fr.N), roundUp(max(k, 1), kAlign)
+	baseM, baseN, baseK = min(baseM, pm), min(baseN, pn), max(min(baseK, pk), kAlign)
+	if opt.BaseM > 0 {
+		baseM = opt.BaseM
+	}
+	if opt.BaseN > 0 {
+		baseN = opt.BaseN
+	}
+	if opt.BaseK > 0 {
+		baseK = opt.BaseK
+	}
+	switch {
+	case baseM%fr.M != 0:
+		return GEMMTiling{}, fmt.Errorf("gemm: BaseM %d is not a multiple of the fractal's %d", baseM, fr.M)
+	case baseN%fr.N != 0:
+		return GEMMTiling{}, fmt.Errorf("gemm: BaseN %d is not a multiple of the fractal's %d", baseN, fr.N)
+	case baseK%kAlign != 0:
+		return GEMMTiling{}, fmt.Errorf("gemm: BaseK %d is not a multiple of %d (fractal k, and 16 for blocked16)", baseK, kAlign)
+	}
+	// Balance: fewer output blocks than cores leaves cores idle; halve the
+	// larger base side (down to the fractal) until every core has work.
+	if opt.BaseM == 0 && opt.BaseN == 0 {
+		for ceilDiv(m, baseM)*ceilDiv(n, baseN) < prof.AICores {
+			switch {
+			case baseN >= baseM && baseN > fr.N:
+				baseN = roundUp(baseN/2, fr.N)
+			case baseM > fr.M:
+				baseM = roundUp(baseM/2, fr.M)
+			case baseN > fr.N:
+				baseN = roundUp(baseN/2, fr.N)
+			}
+			if baseM == fr.M && baseN == fr.N || ceilDiv(m, baseM)*ceilDiv(n, baseN) >= prof.AICores {
+				break
+			}
+			if baseM <= fr.M && baseN <= fr.N {
+				break
+			}
+		}
+	}
+	t.BaseM, t.BaseN, t.BaseK = baseM, baseN, baseK
+	t.L0ABytes = t.BufferNum * baseM * baseK * size
+	t.L0BBytes = t.BufferNum * baseK * baseN * size
+	t.L0CBytes = baseM * baseN * 4
+	if t.L0ABytes > prof.L0ABytes || t.L0BBytes > prof.L0BBytes || t.L0CBytes > prof.L0CBytes {
+		return GEMMTiling{}, fmt.Errorf("gemm: base blocks %d×%d×%d need L0A %d, L0B %d, L0C %d bytes; the device has %d, %d, %d",
+			baseM, baseN, baseK, t.L0ABytes, t.L0BBytes, t.L0CBytes, prof.L0ABytes, prof.L0BBytes, prof.L0CBytes)
+	}
+	// L1: double-buffered A [baseM × depth] and B [depth × baseN] panels.
+	maxStep := prof.L1Bytes / (t.BufferNum * (baseM + baseN) * baseK * size)
+	if maxStep < 1 {
+		return GEMMTiling{}, fmt.Errorf("gemm: L1 of %d bytes cannot hold two %d×%d and %d×%d panels", prof.L1Bytes, baseM, baseK, baseK, baseN)
+	}
+	t.StepK = min(maxStep, 4, ceilDiv(pk, baseK))
+	if opt.StepK > 0 {
+		if opt.StepK > maxStep {
+			return GEMMTiling{}, fmt.Errorf("gemm: StepK %d: L1 holds at most %d", opt.StepK, maxStep)
+		}
+		t.StepK = opt.StepK
+	}
+	t.L1Bytes = t.BufferNum * (baseM + baseN) * t.depth() * size
+	if m > 0 && n > 0 {
+		t.BlocksM, t.BlocksN = ceilDiv(m, baseM), ceilDiv(n, baseN)
+		blocks := t.BlocksM * t.BlocksN
+		t.BlockDim = min(prof.AICores, blocks)
+		if opt.BlockDim > 0 {
+			if opt.BlockDim > prof.AICores {
+				return GEMMTiling{}, fmt.Errorf("gemm: BlockDim %d exceeds the %d AI cores", opt.BlockDim, prof.AICores)
+			}
+			t.BlockDim = opt.BlockDim
+		}
+	}
+	// UB per epilogue row: fp32 accumulators, the output row, the C row;
+	// plus the scales.
+	align := prof.UBAlign()
+	rowBytes := baseN*4 + baseN*mode.Out.Size()
+	if t.HasC {
+		rowBytes += baseN * mode.Out.Size()
+	}
+	fixed := 0
+	if t.Int8 {
+		fixed = roundUp(baseM*4, align) + roundUp(baseN*4, align)
+	}
+	t.ChunkRows = min(baseM, (prof.UBBytes-fixed-3*align)/rowBytes)
+	if t.ChunkRows < 1 {
+		return GEMMTiling{}, fmt.Errorf("gemm: UB of %d bytes cannot hold one epilogue row of %d columns", prof.UBBytes, baseN)
+	}
+	t.UBBytes = fixed + roundUp(t.ChunkRows*baseN*4, align) + roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
+	if t.HasC {
+		t.UBBytes += roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
+	}
+	return t, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundDown(n, m int) int { return n / m * m }
+
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// GEMM runs gemm on dev with validated config cfg and inputs held to the
+// op contract (a, b, optional c, scale_a/scale_b for int8).
+func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[string]*tensor.Tensor, opt GEMMOptions) (*tensor.Tensor, *npu.Cost, error) {
+	if dev == nil {
+		return nil, nil, fmt.Errorf("gemm: nil device")
+	}
+	m, k, n, err := ops.GEMMDims(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := GEMMTilingWith(dev.Profile(), cfg, m, k, n, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, b, c := in["a"], in["b"], in["c"]
+	if t.HasC && c == nil {
+		return nil, nil, fmt.Errorf("gemm: input \"c\" is missing (beta ≠ 0)")
+	}
+	var sa, sb *tensor.Tensor
+	if t.Int8 {
+		if sa, sb = in["scale_a"], in["scale_b"]; sa == nil || sb == nil {
+			return nil, nil, fmt.Errorf("gemm: int8 mode needs scale_a and scale_b")
+		}
+		t.ScaleABcst, t.ScaleBBcst = sa.Len() == 1, sb.Len() == 1
+	}
+	out, err := tensor.New(t.OutDType, m, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm: %w", err)
+	}
+	if t.BlockDim == 0 {
+		return out, dev.ZeroCost(), nil
+	}
+	exact32 := false
+	if t.AccDType == tensor.Float32 && !t.Blocked && (t.In == tensor.Float16 || t.In == tensor.BFloat16) {
+		_, _, bNonFinite := npu.MaxAbsFinite(b)
+		exact32 = !bNonFinite
+		if exact32 && t.In == tensor.BFloat16 {
+			// bf16 products are exact in fp32 unless they underflow or
+			// overflow fp32's exponent range.
+			amax, amin, _ := npu.MaxAbsFinite(a)
+			bmax, bmin, _ := npu.MaxAbsFinite(b)
+			exact32 = amax*bmax < math.MaxFloat32/2 && (math.IsInf(amin, 1) || math.IsInf(bmin, 1) || amin*bmin >= 0x1p-126)
+		}
+	}
+	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemmKernel(t, exact32, a, b, c, sa, sb, out))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm: %w", err)
+	}
+	return out, cost, nil
+}
+
+// gemmKernel is the device side: one block per AI core.
+func gemmKernel(t GEMMTiling, exact32 bool, a, b, c, sa, sb, out *tensor.Tensor) npu.Kernel {
+	return func(core *npu.Core) error {
+		blocks := t.BlocksM * t.BlocksN
+		if core.BlockIdx >= blocks {
+			return nil
+		}
+		if err := core.SetBufferNum(t.BufferNum); err != nil {
+			return err
+		}
+		size := t.In.Size()
+		depth := t.depth()
+		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
+		var aL1, bL1 [2]*npu.Buffer
+		var aL0, bL0 [2]npu.L0Tile
+		for i := 0; i < t.BufferNum; i++ {
+			var err error
+			if aL1[i], err = alloc(npu.L1, t.BaseM*depth*size); err != nil {
+				return err
+			}
+			if bL1[i], err = alloc(npu.L1, depth*t.BaseN*size); err != nil {
+				return err
+			}
+			if aL0[i].Buf, err = alloc(npu.L0A, t.BaseM*t.BaseK*size); err != nil {
+				return err
+			}
+			if bL0[i].Buf, err = alloc(npu.L0B, t.BaseK*t.BaseN*size); err != nil {
+				return err
+			}
+		}
+		l0c, err := alloc(npu.L0C, t.BaseM*t.BaseN*4)
+		if err != nil {
+			return err
+		}
+		accUB, err := core.AllocUB(t.ChunkRows * t.BaseN * 4)
+		if err != nil {
+			return err
+		}
+		outUB, err := core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size())
+		if err != nil {
+			return err
+		}
+		var cUB, saUB, sbUB *npu.Buffer
+		if t.HasC {
+			if cUB, err = core.AllocUB(t.ChunkRows * t.BaseN * t.CDType.Size()); err != nil {
+				return err
+			}
+		}
+		if t.Int8 {
+			if saUB, err = core.AllocUB(t.BaseM * 4); err != nil {
+				return err
+			}
+			if sbUB, err = core.AllocUB(t.BaseN * 4); err != nil {
+				return err
+			}
+		}
+		fr := t.Frac
+		ping, l0 := 0, 0
+		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
+			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
+			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
+			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
+			first := true
+			for k0 := 0; k0 < t.K || first; k0 += depth {
+				core.BeginTile()
+				kr := min(depth, t.K-k0)
+				kc := roundUp(kr, t.BaseK)
+				if kr > 0 {
+					kc = roundUp(kr, fr.K)
+					if t.Blocked {
+						kc = roundUp(kr, lcm(fr.K, ops.GEMMBlockK))
+					}
+					if err := core.DataCopy2DIn(aL1[ping], a, t.K, m0, k0, mr, kr, kc, mc); err != nil {
+						return err
+					}
+					if err := core.DataCopy2DIn(bL1[ping], b, t.N, k0, n0, kr, nr, nc, kc); err != nil {
+						return err
+					}
+				}
+				for kk := 0; kk < kc || first; kk += t.BaseK {
+					kb := min(t.BaseK, kc-kk)
+					if kb > 0 {
+						if err := core.LoadL0(&aL0[l0], aL1[ping], t.In, kc, 0, kk, mc, kb); err != nil {
+							return err
+						}
+						if err := core.LoadL0(&bL0[l0], bL1[ping], t.In, nc, kk, 0, kb, nc); err != nil {
+							return err
+						}
+					} else {
+						kb = 0 // K = 0: Mmad only clears the accumulators
+						aL0[l0].DType, aL0[l0].Rows, aL0[l0].Cols = t.In, mc, 0
+						bL0[l0].DType, bL0[l0].Rows, bL0[l0].Cols = t.In, 0, nc
+					}
+					p := npu.MmadParams{
+						M: mc, K: kb, N: nc, UsefulM: mr, UsefulN: nr,
+						UsefulK: max(0, min(kb, t.K-k0-kk)),
+						Acc:     t.AccDType, Blocked: t.Blocked, Init: first, Exact32: exact32,
+					}
+					if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
+						return err
+					}
+					first = false
+					l0 ^= t.BufferNum - 1
+				}
+				ping ^= t.BufferNum - 1
+			}
+			if err := gemmEpilogue(core, t, l0c, accUB, outUB, cUB, saUB, sbUB, c, sa, sb, out, m0, n0, mr, nr, nc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// gemmEpilogue moves one output block's accumulators L0C → UB in row
+// chunks, applies the epilogue and stores the real rows and columns.
+func gemmEpilogue(core *npu.Core, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
+	c, sa, sb, out *tensor.Tensor, m0, n0, mr, nr, nc int) error {
+	if t.Int8 {
+		saN, sbN := mr, nr
+		if t.ScaleABcst {
+			saN = 1
+		}
+		if t.ScaleBBcst {
+			sbN = 1
+		}
+		off := m0
+		if t.ScaleABcst {
+			off = 0
+		}
+		if err := core.DataCopyPadIn(saUB, sa, off, saN); err != nil {
+			return err
+		}
+		off = n0
+		if t.ScaleBBcst {
+			off = 0
+		}
+		if err := core.DataCopyPadIn(sbUB, sb, off, sbN); err != nil {
+			return err
+		}
+	}
+	for r0 := 0; r0 < mr; r0 += t.ChunkRows {
+		rows := min(t.ChunkRows, mr-r0)
+		n := rows * nc
+		if err := core.FixpipeToUB(accUB, l0c, r0*nc, n); err != nil {
+			return err
+		}
+		if t.Int8 {
+			if !t.ScaleBBcst {
+				// Scales of the padding columns: any finite value (never stored).
+				s := sbUB.F32()
+				for j := nr; j < nc; j++ {
+					s[j] = 1
+				}
+			}
+			if err := core.DequantI32(accUB, accUB, saUB, sbUB, rows, nc, r0, t.ScaleABcst, t.ScaleBBcst); err != nil {
+				return err
+			}
+		}
+		if t.Alpha != 1 {
+			if err := core.ScaleRound(t.EpiDType, accUB, accUB, t.Alpha, n); err != nil {
+				return err
+			}
+		}
+		if t.HasC {
+			if err := core.DataCopy2DIn(cUB, c, t.N, m0+r0, n0, rows, nr, nc, rows); err != nil {
+				return err
+			}
+			if err := core.AddScaledRound(t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n); err != nil {
+				return err
+			}
+		}
+		if err := core.Cast(t.OutDType, tensor.Float32, outUB, accUB, n); err != nil {
+			return err
+		}
+		if err := core.DataCopy2DOut(out, t.N, m0+r0, n0, rows, nr, outUB, nc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runGEMM is the registry entry: params and inputs as in the op contract.
+func runGEMM(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	cfg, err := ops.ParseGEMM(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	op, err := ops.Lookup("gemm")
+	if err != nil {
+		return nil, nil, err
+	}
+	vp, _ := op.Validate(p)
+	if err := ops.CheckInputs(op, vp, in); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Beta == 0 {
+		// c is not read when beta = 0.
+		in = withoutKey(in, "c")
+	}
+	out, cost, err := GEMM(ctx, dev, cfg, in, GEMMOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string]*tensor.Tensor{"out": out}, cost, nil
+}
+
+func withoutKey(in map[string]*tensor.Tensor, key string) map[string]*tensor.Tensor {
+	if _, ok := in[key]; !ok {
+		return in
+	}
+	out := make(map[string]*tensor.Tensor, len(in))
+	for k, v := range in {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
