@@ -54,3 +54,13 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 }
 
 var _ Backend = (*Emulator)(nil)
+
+// Numerics returns the numerics profile the emulator computes under.
+func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }
+
+// WithNumerics returns an emulator of the same device under numerics num.
+func (e *Emulator) WithNumerics(num tensor.Numerics) Backend {
+	p := e.prof
+	p.Numerics = num
+	return NewEmulator(p)
+}

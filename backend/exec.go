@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -491,7 +492,7 @@ func (e *Exec) command(ctx context.Context, dir string) (*cmdResult, error) {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			io.Copy(c.w, c.r) //nolint:errcheck // ends at EOF or when the reader is closed below
+			io.Copy(c.w, c.r) // ends at EOF, or with an error when the reader is closed below
 		}()
 	}
 	// The group may be signalled only while its leader is unreaped: after
@@ -552,6 +553,8 @@ func (r *cmdResult) failure(timeout time.Duration) error {
 	switch {
 	case r.timedOut:
 		return fmt.Errorf("exec %s: timed out after %s; killed its process group\n%s", r.argv0, formatDuration(timeout), r.quote())
+	case errors.Is(r.canceled, context.DeadlineExceeded):
+		return fmt.Errorf("exec %s: timed out after %s (the caller's deadline); killed its process group\n%s", r.argv0, formatDuration(r.elapsed), r.quote())
 	case r.canceled != nil:
 		return fmt.Errorf("exec %s: canceled after %s (%w); killed its process group\n%s", r.argv0, formatDuration(r.elapsed), r.canceled, r.quote())
 	case r.state == nil:
@@ -640,7 +643,7 @@ func readTiming(path string) (*npu.Cost, error) {
 		return nil, fmt.Errorf("out/timing.json: larger than %d bytes", maxTimingJSON)
 	}
 	var tm ExecTiming
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&tm); err != nil {
 		return nil, fmt.Errorf("out/timing.json: %w (want {\"kernel_ns\": [...]})", err)
@@ -673,7 +676,7 @@ func removeAll(dir string) {
 	if os.RemoveAll(dir) == nil {
 		return
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error { //nolint:errcheck // best effort
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if d != nil && d.IsDir() {
 			os.Chmod(p, 0o700)
 		}
@@ -736,8 +739,9 @@ func (t *tailBuffer) Quote(name string) string {
 	if total == 0 {
 		return name + ": (empty)"
 	}
-	b := t.Tail()
-	b = []byte(strings.TrimRight(string(b), "\n"))
+	tail := t.Tail()
+	b := bytes.TrimRight(tail, "\n")
+	trailing := len(tail) - len(b)
 	lines := 0
 	cut := 0
 	for i := len(b) - 1; i >= 0; i-- {
@@ -755,7 +759,7 @@ func (t *tailBuffer) Quote(name string) string {
 	}
 	shown := strings.ToValidUTF8(string(b), "\uFFFD")
 	head := fmt.Sprintf("%s (%d bytes):", name, total)
-	if int64(len(b)) < total {
+	if int64(len(b)+trailing) < total {
 		head = fmt.Sprintf("%s (%d bytes, last %d shown):", name, total, len(b))
 	}
 	return head + "\n  | " + strings.ReplaceAll(shown, "\n", "\n  | ")

@@ -13,5 +13,5 @@ func setProcessGroup(*exec.Cmd) {}
 // killProcessGroup kills only the command itself where process groups are
 // not available.
 func killProcessGroup(p *os.Process) {
-	p.Kill() //nolint:errcheck // already exited
+	p.Kill() // fails only when it has already exited
 }

@@ -17,5 +17,5 @@ func setProcessGroup(cmd *exec.Cmd) {
 // killProcessGroup sends SIGKILL to the command's process group. It is
 // harmless when the group is already gone.
 func killProcessGroup(p *os.Process) {
-	syscall.Kill(-p.Pid, syscall.SIGKILL) //nolint:errcheck // ESRCH: nothing left to kill
+	syscall.Kill(-p.Pid, syscall.SIGKILL) // ESRCH: nothing left to kill
 }

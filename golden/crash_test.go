@@ -79,7 +79,7 @@ func TestCrashChild(t *testing.T) {
 		if n == at {
 			fmt.Println(pauseLine)
 			os.Stdout.Sync()
-			time.Sleep(time.Hour) // killed here
+			time.Sleep(2 * time.Minute) // killed here
 		}
 	}
 	if _, err := Update(context.Background(), dir, emulator(), crashCases(crashNew()), io.Discard); err != nil {
@@ -207,6 +207,7 @@ func runChild(t *testing.T, dir string, at int, fallback bool) bool {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer cmd.Process.Kill() // never leave a paused child behind
 	paused := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)

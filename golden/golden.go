@@ -267,10 +267,11 @@ type Case struct {
 
 // Store is an opened golden case store.
 type Store struct {
-	fsys  fs.FS
-	where string // how errors name the store root: a directory or "embedded golden/cases"
-	cases []*Case
-	stray []string // entries that are neither a case nor allowed (slash paths)
+	fsys   fs.FS
+	where  string // how errors name the store root: a directory, "embedded golden/cases", ...
+	onDisk bool   // where is a native directory path
+	cases  []*Case
+	stray  []string // entries that are neither a case nor allowed (slash paths)
 }
 
 // Embedded returns the store compiled into the binary (golden/cases of the
@@ -280,7 +281,7 @@ func Embedded() *Store {
 	if err != nil {
 		panic(err) // "cases" is a valid path: cannot happen
 	}
-	s, err := open(sub, "embedded golden/cases")
+	s, err := open(sub, "embedded golden/cases", false)
 	if err != nil {
 		panic(fmt.Sprintf("golden: embedded store: %v", err))
 	}
@@ -291,7 +292,7 @@ func Embedded() *Store {
 // directories). Case descriptions are parsed eagerly; a case.json that
 // does not parse is kept as a Case with Err set (Verify reports it, Check
 // fails that case), so one bad file does not hide the others.
-func Open(fsys fs.FS) (*Store, error) { return open(fsys, "golden store") }
+func Open(fsys fs.FS) (*Store, error) { return open(fsys, "golden store", false) }
 
 // OpenDir opens the store in directory dir. It first completes or rolls
 // back any case update that was interrupted there (see Update), so what it
@@ -300,11 +301,11 @@ func OpenDir(dir string) (*Store, error) {
 	if err := Recover(dir); err != nil {
 		return nil, err
 	}
-	return open(os.DirFS(dir), dir)
+	return open(os.DirFS(dir), dir, true)
 }
 
-func open(fsys fs.FS, where string) (*Store, error) {
-	s := &Store{fsys: fsys, where: where}
+func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
+	s := &Store{fsys: fsys, where: where, onDisk: onDisk}
 	top, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -349,10 +350,10 @@ func open(fsys fs.FS, where string) (*Store, error) {
 // path names a file of the store in messages: a native path for stores on
 // disk, "embedded golden/cases/<p>" otherwise.
 func (s *Store) path(p string) string {
-	if strings.HasPrefix(s.where, "embedded") || s.where == "golden store" {
-		return s.where + "/" + p
+	if s.onDisk {
+		return filepath.Join(s.where, filepath.FromSlash(p))
 	}
-	return filepath.Join(s.where, filepath.FromSlash(p))
+	return s.where + "/" + p
 }
 
 // Where describes the store root: its directory, or "embedded golden/cases".

@@ -359,12 +359,7 @@ func describeCaseJSON(w io.Writer, oldB, newB []byte) {
 		}
 	}
 	for _, out := range slices.Sorted(maps.Keys(unionKeys(o.Metrics, n.Metrics))) {
-		var d []string
-		om, nm := o.Metrics[out], n.Metrics[out]
-		for _, f := range metricFields(om, nm) {
-			d = append(d, f)
-		}
-		if len(d) > 0 {
+		if d := metricFields(o.Metrics[out], n.Metrics[out]); len(d) > 0 {
 			fmt.Fprintf(w, "        metrics %s: %s\n", out, strings.Join(d, ", "))
 		}
 	}

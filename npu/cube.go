@@ -6,6 +6,7 @@ import (
 
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
@@ -117,10 +118,120 @@ func (p Profile) CubeFractal(in tensor.DType) Fractal {
 	return p.CubeFP16
 }
 
+// GMMatrix is a row-major matrix in GM together with the cube's decoded
+// view of its values (float32, or int32 for int8), made once on the host
+// before a launch so that the cores never decode the same element twice.
+// It also records the facts kernels use to pick an exact fast path.
+type GMMatrix struct {
+	T          *tensor.Tensor
+	Rows, Cols int
+	f          []float32
+	i          []int32
+	// MaxAbs and MinNonZero are the largest and the smallest non-zero
+	// magnitude of the finite values (MinNonZero is +Inf if there is none);
+	// NonFinite reports an Inf or NaN.
+	MaxAbs, MinNonZero float64
+	NonFinite          bool
+}
+
+// NewGMMatrix decodes a 2-D fp16, bf16, fp32 or int8 tensor.
+func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
+	if t == nil || len(t.Shape) != 2 {
+		return nil, fmt.Errorf("NewGMMatrix: want a 2-D tensor, got %v", t)
+	}
+	g := &GMMatrix{T: t, Rows: t.Shape[0], Cols: t.Shape[1], MinNonZero: math.Inf(1)}
+	n := t.Len()
+	switch t.DType {
+	case tensor.Int8:
+		g.i = make([]int32, n)
+		for k, v := range t.I8() {
+			g.i[k] = int32(v)
+			if a := math.Abs(float64(v)); a > 0 {
+				g.MaxAbs, g.MinNonZero = max(g.MaxAbs, a), min(g.MinNonZero, a)
+			}
+		}
+		return g, nil
+	case tensor.Float16:
+		g.f = make([]float32, n)
+		decodeF16(g.f, t.F16())
+	case tensor.BFloat16:
+		g.f = make([]float32, n)
+		for k, v := range t.BF16s() {
+			g.f[k] = v.Float32()
+		}
+	case tensor.Float32:
+		g.f = append([]float32(nil), t.F32()...)
+	default:
+		return nil, fmt.Errorf("NewGMMatrix: dtype %s not supported by the cube", t.DType)
+	}
+	var hi, lo float32 = 0, float32(math.Inf(1))
+	for _, v := range g.f {
+		a := float32(math.Abs(float64(v)))
+		switch {
+		case a != a || a > math.MaxFloat32:
+			g.NonFinite = true
+		case a > 0:
+			hi, lo = max(hi, a), min(lo, a)
+		}
+	}
+	g.MaxAbs, g.MinNonZero = float64(hi), float64(lo)
+	return g, nil
+}
+
+// L1Tile is a dense row-major [Rows × Cols] tile in L1 (its buffer holds
+// the dtype's bytes) with the decoded view the cube reads.
+type L1Tile struct {
+	Buf        *Buffer
+	DType      tensor.DType
+	Rows, Cols int
+	f          []float32
+	i          []int32
+}
+
+// LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
+// [tileRows × tileCols] tile, zero-padded (DataCopy2DIn: one transfer of
+// rows·cols elements), and fills the tile's decoded view.
+func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows, tileCols int) error {
+	if t == nil || t.Buf == nil || t.Buf.space != L1 {
+		return fmt.Errorf("LoadL1: tile buffer must be in L1")
+	}
+	if src == nil {
+		return fmt.Errorf("LoadL1: nil source")
+	}
+	if err := c.DataCopy2DIn(t.Buf, src.T, src.Cols, row0, col0, rows, cols, tileCols, tileRows); err != nil {
+		return err
+	}
+	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols
+	n := tileRows * tileCols
+	if src.i != nil {
+		t.i = grow(t.i, n)
+		copyBlock(t.i, tileCols, src.i, src.Cols, row0, col0, rows, cols, tileRows)
+	} else {
+		t.f = grow(t.f, n)
+		copyBlock(t.f, tileCols, src.f, src.Cols, row0, col0, rows, cols, tileRows)
+	}
+	return nil
+}
+
+// copyBlock copies the [rows × cols] block at (row0, col0) of src (ld per
+// row) into dst (dstLd per row, dstRows rows), zero-filling the rest.
+func copyBlock[T any](dst []T, dstLd int, src []T, ld, row0, col0, rows, cols, dstRows int) {
+	for r := 0; r < dstRows; r++ {
+		d := dst[r*dstLd : (r+1)*dstLd]
+		if r < rows {
+			s := (row0+r)*ld + col0
+			copy(d, src[s:s+cols])
+			clear(d[cols:])
+		} else {
+			clear(d)
+		}
+	}
+}
+
 // L0Tile is a cube operand in L0A (left, [Rows × Cols] = [M × K]) or L0B
 // (right, [K × N]): its buffer holds the dtype's bytes, row-major, and the
-// cube reads the decoded values (float32, or int32 for int8), which
-// LoadL0 fills. Reuse a tile across loads to reuse its decode storage.
+// cube reads the decoded view, which LoadL0 fills. Reuse a tile across
+// loads to reuse its storage.
 type L0Tile struct {
 	Buf        *Buffer
 	DType      tensor.DType
@@ -129,20 +240,20 @@ type L0Tile struct {
 	i          []int32
 }
 
-// LoadL0 copies the [rows × cols] block at (row0, col0) of the dense L1
-// tile src (srcLd elements of dtype per row) into t.Buf (L0A or L0B),
-// densely. rows and cols must be multiples of the cube fractal's sides
-// for that operand (L0A: M and K; L0B: K and N); the buffer's capacity and
-// 512-byte alignment are enforced by Alloc.
-func (c *Core) LoadL0(t *L0Tile, src *Buffer, dtype tensor.DType, srcLd, row0, col0, rows, cols int) error {
+// LoadL0 copies the [rows × cols] block at (row0, col0) of the L1 tile src
+// into t.Buf (L0A or L0B), densely. rows and cols must be multiples of the
+// cube fractal's sides for that operand (L0A: M and K; L0B: K and N); the
+// buffer's capacity and 512-byte alignment are enforced by Alloc.
+func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error {
 	const op = "LoadL0"
-	if t == nil || t.Buf == nil {
+	if t == nil || t.Buf == nil || src == nil {
 		return fmt.Errorf("%s: nil tile", op)
 	}
 	space := t.Buf.space
 	if space != L0A && space != L0B {
 		return fmt.Errorf("%s: tile buffer is in %s, want L0A or L0B", op, space)
 	}
+	dtype := src.DType
 	fr := c.prof.CubeFractal(dtype)
 	fr0, fr1 := fr.M, fr.K
 	if space == L0B {
@@ -152,40 +263,27 @@ func (c *Core) LoadL0(t *L0Tile, src *Buffer, dtype tensor.DType, srcLd, row0, c
 		return fmt.Errorf("%s: %s block %d×%d is not a multiple of the %d×%d fractal", op, space, rows, cols, fr0, fr1)
 	}
 	size := dtype.Size()
-	if err := c.checkBuf(op+": src", src, L1, 0); err != nil {
+	if err := c.checkBuf(op+": src", src.Buf, L1, src.Rows*src.Cols*size); err != nil {
 		return err
 	}
-	if row0 < 0 || col0 < 0 || col0+cols > srcLd || (row0+rows)*srcLd*size > len(src.data) {
-		return fmt.Errorf("%s: block (%d,%d)+%d×%d outside the L1 tile (%d per row, %d bytes)", op, row0, col0, rows, cols, srcLd, len(src.data))
+	if row0 < 0 || col0 < 0 || col0+cols > src.Cols || row0+rows > src.Rows {
+		return fmt.Errorf("%s: block (%d,%d)+%d×%d outside the %d×%d L1 tile", op, row0, col0, rows, cols, src.Rows, src.Cols)
 	}
 	if err := c.checkBuf(op+": dst", t.Buf, space, rows*cols*size); err != nil {
 		return err
 	}
 	for r := 0; r < rows; r++ {
-		s := ((row0+r)*srcLd + col0) * size
-		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.data[s:s+cols*size])
+		s := ((row0+r)*src.Cols + col0) * size
+		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
 	}
 	t.DType, t.Rows, t.Cols = dtype, rows, cols
 	n := rows * cols
-	switch dtype {
-	case tensor.Int8:
+	if src.i != nil {
 		t.i = grow(t.i, n)
-		for k, v := range t.Buf.I8()[:n] {
-			t.i[k] = int32(v)
-		}
-	case tensor.Float16:
+		copyBlock(t.i, cols, src.i, src.Cols, row0, col0, rows, cols, rows)
+	} else {
 		t.f = grow(t.f, n)
-		decodeF16(t.f, t.Buf.F16()[:n])
-	case tensor.BFloat16:
-		t.f = grow(t.f, n)
-		for k, v := range t.Buf.BF16()[:n] {
-			t.f[k] = v.Float32()
-		}
-	case tensor.Float32:
-		t.f = grow(t.f, n)
-		copy(t.f, t.Buf.F32()[:n])
-	default:
-		return fmt.Errorf("%s: dtype %s not supported by the cube", op, dtype)
+		copyBlock(t.f, cols, src.f, src.Cols, row0, col0, rows, cols, rows)
 	}
 	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
 	return nil
@@ -209,7 +307,11 @@ func decodeF16(dst []float32, src []float16.Float16) {
 // C[M×N] (+)= A[M×K]·B[K×N].
 type MmadParams struct {
 	M, K, N int // operand extents, multiples of the fractal
-	// UsefulM, UsefulK, UsefulN are the unpadded extents (for CubeUsefulMACs).
+	// UsefulM, UsefulK, UsefulN are the unpadded extents, counted in
+	// CubeUsefulMACs. The padded k ≥ UsefulK hold zeros and are not
+	// accumulated: their 0·0 products would turn a −0 accumulator (an
+	// fp16 accumulator can underflow to −0) into +0, so the padding would
+	// leak into the result.
 	UsefulM, UsefulK, UsefulN int
 	// Acc is the accumulator format: Float32, Float16 (values held in the
 	// fp32 L0C storage) or Int32 (exact; int8 inputs).
@@ -262,18 +364,22 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	if p.Init {
 		clear(dst.data[:p.M*p.N*4])
 	}
+	if p.UsefulK < 0 || p.UsefulK > p.K {
+		return fmt.Errorf("%s: UsefulK %d outside [0, K=%d]", op, p.UsefulK, p.K)
+	}
 	if p.M == 0 || p.N == 0 || p.K == 0 {
 		return nil
 	}
+	ku := p.UsefulK
 	switch {
 	case p.Acc == tensor.Int32:
-		mmadInt(dst.I32()[:p.M*p.N], a.i, b.i, p.M, p.K, p.N)
+		mmadInt(dst.I32()[:p.M*p.N], a.i, b.i, p.M, p.K, p.N, ku)
 	case p.Blocked:
-		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
 	case p.Exact32 && p.Acc == tensor.Float32:
-		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
 	default:
-		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N)
+		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
 	}
 	steps := int64(p.M/fr.M) * int64(p.K/fr.K) * int64(p.N/fr.N)
 	if a.DType == tensor.Float32 {
@@ -283,10 +389,13 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	return nil
 }
 
-func mmadInt(cc, a, b []int32, m, k, n int) {
+// The mmad loops take the operands' k (row stride of a) and ku ≤ k, the
+// number of real k to accumulate.
+
+func mmadInt(cc, a, b []int32, m, k, n, ku int) {
 	for i := 0; i < m; i++ {
 		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < k; kk++ {
+		for kk := 0; kk < ku; kk++ {
 			x := a[i*k+kk]
 			if x == 0 {
 				continue
@@ -300,26 +409,22 @@ func mmadInt(cc, a, b []int32, m, k, n int) {
 
 var blas32 gonum.Implementation
 
-// mmadSaxpy is the sequential fp32 model for exact products: for each
-// row i and k ascending, c[i,:] ← RN32(c[i,:] + a[i,k]·b[k,:]) with gonum's
-// SIMD saxpy (multiply, then add: the product is exact, so this is the
-// fused step). Saxpy skips a zero a[i,k], which adds ±0 to c and changes
-// nothing because B is finite and the accumulator is never −0.
-func mmadSaxpy(cc, a, b []float32, m, k, n int) {
-	for i := 0; i < m; i++ {
-		ci := cc[i*n : (i+1)*n]
-		ai := a[i*k : (i+1)*k]
-		for kk, x := range ai {
-			blas32.Saxpy(n, x, b[kk*n:(kk+1)*n], 1, ci, 1)
-		}
-	}
+// mmadSaxpy is the sequential fp32 model for exact products: gonum's
+// Sgemm (C += A·B, alpha = beta = 1) updates each row of C with SIMD
+// saxpys over k ascending, every element RN32(c + a·b) (multiply, then
+// add: the product is exact, so this is the fused step). It skips a zero
+// a[i,k], which would add ±0 and change nothing because B is finite and
+// the accumulator is never −0 (fp32 accumulation of exact products cannot
+// underflow to −0 from +0).
+func mmadSaxpy(cc, a, b []float32, m, k, n, ku int) {
+	blas32.Sgemm(blas.NoTrans, blas.NoTrans, m, n, ku, 1, a, k, b, n, 1, cc, n)
 }
 
 // mmadFused is the sequential model with one exact rounding per step.
-func mmadFused(acc tensor.DType, cc, a, b []float32, m, k, n int) {
+func mmadFused(acc tensor.DType, cc, a, b []float32, m, k, n, ku int) {
 	for i := 0; i < m; i++ {
 		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < k; kk++ {
+		for kk := 0; kk < ku; kk++ {
 			x := a[i*k+kk]
 			for j, y := range b[kk*n : (kk+1)*n] {
 				ci[j] = fmaRound(acc, ci[j], x, y)
@@ -333,12 +438,12 @@ const blockK = 16
 
 // mmadBlocked is the blocked16 model: per output, per 16-wide k block,
 // acc ← RN(acc + exact block sum), one rounding.
-func mmadBlocked(acc tensor.DType, cc, a, b []float32, m, k, n int) {
+func mmadBlocked(acc tensor.DType, cc, a, b []float32, m, k, n, ku int) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
 	for i := 0; i < m; i++ {
-		for k0 := 0; k0 < k; k0 += blockK {
-			k1 := min(k0+blockK, k)
+		for k0 := 0; k0 < ku; k0 += blockK {
+			k1 := min(k0+blockK, ku)
 			ai := a[i*k+k0 : i*k+k1]
 			for j := 0; j < n; j++ {
 				xs[0] = float64(cc[i*n+j])
@@ -484,37 +589,4 @@ func (c *Core) AddScaledRound(e tensor.DType, dst, src, x *Buffer, xd tensor.DTy
 	}
 	c.chargeVector(2 * n * 4)
 	return nil
-}
-
-// MaxAbsFinite returns the largest and the smallest non-zero magnitude of
-// the finite values of a floating tensor, and whether it holds Inf or NaN;
-// kernels use it to pick an exact fast path.
-func MaxAbsFinite(t *tensor.Tensor) (maxAbs, minNonZero float64, nonFinite bool) {
-	minNonZero = math.Inf(1)
-	scan := func(v float64) {
-		a := math.Abs(v)
-		switch {
-		case math.IsNaN(v) || math.IsInf(v, 0):
-			nonFinite = true
-		case a > 0:
-			maxAbs = math.Max(maxAbs, a)
-			minNonZero = math.Min(minNonZero, a)
-		}
-	}
-	switch t.DType {
-	case tensor.Float16:
-		tab := f16Table()
-		for _, v := range t.F16() {
-			scan(float64(tab[v]))
-		}
-	case tensor.Float32:
-		for _, v := range t.F32() {
-			scan(float64(v))
-		}
-	default:
-		for i := 0; i < t.Len(); i++ {
-			scan(t.Float64(i))
-		}
-	}
-	return maxAbs, minNonZero, nonFinite
 }

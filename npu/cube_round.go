@@ -116,9 +116,13 @@ func fmaRound(acc tensor.DType, c, a, b float32) float32 {
 // Python's math.fsum) and renormalises it from the top. scratch is reused
 // storage for the expansion.
 func sumRound(acc tensor.DType, xs []float64, scratch *[]float64) float32 {
-	var s, err float64
+	if len(xs) == 0 {
+		return 0
+	}
+	// Start from xs[0], not +0, so that an all −0 sum stays −0 (IEEE).
+	s, err := xs[0], 0.0
 	exact := true
-	for _, x := range xs {
+	for _, x := range xs[1:] {
 		var e float64
 		s, e = twoSum(s, x)
 		if e != 0 {
@@ -127,8 +131,8 @@ func sumRound(acc tensor.DType, xs []float64, scratch *[]float64) float32 {
 		err += e
 	}
 	if math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(err) {
-		var t float64
-		for _, x := range xs {
+		t := xs[0]
+		for _, x := range xs[1:] {
 			t += x
 		}
 		return roundAcc(acc, t, 0)

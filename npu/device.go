@@ -220,8 +220,8 @@ func (c *Core) release() {
 	}
 }
 
-// Profile returns the device profile (read-only by convention).
-func (c *Core) Profile() *Profile { return c.prof }
+// Profile returns a copy of the device profile.
+func (c *Core) Profile() Profile { return *c.prof }
 
 // Kind reports which kind of core this block runs on.
 func (c *Core) Kind() CoreKind { return c.kind }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -404,4 +405,23 @@ func TestBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out", "cost.json")); err != nil {
 		t.Error(err)
 	}
+}
+
+func TestCheckProfileFile(t *testing.T) {
+	prof := npu.Ascend910B()
+	prof.Name, prof.VectorCores = "small", 8
+	b, err := prof.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "small.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, e := wantCLI(t, 0, []string{"bound "}, "check", "--profile", p, "--shard", "1/8")
+	if !strings.Contains(e, "not the one the goldens were recorded on") {
+		t.Errorf("no notice about the profile: %s", e)
+	}
+	os.WriteFile(p, []byte(`{"name": 1}`), 0o644)
+	wantCLI(t, 2, []string{"npuverify: check: --profile " + p}, "check", "--profile", p)
 }

@@ -40,11 +40,13 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.timeout, Progress: stderr}
+	if !recordingProfile(prof) {
+		opt.Exact, opt.NoBudgets = golden.ExactNever, true
+	}
 	store := golden.Embedded()
 	fmt.Fprintf(stderr, "npuverify report: %d cases on %s (profile %s)\n", len(store.Cases()), b.Name(), prof.Name)
-	results, err := golden.Check(context.Background(), store, b, golden.CheckOptions{
-		Numerics: prof.Numerics, Timeout: dev.timeout, Progress: stderr,
-	})
+	results, err := golden.Check(context.Background(), store, b, opt)
 	if err != nil {
 		if harness.IsInput(err) {
 			return inputErr(where, err)

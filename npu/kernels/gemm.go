@@ -73,8 +73,18 @@ type GEMMOptions struct {
 	BlockDim                   int // used exactly (cores beyond the block count idle)
 }
 
-// Panel returns the number of elements of the A and B L1 panels.
+// depth is the k extent of one L1 panel.
 func (t GEMMTiling) depth() int { return t.StepK * t.BaseK }
+
+// panelK is the k extent the L1 panels are allocated for: depth, or all of
+// K (padded) when that is less.
+func (t GEMMTiling) panelK() int {
+	kAlign := t.Frac.K
+	if t.Blocked {
+		kAlign = lcm(kAlign, ops.GEMMBlockK)
+	}
+	return min(t.depth(), roundUp(max(t.K, 1), kAlign))
+}
 
 // NewGEMMTiling computes the default tiling.
 func NewGEMMTiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int) (GEMMTiling, error) {
@@ -102,20 +112,25 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 	if t.Blocked {
 		kAlign = lcm(kAlign, ops.GEMMBlockK)
 	}
-	// Defaults: a 128×256 fp32 accumulator tile fills L0C (128 KiB); baseK
-	// fills half of L0B per buffer.
-	baseM, baseN := 128, 256
-	baseK := roundDown(prof.L0BBytes/t.BufferNum/(baseN*size), kAlign)
 	pm, pn, pk := roundUp(max(m, 1), fr.M), roundUp(max(n, 1), fr.N), roundUp(max(k, 1), kAlign)
-	baseM, baseN, baseK = min(baseM, pm), min(baseN, pn), max(min(baseK, pk), kAlign)
-	if opt.BaseM > 0 {
-		baseM = opt.BaseM
+	// kFor is the largest baseK that fits L0A and L0B double-buffered.
+	kFor := func(bm, bn int) int {
+		kb := min(prof.L0ABytes/(t.BufferNum*bm*size), prof.L0BBytes/(t.BufferNum*bn*size), 256)
+		return min(roundDown(kb, kAlign), pk)
 	}
-	if opt.BaseN > 0 {
-		baseN = opt.BaseN
+	baseM, baseN := opt.BaseM, opt.BaseN
+	if baseM == 0 || baseN == 0 {
+		bm, bn := chooseBase(prof, t, m, k, n, pm, pn, pk, opt.BaseM, opt.BaseN, kFor)
+		if baseM == 0 {
+			baseM = bm
+		}
+		if baseN == 0 {
+			baseN = bn
+		}
 	}
-	if opt.BaseK > 0 {
-		baseK = opt.BaseK
+	baseK := opt.BaseK
+	if baseK == 0 {
+		baseK = max(kFor(baseM, baseN), kAlign)
 	}
 	switch {
 	case baseM%fr.M != 0:
@@ -124,26 +139,6 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		return GEMMTiling{}, fmt.Errorf("gemm: BaseN %d is not a multiple of the fractal's %d", baseN, fr.N)
 	case baseK%kAlign != 0:
 		return GEMMTiling{}, fmt.Errorf("gemm: BaseK %d is not a multiple of %d (fractal k, and 16 for blocked16)", baseK, kAlign)
-	}
-	// Balance: fewer output blocks than cores leaves cores idle; halve the
-	// larger base side (down to the fractal) until every core has work.
-	if opt.BaseM == 0 && opt.BaseN == 0 {
-		for ceilDiv(m, baseM)*ceilDiv(n, baseN) < prof.AICores {
-			switch {
-			case baseN >= baseM && baseN > fr.N:
-				baseN = roundUp(baseN/2, fr.N)
-			case baseM > fr.M:
-				baseM = roundUp(baseM/2, fr.M)
-			case baseN > fr.N:
-				baseN = roundUp(baseN/2, fr.N)
-			}
-			if baseM == fr.M && baseN == fr.N || ceilDiv(m, baseM)*ceilDiv(n, baseN) >= prof.AICores {
-				break
-			}
-			if baseM <= fr.M && baseN <= fr.N {
-				break
-			}
-		}
 	}
 	t.BaseM, t.BaseN, t.BaseK = baseM, baseN, baseK
 	t.L0ABytes = t.BufferNum * baseM * baseK * size
@@ -158,7 +153,7 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 	if maxStep < 1 {
 		return GEMMTiling{}, fmt.Errorf("gemm: L1 of %d bytes cannot hold two %d×%d and %d×%d panels", prof.L1Bytes, baseM, baseK, baseK, baseN)
 	}
-	t.StepK = min(maxStep, 4, ceilDiv(pk, baseK))
+	t.StepK = max(1, min(maxStep, 4, ceilDiv(pk, baseK)))
 	if opt.StepK > 0 {
 		if opt.StepK > maxStep {
 			return GEMMTiling{}, fmt.Errorf("gemm: StepK %d: L1 holds at most %d", opt.StepK, maxStep)
@@ -166,6 +161,9 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		t.StepK = opt.StepK
 	}
 	t.L1Bytes = t.BufferNum * (baseM + baseN) * t.depth() * size
+	if t.depth() >= pk {
+		t.L1Bytes = t.BufferNum * (baseM + baseN) * pk * size // one panel holds all of K
+	}
 	if m > 0 && n > 0 {
 		t.BlocksM, t.BlocksN = ceilDiv(m, baseM), ceilDiv(n, baseN)
 		blocks := t.BlocksM * t.BlocksN
@@ -197,6 +195,50 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		t.UBBytes += roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
 	}
 	return t, nil
+}
+
+// chooseBase picks the output block baseM × baseN (multiples of the
+// fractal, the fp32 accumulator tile fitting L0C) that minimises the
+// modeled time of the slowest core: rounds of blocks per core times the
+// larger of a block's cube cycles and its GM traffic (A and B panels are
+// double-buffered, so the two overlap), plus DMA latencies and the store.
+// Fixed sides (non-zero fixM, fixN) are kept. Ties go to the larger
+// block, which re-reads fewer panels.
+func chooseBase(prof npu.Profile, t GEMMTiling, m, k, n, pm, pn, pk, fixM, fixN int, kFor func(bm, bn int) int) (int, int) {
+	fr, size := t.Frac, t.In.Size()
+	rate := prof.DMABytesPerCycle(npu.AICore)
+	cubeRate := 1.0
+	if t.In == tensor.Float32 {
+		cubeRate = 2
+	}
+	best, bestM, bestN := math.Inf(1), fr.M, fr.N
+	for bm := fr.M; bm <= min(pm, 512); bm += fr.M {
+		if fixM > 0 && bm != fixM {
+			continue
+		}
+		for bn := fr.N; bn <= min(pn, 512); bn += fr.N {
+			if fixN > 0 && bn != fixN {
+				continue
+			}
+			if bm*bn*4 > prof.L0CBytes {
+				break
+			}
+			kb := kFor(bm, bn)
+			if kb < 1 {
+				continue
+			}
+			blocks := ceilDiv(max(m, 1), bm) * ceilDiv(max(n, 1), bn)
+			rounds := float64(ceilDiv(blocks, min(blocks, prof.AICores)))
+			cube := cubeRate * float64(bm/fr.M) * float64(pk/fr.K) * float64(bn/fr.N)
+			dma := float64((bm+bn)*k*size)/rate + float64(2*prof.DMALatencyCycles*ceilDiv(pk, 4*kb))
+			store := float64(bm*bn*t.OutDType.Size())/rate + float64(prof.DMALatencyCycles)
+			est := rounds * (math.Max(cube, dma) + store)
+			if est < best*(1-1e-9) || (est <= best*(1+1e-9) && bm*bn > bestM*bestN) {
+				best, bestM, bestN = est, bm, bn
+			}
+		}
+	}
+	return bestM, bestN
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -243,19 +285,28 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	if t.BlockDim == 0 {
 		return out, dev.ZeroCost(), nil
 	}
-	exact32 := false
-	if t.AccDType == tensor.Float32 && !t.Blocked && (t.In == tensor.Float16 || t.In == tensor.BFloat16) {
-		_, _, bNonFinite := npu.MaxAbsFinite(b)
-		exact32 = !bNonFinite
-		if exact32 && t.In == tensor.BFloat16 {
-			// bf16 products are exact in fp32 unless they underflow or
-			// overflow fp32's exponent range.
-			amax, amin, _ := npu.MaxAbsFinite(a)
-			bmax, bmin, _ := npu.MaxAbsFinite(b)
-			exact32 = amax*bmax < math.MaxFloat32/2 && (math.IsInf(amin, 1) || math.IsInf(bmin, 1) || amin*bmin >= 0x1p-126)
-		}
+	ga, err := npu.NewGMMatrix(a)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", err)
 	}
-	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemmKernel(t, exact32, a, b, c, sa, sb, out))
+	gb, err := npu.NewGMMatrix(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm: input \"b\": %w", err)
+	}
+	// The SIMD multiply-then-add path is the sequential fp32 model when
+	// every product is exact in fp32 and B is finite (see npu.MmadParams).
+	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && !gb.NonFinite
+	switch t.In {
+	case tensor.Float16:
+		// fp16 products have 22 bits and exponents in [−48, 31].
+	case tensor.BFloat16:
+		// bf16 products are exact in fp32 unless they leave its exponent range.
+		exact32 = exact32 && ga.MaxAbs*gb.MaxAbs < math.MaxFloat32/2 &&
+			(math.IsInf(ga.MinNonZero, 1) || math.IsInf(gb.MinNonZero, 1) || ga.MinNonZero*gb.MinNonZero >= 0x1p-126)
+	default:
+		exact32 = false
+	}
+	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemmKernel(t, exact32, ga, gb, c, sa, sb, out))
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
@@ -263,7 +314,7 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 }
 
 // gemmKernel is the device side: one block per AI core.
-func gemmKernel(t GEMMTiling, exact32 bool, a, b, c, sa, sb, out *tensor.Tensor) npu.Kernel {
+func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *tensor.Tensor) npu.Kernel {
 	return func(core *npu.Core) error {
 		blocks := t.BlocksM * t.BlocksN
 		if core.BlockIdx >= blocks {
@@ -275,14 +326,14 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b, c, sa, sb, out *tensor.Tensor)
 		size := t.In.Size()
 		depth := t.depth()
 		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
-		var aL1, bL1 [2]*npu.Buffer
+		var aL1, bL1 [2]npu.L1Tile
 		var aL0, bL0 [2]npu.L0Tile
 		for i := 0; i < t.BufferNum; i++ {
 			var err error
-			if aL1[i], err = alloc(npu.L1, t.BaseM*depth*size); err != nil {
+			if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
 				return err
 			}
-			if bL1[i], err = alloc(npu.L1, depth*t.BaseN*size); err != nil {
+			if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
 				return err
 			}
 			if aL0[i].Buf, err = alloc(npu.L0A, t.BaseM*t.BaseK*size); err != nil {
@@ -334,20 +385,20 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b, c, sa, sb, out *tensor.Tensor)
 					if t.Blocked {
 						kc = roundUp(kr, lcm(fr.K, ops.GEMMBlockK))
 					}
-					if err := core.DataCopy2DIn(aL1[ping], a, t.K, m0, k0, mr, kr, kc, mc); err != nil {
+					if err := core.LoadL1(&aL1[ping], a, m0, k0, mr, kr, mc, kc); err != nil {
 						return err
 					}
-					if err := core.DataCopy2DIn(bL1[ping], b, t.N, k0, n0, kr, nr, nc, kc); err != nil {
+					if err := core.LoadL1(&bL1[ping], b, k0, n0, kr, nr, kc, nc); err != nil {
 						return err
 					}
 				}
 				for kk := 0; kk < kc || first; kk += t.BaseK {
 					kb := min(t.BaseK, kc-kk)
 					if kb > 0 {
-						if err := core.LoadL0(&aL0[l0], aL1[ping], t.In, kc, 0, kk, mc, kb); err != nil {
+						if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk, mc, kb); err != nil {
 							return err
 						}
-						if err := core.LoadL0(&bL0[l0], bL1[ping], t.In, nc, kk, 0, kb, nc); err != nil {
+						if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
 							return err
 						}
 					} else {

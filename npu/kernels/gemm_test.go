@@ -93,6 +93,14 @@ func exactRound(f tensor.Format, terms []float64) float64 {
 		return plain
 	}
 	if s.Sign() == 0 {
+		// An exact zero sum is +0 in round-to-nearest, unless every term is −0.
+		allNeg := true
+		for _, t := range terms {
+			allNeg = allNeg && t == 0 && math.Signbit(t)
+		}
+		if allNeg {
+			return math.Copysign(0, -1)
+		}
 		return 0
 	}
 	exp := s.MantExp(nil)
@@ -115,6 +123,23 @@ func exactRound(f tensor.Format, terms []float64) float64 {
 		return math.Copysign(math.Inf(1), r)
 	}
 	return r
+}
+
+// sameBits is tensor.BitsEqual except that any two NaNs match: IEEE
+// leaves a NaN's sign and payload to the implementation.
+func sameBits(a, b *tensor.Tensor) (bool, int) {
+	if a.DType != b.DType || !a.SameShape(b.Shape) {
+		return false, -1
+	}
+	for i := 0; i < a.Len(); i++ {
+		if x, y := a.Float64(i), b.Float64(i); math.IsNaN(x) && math.IsNaN(y) {
+			continue
+		}
+		if a.Bits(i) != b.Bits(i) {
+			return false, i
+		}
+	}
+	return true, 0
 }
 
 func genGEMM(t testing.TB, p ops.Params, dist string, m, k, n int, seed uint64) (ops.Params, ops.GEMMConfig, map[string]*tensor.Tensor) {
@@ -160,7 +185,7 @@ func TestGEMMEmulatorMatchesModel(t *testing.T) {
 							t.Fatalf("%s: %v", prefix, err)
 						}
 						want := gemmModel(cfg, in, tensor.Numerics{})
-						if ok, i := tensor.BitsEqual(got, want); !ok {
+						if ok, i := sameBits(got, want); !ok {
 							t.Errorf("%s: element %d differs from the model: got %g / want %g (bits %#x vs %#x)", prefix, i, got.Float64(i), want.Float64(i), got.Bits(i), want.Bits(i))
 						}
 						e, err := op.Expect(vp, in, tensor.Numerics{})
@@ -189,7 +214,7 @@ func TestGEMMTilingInvariance(t *testing.T) {
 		{BlockDim: 5},
 		{BaseM: 16, BaseN: 16, BaseK: 32, StepK: 1},
 		{BaseM: 32, BaseN: 48, BaseK: 64, StepK: 2, BlockDim: 3},
-		{BaseM: 128, BaseN: 256, BaseK: 128, StepK: 1, BlockDim: 2},
+		{BaseM: 64, BaseN: 128, BaseK: 64, StepK: 1, BlockDim: 2},
 	}
 	for _, mode := range ops.GEMMModes() {
 		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
@@ -279,7 +304,7 @@ func TestGEMMEmptyAndErrors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("gemm %v %v: %v", vp, sh, err)
 		}
-		if ok, i := tensor.BitsEqual(got, gemmModel(cfg, in, tensor.Numerics{})); !ok {
+		if ok, i := sameBits(got, gemmModel(cfg, in, tensor.Numerics{})); !ok {
 			t.Errorf("gemm %v %v seed=2: element %d differs from the model", vp, sh, i)
 		}
 	}

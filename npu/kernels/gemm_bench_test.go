@@ -1,0 +1,163 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// benchInputs makes fp16 a [n,n], b [n,n] with standard normal values.
+func benchInputs(n int) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	in := map[string]*tensor.Tensor{"a": tensor.MustNew(tensor.Float16, n, n), "b": tensor.MustNew(tensor.Float16, n, n)}
+	for _, name := range []string{"a", "b"} {
+		t := in[name]
+		for i := 0; i < t.Len(); i++ {
+			t.SetFloat64(i, r.NormFloat64(), tensor.Numerics{})
+		}
+	}
+	return in
+}
+
+func reportGFLOPs(b *testing.B, n int) {
+	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkGemmEmulator is the emulated fp16_fp32acc gemm (sequential).
+func BenchmarkGemmEmulator(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			in := benchInputs(n)
+			cfg, _ := ops.ParseGEMM(ops.Params{})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportGFLOPs(b, n)
+		})
+	}
+}
+
+// BenchmarkGemmEmulatorBlocked16 is the same with accumulate=blocked16.
+func BenchmarkGemmEmulatorBlocked16(b *testing.B) {
+	in := benchInputs(256)
+	cfg, _ := ops.ParseGEMM(ops.Params{"accumulate": ops.GEMMBlocked16})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportGFLOPs(b, 256)
+}
+
+// BenchmarkGemmReference is the float64 reference (reference.GEMM).
+func BenchmarkGemmReference(b *testing.B) {
+	const n = 256
+	in := benchInputs(n)
+	a, bb := in["a"].Float64s(), in["b"].Float64s()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		reference.GEMM(n, n, n, a, bb, 1, 0, nil, nil, nil)
+	}
+	reportGFLOPs(b, n)
+}
+
+// gonumGemm multiplies the fp16 inputs, widened to float32, with gonum's
+// blas32.Gemm (alpha 1, beta 0).
+func gonumGemm(a, b *tensor.Tensor, c []float32) {
+	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: m, Cols: k, Stride: k, Data: toF32(a)},
+		blas32.General{Rows: k, Cols: n, Stride: n, Data: toF32(b)},
+		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+}
+
+func toF32(t *tensor.Tensor) []float32 {
+	out := make([]float32, t.Len())
+	for i := range out {
+		out[i] = float32(t.Float64(i))
+	}
+	return out
+}
+
+// BenchmarkGemmGonum is gonum's blas32.Gemm on the same fp16 values (the
+// floor the emulator must reach); the float32 conversion of the inputs is
+// outside the timed loop.
+func BenchmarkGemmGonum(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			in := benchInputs(n)
+			m, k := n, n
+			af := blas32.General{Rows: m, Cols: k, Stride: k, Data: toF32(in["a"])}
+			bf := blas32.General{Rows: k, Cols: n, Stride: n, Data: toF32(in["b"])}
+			c := blas32.General{Rows: m, Cols: n, Stride: n, Data: make([]float32, m*n)}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, af, bf, 0, c)
+			}
+			reportGFLOPs(b, n)
+		})
+	}
+}
+
+// gonum's blas32.Gemm keeps k ascending per output element and, on
+// fp16-valued inputs (exact products), each step is RN32(c + a·b): it
+// computes the sequential model's fp32 accumulators bit for bit. Its
+// output rounded to fp16 therefore equals the emulator's fp16_fp32acc
+// sequential output. (gonum skips a zero a[i,k], so with Inf or NaN in B
+// it would differ; finite inputs only here.)
+func TestGonumGemmMatchesSequentialModel(t *testing.T) {
+	for _, sh := range [][3]int{{1, 1, 1}, {33, 700, 47}, {64, 4096, 64}, {300, 300, 300}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		vp, cfg, in := genGEMM(t, ops.Params{}, ops.DistNormal, m, k, n, 5)
+		got, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := make([]float32, m*n)
+		gonumGemm(in["a"], in["b"], c)
+		want := tensor.MustNew(tensor.Float16, m, n)
+		var diff int
+		for i, v := range c {
+			want.SetFloat64(i, float64(v), tensor.Numerics{})
+			if got.Bits(i) != want.Bits(i) {
+				diff++
+			}
+		}
+		if diff > 0 {
+			_, i := tensor.BitsEqual(got, want)
+			t.Errorf("gemm %v %dx%dx%d seed=5: %d elements differ from gonum blas32.Gemm, first %d: got %g / want %g", vp, m, k, n, diff, i, got.Float64(i), want.Float64(i))
+		}
+		// The fp32 accumulators themselves, through the sequential model.
+		model := gemmModel(ops.GEMMConfig{Mode: ops.GEMMModes()[0], Alpha: 1, Accumulate: ops.GEMMSequential}, map[string]*tensor.Tensor{
+			"a": widen(in["a"]), "b": widen(in["b"]),
+		}, tensor.Numerics{})
+		_ = cfg
+		for i, v := range c {
+			if w := model.Float64(i); float64(v) != w && !(math.IsNaN(w) && v != v) {
+				t.Errorf("gemm %dx%dx%d seed=5: fp32 accumulator %d: gonum %g / model %g", m, k, n, i, v, w)
+				break
+			}
+		}
+	}
+}
+
+// widen converts an fp16 tensor to fp32 (exact).
+func widen(x *tensor.Tensor) *tensor.Tensor {
+	y := tensor.MustNew(tensor.Float32, x.Shape...)
+	for i := 0; i < x.Len(); i++ {
+		y.SetFloat64(i, x.Float64(i), tensor.Numerics{})
+	}
+	return y
+}
