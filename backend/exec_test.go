@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,31 @@ func runCase(t *testing.T, b backend.Backend, c harness.Case) *harness.Result {
 	return r
 }
 
+// runCases runs cs on b, a few at a time (each case is a process, mostly
+// waiting on the file system), and returns how many ran.
+func runCases(t *testing.T, b backend.Backend, cs []harness.Case, check func(*harness.Result, harness.Case)) int {
+	t.Helper()
+	work := make(chan harness.Case)
+	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				if r := runCase(t, b, c); r != nil && check != nil {
+					check(r, c)
+				}
+			}
+		}()
+	}
+	for _, c := range cs {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	return len(cs)
+}
+
 // TestExecCKernel runs the independent C kernel through the exec backend
 // and the harness with the default bound policy: vector_add in every dtype
 // at edge sizes and every distribution, gemm fp16_fp32acc (which sums in an
@@ -100,18 +126,20 @@ func TestExecCKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		sizes := []int{0, 1, 15, 16, 17, 31, 32, 33, 127, 128, 129, 255, 256, 257, 4095, 4097, 16385}
+		var cs []harness.Case
 		for _, dt := range []string{"fp16", "fp32", "bf16", "int8"} {
 			for _, dist := range op.Dists() {
 				for i, n := range sizes {
-					c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
-						Dims: map[string]int{"n": n}, Dist: dist, Seed: uint64(1000 + i)}
-					if r := runCase(t, b, c); r != nil && r.Cost == nil {
-						t.Errorf("%s: cost = nil; want the kernel's timing.json", c.Subject())
-					}
-					cases++
+					cs = append(cs, harness.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
+						Dims: map[string]int{"n": n}, Dist: dist, Seed: uint64(1000 + i)})
 				}
 			}
 		}
+		cases += runCases(t, b, cs, func(r *harness.Result, c harness.Case) {
+			if r.Cost == nil {
+				t.Errorf("%s: got cost nil, want the kernel's timing.json", c.Subject())
+			}
+		})
 	})
 
 	t.Run("gemm_fp16_fp32acc", func(t *testing.T) {
@@ -128,16 +156,20 @@ func TestExecCKernel(t *testing.T) {
 			{"alpha": "3", "accumulate": "blocked16"},
 			{"beta": "1"},
 		}
+		var cs []harness.Case
 		for pi, p := range params {
-			for _, dist := range op.Dists() {
+			dists := op.Dists()
+			if pi > 0 { // alpha, beta and accumulate variants: fewer distributions
+				dists = []string{ops.DistUniform, ops.DistSpecial, ops.DistCancel}
+			}
+			for _, dist := range dists {
 				for si, s := range shapes {
-					c := harness.Case{Op: "gemm", Params: p, Dims: map[string]int{"m": s[0], "k": s[1], "n": s[2]},
-						Dist: dist, Seed: uint64(100*pi + si)}
-					runCase(t, b, c)
-					cases++
+					cs = append(cs, harness.Case{Op: "gemm", Params: p, Dims: map[string]int{"m": s[0], "k": s[1], "n": s[2]},
+						Dist: dist, Seed: uint64(100*pi + si)})
 				}
 			}
 		}
+		cases += runCases(t, b, cs, nil)
 	})
 
 	t.Run("numerics", func(t *testing.T) {
@@ -166,16 +198,17 @@ func TestExecCKernel(t *testing.T) {
 	})
 
 	t.Run("golden_defaults", func(t *testing.T) {
-		ran, skipped := 0, 0
+		var cs []harness.Case
+		skipped := 0
 		for _, c := range golden.DefaultCases() {
 			if !ckernelSupports(c) {
 				skipped++
 				continue
 			}
-			runCase(t, b, c)
-			ran++
-			cases++
+			cs = append(cs, c)
 		}
+		ran := runCases(t, b, cs, nil)
+		cases += ran
 		t.Logf("default golden set: %d cases through the C kernel, %d outside its scope (ops or modes it does not implement)", ran, skipped)
 	})
 
@@ -716,21 +749,35 @@ func TestExecNumericsBackend(t *testing.T) {
 // verification are not included).
 func BenchmarkExecVectorAdd(b *testing.B) {
 	bin := buildCKernel(b)
-	e := newExec(b, quoteArg(bin), backend.ExecOptions{})
-	for _, n := range []int{257, 16385, 1 << 20} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			pc, err := harness.Prepare(harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"},
-				Dims: map[string]int{"n": n}, Dist: ops.DistNormal, Seed: 1})
-			if err != nil {
+	workDirs := []string{""} // the system's temporary directory
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		workDirs = append(workDirs, "/dev/shm")
+	}
+	for _, wd := range workDirs {
+		e := newExec(b, quoteArg(bin), backend.ExecOptions{WorkDir: wd})
+		for _, n := range []int{257, 16385, 1 << 20} {
+			name := fmt.Sprintf("n=%d", n)
+			if wd != "" {
+				name += "/workdir=" + wd
+			}
+			benchExec(b, e, name, n)
+		}
+	}
+}
+
+func benchExec(b *testing.B, e *backend.Exec, name string, n int) {
+	b.Run(name, func(b *testing.B) {
+		pc, err := harness.Prepare(harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"},
+			Dims: map[string]int{"n": n}, Dist: ops.DistNormal, Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.SetBytes(int64(3 * 2 * n))
+		for b.Loop() {
+			if _, _, err := e.Run(ctx, "vector_add", pc.Params, pc.Inputs); err != nil {
 				b.Fatal(err)
 			}
-			ctx := context.Background()
-			b.SetBytes(int64(3 * 2 * n))
-			for b.Loop() {
-				if _, _, err := e.Run(ctx, "vector_add", pc.Params, pc.Inputs); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -128,8 +128,9 @@ type GMMatrix struct {
 	f          []float32
 	i          []int32
 	// MaxAbs and MinNonZero are the largest and the smallest non-zero
-	// magnitude of the finite values (MinNonZero is +Inf if there is none);
-	// NonFinite reports an Inf or NaN.
+	// magnitude of the finite values (MinNonZero is +Inf if there is none;
+	// both NaN for fp16, where they are not computed); NonFinite reports an
+	// Inf or NaN.
 	MaxAbs, MinNonZero float64
 	NonFinite          bool
 }
@@ -154,6 +155,15 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 	case tensor.Float16:
 		g.f = make([]float32, n)
 		decodeF16(g.f, t.F16())
+		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
+		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
+		for _, v := range t.F16() {
+			if v&0x7C00 == 0x7C00 {
+				g.NonFinite = true
+				break
+			}
+		}
+		return g, nil
 	case tensor.BFloat16:
 		g.f = make([]float32, n)
 		for k, v := range t.BF16s() {
@@ -416,8 +426,24 @@ var blas32 gonum.Implementation
 // a[i,k], which would add ±0 and change nothing because B is finite and
 // the accumulator is never −0 (fp32 accumulation of exact products cannot
 // underflow to −0 from +0).
+//
+// The loops are cache-blocked for the host: column pieces of 128, k chunks
+// whose B slice fits 16 KiB, row pieces of 64 (small enough that gonum
+// stays serial inside the core's goroutine). Every element still sees its
+// k in ascending order: the k chunks are walked in order for each piece.
 func mmadSaxpy(cc, a, b []float32, m, k, n, ku int) {
-	blas32.Sgemm(blas.NoTrans, blas.NoTrans, m, n, ku, 1, a, k, b, n, 1, cc, n)
+	const nb, mb = 128, 64
+	for j0 := 0; j0 < n; j0 += nb {
+		nj := min(nb, n-j0)
+		kc := max(1, 4096/nj)
+		for k0 := 0; k0 < ku; k0 += kc {
+			kl := min(kc, ku-k0)
+			for i0 := 0; i0 < m; i0 += mb {
+				mi := min(mb, m-i0)
+				blas32.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*k+k0:], k, b[k0*n+j0:], n, 1, cc[i0*n+j0:], n)
+			}
+		}
+	}
 }
 
 // mmadFused is the sequential model with one exact rounding per step.
