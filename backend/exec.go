@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -346,7 +347,7 @@ func (e *Exec) caseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor) (
 		}
 		cf.Inputs = append(cf.Inputs, ExecTensor{Name: s.Name, File: s.Name + ".npy", DType: t.DType, Shape: shapeOf(t.Shape)})
 	}
-	for _, name := range slices.Sorted(mapsKeys(in)) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		if !known[name] {
 			return nil, fmt.Errorf("%s: unknown input %q", op.Name(), name)
 		}
@@ -358,16 +359,6 @@ func (e *Exec) caseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor) (
 		cf.Outputs = append(cf.Outputs, ExecTensor{Name: s.Name, File: "out/" + s.Name + ".npy", DType: s.DType, Shape: shapeOf(s.Shape)})
 	}
 	return cf, nil
-}
-
-func mapsKeys(m map[string]*tensor.Tensor) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func shapeOf(s []int) []int {
@@ -429,7 +420,7 @@ func writeNpy(path string, t *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 256<<10)
+	w := bufio.NewWriterSize(f, 64<<10)
 	if err := tensor.WriteNpy(w, t); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
