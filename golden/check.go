@@ -279,7 +279,9 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 		return r
 	}
 	r.Result = res
-	if res.Cost != nil && c.File.Budgets != nil && !opt.NoBudgets {
+	// Budgets are figures of the emulator's cost model; another backend's
+	// cost (at most measured kernel time) is reported, not budgeted.
+	if res.Cost != nil && c.File.Budgets != nil && !opt.NoBudgets && b.Name() == ReferenceBackend {
 		bud := c.File.Budgets
 		gm := res.Cost.GMBytesIn + res.Cost.GMBytesOut
 		r.Budgets = []BudgetCheck{

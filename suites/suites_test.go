@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -30,10 +31,11 @@ var _ = BeforeSuite(func() {
 })
 
 func selectBackend(spec string) (backend.Backend, error) {
-	if spec == "" || spec == "emulator" {
-		return backend.NewEmulator(npu.Ascend910B()), nil
+	b, err := backend.Select(spec, npu.Ascend910B(), time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("NPUVERIFY_BACKEND: %w", err)
 	}
-	return nil, fmt.Errorf("NPUVERIFY_BACKEND=%q: unsupported backend", spec)
+	return b, nil
 }
 
 func backendUnderTest() backend.Backend { return underTest }
@@ -41,3 +43,7 @@ func backendUnderTest() backend.Backend { return underTest }
 var _ = suites.DescribeVectorAdd(backendUnderTest)
 
 var _ = suites.DescribeEmulatorVectorAdd(npu.Ascend910B())
+
+var _ = suites.DescribeGolden(backendUnderTest)
+
+var _ = suites.DescribeCLI("..")

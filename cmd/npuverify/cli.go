@@ -202,17 +202,11 @@ func (d *deviceFlags) build(where string) (npu.Profile, backend.Backend, error) 
 	if d.timeout <= 0 {
 		return npu.Profile{}, nil, usageErr(where, "--timeout %s: must be positive", d.timeout)
 	}
-	switch {
-	case d.backend == "emulator":
-		return prof, backend.NewEmulator(prof), nil
-	case strings.HasPrefix(d.backend, "exec:"):
-		b, err := backend.NewExec(strings.TrimPrefix(d.backend, "exec:"), backend.ExecOptions{Timeout: d.timeout, Numerics: prof.Numerics})
-		if err != nil {
-			return npu.Profile{}, nil, usageErr(where, "--backend %s: %v", d.backend, err)
-		}
-		return prof, b, nil
+	b, err := backend.Select(d.backend, prof, d.timeout)
+	if err != nil {
+		return npu.Profile{}, nil, usageErr(where, "--backend %s: %v", d.backend, err)
 	}
-	return npu.Profile{}, nil, usageErr(where, "--backend %q: want emulator or exec:'CMD ARGS'", d.backend)
+	return prof, b, nil
 }
 
 // loadProfile resolves a built-in profile name or a JSON file path.

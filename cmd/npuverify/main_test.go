@@ -183,7 +183,7 @@ func TestRunErrors(t *testing.T) {
 			[]string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16}},
 		{"missing op", 2, []string{"npuverify: run: missing OP"}, []string{"--out", out}},
 		{"two ops", 2, []string{`unexpected argument "gemm"`}, []string{"vector_add", "gemm", "--out", out}},
-		{"unknown backend", 2, []string{`--backend "gpu"`}, []string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--backend", "gpu"}},
+		{"unknown backend", 2, []string{`--backend gpu: `}, []string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--backend", "gpu"}},
 		{"bad exec command line", 2, []string{"--backend exec:'unbalanced"}, []string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--backend", "exec:'unbalanced"}},
 		{"unknown profile", 2, []string{"--profile ascend999"}, []string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--profile", "ascend999"}},
 		{"verification failed", 1, []string{"vector_add dtype=fp16 seed=0", "policy bound"},

@@ -324,3 +324,79 @@ func TestGEMMEmptyAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// Shapes from the issue: tall-skinny, long K, primes, vectors; all modes.
+func TestGEMMShapes(t *testing.T) {
+	shapes := [][3]int{{4096, 16, 16}, {3, 4096, 5}, {1, 4096, 1}, {97, 89, 83}, {64, 1024, 48}}
+	for _, mode := range ops.GEMMModes() {
+		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
+			for si, sh := range shapes {
+				seed := uint64(40 + si)
+				vp, cfg, in := genGEMM(t, ops.Params{"mode": mode.Name, "accumulate": acc, "alpha": "0.5", "beta": "2"}, ops.DistNormal, sh[0], sh[1], sh[2], seed)
+				prefix := fmt.Sprintf("gemm %v dist=normal %dx%dx%d seed=%d", vp, sh[0], sh[1], sh[2], seed)
+				got, cost, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{})
+				if err != nil {
+					t.Fatalf("%s: %v", prefix, err)
+				}
+				if msg := checkExpect(prefix, vp, in, got, tensor.Numerics{}); msg != "" {
+					t.Error(msg)
+				}
+				if sh[0]*sh[1]*sh[2] <= 1<<16 {
+					if ok, i := sameBits(got, gemmModel(cfg, in, tensor.Numerics{})); !ok {
+						t.Errorf("%s: element %d differs from the model", prefix, i)
+					}
+				}
+				if sh == [3]int{4096, 16, 16} && cost.LoadBalance < 0.8 {
+					t.Errorf("%s: got load_balance %.3f / want ≥ 0.8 (block_dim %d)", prefix, cost.LoadBalance, cost.BlockDim)
+				}
+			}
+		}
+	}
+}
+
+// The store follows the device's numerics profile (saturate, flush), and
+// the op's bound under that profile accepts the result.
+func TestGEMMNumericsProfile(t *testing.T) {
+	prof := npu.Ascend910B()
+	prof.Name = "ascend910b-sat-flush"
+	prof.Numerics = tensor.Numerics{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}
+	dev := npu.MustNewDevice(prof)
+	for _, mode := range ops.GEMMModes() {
+		for di, dist := range []string{ops.DistLarge, ops.DistSpecial, ops.DistNormal} {
+			seed := uint64(60 + di)
+			vp, cfg, in := genGEMM(t, ops.Params{"mode": mode.Name, "beta": "1"}, dist, 9, 40, 7, seed)
+			prefix := fmt.Sprintf("gemm %v dist=%s 9x40x7 seed=%d profile=%s", vp, dist, seed, prof.Numerics)
+			got, _, err := GEMM(context.Background(), dev, cfg, in, GEMMOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", prefix, err)
+			}
+			if ok, i := sameBits(got, gemmModel(cfg, in, prof.Numerics)); !ok {
+				t.Errorf("%s: element %d differs from the model: got %g / want %g", prefix, i, got.Float64(i), gemmModel(cfg, in, prof.Numerics).Float64(i))
+			}
+			if msg := checkExpect(prefix, vp, in, got, prof.Numerics); msg != "" {
+				t.Error(msg)
+			}
+		}
+	}
+}
+
+// The registry entry takes the op's params and inputs and returns "out".
+func TestGEMMRegistry(t *testing.T) {
+	fn, err := Lookup("gemm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, _, in := genGEMM(t, ops.Params{"mode": "int8_int32acc", "beta": "0.5"}, ops.DistNormal, 5, 64, 3, 8)
+	out, cost, err := fn(context.Background(), testDev, vp, in)
+	if err != nil {
+		t.Fatalf("gemm %v seed=8: %v", vp, err)
+	}
+	o := out["out"]
+	if len(out) != 1 || o == nil || o.DType != tensor.Float16 || !o.SameShape([]int{5, 3}) || cost == nil || cost.Cycles <= 0 {
+		t.Fatalf("gemm %v seed=8: got outputs %v cost %v / want out fp16[5 3] and a cost", vp, out, cost)
+	}
+	in["scale_a"] = tensor.MustNew(tensor.Float32, 4)
+	if _, _, err := fn(context.Background(), testDev, vp, in); err == nil {
+		t.Errorf("gemm %v: scale_a of 4 values for M=5: got nil error / want an input error", vp)
+	}
+}
