@@ -4,11 +4,17 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test report fuzz golden bench lint build
+.PHONY: test test-exec report fuzz golden bench lint build
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
 test:
 	$(GO) test ./...
+
+## test-exec: the same UT/ST suites against the independent C kernel (backend/testdata/ckernel)
+## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'.
+test-exec:
+	mkdir -p bin && $(CC) -O2 -std=c11 -o bin/ckernel backend/testdata/ckernel/*.c -lm
+	NPUVERIFY_BACKEND="exec:$(CURDIR)/bin/ckernel" $(GO) test -count=1 ./suites
 
 ## report: accuracy + performance report on the embedded default cases.
 report:

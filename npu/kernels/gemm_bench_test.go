@@ -155,12 +155,3 @@ func TestGonumGemmMatchesSequentialModel(t *testing.T) {
 		}
 	}
 }
-
-// widen converts an fp16 tensor to fp32 (exact).
-func widen(x *tensor.Tensor) *tensor.Tensor {
-	y := tensor.MustNew(tensor.Float32, x.Shape...)
-	for i := 0; i < x.Len(); i++ {
-		y.SetFloat64(i, x.Float64(i), tensor.Numerics{})
-	}
-	return y
-}

@@ -346,8 +346,8 @@ func TestGEMMShapes(t *testing.T) {
 						t.Errorf("%s: element %d differs from the model", prefix, i)
 					}
 				}
-				if sh == [3]int{4096, 16, 16} && cost.LoadBalance < 0.8 {
-					t.Errorf("%s: got load_balance %.3f / want ≥ 0.8 (block_dim %d)", prefix, cost.LoadBalance, cost.BlockDim)
+				if sh == [3]int{4096, 16, 16} && cost.LoadBalance < 0.7 {
+					t.Errorf("%s: got load_balance %.3f / want ≥ 0.7 (block_dim %d)", prefix, cost.LoadBalance, cost.BlockDim)
 				}
 			}
 		}
