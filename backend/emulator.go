@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/npuverify/npuverify/npu"
@@ -13,19 +14,49 @@ import (
 // Emulator is the built-in backend: it runs each operator's kernel from
 // package npu/kernels on an emulated device, so its outputs follow the
 // device profile's numerics bit-exactly and it reports a modeled Cost.
-// It is safe for concurrent use.
+// Options can switch on injected faults (WithFaults) or a valid kernel
+// variant (WithVariant) for the mutation score. It is safe for concurrent
+// use.
 type Emulator struct {
-	prof npu.Profile
-	dev  *npu.Device
-	err  error // profile validation error, reported by Run
+	prof    npu.Profile
+	dev     *npu.Device
+	err     error // profile validation error, reported by Run
+	faults  npu.Faults
+	variant kernels.Variant
+	opts    []Option
+}
+
+// Option configures an Emulator.
+type Option func(*Emulator)
+
+// WithFaults switches on faults from the kernels' fault catalogue
+// (kernels.FaultCatalogue): every Run injects them.
+func WithFaults(faults ...npu.Fault) Option {
+	return func(e *Emulator) { e.faults = npu.NewFaults(append(e.faults.List(), faults...)...) }
+}
+
+// WithVariant runs every kernel as the valid variant v (another tiling,
+// core count or summation order).
+func WithVariant(v kernels.Variant) Option {
+	return func(e *Emulator) { e.variant = v }
 }
 
 // NewEmulator returns an emulator backend for prof. An invalid profile is
 // reported by every Run (check it up front with prof.Validate).
-func NewEmulator(prof npu.Profile) *Emulator {
+func NewEmulator(prof npu.Profile, opts ...Option) *Emulator {
 	dev, err := npu.NewDevice(prof)
-	return &Emulator{prof: prof, dev: dev, err: err}
+	e := &Emulator{prof: prof, dev: dev, err: err, opts: opts}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
+
+// Faults returns the faults the emulator injects (empty for a correct one).
+func (e *Emulator) Faults() npu.Faults { return e.faults }
+
+// Variant returns the kernel variant the emulator runs.
+func (e *Emulator) Variant() kernels.Variant { return e.variant }
 
 // Name returns "emulator".
 func (e *Emulator) Name() string { return "emulator" }
@@ -37,7 +68,11 @@ func (e *Emulator) Profile() npu.Profile { return e.prof }
 // Device returns the emulated device (nil if the profile is invalid).
 func (e *Emulator) Device() *npu.Device { return e.dev }
 
-// Run dispatches op to its registered kernel.
+// Run dispatches op to its registered kernel, with the emulator's faults
+// and variant on the context. When a kernel wrote outside its outputs
+// (a guard band, *npu.GuardError), Run returns the outputs and the cost
+// together with the wrapped error, so the caller can judge the outputs
+// and report the guard (harness.RunPrepared does).
 func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	if e.err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", e.err)
@@ -46,8 +81,16 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", err)
 	}
+	ctx = npu.WithFaults(ctx, e.faults)
+	if e.variant != (kernels.Variant{}) {
+		ctx = kernels.WithVariant(ctx, e.variant)
+	}
 	out, cost, err := fn(ctx, e.dev, p, in)
 	if err != nil {
+		var guard *npu.GuardError
+		if errors.As(err, &guard) && out != nil {
+			return out, cost, fmt.Errorf("emulator: %w", err)
+		}
 		return nil, nil, fmt.Errorf("emulator: %w", err)
 	}
 	return out, cost, nil
@@ -58,9 +101,10 @@ var _ Backend = (*Emulator)(nil)
 // Numerics returns the numerics profile the emulator computes under.
 func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }
 
-// WithNumerics returns an emulator of the same device under numerics num.
+// WithNumerics returns an emulator of the same device, options included,
+// under numerics num.
 func (e *Emulator) WithNumerics(num tensor.Numerics) Backend {
 	p := e.prof
 	p.Numerics = num
-	return NewEmulator(p)
+	return NewEmulator(p, e.opts...)
 }

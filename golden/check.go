@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/npuverify/npuverify/backend"
@@ -263,8 +265,8 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 		r.Err = &harness.InputError{Err: err}
 		return r
 	}
-	if err := ops.CheckInputs(op, params, in); err != nil {
-		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", s.path(c.ID), err)}
+	if err := s.holdToContract(c, op, params, in, expected); err != nil {
+		r.Err = &harness.InputError{Err: err}
 		return r
 	}
 	if opt.Timeout > 0 {
@@ -290,6 +292,38 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 		}
 	}
 	return r
+}
+
+// holdToContract checks the tensors case.json lists against op's contract
+// for params: every input the contract requires, nothing it does not know,
+// and exactly its outputs, each of the contract's dtype and shape. (Load
+// has held the files to case.json already.) Errors name case.json.
+func (s *Store) holdToContract(c *Case, op ops.Op, params ops.Params, in, expected map[string]*tensor.Tensor) error {
+	cj := s.path(c.ID + "/" + CaseJSON)
+	if err := ops.CheckInputs(op, params, in); err != nil {
+		return fmt.Errorf("%s: inputs: %w", cj, err)
+	}
+	specs, err := op.Outputs(params, in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cj, err)
+	}
+	for _, sp := range specs {
+		t, ok := expected[sp.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: outputs: output %q of the %s contract is not listed", cj, sp.Name, op.Name())
+		case t.DType != sp.DType || !t.SameShape(sp.Shape):
+			return fmt.Errorf("%s: outputs: output %q is %s%v, the %s contract says %s%v", cj, sp.Name, t.DType, t.Shape, op.Name(), sp.DType, sp.Shape)
+		}
+	}
+	if len(expected) != len(specs) {
+		for _, name := range slices.Sorted(maps.Keys(expected)) {
+			if !slices.ContainsFunc(specs, func(sp ops.TensorSpec) bool { return sp.Name == name }) {
+				return fmt.Errorf("%s: outputs: %q is not an output of %s", cj, name, op.Name())
+			}
+		}
+	}
+	return nil
 }
 
 // Exit summarises results as a CLI exit code: 3 if any case hit a backend

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -193,8 +194,8 @@ func summarize(m verify.Metrics) Metrics {
 }
 
 // ParseCaseFile decodes case.json strictly: unknown fields, trailing data,
-// a missing name, op or dist, an unknown format version and malformed
-// entries are errors.
+// a missing name, op or dist, an unknown format version, a negative dim
+// and malformed entries are errors.
 func ParseCaseFile(b []byte) (*CaseFile, error) {
 	var cf CaseFile
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -211,6 +212,11 @@ func ParseCaseFile(b []byte) (*CaseFile, error) {
 	for _, f := range []struct{ name, v string }{{"name", cf.Name}, {"op", cf.Op}, {"dist", cf.Dist}} {
 		if f.v == "" {
 			return nil, fmt.Errorf("field %q is missing or empty", f.name)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cf.Dims)) {
+		if cf.Dims[k] < 0 {
+			return nil, fmt.Errorf("dims: %q = %d is negative", k, cf.Dims[k])
 		}
 	}
 	for _, list := range [][]FileEntry{cf.Inputs, cf.Outputs} {

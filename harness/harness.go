@@ -1,6 +1,7 @@
 // Package harness runs one verification case end to end: it generates
 // the inputs from the case's seed, holds them to the op's contract, runs a
-// backend, checks that the inputs came back untouched and the outputs
+// backend, checks that the inputs came back untouched, that nothing was
+// written past either end of an output (guard bands) and that the outputs
 // match the contract, computes the reference and its per-element bounds,
 // and hands everything to the verifier. Nothing flows back: the harness
 // never adjusts a bound or a result.
@@ -66,6 +67,16 @@ func IsInput(err error) bool { var e *InputError; return errors.As(err, &e) }
 
 // IsBackend reports whether err is (or wraps) a BackendError.
 func IsBackend(err error) bool { var e *BackendError; return errors.As(err, &e) }
+
+// The checks RunPrepared adds to the accuracy policies' verdicts, by the
+// name their failures carry (verify.Verdict.Policy).
+const (
+	// CheckInputsUnchanged fails when the backend modified an input.
+	CheckInputsUnchanged = "inputs-unchanged"
+	// CheckGuardBand fails when the backend wrote GM outside an output
+	// (a guard band around it; the emulator's outputs have them).
+	CheckGuardBand = "guard-band"
+)
 
 // NumericsBackend is a backend that can run under another numerics
 // profile. The harness uses it for cases that override the profile.
@@ -141,6 +152,10 @@ func Run(ctx context.Context, b backend.Backend, c Case, opt Options) (*Result, 
 // RunPrepared runs a prepared case on b and verifies the outputs. An error
 // is returned only when the case could not be judged (bad case, backend
 // failure); an inaccurate result is a Result whose Verify does not pass.
+// Besides the accuracy policies, every run checks that the inputs came
+// back bit-identical (CheckInputsUnchanged) and, when the backend reports
+// a *npu.GuardError with its outputs, fails CheckGuardBand on each output
+// whose guard was written.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
 	c := pc.Case
 	num := opt.Numerics
@@ -170,7 +185,11 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 		backendIn[k] = t.Clone()
 	}
 	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
-	if err != nil {
+	// A guard-band error comes with outputs (the emulator allocates them
+	// between guards): the outputs are judged, and the guard is a failed
+	// check of its own.
+	var guard *npu.GuardError
+	if err != nil && !(errors.As(err, &guard) && out != nil) {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
 	if err := checkOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
@@ -186,7 +205,12 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	}
 	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
 		if ok, i := tensor.BitsEqual(pc.Inputs[name], backendIn[name]); !ok {
-			vr.AddFailure(name, "inputs-unchanged", fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+		}
+	}
+	if guard != nil {
+		for _, v := range guard.Violations {
+			vr.AddFailure(v.Output, CheckGuardBand, v.String())
 		}
 	}
 	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: out, Expected: exp, Cost: cost, Verify: vr}, nil

@@ -3,6 +3,7 @@ package npu
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
@@ -144,7 +145,7 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 	n := t.Len()
 	switch t.DType {
 	case tensor.Int8:
-		g.i = make([]int32, n)
+		g.i = getSlice[int32](&i32Pool, n)
 		for k, v := range t.I8() {
 			g.i[k] = int32(v)
 			if a := math.Abs(float64(v)); a > 0 {
@@ -153,7 +154,7 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		}
 		return g, nil
 	case tensor.Float16:
-		g.f = make([]float32, n)
+		g.f = getSlice[float32](&f32Pool, n)
 		decodeF16(g.f, t.F16())
 		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
 		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
@@ -165,12 +166,13 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		}
 		return g, nil
 	case tensor.BFloat16:
-		g.f = make([]float32, n)
+		g.f = getSlice[float32](&f32Pool, n)
 		for k, v := range t.BF16s() {
 			g.f[k] = v.Float32()
 		}
 	case tensor.Float32:
-		g.f = append([]float32(nil), t.F32()...)
+		g.f = getSlice[float32](&f32Pool, n)
+		copy(g.f, t.F32())
 	default:
 		return nil, fmt.Errorf("NewGMMatrix: dtype %s not supported by the cube", t.DType)
 	}
@@ -214,10 +216,18 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols
 	n := tileRows * tileCols
 	if src.i != nil {
-		t.i = grow(t.i, n)
+		if cap(t.i) < n {
+			putSlice(&i32Pool, t.i)
+			t.i = getSlice[int32](&i32Pool, n)
+		}
+		t.i = t.i[:n]
 		copyBlock(t.i, tileCols, src.i, src.Cols, row0, col0, rows, cols, tileRows)
 	} else {
-		t.f = grow(t.f, n)
+		if cap(t.f) < n {
+			putSlice(&f32Pool, t.f)
+			t.f = getSlice[float32](&f32Pool, n)
+		}
+		t.f = t.f[:n]
 		copyBlock(t.f, tileCols, src.f, src.Cols, row0, col0, rows, cols, tileRows)
 	}
 	return nil
@@ -240,14 +250,16 @@ func copyBlock[T any](dst []T, dstLd int, src []T, ld, row0, col0, rows, cols, d
 
 // L0Tile is a cube operand in L0A (left, [Rows × Cols] = [M × K]) or L0B
 // (right, [K × N]): its buffer holds the dtype's bytes, row-major, and the
-// cube reads the decoded view, which LoadL0 fills. Reuse a tile across
-// loads to reuse its storage.
+// cube reads the decoded view, which LoadL0 sets to the loaded block of
+// the source L1 tile's decoded values (row stride ld; no copy), so the L1
+// tile must not be reloaded before the Mmad that uses this one.
 type L0Tile struct {
 	Buf        *Buffer
 	DType      tensor.DType
 	Rows, Cols int
 	f          []float32
 	i          []int32
+	ld         int
 }
 
 // LoadL0 copies the [rows × cols] block at (row0, col0) of the L1 tile src
@@ -286,14 +298,13 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 		s := ((row0+r)*src.Cols + col0) * size
 		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
 	}
-	t.DType, t.Rows, t.Cols = dtype, rows, cols
+	t.DType, t.Rows, t.Cols, t.ld = dtype, rows, cols, src.Cols
 	n := rows * cols
+	t.f, t.i = nil, nil
 	if src.i != nil {
-		t.i = grow(t.i, n)
-		copyBlock(t.i, cols, src.i, src.Cols, row0, col0, rows, cols, rows)
+		t.i = src.i[row0*src.Cols+col0:]
 	} else {
-		t.f = grow(t.f, n)
-		copyBlock(t.f, cols, src.f, src.Cols, row0, col0, rows, cols, rows)
+		t.f = src.f[row0*src.Cols+col0:]
 	}
 	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
 	return nil
@@ -304,6 +315,40 @@ func grow[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// Decoded views are large and made per launch; recycle them.
+var (
+	f32Pool sync.Pool // *[]float32
+	i32Pool sync.Pool // *[]int32
+)
+
+func getSlice[T any](p *sync.Pool, n int) []T {
+	if v, ok := p.Get().(*[]T); ok && cap(*v) >= n {
+		return (*v)[:n]
+	}
+	return make([]T, n)
+}
+
+func putSlice[T any](p *sync.Pool, s []T) {
+	if cap(s) > 0 {
+		p.Put(&s)
+	}
+}
+
+// Release returns the decoded view to a pool; g must not be used after.
+func (g *GMMatrix) Release() {
+	putSlice(&f32Pool, g.f)
+	putSlice(&i32Pool, g.i)
+	g.f, g.i = nil, nil
+}
+
+// Release returns the tile's decoded view to a pool; the tile (and L0
+// tiles loaded from it) must not be used after.
+func (t *L1Tile) Release() {
+	putSlice(&f32Pool, t.f)
+	putSlice(&i32Pool, t.i)
+	t.f, t.i = nil, nil
 }
 
 func decodeF16(dst []float32, src []float16.Float16) {
@@ -380,16 +425,16 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	if p.M == 0 || p.N == 0 || p.K == 0 {
 		return nil
 	}
-	ku := p.UsefulK
+	g := mmadGeom{m: p.M, n: p.N, ku: p.UsefulK, lda: a.ld, ldb: b.ld}
 	switch {
 	case p.Acc == tensor.Int32:
-		mmadInt(dst.I32()[:p.M*p.N], a.i, b.i, p.M, p.K, p.N, ku)
+		mmadInt(dst.I32()[:p.M*p.N], a.i, b.i, g)
 	case p.Blocked:
-		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
+		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, g)
 	case p.Exact32 && p.Acc == tensor.Float32:
-		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
+		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, g)
 	default:
-		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, p.M, p.K, p.N, ku)
+		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, g)
 	}
 	steps := int64(p.M/fr.M) * int64(p.K/fr.K) * int64(p.N/fr.N)
 	if a.DType == tensor.Float32 {
@@ -399,18 +444,21 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	return nil
 }
 
-// The mmad loops take the operands' k (row stride of a) and ku ≤ k, the
-// number of real k to accumulate.
+// mmadGeom is the geometry of one Mmad: C is [m × n] dense, A rows have
+// stride lda, B rows stride ldb, and ku is the number of real k to
+// accumulate.
+type mmadGeom struct{ m, n, ku, lda, ldb int }
 
-func mmadInt(cc, a, b []int32, m, k, n, ku int) {
-	for i := 0; i < m; i++ {
+func mmadInt(cc, a, b []int32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < ku; kk++ {
-			x := a[i*k+kk]
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
 			if x == 0 {
 				continue
 			}
-			for j, y := range b[kk*n : (kk+1)*n] {
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
 				ci[j] += x * y
 			}
 		}
@@ -431,8 +479,9 @@ var blas32 gonum.Implementation
 // whose B slice fits 16 KiB, row pieces of 64 (small enough that gonum
 // stays serial inside the core's goroutine). Every element still sees its
 // k in ascending order: the k chunks are walked in order for each piece.
-func mmadSaxpy(cc, a, b []float32, m, k, n, ku int) {
+func mmadSaxpy(cc, a, b []float32, g mmadGeom) {
 	const nb, mb = 128, 64
+	m, n, ku := g.m, g.n, g.ku
 	for j0 := 0; j0 < n; j0 += nb {
 		nj := min(nb, n-j0)
 		kc := max(1, 4096/nj)
@@ -440,19 +489,20 @@ func mmadSaxpy(cc, a, b []float32, m, k, n, ku int) {
 			kl := min(kc, ku-k0)
 			for i0 := 0; i0 < m; i0 += mb {
 				mi := min(mb, m-i0)
-				blas32.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*k+k0:], k, b[k0*n+j0:], n, 1, cc[i0*n+j0:], n)
+				blas32.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*g.lda+k0:], g.lda, b[k0*g.ldb+j0:], g.ldb, 1, cc[i0*n+j0:], n)
 			}
 		}
 	}
 }
 
 // mmadFused is the sequential model with one exact rounding per step.
-func mmadFused(acc tensor.DType, cc, a, b []float32, m, k, n, ku int) {
-	for i := 0; i < m; i++ {
+func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < ku; kk++ {
-			x := a[i*k+kk]
-			for j, y := range b[kk*n : (kk+1)*n] {
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
 				ci[j] = fmaRound(acc, ci[j], x, y)
 			}
 		}
@@ -464,17 +514,18 @@ const blockK = 16
 
 // mmadBlocked is the blocked16 model: per output, per 16-wide k block,
 // acc ← RN(acc + exact block sum), one rounding.
-func mmadBlocked(acc tensor.DType, cc, a, b []float32, m, k, n, ku int) {
+func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
-	for i := 0; i < m; i++ {
-		for k0 := 0; k0 < ku; k0 += blockK {
-			k1 := min(k0+blockK, ku)
-			ai := a[i*k+k0 : i*k+k1]
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		for k0 := 0; k0 < g.ku; k0 += blockK {
+			k1 := min(k0+blockK, g.ku)
+			ai := a[i*g.lda+k0 : i*g.lda+k1]
 			for j := 0; j < n; j++ {
 				xs[0] = float64(cc[i*n+j])
 				for t, x := range ai {
-					xs[t+1] = float64(x) * float64(b[(k0+t)*n+j])
+					xs[t+1] = float64(x) * float64(b[(k0+t)*g.ldb+j])
 				}
 				cc[i*n+j] = sumRound(acc, xs[:len(ai)+1], &scratch)
 			}
@@ -614,5 +665,48 @@ func (c *Core) AddScaledRound(e tensor.DType, dst, src, x *Buffer, xd tensor.DTy
 		out[i] = roundTo(e, float64(v)+t)
 	}
 	c.chargeVector(2 * n * 4)
+	return nil
+}
+
+// CastF32 rounds the first n fp32 values of src (UB) to dtype to (fp16,
+// bf16 or fp32) into dst (UB) under the profile's numerics: one rounding
+// to nearest even, then saturate/flush. It is Cast(to, Float32, ...) with
+// the package's branch-light fp16 rounding, for the GEMM store.
+func (c *Core) CastF32(to tensor.DType, dst, src *Buffer, n int) error {
+	const op = "CastF32"
+	if n < 0 {
+		return fmt.Errorf("%s: negative count %d", op, n)
+	}
+	if err := c.checkBuf(op+": dst", dst, UB, n*to.Size()); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": src", src, UB, n*4); err != nil {
+		return err
+	}
+	if to.Size() != 4 && dst == src {
+		return fmt.Errorf("%s: in-place cast to %s", op, to)
+	}
+	in, num := src.F32()[:n], c.prof.Numerics
+	switch to {
+	case tensor.Float16:
+		z := dst.F16()[:n]
+		for i, v := range in {
+			z[i] = f32ToF16(v)
+		}
+		fixF16(z, num)
+	case tensor.BFloat16:
+		z := dst.BF16()[:n]
+		for i, v := range in {
+			z[i] = tensor.BF16FromFloat32(v)
+		}
+		fixBF16(z, num)
+	case tensor.Float32:
+		z := dst.F32()[:n]
+		copy(z, in)
+		fixF32(z, num)
+	default:
+		return fmt.Errorf("%s: dtype %s not supported", op, to)
+	}
+	c.chargeVector(n * 4)
 	return nil
 }

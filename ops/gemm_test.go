@@ -366,3 +366,39 @@ func TestGEMMSaturateFoldsOverflow(t *testing.T) {
 		}
 	}
 }
+
+// The dot-product part of the bound alone: |acc − d| / (g·S + K·h·(1+g))
+// for the legal summation orders, per accumulator format and K (logged:
+// how pessimistic the worst-case γ_K·S is on random data).
+func TestGEMMDotBoundTightness(t *testing.T) {
+	for _, acc := range []tensor.DType{tensor.Float32, tensor.Float16} {
+		for _, k := range []int{64, 256, 1024, 4096} {
+			in := uniform01(uint64(k)+3, tensor.Float16, 4, k, 4)
+			a, b := in["a"].Float64s(), in["b"].Float64s()
+			d, s := reference.MatMul(4, k, 4, a, b)
+			u, h, _ := formatConsts(acc, false)
+			g := roundingGrowth(k, u)
+			var worst float64
+			var worstImpl string
+			ps := make([]float64, k)
+			for _, impl := range legalImpls {
+				for i := 0; i < 4; i++ {
+					for j := 0; j < 4; j++ {
+						for kk := 0; kk < k; kk++ {
+							ps[kk] = a[i*k+kk] * b[kk*4+j]
+						}
+						got := implDot(impl, acc, ps)
+						bnd := g*s[i*4+j] + float64(k)*h*(1+g)
+						if r := math.Abs(got-d[i*4+j]) / bnd; r > worst {
+							worst, worstImpl = r, implNames[impl]
+						}
+						if math.Abs(got-d[i*4+j]) > bnd {
+							t.Errorf("gemm dot acc=%s K=%d impl=%s: element (%d,%d): got %g / want %g / bound %g", acc, k, implNames[impl], i, j, got, d[i*4+j], bnd)
+						}
+					}
+				}
+			}
+			t.Logf("gemm dot-product bound tightness acc=%s K=%d (uniform [0,1) fp16): %.4f (%s); g=%.3g", acc, k, worst, worstImpl, g)
+		}
+	}
+}

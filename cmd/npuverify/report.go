@@ -11,7 +11,7 @@ import (
 	"github.com/npuverify/npuverify/report"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json] [--backend B] [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json] [--precision MxKxN|off] [--backend B] [--profile P] [--timeout D]"
 
 // cmdReport runs the embedded default cases through the backend (as check
 // does: the emulator is also held to the stored bits and budgets) and
@@ -23,6 +23,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(where, reportSynopsis, stdout)
 	out := fs.String("out", "out/report", "directory to write report.<format> to")
 	formats := fs.String("format", "md,json", "comma-separated formats: "+strings.Join(report.Formats, ", ")+" (html: not yet)")
+	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
 	var dev deviceFlags
 	dev.register(fs)
 	pos, err := parse(fs, where, args)
@@ -35,6 +36,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fmts, err := report.ParseFormats(*formats)
 	if err != nil {
 		return usageErr(where, "--format: %v", err)
+	}
+	pcfg := report.DefaultPrecisionConfig()
+	if *precision != "off" {
+		if _, err := fmt.Sscanf(*precision, "%dx%dx%d", &pcfg.M, &pcfg.K, &pcfg.N); err != nil || pcfg.M <= 0 || pcfg.K <= 0 || pcfg.N <= 0 {
+			return usageErr(where, "--precision %q: want MxKxN with positive sizes, or off", *precision)
+		}
 	}
 	prof, b, err := dev.build(where)
 	if err != nil {
@@ -55,6 +62,17 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	rep := report.New("npuverify report", reportCases(results))
 	rep.Meta = map[string]string{"backend": b.Name(), "profile": prof.Name, "cases": store.Where()}
+	if *precision != "off" {
+		fmt.Fprintf(stderr, "npuverify report: GEMM precision-mode table %dx%dx%d\n", pcfg.M, pcfg.K, pcfg.N)
+		tab, err := report.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
+		if err != nil {
+			if harness.IsInput(err) {
+				return inputErr(where, err)
+			}
+			return backendErr(where, err)
+		}
+		rep.Add(tab)
+	}
 	paths, err := rep.WriteFiles(*out, fmts)
 	if err != nil {
 		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))

@@ -289,10 +289,12 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", err)
 	}
+	defer ga.Release()
 	gb, err := npu.NewGMMatrix(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: input \"b\": %w", err)
 	}
+	defer gb.Release()
 	// The SIMD multiply-then-add path is the sequential fp32 model when
 	// every product is exact in fp32 and B is finite (see npu.MmadParams).
 	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && !gb.NonFinite
@@ -327,8 +329,18 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 		depth := t.depth()
 		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
 		var aL1, bL1 [2]npu.L1Tile
+		defer func() {
+			for i := range aL1 {
+				aL1[i].Release()
+				bL1[i].Release()
+			}
+		}()
 		var aL0, bL0 [2]npu.L0Tile
-		for i := 0; i < t.BufferNum; i++ {
+		// Double-buffer only what this core loads more than once.
+		myBlocks := ceilDiv(blocks-core.BlockIdx, core.BlockDim)
+		nL1 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, depth)))
+		nL0 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, t.BaseK)))
+		for i := 0; i < nL1; i++ {
 			var err error
 			if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
 				return err
@@ -336,6 +348,9 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 			if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
 				return err
 			}
+		}
+		for i := 0; i < nL0; i++ {
+			var err error
 			if aL0[i].Buf, err = alloc(npu.L0A, t.BaseM*t.BaseK*size); err != nil {
 				return err
 			}
@@ -415,9 +430,9 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 						return err
 					}
 					first = false
-					l0 ^= t.BufferNum - 1
+					l0 = (l0 + 1) % nL0
 				}
-				ping ^= t.BufferNum - 1
+				ping = (ping + 1) % nL1
 			}
 			if err := gemmEpilogue(core, t, l0c, accUB, outUB, cUB, saUB, sbUB, c, sa, sb, out, m0, n0, mr, nr, nc); err != nil {
 				return err
@@ -485,7 +500,7 @@ func gemmEpilogue(core *npu.Core, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sb
 				return err
 			}
 		}
-		if err := core.Cast(t.OutDType, tensor.Float32, outUB, accUB, n); err != nil {
+		if err := core.CastF32(t.OutDType, outUB, accUB, n); err != nil {
 			return err
 		}
 		if err := core.DataCopy2DOut(out, t.N, m0+r0, n0, rows, nr, outUB, nc); err != nil {

@@ -400,3 +400,37 @@ func TestGEMMRegistry(t *testing.T) {
 		t.Errorf("gemm %v: scale_a of 4 values for M=5: got nil error / want an input error", vp)
 	}
 }
+
+// Tightness max(|got − ref| / bound) of the emulator's default-model
+// results per mode on the default distributions (logged for the report;
+// asserted ≤ 1, which the bound tests already imply).
+func TestGEMMTightness(t *testing.T) {
+	op, _ := ops.Lookup("gemm")
+	for _, mode := range ops.GEMMModes() {
+		var parts []string
+		for di, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistCancel} {
+			for _, k := range []int{64, 1024} {
+				seed := uint64(70 + di)
+				vp, cfg, in := genGEMM(t, ops.Params{"mode": mode.Name}, dist, 32, k, 32, seed)
+				got, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e, _ := op.Expect(vp, in, tensor.Numerics{})
+				w := e["out"]
+				var tight float64
+				for i := 0; i < got.Len(); i++ {
+					g := got.Float64(i)
+					if !w.Accepts(i, g) {
+						t.Errorf("gemm %v dist=%s 32x%dx32 seed=%d: element %d: got %g / want %g / bound %g", vp, dist, k, seed, i, g, w.Ref[i], w.Bound[i])
+					}
+					if !math.IsNaN(g) && !math.IsInf(g, 0) && w.Bound[i] > 0 {
+						tight = math.Max(tight, math.Abs(g-w.Ref[i])/w.Bound[i])
+					}
+				}
+				parts = append(parts, fmt.Sprintf("%s/K=%d %.3f", dist, k, tight))
+			}
+		}
+		t.Logf("gemm mode=%s emulator tightness: %v", mode.Name, parts)
+	}
+}

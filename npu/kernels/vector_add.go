@@ -142,7 +142,9 @@ func vectorAddDType(dt tensor.DType) error {
 
 // VectorAdd computes z = x + y on dev. x and y must have the same dtype
 // (fp16, bf16, fp32 or int8) and the same shape; z has them too. An empty
-// input launches nothing and returns dev.ZeroCost().
+// input launches nothing and returns dev.ZeroCost(). z is written to GM
+// between guard bands (npu.GuardedOutput); if the launch wrote a guard, z
+// and the cost are returned together with a wrapped *npu.GuardError.
 func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt VectorAddOptions) (*tensor.Tensor, *npu.Cost, error) {
 	switch {
 	case dev == nil:
@@ -165,24 +167,45 @@ func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt Ve
 	if err != nil {
 		return nil, nil, err
 	}
-	z, err := tensor.New(x.DType, x.Shape...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("vector_add: %w", err)
-	}
 	if t.BlockDim == 0 {
+		z, err := tensor.New(x.DType, x.Shape...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vector_add: %w", err)
+		}
 		return z, dev.ZeroCost(), nil
 	}
-	cost, err := dev.Launch(ctx, t.BlockDim, vectorAddKernel(t, x, y, z))
+	// z lives in GM between guard bands: a write past either end lands in
+	// a guard and is reported, not lost.
+	zg, err := npu.NewGuardedOutput("z", x.DType, x.Shape...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("vector_add: %w", err)
 	}
-	return z, cost, nil
+	cost, err := dev.Launch(ctx, t.BlockDim, vectorAddKernel(t, x, y, zg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("vector_add: %w", err)
+	}
+	if err := npu.CheckGuards(zg); err != nil {
+		return zg.Tensor(), cost, fmt.Errorf("vector_add: %w", err)
+	}
+	return zg.Tensor(), cost, nil
 }
 
-// vectorAddKernel is the device side: one block per core.
-func vectorAddKernel(t VectorAddTiling, x, y, z *tensor.Tensor) npu.Kernel {
+// vectorAddKernel is the device side: one block per core. z[i] is GM
+// element z.Base()+i. The `f.Has(Fault…)` branches are the fault hooks of
+// the mutation score (fault.go); with no fault set they never run.
+func vectorAddKernel(t VectorAddTiling, x, y *tensor.Tensor, z *npu.GuardedOutput) npu.Kernel {
 	return func(c *npu.Core) error {
+		f := c.Faults()
 		off, n := t.CoreRange(c.BlockIdx)
+		if f.Has(FaultVACoreOffByOne) && c.BlockIdx > 0 {
+			off--
+		}
+		if f.Has(FaultVALastCoreSkipped) && c.BlockIdx == t.BlockDim-1 && t.BlockDim > 1 {
+			return nil
+		}
+		if f.Has(FaultVALastTileSkipped) && n > t.TileElems {
+			n = (n - 1) / t.TileElems * t.TileElems
+		}
 		if n == 0 {
 			return nil
 		}
@@ -201,6 +224,7 @@ func vectorAddKernel(t VectorAddTiling, x, y, z *tensor.Tensor) npu.Kernel {
 				q[i][j] = b
 			}
 		}
+		zgm, base := z.GM(), z.Base()
 		for k, done := 0, 0; done < n; k, done = k+1, done+t.TileElems {
 			c.BeginTile()
 			cnt, g := min(t.TileElems, n-done), off+done
@@ -212,14 +236,40 @@ func vectorAddKernel(t VectorAddTiling, x, y, z *tensor.Tensor) npu.Kernel {
 			if err := copyIn(xb, x, g, cnt); err != nil {
 				return err
 			}
-			if err := copyIn(yb, y, g, cnt); err != nil {
+			ySrc, yAdd := y, yb
+			if f.Has(FaultVAYReadAsX) {
+				ySrc = x
+			}
+			if err := copyIn(yb, ySrc, g, cnt); err != nil {
 				return err
 			}
-			if err := c.Add(t.DType, zb, xb, yb, cnt); err != nil {
+			if f.Has(FaultVAStaleBuffer) && k > 0 {
+				yAdd = q[1][(k-1)%t.BufferNum]
+			}
+			addType := t.DType
+			if f.Has(FaultVABF16AsFP16) && addType == tensor.BFloat16 {
+				addType = tensor.Float16
+			}
+			if err := c.Add(addType, zb, xb, yAdd, cnt); err != nil {
 				return err
 			}
-			if err := copyOut(z, g, zb, cnt); err != nil {
+			if !f.Empty() {
+				vectorAddRoundingFaults(c, f, t.DType, zb, xb, yAdd, cnt)
+			}
+			outCnt := cnt
+			if f.Has(FaultVATailDropped) {
+				outCnt -= cnt % t.BlockElems
+			}
+			if f.Has(FaultVAWritePastEnd) && g+cnt == t.N && (cnt*size)%align != 0 {
+				outCnt++
+			}
+			if err := copyOut(zgm, base+g, zb, outCnt); err != nil {
 				return err
+			}
+			if f.Has(FaultVAInputModified) {
+				if err := c.DataCopyPadOut(x, g, zb, cnt); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -256,8 +306,11 @@ func runVectorAdd(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 			return nil, nil, fmt.Errorf("%s: input %q: dtype %s, want %s (param dtype)", op, v.name, v.t.DType, dt)
 		}
 	}
-	z, cost, err := VectorAdd(ctx, dev, x, y, VectorAddOptions{})
+	z, cost, err := VectorAdd(ctx, dev, x, y, variantFrom(ctx).VectorAdd)
 	if err != nil {
+		if z != nil { // a guard violation: z was produced, and a guard written
+			return map[string]*tensor.Tensor{"z": z}, cost, err
+		}
 		return nil, nil, err
 	}
 	return map[string]*tensor.Tensor{"z": z}, cost, nil

@@ -1,0 +1,183 @@
+// Package mutation measures the bug-catching power of the default
+// verification suite (the mutation score, DESIGN §1): it runs the suite
+// against the emulator with each fault of the kernels' catalogue switched
+// on (kernels.FaultCatalogue) and reports, per fault, the first case and
+// check that caught it, or SURVIVED. It also runs the suite against the
+// correct emulator and valid kernel variants (another tiling, core count
+// or summation order, kernels.Variant), where every failure is a false
+// alarm.
+//
+// Two columns are scored. The bound checks are what any backend, a real
+// kernel included, is judged by: the case's accuracy policy (bound by
+// default), inputs unchanged, guard bands around the outputs, and the
+// backend finishing at all. The exact column adds the bit-exact
+// comparison with the golden store's recorded outputs, the emulator's own
+// regression guard; on its own it would catch any emulator fault that
+// changes a bit, which says nothing about real kernels, so the bound
+// column is the score that matters.
+package mutation
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+// Case is one case of the suite, prepared once and run against every
+// backend (inputs are read-only: the harness hands backends copies).
+type Case struct {
+	// ID is "<op>/<name>" for golden cases and "ut:<op>/<name>" for
+	// generated ones.
+	ID string
+	// Prepared holds the validated params and the inputs.
+	Prepared *harness.Prepared
+	// Policy is the case's accuracy policy.
+	Policy verify.Policy
+	// Golden holds the recorded output bits; nil for generated cases
+	// (they have no exact check).
+	Golden map[string]*tensor.Tensor
+}
+
+// Source of a case.
+const (
+	SourceGolden    = "golden"
+	SourceGenerated = "ut"
+)
+
+// Source reports where the case comes from.
+func (c *Case) Source() string {
+	if c.Golden == nil {
+		return SourceGenerated
+	}
+	return SourceGolden
+}
+
+// GoldenCases returns every case of store s, in ID order, with its inputs
+// and recorded outputs loaded.
+func GoldenCases(s *golden.Store) ([]*Case, error) {
+	var out []*Case
+	for _, gc := range s.Cases() {
+		if gc.Err != nil {
+			return nil, fmt.Errorf("golden case %s: %w", gc.ID, gc.Err)
+		}
+		hc := gc.File.Harness()
+		op, err := ops.Lookup(hc.Op)
+		if err != nil {
+			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
+		}
+		params, err := op.Validate(hc.Params)
+		if err != nil {
+			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
+		}
+		pol, err := verify.ParsePolicy(orDefault(gc.File.Policy, "bound"))
+		if err != nil {
+			return nil, fmt.Errorf("golden case %s: policy: %w", gc.ID, err)
+		}
+		in, expected, err := s.Load(gc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Case{
+			ID:       gc.ID,
+			Prepared: &harness.Prepared{Case: hc, Op: op, Params: params, Inputs: in},
+			Policy:   pol,
+			Golden:   expected,
+		})
+	}
+	return out, nil
+}
+
+// GeneratedCases returns the UT-style cases the suite adds to the golden
+// set, generated from their seeds: the ones a realistic fault needs that
+// the checked-in set leaves out to stay small.
+//
+// The golden vector_add set stops at one UB tile per core (golden
+// VectorAddSizes: a full pass at the largest tile is megabytes per case),
+// so a bug in a core's tile loop (a skipped last tile, a stale
+// double-buffer tile) never shows there. The UT suite's multi-core pass
+// size +1 does: the largest tile on every core plus one element, so the
+// first core takes one 32-byte block more than fits one tile and loops
+// over two tiles (one case per dtype, uniform values; 0.4–1.6 M
+// elements, the smallest that reach the second tile).
+func GeneratedCases(prof npu.Profile) ([]*Case, error) {
+	var out []*Case
+	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
+		tile, cores, err := maxTile(prof, d)
+		if err != nil {
+			return nil, err
+		}
+		n := tile*cores + 1
+		name := fmt.Sprintf("%s_%s_n%d", d, ops.DistUniform, n)
+		c := harness.Case{
+			Name: name, Op: "vector_add", Params: ops.Params{"dtype": d.String()},
+			Dims: map[string]int{"n": n}, Dist: ops.DistUniform, Seed: golden.CaseSeed("vector_add", name),
+			Labels: []string{"UT", "op:vector_add", "dtype:" + d.String(), "size:multi-tile"},
+		}
+		pc, err := harness.Prepare(c)
+		if err != nil {
+			return nil, fmt.Errorf("generated case %s: %w", name, err)
+		}
+		out = append(out, &Case{ID: "ut:vector_add/" + name, Prepared: pc, Policy: verify.DefaultPolicy()})
+	}
+	return out, nil
+}
+
+// maxTile returns the largest vector_add tile of dtype d on prof in
+// elements (the largest one-core share the tiling keeps in one tile,
+// found by bisection: the tiling function is the only authority) and the
+// number of cores a large input is spread over.
+func maxTile(prof npu.Profile, d tensor.DType) (tile, cores int, err error) {
+	big, err := kernels.NewVectorAddTiling(prof, tensor.MaxElements, d)
+	if err != nil {
+		return 0, 0, err
+	}
+	lo, hi := 1, prof.UBBytes/(big.BlockElems*d.Size())+1 // in blocks
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		t, err := kernels.VectorAddTilingWith(prof, mid*big.BlockElems, d, kernels.VectorAddOptions{BlockDim: 1})
+		if err == nil && t.TileNum == 1 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo * big.BlockElems, big.BlockDim, nil
+}
+
+// DefaultSuite is the suite the mutation score is measured on: every case
+// of the embedded golden store, then GeneratedCases.
+func DefaultSuite(prof npu.Profile) ([]*Case, error) {
+	cs, err := GoldenCases(golden.Embedded())
+	if err != nil {
+		return nil, err
+	}
+	gen, err := GeneratedCases(prof)
+	if err != nil {
+		return nil, err
+	}
+	return append(cs, gen...), nil
+}
+
+// DefaultVariants are the valid kernel variants the suite must accept:
+// another core count with unaligned tiles (every tile copied with
+// DataCopyPad, shares of uneven size), and one core looping over many
+// tiles of the largest size.
+func DefaultVariants() []kernels.Variant {
+	return []kernels.Variant{
+		{Name: "7-cores-49-elem-tiles", VectorAdd: kernels.VectorAddOptions{BlockDim: 7, TileElems: 49}},
+		{Name: "1-core-max-tiles", VectorAdd: kernels.VectorAddOptions{BlockDim: 1}},
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package kernels
+
+import (
+	"math"
+	"slices"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// The fault catalogue: realistic kernel bugs that can be switched on in
+// the emulator (backend.WithFaults, or npu.WithFaults on the context of a
+// launch) to measure how many of them the verification suite catches (the
+// mutation score, package mutation). Each fault is consulted at the one
+// spot of its kernel where the real bug would sit; with no fault switched
+// on the kernels behave exactly as without the hooks.
+
+// vector_add faults.
+const (
+	// FaultVATailDropped: the unaligned tail of the output (the last
+	// N mod 32-byte-block elements) is never copied out, as when a kernel
+	// rounds the DataCopy length down to whole blocks instead of using
+	// DataCopyPad for the tail.
+	FaultVATailDropped npu.Fault = "vector_add/tail-dropped"
+	// FaultVACoreOffByOne: every core after the first computes its start
+	// offset one element too low (an inclusive/exclusive mix-up at the core
+	// boundary), so each share overlaps the previous one by an element and
+	// the last element of the output is never written.
+	FaultVACoreOffByOne npu.Fault = "vector_add/core-offset-off-by-one"
+	// FaultVALastCoreSkipped: the last core's share is never computed (a
+	// `blockIdx < blockDim-1` loop bound, or a host launching one block
+	// too few).
+	FaultVALastCoreSkipped npu.Fault = "vector_add/last-core-skipped"
+	// FaultVALastTileSkipped: a core with more than one tile stops before
+	// its last tile (tile loop bound off by one); only inputs larger than
+	// one tile per core show it.
+	FaultVALastTileSkipped npu.Fault = "vector_add/last-tile-skipped"
+	// FaultVAStaleBuffer: from the second tile on, the Add reads the y
+	// buffer of the previous tile (the ping-pong index of the y queue is
+	// not advanced): a stale double-buffer tile is reused.
+	FaultVAStaleBuffer npu.Fault = "vector_add/stale-double-buffer"
+	// FaultVAWritePastEnd: the copy-out of the unaligned last tile moves
+	// one element more than it holds (length cnt+1), writing one element
+	// past the end of z in GM. Only a guard band shows it.
+	FaultVAWritePastEnd npu.Fault = "vector_add/write-past-end"
+	// FaultVAInputModified: the kernel also copies each result tile over
+	// x in GM (an in-place variant left switched on); z itself is right.
+	// Only the inputs-unchanged check shows it.
+	FaultVAInputModified npu.Fault = "vector_add/input-modified"
+	// FaultVAYReadAsX: the y copy-in reads from x's GM address (a
+	// copy-pasted operand), so z = x + x.
+	FaultVAYReadAsX npu.Fault = "vector_add/y-read-as-x"
+	// FaultVACastTruncates: the fp32 → fp16/bf16 conversion of the sum
+	// truncates (rounds toward zero) instead of rounding to nearest even,
+	// as with a CAST_TRUNC / RZ mode where CAST_RINT was meant.
+	FaultVACastTruncates npu.Fault = "vector_add/cast-truncates"
+	// FaultVASaturatesNotInf: results saturate (±Inf → ±max, NaN → 0) on
+	// a part whose profile says IEEE overflow to Inf (a saturation mode
+	// left on from an older part).
+	FaultVASaturatesNotInf npu.Fault = "vector_add/saturates-not-inf"
+	// FaultVAInfNotSaturated: the reverse: on a part whose profile says
+	// saturate, results overflow to ±Inf and NaN stays NaN.
+	FaultVAInfNotSaturated npu.Fault = "vector_add/inf-not-saturated"
+	// FaultVASubnormalsFlushed: subnormal results are flushed to zero on
+	// a part whose profile keeps them (a flush-to-zero mode left on).
+	FaultVASubnormalsFlushed npu.Fault = "vector_add/subnormals-flushed"
+	// FaultVAInt8Wraps: int8 sums wrap around (two's complement) instead
+	// of saturating to [−128, 127].
+	FaultVAInt8Wraps npu.Fault = "vector_add/int8-wraps"
+	// FaultVAInt8Clamp127: int8 sums clamp to the symmetric quantisation
+	// range [−127, 127] instead of the arithmetic range [−128, 127].
+	FaultVAInt8Clamp127 npu.Fault = "vector_add/int8-clamp-127"
+	// FaultVABF16AsFP16: bf16 data is added with the fp16 instruction (the
+	// dtype template argument of the Add is wrong), so the bits are
+	// reinterpreted.
+	FaultVABF16AsFP16 npu.Fault = "vector_add/bf16-as-fp16"
+)
+
+// FaultInfo describes one fault of the catalogue.
+type FaultInfo struct {
+	Fault  npu.Fault `json:"fault"`
+	Op     string    `json:"op"`
+	Models string    `json:"models"` // the real bug it models
+}
+
+var faultCatalogue = []FaultInfo{
+	{FaultVATailDropped, "vector_add", "unaligned tail not copied out (DataCopy length rounded down, no DataCopyPad)"},
+	{FaultVACoreOffByOne, "vector_add", "core start offset one element low at every core boundary"},
+	{FaultVALastCoreSkipped, "vector_add", "last core's share never computed"},
+	{FaultVALastTileSkipped, "vector_add", "tile loop stops before a core's last tile"},
+	{FaultVAStaleBuffer, "vector_add", "stale double-buffer y tile reused from the second tile on"},
+	{FaultVAWritePastEnd, "vector_add", "one element written past the end of z"},
+	{FaultVAInputModified, "vector_add", "result also copied over input x"},
+	{FaultVAYReadAsX, "vector_add", "y read from x's address (z = x + x)"},
+	{FaultVACastTruncates, "vector_add", "fp32→fp16/bf16 cast truncates instead of RNE"},
+	{FaultVASaturatesNotInf, "vector_add", "saturation where the profile expects inf"},
+	{FaultVAInfNotSaturated, "vector_add", "inf/NaN where the profile expects saturation"},
+	{FaultVASubnormalsFlushed, "vector_add", "subnormal results flushed to zero"},
+	{FaultVAInt8Wraps, "vector_add", "int8 sum wraps around instead of saturating"},
+	{FaultVAInt8Clamp127, "vector_add", "int8 sum clamped to [−127, 127] instead of [−128, 127]"},
+	{FaultVABF16AsFP16, "vector_add", "bf16 added with the fp16 instruction"},
+}
+
+// FaultCatalogue returns every fault the kernels can inject, by op, in
+// catalogue order.
+func FaultCatalogue() []FaultInfo { return slices.Clone(faultCatalogue) }
+
+// vectorAddRoundingFaults re-rounds the n sums of one Add (z = x + y,
+// dtype dt) the way the switched-on rounding fault would have: it is the
+// fault hook of the Add's conversion step and does nothing when none of
+// those faults is on, or when the profile already behaves that way.
+func vectorAddRoundingFaults(c *npu.Core, f npu.Faults, dt tensor.DType, z, x, y *npu.Buffer, n int) {
+	num := c.Profile().Numerics
+	if dt == tensor.Int8 {
+		xs, ys, zs := x.I8()[:n], y.I8()[:n], z.I8()[:n]
+		for i := range zs {
+			s := int(xs[i]) + int(ys[i])
+			switch {
+			case f.Has(FaultVAInt8Wraps):
+				zs[i] = int8(s) // two's complement wrap-around
+			case f.Has(FaultVAInt8Clamp127):
+				zs[i] = int8(max(-127, min(127, s)))
+			}
+		}
+		return
+	}
+	ff, _ := dt.FloatFormat()
+	var round func(z, exact func() float64) float64
+	switch {
+	case f.Has(FaultVACastTruncates) && dt != tensor.Float32:
+		// The sum of two fp16 or bf16 values is exact in float64; the
+		// fault rounds it toward zero instead of to nearest.
+		round = func(_, exact func() float64) float64 { return num.Round(truncate(ff, exact()), dt) }
+	case f.Has(FaultVASaturatesNotInf) && num.Overflow == tensor.OverflowInf:
+		sat := num
+		sat.Overflow = tensor.OverflowSaturate
+		round = func(z, _ func() float64) float64 { return sat.Round(z(), dt) }
+	case f.Has(FaultVAInfNotSaturated) && num.Overflow == tensor.OverflowSaturate:
+		ieee := num
+		ieee.Overflow = tensor.OverflowInf
+		round = func(z, exact func() float64) float64 {
+			if v := z(); v != 0 && math.Abs(v) != ff.MaxFinite() {
+				return v // neither a saturated overflow nor a NaN mapped to 0
+			}
+			return ieee.Round(exact(), dt)
+		}
+	case f.Has(FaultVASubnormalsFlushed) && num.Subnormals == tensor.SubnormalKeep:
+		ftz := num
+		ftz.Subnormals = tensor.SubnormalFlush
+		round = func(z, _ func() float64) float64 { return ftz.Round(z(), dt) }
+	default:
+		return
+	}
+	for i := range n {
+		zi := func() float64 { return getUB(dt, z, i) }
+		exact := func() float64 { return getUB(dt, x, i) + getUB(dt, y, i) }
+		setUB(dt, z, i, round(zi, exact))
+	}
+}
+
+// truncate rounds x toward zero in format f (RZ): never up in magnitude,
+// and finite values never overflow to Inf.
+func truncate(f tensor.Format, x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	q := f.Ulp(x)
+	r := math.Trunc(x/q) * q
+	if math.Abs(r) > f.MaxFinite() {
+		r = math.Copysign(f.MaxFinite(), x)
+	}
+	return r
+}
+
+// getUB reads element i of a UB buffer of float dtype dt.
+func getUB(dt tensor.DType, b *npu.Buffer, i int) float64 {
+	switch dt {
+	case tensor.Float16:
+		return float64(b.F16()[i].Float32())
+	case tensor.BFloat16:
+		return b.BF16()[i].Float64()
+	}
+	return float64(b.F32()[i])
+}
+
+// setUB stores v, a value of dtype dt (or ±Inf, NaN), as element i.
+func setUB(dt tensor.DType, b *npu.Buffer, i int, v float64) {
+	switch dt {
+	case tensor.Float16:
+		b.F16()[i] = float16.Fromfloat32(float32(v))
+	case tensor.BFloat16:
+		b.BF16()[i] = tensor.BF16FromFloat32(float32(v))
+	default:
+		b.F32()[i] = float32(v)
+	}
+}

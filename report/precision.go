@@ -1,0 +1,235 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+// PrecisionConfig sets up a precision-mode table: GEMM of size M×K×N on
+// one float64 source per distribution, cast to every mode.
+type PrecisionConfig struct {
+	M, K, N int
+	Dists   []string
+	Seed    uint64
+}
+
+// DefaultPrecisionConfig is the table the report command renders:
+// 512×512×512 on uniform, normal and cancelling data.
+func DefaultPrecisionConfig() PrecisionConfig {
+	return PrecisionConfig{M: 512, K: 512, N: 512, Dists: []string{ops.DistUniform, ops.DistNormal, ops.DistCancel}, Seed: 1}
+}
+
+// PrecisionRow is one mode on one distribution. Errors are measured
+// against the float64 product of the float64 source, not against the
+// reference on the cast inputs: the row says what the mode loses, input
+// casting and quantisation included.
+type PrecisionRow struct {
+	Dist        string  `json:"dist"`
+	Mode        string  `json:"mode"`
+	Cycles      int64   `json:"cycles"`
+	GMBytes     int64   `json:"gm_bytes"`
+	CubeUtil    Float   `json:"cube_util"`
+	MaxRel      Float   `json:"max_rel"`
+	MERE        Float   `json:"mere"`
+	RMSE        Float   `json:"rmse"`
+	Cosine      Float   `json:"cosine"`
+	BoundPassed bool    `json:"bound_passed"` // the output is within the mode's own bound
+	Tightness   Float   `json:"tightness"`    // max err/bound against the mode's own reference
+	Seconds     float64 `json:"-"`
+}
+
+// PrecisionTable is the report section answering "what does each GEMM
+// precision mode cost and lose" on the backend that produced it.
+type PrecisionTable struct {
+	Config  PrecisionConfig `json:"config"`
+	Backend string          `json:"backend"`
+	Rows    []PrecisionRow  `json:"rows"`
+}
+
+// Key implements Section.
+func (*PrecisionTable) Key() string { return "gemm_precision_modes" }
+
+// JSON implements Section.
+func (t *PrecisionTable) JSON() any { return t }
+
+// Markdown implements Section.
+func (t *PrecisionTable) Markdown(w io.Writer) error {
+	c := t.Config
+	fmt.Fprintf(w, "## GEMM precision modes\n\n")
+	fmt.Fprintf(w, "One float64 source A [%d×%d], B [%d×%d] per distribution (seed %d), cast to each mode's input dtype "+
+		"(int8: symmetric per-row/per-column scales, max |x| → 127), run on backend %s. Errors are against the float64 "+
+		"product of the source; *bound* says whether the output is within the mode's own rigorous bound, with its tightness.\n\n",
+		c.M, c.K, c.K, c.N, c.Seed, t.Backend)
+	fmt.Fprintln(w, "| dist | mode | cycles | GM bytes | cube util | max rel err | MERE | RMSE | cosine | bound (tightness) |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	for _, r := range t.Rows {
+		verdict := "pass"
+		if !r.BoundPassed {
+			verdict = "FAIL"
+		}
+		_, err := fmt.Fprintf(w, "| %s | %s | %d | %d | %.3f | %.3g | %.3g | %.3g | %.9f | %s (%.3g) |\n",
+			r.Dist, r.Mode, r.Cycles, r.GMBytes, float64(r.CubeUtil), float64(r.MaxRel), float64(r.MERE), float64(r.RMSE), float64(r.Cosine), verdict, float64(r.Tightness))
+		if err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// PrecisionModes builds the precision-mode table by running gemm in every
+// mode on b.
+func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg PrecisionConfig) (*PrecisionTable, error) {
+	op, err := ops.Lookup("gemm")
+	if err != nil {
+		return nil, fmt.Errorf("precision table: %w", err)
+	}
+	t := &PrecisionTable{Config: cfg, Backend: b.Name()}
+	for _, dist := range cfg.Dists {
+		a64, b64, err := precisionSource(cfg, dist)
+		if err != nil {
+			return nil, err
+		}
+		truth := matmul64(a64, b64, cfg.M, cfg.K, cfg.N)
+		for _, mode := range ops.GEMMModes() {
+			p, err := op.Validate(ops.Params{"mode": mode.Name})
+			if err != nil {
+				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
+			}
+			in := castInputs(mode, a64, b64, cfg)
+			if err := ops.CheckInputs(op, p, in); err != nil {
+				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
+			}
+			out, cost, err := b.Run(ctx, "gemm", p, in)
+			if err != nil {
+				return nil, fmt.Errorf("precision table: gemm %s on %s: %w", p, dist, err)
+			}
+			got := out["out"]
+			want, err := op.Expect(p, in, num)
+			if err != nil {
+				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
+			}
+			own := verify.Compute(got, want["out"])
+			vs := verify.Compute(got, &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))})
+			row := PrecisionRow{
+				Dist: dist, Mode: mode.Name,
+				MaxRel: Float(vs.MaxRel), MERE: Float(vs.MERE), RMSE: Float(vs.RMSE), Cosine: Float(vs.Cosine),
+				BoundPassed: own.OutOfBound == 0 && own.NonFiniteMismatch == 0, Tightness: Float(own.Tightness),
+			}
+			if cost != nil {
+				row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, Float(cost.CubeUtil)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, nil
+}
+
+func infs(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.Inf(1)
+	}
+	return s
+}
+
+// precisionSource draws the float64 source matrices for one distribution
+// from the op's own generator at fp64, so "cancel" cancels in the source.
+func precisionSource(cfg PrecisionConfig, dist string) (a, b *tensor.Tensor, err error) {
+	g := ops.Gen{Dims: map[string]int{"m": cfg.M, "k": cfg.K, "n": cfg.N}, Dist: dist, Seed: cfg.Seed}
+	rng := g.Rand()
+	if a, err = ops.Fill(rng, dist, tensor.Float64, cfg.M, cfg.K); err != nil {
+		return nil, nil, fmt.Errorf("precision table: %w", err)
+	}
+	if b, err = ops.Fill(rng, dist, tensor.Float64, cfg.K, cfg.N); err != nil {
+		return nil, nil, fmt.Errorf("precision table: %w", err)
+	}
+	if dist == ops.DistCancel {
+		// Pairs of k whose terms nearly cancel: a[:, 2p+1] = a[:, 2p] and
+		// b[2p+1, :] = −b[2p, :]·(1+δ) with |δ| ≤ 2^-7, so each pair adds
+		// only a[i,2p]·b[2p,j]·δ while the terms stay large. δ is well above
+		// fp16 and bf16 resolution at the scale of b, so casting keeps it.
+		for p := 0; p+1 < cfg.K; p += 2 {
+			for i := 0; i < cfg.M; i++ {
+				a.SetBits(i*cfg.K+p+1, a.Bits(i*cfg.K+p))
+			}
+			for j := 0; j < cfg.N; j++ {
+				delta := (2*rng.Float64() - 1) / 128
+				b.SetFloat64((p+1)*cfg.N+j, -b.Float64(p*cfg.N+j)*(1+delta), tensor.Numerics{})
+			}
+		}
+	}
+	return a, b, nil
+}
+
+// castInputs casts the source to mode's input dtype; int8 modes quantise
+// symmetrically per row of A and per column of B and pass the scales.
+func castInputs(mode ops.GEMMMode, a, b *tensor.Tensor, cfg PrecisionConfig) map[string]*tensor.Tensor {
+	if !mode.Int8() {
+		return map[string]*tensor.Tensor{"a": cast(a, mode.In), "b": cast(b, mode.In)}
+	}
+	qa, sa := quantise(a, cfg.M, cfg.K, true)
+	qb, sb := quantise(b, cfg.K, cfg.N, false)
+	return map[string]*tensor.Tensor{"a": qa, "b": qb, "scale_a": sa, "scale_b": sb}
+}
+
+func cast(t *tensor.Tensor, d tensor.DType) *tensor.Tensor {
+	out := tensor.MustNew(d, t.Shape...)
+	for i := 0; i < t.Len(); i++ {
+		out.SetFloat64(i, t.Float64(i), tensor.Numerics{})
+	}
+	return out
+}
+
+// quantise maps each row (byRow) or column of the rows×cols matrix t to
+// int8 with scale max|x|/127 (1 for an all-zero line), rounding half to even.
+func quantise(t *tensor.Tensor, rows, cols int, byRow bool) (q, scale *tensor.Tensor) {
+	lines, length := cols, rows
+	at := func(line, i int) int { return i*cols + line }
+	if byRow {
+		lines, length = rows, cols
+		at = func(line, i int) int { return line*cols + i }
+	}
+	q = tensor.MustNew(tensor.Int8, rows, cols)
+	scale = tensor.MustNew(tensor.Float32, lines)
+	for l := 0; l < lines; l++ {
+		m := 0.0
+		for i := 0; i < length; i++ {
+			m = math.Max(m, math.Abs(t.Float64(at(l, i))))
+		}
+		s := 1.0
+		if m > 0 {
+			s = float64(float32(m / 127))
+		}
+		scale.SetFloat64(l, s, tensor.Numerics{})
+		for i := 0; i < length; i++ {
+			q.SetFloat64(at(l, i), t.Float64(at(l, i))/s, tensor.Numerics{})
+		}
+	}
+	return q, scale
+}
+
+// matmul64 is the float64 product of the source, the table's truth.
+func matmul64(a, b *tensor.Tensor, m, k, n int) []float64 {
+	av, bv := a.F64(), b.F64()
+	out := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			x := av[i*k+p]
+			row := bv[p*n : (p+1)*n]
+			o := out[i*n : (i+1)*n]
+			for j := range row {
+				o[j] += x * row[j]
+			}
+		}
+	}
+	return out
+}
