@@ -42,7 +42,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr(where, "unexpected argument %q", pos[0])
 	}
-	opt := golden.CheckOptions{Op: *opName, Policy: *policy, Timeout: dev.timeout}
+	opt := golden.CheckOptions{Op: *opName, Policy: *policy}
 	if *shard != "" {
 		if opt.Shard, opt.Shards, err = parseShard(*shard); err != nil {
 			return usageErr(where, "%v", err)
@@ -52,7 +52,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt.Numerics = prof.Numerics
+	opt.Numerics, opt.Timeout = prof.Numerics, dev.caseTimeout(b)
 	if !recordingProfile(prof) {
 		opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		fmt.Fprintf(stderr, "npuverify: check: profile %s is not the one the goldens were recorded on (ascend910b): no bit-exact or budget checks\n", prof.Name)

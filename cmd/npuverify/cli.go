@@ -209,6 +209,19 @@ func (d *deviceFlags) build(where string) (npu.Profile, backend.Backend, error) 
 	return prof, b, nil
 }
 
+// caseTimeout is the deadline the CLI puts on each case's context: the
+// --timeout for the emulator, none for an exec backend. The exec backend
+// times its command itself and reports "timed out after <--timeout>;
+// killed its process group"; a context deadline of the same length would
+// start earlier (before the case directory is written), fire first, and be
+// reported as the caller's deadline of some odd number of milliseconds.
+func (d *deviceFlags) caseTimeout(b backend.Backend) time.Duration {
+	if _, ok := b.(*backend.Exec); ok {
+		return 0
+	}
+	return d.timeout
+}
+
 // loadProfile resolves a built-in profile name or a JSON file path.
 func loadProfile(s string) (npu.Profile, error) {
 	if p, err := npu.ProfileByName(s); err == nil {

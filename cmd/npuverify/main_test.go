@@ -305,7 +305,7 @@ func TestCheckFailureAndBackendError(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rep")
-	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json")}, "report", "--out", dir)
+	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json")}, "report", "--out", dir, "--precision", "32x64x16")
 	if !strings.Contains(e, "PASS") || !strings.Contains(e, "vector_add/fp16_uniform_n0") {
 		t.Errorf("no progress on stderr:\n%s", e)
 	}
@@ -317,7 +317,7 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"# npuverify report", "## Summary", "| case | verdict | tightness | cycles |", "## Cases", "MERE", "load balance", "budget cycles"} {
+	for _, s := range []string{"# npuverify report", "## Summary", "| case | verdict | tightness | cycles |", "## Cases", "MERE", "load balance", "budget cycles", "## GEMM precision modes", "| cancel | int8_int32acc |"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("report.md lacks %q", s)
 		}
@@ -330,7 +330,8 @@ func TestReport(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	wantCLI(t, 0, []string{"report.md"}, "report", "--out", dir, "--format", "md")
+	wantCLI(t, 0, []string{"report.md"}, "report", "--out", dir, "--format", "md", "--precision", "off")
+	wantCLI(t, 2, []string{"npuverify: report: --precision", "0x1x1"}, "report", "--out", dir, "--precision", "0x1x1")
 	wantCLI(t, 2, []string{"npuverify: report: --format", "html"}, "report", "--out", dir, "--format", "html")
 	wantCLI(t, 2, []string{"npuverify: report: --format", "pdf"}, "report", "--out", dir, "--format", "pdf")
 }

@@ -47,7 +47,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.timeout, Progress: stderr}
+	opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), Progress: stderr}
 	if !recordingProfile(prof) {
 		opt.Exact, opt.NoBudgets = golden.ExactNever, true
 	}

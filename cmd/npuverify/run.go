@@ -90,8 +90,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return inputErr(where, err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), dev.timeout)
-	defer cancel()
+	ctx := context.Background()
+	if d := dev.caseTimeout(b); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	c := harness.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
