@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-exec report fuzz golden bench lint build
+.PHONY: test test-exec report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
 test:
@@ -15,6 +15,11 @@ test:
 test-exec:
 	mkdir -p bin && $(CC) -O2 -std=c11 -o bin/ckernel backend/testdata/ckernel/*.c -lm
 	NPUVERIFY_BACKEND="exec:$(CURDIR)/bin/ckernel" $(GO) test -count=1 ./suites
+
+## mutation: mutation score: the default suite against every injected kernel fault (table of the
+## first case and check that caught each, or SURVIVED) and false alarms on valid variants.
+mutation:
+	$(GO) run ./cmd/npuverify mutate
 
 ## report: accuracy + performance report on the embedded default cases.
 report:

@@ -155,15 +155,9 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		return g, nil
 	case tensor.Float16:
 		g.f = getSlice[float32](&f32Pool, n)
-		decodeF16(g.f, t.F16())
 		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
+		g.NonFinite = decodeF16(g.f, t.F16())
 		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
-		for _, v := range t.F16() {
-			if v&0x7C00 == 0x7C00 {
-				g.NonFinite = true
-				break
-			}
-		}
 		return g, nil
 	case tensor.BFloat16:
 		g.f = getSlice[float32](&f32Pool, n)
@@ -310,13 +304,6 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 	return nil
 }
 
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
-}
-
 // Decoded views are large and made per launch; recycle them.
 var (
 	f32Pool sync.Pool // *[]float32
@@ -351,11 +338,17 @@ func (t *L1Tile) Release() {
 	t.f, t.i = nil, nil
 }
 
-func decodeF16(dst []float32, src []float16.Float16) {
+// decodeF16 decodes src into dst and reports whether it held Inf or NaN.
+func decodeF16(dst []float32, src []float16.Float16) (nonFinite bool) {
 	t := f16Table() // vector.go: every fp16 bit pattern decoded
+	dst = dst[:len(src)]
 	for k, v := range src {
 		dst[k] = t[v]
+		if v&0x7C00 == 0x7C00 { // exponent all ones: Inf or NaN
+			nonFinite = true
+		}
 	}
+	return nonFinite
 }
 
 // MmadParams describes one cube matrix multiply-accumulate
@@ -465,7 +458,7 @@ func mmadInt(cc, a, b []int32, g mmadGeom) {
 	}
 }
 
-var blas32 gonum.Implementation
+var gonumBLAS gonum.Implementation
 
 // mmadSaxpy is the sequential fp32 model for exact products: gonum's
 // Sgemm (C += A·B, alpha = beta = 1) updates each row of C with SIMD
@@ -489,7 +482,7 @@ func mmadSaxpy(cc, a, b []float32, g mmadGeom) {
 			kl := min(kc, ku-k0)
 			for i0 := 0; i0 < m; i0 += mb {
 				mi := min(mb, m-i0)
-				blas32.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*g.lda+k0:], g.lda, b[k0*g.ldb+j0:], g.ldb, 1, cc[i0*n+j0:], n)
+				gonumBLAS.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*g.lda+k0:], g.lda, b[k0*g.ldb+j0:], g.ldb, 1, cc[i0*n+j0:], n)
 			}
 		}
 	}

@@ -99,21 +99,22 @@ func fp16Dict(shape string) string {
 // zeros returns n zero bytes.
 func zeros(n int) []byte { return make([]byte, n) }
 
+// sh returns a shell script: a fake kernel.
 func sh(script string) []byte { return []byte("#!/bin/sh\n" + script + "\n") }
 
 // badInputCatalogue returns the catalogue.
 func badInputCatalogue() []badInput {
+	with := func(a []string, more ...string) []string { return append(append([]string(nil), a...), more...) }
 	// The run command on a bad y (x is valid).
 	runY := []string{"run", "vector_add", "--in", "x={x}", "--in", "y={dir}/y.npy", "--out", "{out}"}
 	inY := []string{"npuverify: run: --in y={dir}/y.npy: ", `tensor "y"`}
 	// The run command through the fake kernel {dir}/kernel.sh.
 	runK := []string{"run", "vector_add", "--in", "x={x}", "--in", "y={y}", "--out", "{out}", "--backend", "exec:{dir}/kernel.sh"}
 	byK := []string{"npuverify: run: ", "backend exec:{dir}/kernel.sh"}
-	outZ := append(byK, `output "z"`, "out/z.npy", "want fp16[17]")
+	outZ := with(byK, `output "z"`, "out/z.npy", "want fp16[17]")
 	checkStore := []string{"check", "--golden", "{store}"}
 	atCase := []string{"npuverify: check: {id}: ", "{case}/case.json"}
 	valid17 := npyV1(fp16Dict("(17,)"), zeros(34))
-	with := func(a []string, more ...string) []string { return append(append([]string(nil), a...), more...) }
 
 	return []badInput{
 		// ---- malformed .npy inputs (run --in) ----
@@ -166,6 +167,12 @@ func badInputCatalogue() []badInput {
 		{name: "npy/input does not exist",
 			args: runY, code: 2, want: with(inY, "no such file or directory")},
 
+		{name: "npy/gemm inner dimensions disagree", files: map[string][]byte{
+			"{dir}/a.npy": npyV1(fp16Dict("(2, 3)"), zeros(12)),
+			"{dir}/b.npy": npyV1(fp16Dict("(4, 2)"), zeros(16))},
+			args: []string{"run", "gemm", "--in", "a={dir}/a.npy", "--in", "b={dir}/b.npy", "--out", "{out}"},
+			code: 2, want: []string{"npuverify: run: gemm: ", `inputs "a" [2 3] and "b" [4 2]: inner dimensions differ`}},
+
 		// ---- bad parameters on the command line ----
 		{name: "param/gemm unknown mode",
 			args: []string{"run", "gemm", "--param", "mode=fp99", "--in", "a={x}", "--out", "{out}"},
@@ -190,6 +197,8 @@ func badInputCatalogue() []badInput {
 			code: 2, want: []string{"npuverify: run: --timeout 0s: must be positive"}},
 
 		// ---- malformed case.json (check --golden; golden verify) ----
+		{name: "store/not a directory", args: []string{"check", "--golden", "{x}"},
+			code: 2, want: []string{"npuverify: check: --golden {x}: ", "not a directory"}},
 		{name: "case.json/not JSON", store: vectorCase, files: map[string][]byte{"{case}/case.json": []byte(`{"format": 1, "name": "fp16_uni`)},
 			args: checkStore, code: 2, want: with(atCase, "unexpected EOF"), verify: []string{"{case}/case.json", "unexpected EOF"}},
 		{name: "case.json/missing op", store: vectorCase, edit: func(m map[string]any) { delete(m, "op") },
@@ -251,7 +260,9 @@ func badInputCatalogue() []badInput {
 		{name: "exec/killed by a signal", files: map[string][]byte{"{dir}/kernel.sh": sh("echo dying >&2\nkill -9 $$")},
 			args: runK, code: 3, want: with(byK, "terminated", "killed", "dying")},
 		{name: "exec/timeout", files: map[string][]byte{"{dir}/kernel.sh": sh("echo 'started' >&2\nsleep 30")},
-			args: with(runK, "--timeout", "1s"), code: 3, want: with(byK, "timed out after 1", "killed its process group", "started")},
+			args: with(runK, "--timeout", "1s"), code: 3, want: with(byK, "timed out after 1s; killed its process group", "started")},
+		{name: "exec/background child keeps stderr open", files: map[string][]byte{"{dir}/kernel.sh": sh("(sleep 30 >&2 &)\necho 'left a child behind' >&2")},
+			args: runK, code: 3, want: with(outZ, "was not written", "left a child behind")},
 		{name: "exec/missing output", files: map[string][]byte{"{dir}/kernel.sh": sh("echo 'nothing to do' >&2")},
 			args: runK, code: 3, want: with(outZ, "was not written", "nothing to do")},
 		{name: "exec/wrong dtype", files: map[string][]byte{
@@ -286,6 +297,9 @@ func badInputCatalogue() []badInput {
 		{name: "exec/megabytes of stderr", files: map[string][]byte{
 			"{dir}/kernel.sh": sh("head -c " + strconv.Itoa(stderrFlood) + " /dev/zero | tr '\\0' 'e' >&2\necho ' last words' >&2\nexit 1")},
 			args: runK, code: 3, want: with(byK, "exited with status 1", "stderr ("+strconv.Itoa(stderrFlood+12)+" bytes, last", "last words"), maxAlloc: allocLimit},
+		{name: "exec/megabytes of stdout", files: map[string][]byte{
+			"{dir}/kernel.sh": sh("head -c " + strconv.Itoa(stderrFlood) + " /dev/zero | tr '\\0' 'o'\nexit 1")},
+			args: runK, code: 3, want: with(byK, "exited with status 1", "stdout (stderr was empty) ("+strconv.Itoa(stderrFlood)+" bytes, last"), maxAlloc: allocLimit},
 		{name: "exec/command not found",
 			args: with(runK[:len(runK)-2], "--backend", "exec:{dir}/no-such-kernel --fast"),
 			code: 3, want: []string{"npuverify: run: ", "backend exec:{dir}/no-such-kernel --fast", `starting command "{dir}/no-such-kernel"`, "no such file or directory"}},
@@ -303,6 +317,9 @@ func badInputCatalogue() []badInput {
 			"{dir}/kernel.sh": sh(`cp {dir}/z.npy "$1/out/z.npy"`)},
 			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh"), code: 3,
 			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", `output "z"`, "more than 17 elements"}},
+		{name: "exec/check: timeout", store: vectorCase, files: map[string][]byte{"{dir}/kernel.sh": sh("sleep 30")},
+			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh", "--timeout", "1s"), code: 3,
+			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", "timed out after 1s; killed its process group"}},
 	}
 }
 
@@ -403,7 +420,7 @@ func TestBadInputCatalogue(t *testing.T) {
 				if got := after.TotalAlloc - before.TotalAlloc; got > c.maxAlloc {
 					t.Errorf("%s: allocated %d bytes, want at most %d", cmdline, got, c.maxAlloc)
 				} else {
-					t.Logf("allocated %d bytes (limit %d)", got, c.maxAlloc)
+					t.Logf("%s: allocated %d bytes (limit %d)", c.name, got, c.maxAlloc)
 				}
 			}
 			if _, err := os.Stat(filepath.Join(dir, "out", "z.npy")); err == nil {

@@ -32,6 +32,7 @@ commands:
   check ...                verify the golden cases against a backend
   report ...               accuracy + performance report on the default cases
   golden update|verify     regenerate or check the golden case store
+  mutate ...               mutation score: the default suite against injected kernel faults
 
 Run "npuverify <command> -h" for a command's flags.
 Exit codes: 0 pass, 1 verification failed, 2 usage or input error, 3 backend failure.
@@ -44,6 +45,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"check":  cmdCheck,
 	"report": cmdReport,
 	"golden": cmdGolden,
+	"mutate": cmdMutate,
 }
 
 // cliError is an error with its exit code and where it happened.
@@ -104,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	fn, ok := commands[cmd]
 	if !ok {
-		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report or golden)", cmd), stderr)
+		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report, golden or mutate)", cmd), stderr)
 	}
 	return exitCode(fn(rest, stdout, stderr), stderr)
 }
