@@ -18,7 +18,15 @@ import (
 //
 // Data flow of a matrix multiply, as in Ascend C's Matmul:
 //
-//	GM --DataCopy2DIn--> L1 --LoadL0--> L0A / L0B --Mmad--> L0C --FixpipeToUB--> UB --DataCopy2DOut--> GM
+//	GM --LoadL1--> L1 --LoadL0--> L0A / L0B --Mmad--> L0C --FixpipeToUB--> UB --DataCopy2DOut--> GM
+//
+// The bytes really move through the buffers (capacity and alignment are
+// those of Alloc); alongside, the cube keeps a decoded view of its operands
+// (GMMatrix, decoded once per launch on the host; L1Tile; L0Tile, a view
+// into its L1 tile) so that Mmad does arithmetic on float32 or int32
+// values without decoding an element twice. Mmad's arithmetic is exactly
+// the accumulate model given in MmadParams (see ops/gemm.go for the
+// contract it implements).
 //
 // Costs:
 //   - DataCopy2DIn/Out: one DMA transfer (latency + GM bytes / share),
@@ -185,13 +193,17 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 }
 
 // L1Tile is a dense row-major [Rows × Cols] tile in L1 (its buffer holds
-// the dtype's bytes) with the decoded view the cube reads.
+// the dtype's bytes) with the decoded view the cube reads: row r of the
+// tile starts at view element r·ld. An unpadded block's view is the
+// GMMatrix's own decoded values (no copy); a padded one is copied into the
+// tile's storage.
 type L1Tile struct {
 	Buf        *Buffer
 	DType      tensor.DType
 	Rows, Cols int
-	f          []float32
-	i          []int32
+	f, fOwn    []float32
+	i, iOwn    []int32
+	ld         int
 }
 
 // LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
@@ -209,19 +221,30 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	}
 	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols
 	n := tileRows * tileCols
-	if src.i != nil {
-		if cap(t.i) < n {
-			putSlice(&i32Pool, t.i)
-			t.i = getSlice[int32](&i32Pool, n)
+	if rows == tileRows && cols == tileCols && rows > 0 && cols > 0 {
+		// No padding: view the decoded GM values in place.
+		t.ld = src.Cols
+		if src.i != nil {
+			t.i, t.f = src.i[row0*src.Cols+col0:], nil
+		} else {
+			t.f, t.i = src.f[row0*src.Cols+col0:], nil
 		}
-		t.i = t.i[:n]
+		return nil
+	}
+	t.ld = tileCols
+	if src.i != nil {
+		if cap(t.iOwn) < n {
+			putSlice(&i32Pool, t.iOwn)
+			t.iOwn = getSlice[int32](&i32Pool, n)
+		}
+		t.i, t.f = t.iOwn[:n], nil
 		copyBlock(t.i, tileCols, src.i, src.Cols, row0, col0, rows, cols, tileRows)
 	} else {
-		if cap(t.f) < n {
-			putSlice(&f32Pool, t.f)
-			t.f = getSlice[float32](&f32Pool, n)
+		if cap(t.fOwn) < n {
+			putSlice(&f32Pool, t.fOwn)
+			t.fOwn = getSlice[float32](&f32Pool, n)
 		}
-		t.f = t.f[:n]
+		t.f, t.i = t.fOwn[:n], nil
 		copyBlock(t.f, tileCols, src.f, src.Cols, row0, col0, rows, cols, tileRows)
 	}
 	return nil
@@ -292,13 +315,13 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 		s := ((row0+r)*src.Cols + col0) * size
 		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
 	}
-	t.DType, t.Rows, t.Cols, t.ld = dtype, rows, cols, src.Cols
+	t.DType, t.Rows, t.Cols, t.ld = dtype, rows, cols, src.ld
 	n := rows * cols
 	t.f, t.i = nil, nil
 	if src.i != nil {
-		t.i = src.i[row0*src.Cols+col0:]
+		t.i = src.i[row0*src.ld+col0:]
 	} else {
-		t.f = src.f[row0*src.Cols+col0:]
+		t.f = src.f[row0*src.ld+col0:]
 	}
 	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
 	return nil
@@ -333,9 +356,9 @@ func (g *GMMatrix) Release() {
 // Release returns the tile's decoded view to a pool; the tile (and L0
 // tiles loaded from it) must not be used after.
 func (t *L1Tile) Release() {
-	putSlice(&f32Pool, t.f)
-	putSlice(&i32Pool, t.i)
-	t.f, t.i = nil, nil
+	putSlice(&f32Pool, t.fOwn)
+	putSlice(&i32Pool, t.iOwn)
+	t.f, t.i, t.fOwn, t.iOwn = nil, nil, nil, nil
 }
 
 // decodeF16 decodes src into dst and reports whether it held Inf or NaN.
@@ -468,16 +491,21 @@ var gonumBLAS gonum.Implementation
 // the accumulator is never −0 (fp32 accumulation of exact products cannot
 // underflow to −0 from +0).
 //
-// The loops are cache-blocked for the host: column pieces of 128, k chunks
-// whose B slice fits 16 KiB, row pieces of 64 (small enough that gonum
-// stays serial inside the core's goroutine). Every element still sees its
+// The loops are cache-blocked for the host: column pieces of at most 192,
+// k chunks whose B slice fits 32 KiB, row pieces of 64 (small enough that
+// gonum stays serial inside the core's goroutine). Every element still sees its
 // k in ascending order: the k chunks are walked in order for each piece.
 func mmadSaxpy(cc, a, b []float32, g mmadGeom) {
-	const nb, mb = 128, 64
+	const mb = 64
 	m, n, ku := g.m, g.n, g.ku
+	// Column pieces of at most 192 (three of gonum's 64-blocks with ≤ 64
+	// rows: gonum stays serial), as even as the fractal allows.
+	pieces := (n + 191) / 192
+	nb := (n + pieces - 1) / pieces
+	nb = (nb + 15) / 16 * 16
 	for j0 := 0; j0 < n; j0 += nb {
 		nj := min(nb, n-j0)
-		kc := max(1, 4096/nj)
+		kc := max(1, 8192/nj) // B slice ≤ 32 KiB
 		for k0 := 0; k0 < ku; k0 += kc {
 			kl := min(kc, ku-k0)
 			for i0 := 0; i0 < m; i0 += mb {

@@ -48,6 +48,7 @@ type GuardedOutput struct {
 	shape []int
 	n     int            // elements of the output
 	guard int            // elements per guard band
+	row   int            // guard is a multiple of row (the matrix row length, else 1)
 	gm    *tensor.Tensor // flat: guard + n + guard elements
 }
 
@@ -68,6 +69,33 @@ func NewGuardedOutput(name string, dt tensor.DType, shape ...int) (*GuardedOutpu
 	if room := (tensor.MaxElements - n) / 2; room < guard {
 		guard = room / (32 / size) * (32 / size) // whole 32-byte blocks keep the alignment
 	}
+	return newGuarded(name, dt, shape, n, guard, 1)
+}
+
+// NewGuardedMatrix allocates the row-major [rows × cols] output name in
+// GM between guard bands of whole rows (at least one row and GuardBytes
+// each, fewer only when the allocation would exceed tensor.MaxElements),
+// so that 2-D copies address it with the row stride cols: output row r is
+// GM row BaseRow()+r.
+func NewGuardedMatrix(name string, dt tensor.DType, rows, cols int) (*GuardedOutput, error) {
+	n, err := tensor.NumElements([]int{rows, cols})
+	if err != nil {
+		return nil, fmt.Errorf("output %q: %w", name, err)
+	}
+	if !dt.Valid() {
+		return nil, fmt.Errorf("output %q: invalid dtype %d", name, uint8(dt))
+	}
+	g := 0
+	if cols > 0 {
+		g = max(1, (GuardBytes/dt.Size()+cols-1)/cols)
+		g = min(g, (tensor.MaxElements-n)/2/cols)
+	}
+	return newGuarded(name, dt, []int{rows, cols}, n, g*cols, max(cols, 1))
+}
+
+// newGuarded allocates guard + n + guard elements, guard a multiple of row.
+func newGuarded(name string, dt tensor.DType, shape []int, n, guard, row int) (*GuardedOutput, error) {
+	size := dt.Size()
 	gm, err := tensor.New(dt, guard+n+guard)
 	if err != nil {
 		return nil, fmt.Errorf("output %q: %w", name, err)
@@ -80,7 +108,7 @@ func NewGuardedOutput(name string, dt tensor.DType, shape ...int) (*GuardedOutpu
 		copy(b[(guard+n+i)*size:], pat[:size])
 	}
 	fill(b[guard*size:(guard+n)*size], Poison)
-	return &GuardedOutput{name: name, shape: append([]int(nil), shape...), n: n, guard: guard, gm: gm}, nil
+	return &GuardedOutput{name: name, shape: append([]int(nil), shape...), n: n, guard: guard, row: row, gm: gm}, nil
 }
 
 // GM is the whole allocation, guards included, as a flat tensor. Kernels
@@ -89,6 +117,10 @@ func (g *GuardedOutput) GM() *tensor.Tensor { return g.gm }
 
 // Base is the GM element offset of the output's first element.
 func (g *GuardedOutput) Base() int { return g.guard }
+
+// BaseRow is the GM row of the output's first row (NewGuardedMatrix; the
+// row length is the output's column count).
+func (g *GuardedOutput) BaseRow() int { return g.guard / g.row }
 
 // Len is the number of output elements (guards excluded).
 func (g *GuardedOutput) Len() int { return g.n }

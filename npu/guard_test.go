@@ -109,3 +109,40 @@ func TestGuardCatchesDMAPastEnd(t *testing.T) {
 		t.Errorf("a copy beyond the guard: err = %v, want out of range", err)
 	}
 }
+
+func TestGuardedMatrix(t *testing.T) {
+	dev := MustNewDevice(Ascend910B())
+	for _, tc := range []struct{ rows, cols, guardRows int }{{5, 7, 5}, {3, 40, 1}, {2, 32, 1}, {4, 1, 32}, {0, 3, 11}} {
+		g, err := NewGuardedMatrix("out", tensor.Float16, tc.rows, tc.cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.BaseRow() != tc.guardRows || g.Base() != tc.guardRows*tc.cols || g.Len() != tc.rows*tc.cols {
+			t.Errorf("%d×%d: base row %d, base %d, len %d; want %d guard rows", tc.rows, tc.cols, g.BaseRow(), g.Base(), g.Len(), tc.guardRows)
+		}
+		if tc.rows == 0 {
+			continue
+		}
+		// One row too many through a 2-D copy lands in the guard after.
+		_, err = dev.Launch(context.Background(), 1, func(c *Core) error {
+			b, err := c.AllocUB((tc.rows + 1) * tc.cols * 2)
+			if err != nil {
+				return err
+			}
+			if err := c.Duplicate(tensor.Float16, b, 1, (tc.rows+1)*tc.cols); err != nil {
+				return err
+			}
+			return c.DataCopy2DOut(g.GM(), tc.cols, g.BaseRow(), 0, tc.rows+1, tc.cols, b, tc.cols)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := g.Check()
+		if v == nil || v.After != tc.cols || v.Before != 0 {
+			t.Errorf("%d×%d: one row past the end gives %+v, want %d elements after", tc.rows, tc.cols, v, tc.cols)
+		}
+		if out := g.Tensor(); !out.SameShape([]int{tc.rows, tc.cols}) || out.Float64(tc.rows*tc.cols-1) != 1 {
+			t.Errorf("%d×%d: Tensor() %s, last %g", tc.rows, tc.cols, out, out.Float64(tc.rows*tc.cols-1))
+		}
+	}
+}

@@ -58,7 +58,18 @@ func init() { Register(gemm{}) }
 //     (under a flush profile the bounds also allow flushed intermediates).
 //
 // Special values follow IEEE arithmetic in every step (Inf·0 = NaN,
-// Inf − Inf = NaN).
+// Inf − Inf = NaN); the sign and payload of a NaN are unspecified. A zero
+// sum is +0 unless all its terms are −0 (round to nearest), so padding a
+// K with zero products is not neutral for a −0 accumulator (possible
+// after an fp16 underflow): the emulator does not accumulate its padding,
+// so its bits follow this model; for other implementations the sign of a
+// zero is within any bound.
+//
+// Sizes: M·N·K ≤ GEMMMaxMACs (2^32, i.e. 16 × tensor.MaxElements, so that
+// 1024³ cases are legal) and, for int8, K ≤ GEMMInt8MaxK; larger inputs
+// are input errors.
+//
+// The bounds of Expect are documented in gemm_bound.go.
 type gemm struct{}
 
 // GEMMMode describes one precision mode of gemm.

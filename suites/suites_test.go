@@ -47,3 +47,5 @@ var _ = suites.DescribeEmulatorVectorAdd(npu.Ascend910B())
 var _ = suites.DescribeGolden(backendUnderTest)
 
 var _ = suites.DescribeCLI("..")
+
+var _ = suites.DescribeGEMM(backendUnderTest)

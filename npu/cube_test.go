@@ -1,0 +1,178 @@
+package npu
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// bigRound returns RN_f(Σ xs) (one rounding of the exact sum, IEEE
+// signed-zero rules) via math/big: the oracle of the exact-rounding helpers.
+func bigRound(f tensor.Format, xs []float64) float64 {
+	s := new(big.Float).SetPrec(3000)
+	allNegZero := true
+	for _, x := range xs {
+		s.Add(s, new(big.Float).SetFloat64(x))
+		allNegZero = allNegZero && x == 0 && math.Signbit(x)
+	}
+	if s.Sign() == 0 {
+		if allNegZero {
+			return math.Copysign(0, -1)
+		}
+		return 0
+	}
+	exp := s.MantExp(nil)
+	p := f.P
+	if lead := exp - 1; lead < f.Emin {
+		p -= f.Emin - lead
+	}
+	if p <= 0 {
+		r := 0.0
+		if new(big.Float).Abs(s).Cmp(big.NewFloat(f.MinSubnormal()/2)) > 0 {
+			r = f.MinSubnormal()
+		}
+		return math.Copysign(r, float64(s.Sign()))
+	}
+	r, _ := new(big.Float).SetMode(big.ToNearestEven).SetPrec(uint(p)).Set(s).Float64()
+	if math.Abs(r) > f.MaxFinite() {
+		return math.Copysign(math.Inf(1), r)
+	}
+	return r
+}
+
+// randVal draws an fp32 (or fp16) value with a wide exponent spread, often
+// near a midpoint or a binade boundary.
+func randVal(r *rand.Rand, d tensor.DType) float64 {
+	f, _ := d.FloatFormat()
+	e := r.IntN(f.Emax-f.Emin+f.P) + f.Emin - f.P
+	v := math.Ldexp(1+r.Float64(), e)
+	if r.IntN(4) == 0 {
+		v = math.Ldexp(1, e) // a power of two
+	}
+	if r.IntN(2) == 0 {
+		v = -v
+	}
+	return f.RoundNearestEven(v)
+}
+
+func TestExactRoundingHelpers(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var scratch []float64
+	for _, acc := range []tensor.DType{tensor.Float32, tensor.Float16} {
+		f, _ := acc.FloatFormat()
+		for it := 0; it < 20000; it++ {
+			c := randVal(r, acc)
+			a, b := randVal(r, tensor.Float16), randVal(r, tensor.Float16)
+			if acc == tensor.Float32 {
+				a, b = randVal(r, tensor.Float32), randVal(r, tensor.Float32)
+			}
+			if r.IntN(3) == 0 {
+				// Put c + a·b on (or next to) a midpoint of acc's format.
+				mid := c + f.Ulp(c)/2
+				a, b = float64(float32(mid-c)), 1
+				if r.IntN(2) == 0 {
+					a = math.Nextafter(a, math.Inf(1))
+				}
+				a = float64(float32(a))
+			}
+			got := float64(fmaRound(acc, float32(c), float32(a), float32(b)))
+			want := bigRound(f, []float64{c, float64(float32(a)) * float64(float32(b))})
+			if got != want && !(got == 0 && want == 0) {
+				t.Fatalf("fmaRound acc=%s: c=%g a=%g b=%g: got %g / want %g (exact RN)", acc, c, a, b, got, want)
+			}
+			xs := []float64{c}
+			for k := 0; k < 1+r.IntN(16); k++ {
+				x, y := randVal(r, tensor.Float16), randVal(r, tensor.Float16)
+				xs = append(xs, x*y)
+			}
+			got = float64(sumRound(acc, xs, &scratch))
+			want = bigRound(f, xs)
+			if got != want || math.Signbit(got) != math.Signbit(want) {
+				t.Fatalf("sumRound acc=%s: %v: got %g / want %g (exact RN)", acc, xs, got, want)
+			}
+		}
+	}
+	// A float64 sum that lands exactly on an fp32 (fp16) midpoint while
+	// the exact value lies just off it: lo decides.
+	for _, tt := range []struct {
+		hi, lo, want32, want16 float64
+	}{
+		{1 + 0x1p-24, 0x1p-70, 1 + 0x1p-23, 1},
+		{1 + 0x1p-24, -0x1p-70, 1, 1},
+		{1 + 0x1p-11, 0x1p-70, 1 + 0x1p-11, 1 + 0x1p-10},
+		{1 + 0x1p-11, -0x1p-70, 1 + 0x1p-11, 1},
+		{-(3 + 0x1p-23), 0x1p-80, -3, -3},
+		{-(3 + 0x1p-23), -0x1p-80, -(3 + 0x1p-22), -3},
+	} {
+		if got := float64(roundHiLo32(tt.hi, tt.lo)); got != tt.want32 {
+			t.Errorf("roundHiLo32(%v, %v): got %v / want %v", tt.hi, tt.lo, got, tt.want32)
+		}
+		if got := roundHiLo16(tt.hi, tt.lo); got != tt.want16 {
+			t.Errorf("roundHiLo16(%v, %v): got %v / want %v", tt.hi, tt.lo, got, tt.want16)
+		}
+	}
+	// Signed zeros and overflow at the threshold.
+	if got := sumRound(tensor.Float32, []float64{math.Copysign(0, -1), math.Copysign(0, -1)}, &scratch); !math.Signbit(float64(got)) {
+		t.Errorf("sumRound(−0, −0): got %g / want −0", got)
+	}
+	thr := 0x1.ffffffp127
+	if got := roundHiLo32(thr, -1e-300); got != math.MaxFloat32 {
+		t.Errorf("roundHiLo32(threshold, −tiny): got %g / want MaxFloat32", got)
+	}
+	if got := roundHiLo32(thr, 0); !math.IsInf(float64(got), 1) {
+		t.Errorf("roundHiLo32(threshold, 0): got %g / want +Inf", got)
+	}
+}
+
+func TestCubePrimitiveChecks(t *testing.T) {
+	dev := MustNewDevice(Ascend910B())
+	_, err := dev.LaunchOn(t.Context(), AICore, 1, func(c *Core) error {
+		if _, err := c.Alloc(L0A, 64<<10+1); err == nil {
+			t.Errorf("Alloc L0A 64 KiB + 1: got nil error / want capacity error")
+		}
+		a, _ := c.Alloc(L0A, 100)
+		if a.Len() != 512 {
+			t.Errorf("Alloc L0A 100 bytes: got %d bytes / want 512 (alignment)", a.Len())
+		}
+		l1, _ := c.Alloc(L1, 32*32*2)
+		src := tensor.MustNew(tensor.Float16, 20, 20)
+		g, _ := NewGMMatrix(src)
+		tile := L1Tile{Buf: l1}
+		if err := c.LoadL1(&tile, g, 0, 0, 20, 20, 32, 32); err != nil {
+			t.Fatal(err)
+		}
+		at := L0Tile{Buf: a}
+		if err := c.LoadL0(&at, &tile, 0, 0, 16, 24); err == nil {
+			t.Errorf("LoadL0 16×24: got nil error / want fractal error")
+		}
+		b, _ := c.Alloc(L0B, 16*16*2)
+		bt := L0Tile{Buf: b}
+		if err := c.LoadL0(&at, &tile, 0, 0, 16, 16); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.LoadL0(&bt, &tile, 0, 0, 16, 16); err != nil {
+			t.Fatal(err)
+		}
+		l0c, _ := c.Alloc(L0C, 16*16*4)
+		if err := c.Mmad(l0c, &at, &bt, MmadParams{M: 16, K: 16, N: 32, Acc: tensor.Float32}); err == nil {
+			t.Errorf("Mmad N=32 with a 16-wide B: got nil error / want shape error")
+		}
+		if err := c.Mmad(l0c, &at, &bt, MmadParams{M: 16, K: 16, N: 16, UsefulK: 16, Acc: tensor.Int32}); err == nil {
+			t.Errorf("Mmad fp16 into int32: got nil error / want accumulator error")
+		}
+		if err := c.Mmad(l0c, &at, &bt, MmadParams{M: 16, K: 16, N: 16, UsefulM: 16, UsefulK: 16, UsefulN: 16, Acc: tensor.Float32, Init: true}); err != nil {
+			t.Fatal(err)
+		}
+		cc := c.Counters()
+		if cc.CubeMACs != 4096 || cc.CubeCycles != 1 || cc.CubeUsefulMACs != 4096 {
+			t.Errorf("Mmad 16×16×16: got MACs %d cycles %d useful %d / want 4096, 1, 4096", cc.CubeMACs, cc.CubeCycles, cc.CubeUsefulMACs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
