@@ -113,9 +113,11 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		kAlign = lcm(kAlign, ops.GEMMBlockK)
 	}
 	pm, pn, pk := roundUp(max(m, 1), fr.M), roundUp(max(n, 1), fr.N), roundUp(max(k, 1), kAlign)
-	// kFor is the largest baseK that fits L0A and L0B double-buffered.
+	// kFor is the largest baseK that fits L0A and L0B double-buffered, at
+	// most 128 bytes of k per row (Ascend's usual 64 for fp16): a larger
+	// baseK only makes fewer, bigger Mmads of the same modeled cost.
 	kFor := func(bm, bn int) int {
-		kb := min(prof.L0ABytes/(t.BufferNum*bm*size), prof.L0BBytes/(t.BufferNum*bn*size), 256)
+		kb := min(prof.L0ABytes/(t.BufferNum*bm*size), prof.L0BBytes/(t.BufferNum*bn*size), max(128/size, kAlign))
 		return min(roundDown(kb, kAlign), pk)
 	}
 	baseM, baseN := opt.BaseM, opt.BaseN
