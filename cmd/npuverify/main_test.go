@@ -254,7 +254,8 @@ func TestCheckSelection(t *testing.T) {
 	}
 	wantCLI(t, 2, []string{"npuverify: check: --op: unknown op"}, "check", "--op", "nope")
 	wantCLI(t, 2, []string{"npuverify: check: --policy"}, "check", "--policy", "nope")
-	wantCLI(t, 0, []string{"ulp"}, "check", "--policy", "ulp", "--shard", "1/10")
+	// vector_add is correctly rounded, so within 1 ulp (gemm legitimately is not).
+	wantCLI(t, 0, []string{"ulp"}, "check", "--op", "vector_add", "--policy", "ulp", "--shard", "1/10")
 	wantCLI(t, 2, []string{"npuverify: check: --golden"}, "check", "--golden", filepath.Join(t.TempDir(), "missing"))
 }
 
@@ -434,7 +435,7 @@ func TestCheckProfileFile(t *testing.T) {
 func TestCheckExecBackend(t *testing.T) {
 	// A correct external kernel is out of scope here (issue 4 builds one in
 	// C); a wrong one must fail by the case's policy, without exact.
-	o, _ := wantCLI(t, 1, nil, "check", "--shard", "2/30", "--backend", `exec:sh -c 'cp "$0/x.npy" "$0/out/z.npy"'`)
+	o, _ := wantCLI(t, 1, nil, "check", "--op", "vector_add", "--shard", "2/30", "--backend", `exec:sh -c 'cp "$0/x.npy" "$0/out/z.npy"'`)
 	if !strings.Contains(o, "FAIL") || strings.Contains(o, "+exact") {
 		t.Errorf("exec check output:\n%s", o)
 	}
