@@ -7,22 +7,23 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
 )
 
-// TestMutationScore runs the whole default suite (104 cases: the 100
-// embedded golden cases and the 4 generated multi-tile cases) against
-// every fault of the catalogue and, for false alarms, against the correct
-// emulator and both valid variants. It asserts a perfect score in the
-// bound column (the checks any backend is judged by), and zero false
-// alarms. Nothing is subsetted: each fault's run stops at its first bound
-// catch (the golden cases catch most faults within the first few), and
-// only the three false-alarm runs need every case; the whole test takes a
-// few seconds of CPU. `make mutation` runs every case for every fault and
-// prints the table with per-fault case counts.
+// TestMutationScore runs the whole default suite (every embedded golden
+// case, vector_add and gemm, and the generated multi-tile vector_add
+// cases) against every fault of the catalogue and, for false alarms,
+// against the correct emulator and both valid variants. It asserts a
+// perfect score in the bound column (the checks any backend is judged
+// by), and zero false alarms. Nothing is subsetted: each fault's run stops
+// at its first bound catch (the golden cases catch most faults within the
+// first few), and only the three false-alarm runs need every case, so the
+// test takes a few seconds. `make mutation` runs every case for every
+// fault and prints the table with per-fault case counts.
 func TestMutationScore(t *testing.T) {
 	res, err := Run(context.Background(), Options{})
 	if err != nil {
@@ -54,8 +55,9 @@ func TestMutationScore(t *testing.T) {
 	// for them: the guard bands and the inputs-unchanged check are part of
 	// the default checks.
 	wantCheck := map[npu.Fault]string{
-		kernels.FaultVAWritePastEnd:  harness.CheckGuardBand + "(z)",
-		kernels.FaultVAInputModified: harness.CheckInputsUnchanged + "(x)",
+		kernels.FaultVAWritePastEnd:        harness.CheckGuardBand + "(z)",
+		kernels.FaultVAInputModified:       harness.CheckInputsUnchanged + "(x)",
+		kernels.FaultGEMMPaddingRowsStored: harness.CheckGuardBand + "(out)",
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {
@@ -128,5 +130,23 @@ func TestFaultsStayWithTheirBackend(t *testing.T) {
 	}
 	if v := RunCase(context.Background(), backend.NewEmulator(prof), cases[i], true); v.Caught() || v.Err != nil {
 		t.Errorf("correct emulator fails %s: %v %s %v", cases[i].ID, v.Checks, v.Detail, v.Err)
+	}
+}
+
+// The int8 scale swap is a DMA range error where M ≠ N (the emulator
+// bounds-checks what a device would read as garbage); where M = N it is a
+// wrong value that the bound catches.
+func TestScalesSwappedIsAValueFault(t *testing.T) {
+	cases, err := GoldenCases(golden.Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(cases, func(c *Case) bool { return c.ID == "gemm/int8_int32acc_longk_16x512x16" })
+	if i < 0 {
+		t.Skip("golden case gemm/int8_int32acc_longk_16x512x16 not in the store")
+	}
+	b := backend.NewEmulator(npu.Ascend910B(), backend.WithFaults(kernels.FaultGEMMScalesSwapped))
+	if v := RunCase(context.Background(), b, cases[i], false); !slices.Equal(v.Checks, []string{"bound(out)"}) {
+		t.Errorf("int8-scales-swapped on a square case: failed checks %v (%s), want bound(out)", v.Checks, v.Detail)
 	}
 }

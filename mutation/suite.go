@@ -95,7 +95,9 @@ func GoldenCases(s *golden.Store) ([]*Case, error) {
 
 // GeneratedCases returns the UT-style cases the suite adds to the golden
 // set, generated from their seeds: the ones a realistic fault needs that
-// the checked-in set leaves out to stay small.
+// the checked-in set leaves out to stay small. (The golden gemm set
+// already reaches every gemm fault: shapes off the fractal, a C term, a
+// long K, int8 scales per row and column.)
 //
 // The golden vector_add set stops at one UB tile per core (golden
 // VectorAddSizes: a full pass at the largest tile is megabytes per case),
@@ -165,13 +167,28 @@ func DefaultSuite(prof npu.Profile) ([]*Case, error) {
 }
 
 // DefaultVariants are the valid kernel variants the suite must accept:
-// another core count with unaligned tiles (every tile copied with
-// DataCopyPad, shares of uneven size), and one core looping over many
-// tiles of the largest size.
+//
+//   - another summation order: gemm accumulates K in descending order
+//     (panels and slices) in slices of 32, so every output sums its
+//     products in another order than the default's (and its bits may
+//     differ); vector_add, which has no reduction, runs on another core
+//     count with unaligned tiles (every tile copied with DataCopyPad, shares
+//     of uneven size);
+//   - another tiling and core count: gemm in 16×16 output blocks on 5 AI
+//     cores, vector_add on one core looping over many tiles of the
+//     largest size.
 func DefaultVariants() []kernels.Variant {
 	return []kernels.Variant{
-		{Name: "7-cores-49-elem-tiles", VectorAdd: kernels.VectorAddOptions{BlockDim: 7, TileElems: 49}},
-		{Name: "1-core-max-tiles", VectorAdd: kernels.VectorAddOptions{BlockDim: 1}},
+		{
+			Name:      "summation-order",
+			VectorAdd: kernels.VectorAddOptions{BlockDim: 7, TileElems: 49},
+			GEMM:      kernels.GEMMOptions{BaseK: 32, ReverseK: true},
+		},
+		{
+			Name:      "tiling-cores",
+			VectorAdd: kernels.VectorAddOptions{BlockDim: 1},
+			GEMM:      kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5},
+		},
 	}
 }
 

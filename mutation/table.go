@@ -52,7 +52,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		desc := "correct emulator"
 		for _, v := range r.Variants {
 			if v.Name == a.Backend {
-				desc = fmt.Sprintf("variant vector_add %+v", v.VectorAdd)
+				desc = fmt.Sprintf("variant: vector_add %s; gemm %s", describe(v.VectorAdd), describe(v.GEMM))
 			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%d false alarms in %d cases\t(exact mismatches: %d)\n", a.Backend, desc, a.FalseAlarms(), a.Ran, a.ExactMismatches)
@@ -78,4 +78,20 @@ func pct(a, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(n))
+}
+
+// describe renders the non-zero fields of an options struct, e.g.
+// "BlockDim=7 TileElems=49".
+func describe(v any) string {
+	s := strings.Trim(fmt.Sprintf("%+v", v), "{}")
+	var out []string
+	for _, f := range strings.Fields(s) {
+		if !strings.HasSuffix(f, ":0") && !strings.HasSuffix(f, ":false") {
+			out = append(out, strings.Replace(f, ":", "=", 1))
+		}
+	}
+	if len(out) == 0 {
+		return "default"
+	}
+	return strings.Join(out, " ")
 }

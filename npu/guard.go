@@ -72,11 +72,16 @@ func NewGuardedOutput(name string, dt tensor.DType, shape ...int) (*GuardedOutpu
 	return newGuarded(name, dt, shape, n, guard, 1)
 }
 
+// GuardRows is the least height of the guard bands of NewGuardedMatrix:
+// one cube fractal of rows, so that a block stored with its fractal
+// padding rows lands in the guard.
+const GuardRows = 16
+
 // NewGuardedMatrix allocates the row-major [rows × cols] output name in
-// GM between guard bands of whole rows (at least one row and GuardBytes
-// each, fewer only when the allocation would exceed tensor.MaxElements),
-// so that 2-D copies address it with the row stride cols: output row r is
-// GM row BaseRow()+r.
+// GM between guard bands of whole rows (at least GuardRows rows and
+// GuardBytes each, fewer only when the allocation would exceed
+// tensor.MaxElements), so that 2-D copies address it with the row stride
+// cols: output row r is GM row BaseRow()+r.
 func NewGuardedMatrix(name string, dt tensor.DType, rows, cols int) (*GuardedOutput, error) {
 	n, err := tensor.NumElements([]int{rows, cols})
 	if err != nil {
@@ -87,7 +92,7 @@ func NewGuardedMatrix(name string, dt tensor.DType, rows, cols int) (*GuardedOut
 	}
 	g := 0
 	if cols > 0 {
-		g = max(1, (GuardBytes/dt.Size()+cols-1)/cols)
+		g = max(GuardRows, (GuardBytes/dt.Size()+cols-1)/cols)
 		g = min(g, (tensor.MaxElements-n)/2/cols)
 	}
 	return newGuarded(name, dt, []int{rows, cols}, n, g*cols, max(cols, 1))

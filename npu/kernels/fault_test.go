@@ -89,3 +89,80 @@ func TestVariantReachesVectorAdd(t *testing.T) {
 		t.Errorf("BlockDim default %d, variant %d; want the variant's 7", def.BlockDim, cost.BlockDim)
 	}
 }
+
+func TestGEMMGuardError(t *testing.T) {
+	dev := npu.MustNewDevice(npu.Ascend910B())
+	_, cfg, in := genGEMM(t, ops.Params{"mode": "fp16_fp32acc"}, ops.DistUniform, 17, 33, 15, 1)
+	ref, _, err := GEMM(context.Background(), dev, cfg, in, GEMMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := npu.WithFaults(context.Background(), npu.NewFaults(FaultGEMMPaddingRowsStored))
+	out, cost, err := GEMM(ctx, dev, cfg, in, GEMMOptions{})
+	var ge *npu.GuardError
+	if !errors.As(err, &ge) || out == nil || cost == nil {
+		t.Fatalf("padding rows stored: out %v, cost %v, err %v; want out, cost and a *npu.GuardError", out, cost, err)
+	}
+	// 17 rows pad to 32: 15 padding rows of 15 columns land past the end.
+	if v := ge.Violations[0]; v.Output != "out" || v.After != 15*15 || v.Before != 0 {
+		t.Errorf("violation %+v, want 225 elements of out past the end", v)
+	}
+	if ok, i := sameBits(ref, out); !ok {
+		t.Errorf("out differs from the correct result at %d: the fault only stores past the end", i)
+	}
+}
+
+// ReverseK sums in another order: the same result within the bound, and
+// (for fp32 accumulation over many slices) not always the same bits.
+func TestGEMMReverseKIsValid(t *testing.T) {
+	dev := npu.MustNewDevice(npu.Ascend910B())
+	op, err := ops.Lookup("gemm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := false
+	for _, mode := range []string{"fp32", "fp16_fp32acc", "fp16", "bf16_fp32acc", "int8_int32acc"} {
+		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
+			vp, cfg, in := genGEMM(t, ops.Params{"mode": mode, "accumulate": acc, "alpha": "-1.5", "beta": "0.25"}, ops.DistUniform, 9, 300, 20, 7)
+			ref, _, err := GEMM(context.Background(), dev, cfg, in, GEMMOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := GEMM(context.Background(), dev, cfg, in, GEMMOptions{BaseK: 32, ReverseK: true})
+			if err != nil {
+				t.Fatalf("%s %s: %v", mode, acc, err)
+			}
+			exp, err := op.Expect(vp, in, tensor.Numerics{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := exp["out"]
+			for i := 0; i < got.Len(); i++ {
+				if !e.Accepts(i, got.Float64(i)) {
+					t.Fatalf("%s %s: element %d = %g, ref %g, bound %g", mode, acc, i, got.Float64(i), e.Ref[i], e.Bound[i])
+				}
+			}
+			if ok, _ := sameBits(ref, got); !ok {
+				differ = true
+			}
+		}
+	}
+	if !differ {
+		t.Error("ReverseK gave the default's bits in every mode: it does not change the summation order")
+	}
+}
+
+func TestReadAsTransposed(t *testing.T) {
+	b := tensor.MustNew(tensor.Float32, 2, 3) // flat 0..5
+	for i := range 6 {
+		b.SetFloat64(i, float64(i), tensor.Numerics{})
+	}
+	got := readAsTransposed(b)
+	// (k, n) from flat n·K + k with K = 2: rows [0 2 4] and [1 3 5].
+	want := []float64{0, 2, 4, 1, 3, 5}
+	for i, w := range want {
+		if got.Float64(i) != w || !got.SameShape([]int{2, 3}) {
+			t.Fatalf("readAsTransposed = %v %v, want %v", got.Shape, got.Float64s(), want)
+		}
+	}
+}

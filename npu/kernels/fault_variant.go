@@ -14,6 +14,9 @@ type Variant struct {
 	Name string `json:"name"`
 	// VectorAdd overrides the vector_add tiling (core count, tile size).
 	VectorAdd VectorAddOptions `json:"vector_add"`
+	// GEMM overrides the gemm tiling (base blocks, core count) and its
+	// summation order (ReverseK).
+	GEMM GEMMOptions `json:"gemm"`
 }
 
 type variantKey struct{}

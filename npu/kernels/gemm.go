@@ -29,7 +29,11 @@ import (
 // never reach GM, and padded k are 0·0 products, which leave every
 // accumulator unchanged (it is never −0). Each output element is
 // accumulated by one core in one L0C tile over K ascending, so the result
-// does not depend on the tiling or the core count.
+// does not depend on the tiling or the core count (GEMMOptions.ReverseK,
+// a valid variant for the mutation score's false-alarm check, walks K
+// descending instead). The output is stored between guard bands
+// (npu.NewGuardedMatrix); the f.Has(Fault…) branches are the mutation
+// score's fault hooks (fault_gemm.go).
 
 func init() { Register("gemm", runGEMM) }
 
@@ -64,6 +68,7 @@ type GEMMTiling struct {
 	Beta       float64
 	ScaleABcst bool // scale_a is [1]
 	ScaleBBcst bool // scale_b is [1]
+	ReverseK   bool `json:"reverse_k,omitempty"` // K panels and slices in descending order
 }
 
 // GEMMOptions overrides the tiling; zero fields take the default. Base
@@ -71,6 +76,10 @@ type GEMMTiling struct {
 type GEMMOptions struct {
 	BaseM, BaseN, BaseK, StepK int
 	BlockDim                   int // used exactly (cores beyond the block count idle)
+	// ReverseK accumulates the K panels and the baseK slices within them
+	// in descending order: a valid kernel that sums in another order (the
+	// bound holds for every order; the bits may differ from the default).
+	ReverseK bool
 }
 
 // depth is the k extent of one L1 panel.
@@ -104,7 +113,7 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		M: m, K: k, N: n, Mode: mode.Name, In: mode.In, Frac: prof.CubeFractal(mode.In),
 		BufferNum: 2, Blocked: cfg.Accumulate == ops.GEMMBlocked16, HasC: cfg.Beta != 0,
 		Int8: mode.Int8(), OutDType: mode.Out, CDType: mode.Out, AccDType: mode.Acc, EpiDType: mode.Epilogue,
-		Alpha: cfg.Alpha, Beta: cfg.Beta,
+		Alpha: cfg.Alpha, Beta: cfg.Beta, ReverseK: opt.ReverseK,
 	}
 	size := mode.In.Size()
 	fr := t.Frac
@@ -280,12 +289,21 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 		}
 		t.ScaleABcst, t.ScaleBBcst = sa.Len() == 1, sb.Len() == 1
 	}
-	out, err := tensor.New(t.OutDType, m, n)
+	if t.BlockDim == 0 {
+		out, err := tensor.New(t.OutDType, m, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gemm: %w", err)
+		}
+		return out, dev.ZeroCost(), nil
+	}
+	// out lives in GM between guard bands of whole rows: a store past
+	// either end lands in a guard and is reported, not lost.
+	out, err := npu.NewGuardedMatrix("out", t.OutDType, m, n)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
-	if t.BlockDim == 0 {
-		return out, dev.ZeroCost(), nil
+	if npu.FaultsFrom(ctx).Has(FaultGEMMBTransposed) {
+		b = readAsTransposed(b)
 	}
 	ga, err := npu.NewGMMatrix(a)
 	if err != nil {
@@ -314,12 +332,18 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
-	return out, cost, nil
+	if err := npu.CheckGuards(out); err != nil {
+		return out.Tensor(), cost, fmt.Errorf("gemm: %w", err)
+	}
+	return out.Tensor(), cost, nil
 }
 
-// gemmKernel is the device side: one block per AI core.
-func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *tensor.Tensor) npu.Kernel {
+// gemmKernel is the device side: one block per AI core. The
+// `f.Has(Fault…)` branches are the fault hooks of the mutation score
+// (fault_gemm.go); with no fault set they never run.
+func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
 	return func(core *npu.Core) error {
+		f := core.Faults()
 		blocks := t.BlocksM * t.BlocksN
 		if core.BlockIdx >= blocks {
 			return nil
@@ -393,7 +417,12 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
-			for k0 := 0; k0 < t.K || first; k0 += depth {
+			panels := max(1, ceilDiv(t.K, depth))
+			for pi := range panels {
+				k0 := pi * depth
+				if t.ReverseK {
+					k0 = (panels - 1 - pi) * depth
+				}
 				core.BeginTile()
 				kr := min(depth, t.K-k0)
 				kc := roundUp(kr, t.BaseK)
@@ -409,8 +438,16 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 						return err
 					}
 				}
-				for kk := 0; kk < kc || first; kk += t.BaseK {
+				slices := max(1, ceilDiv(kc, t.BaseK))
+				for si := range slices {
+					kk := si * t.BaseK
+					if t.ReverseK {
+						kk = (slices - 1 - si) * t.BaseK
+					}
 					kb := min(t.BaseK, kc-kk)
+					if f.Has(FaultGEMMLastKDropped) && kb > 0 && kk+k0 > 0 && k0+kk+kb >= t.K {
+						continue
+					}
 					if kb > 0 {
 						if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk, mc, kb); err != nil {
 							return err
@@ -428,6 +465,9 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 						UsefulK: max(0, min(kb, t.K-k0-kk)),
 						Acc:     t.AccDType, Blocked: t.Blocked, Init: first, Exact32: exact32,
 					}
+					if f.Has(FaultGEMMFP16Acc) && p.Acc == tensor.Float32 {
+						p.Acc = tensor.Float16
+					}
 					if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
 						return err
 					}
@@ -436,7 +476,7 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 				}
 				ping = (ping + 1) % nL1
 			}
-			if err := gemmEpilogue(core, t, l0c, accUB, outUB, cUB, saUB, sbUB, c, sa, sb, out, m0, n0, mr, nr, nc); err != nil {
+			if err := gemmEpilogue(core, f, t, l0c, accUB, outUB, cUB, saUB, sbUB, c, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}
@@ -445,10 +485,14 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb, out *
 }
 
 // gemmEpilogue moves one output block's accumulators L0C → UB in row
-// chunks, applies the epilogue and stores the real rows and columns.
-func gemmEpilogue(core *npu.Core, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
-	c, sa, sb, out *tensor.Tensor, m0, n0, mr, nr, nc int) error {
+// chunks, applies the epilogue and stores the real rows and columns (GM
+// row out.BaseRow()+i holds output row i).
+func gemmEpilogue(core *npu.Core, f npu.Faults, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
+	c, sa, sb *tensor.Tensor, out *npu.GuardedOutput, m0, n0, mr, nr, mc, nc int) error {
 	if t.Int8 {
+		if f.Has(FaultGEMMScalesSwapped) {
+			sa, sb = sb, sa
+		}
 		saN, sbN := mr, nr
 		if t.ScaleABcst {
 			saN = 1
@@ -489,12 +533,13 @@ func gemmEpilogue(core *npu.Core, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sb
 				return err
 			}
 		}
-		if t.Alpha != 1 {
+		alphaLate := f.Has(FaultGEMMAlphaScalesC) && t.HasC
+		if t.Alpha != 1 && !alphaLate {
 			if err := core.ScaleRound(t.EpiDType, accUB, accUB, t.Alpha, n); err != nil {
 				return err
 			}
 		}
-		if t.HasC {
+		if t.HasC && !f.Has(FaultGEMMBetaIgnored) {
 			if err := core.DataCopy2DIn(cUB, c, t.N, m0+r0, n0, rows, nr, nc, rows); err != nil {
 				return err
 			}
@@ -502,10 +547,22 @@ func gemmEpilogue(core *npu.Core, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sb
 				return err
 			}
 		}
+		if alphaLate && t.Alpha != 1 {
+			if err := core.ScaleRound(t.EpiDType, accUB, accUB, t.Alpha, n); err != nil {
+				return err
+			}
+		}
 		if err := core.CastF32(t.OutDType, outUB, accUB, n); err != nil {
 			return err
 		}
-		if err := core.DataCopy2DOut(out, t.N, m0+r0, n0, rows, nr, outUB, nc); err != nil {
+		storeRows, srcLd := rows, nc
+		if f.Has(FaultGEMMPaddingRowsStored) && r0+rows == mr {
+			storeRows += min(mc-mr, t.ChunkRows-rows)
+		}
+		if f.Has(FaultGEMMPaddingLeaks) {
+			srcLd = nr
+		}
+		if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, storeRows, nr, outUB, srcLd); err != nil {
 			return err
 		}
 	}
@@ -530,8 +587,11 @@ func runGEMM(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*
 		// c is not read when beta = 0.
 		in = withoutKey(in, "c")
 	}
-	out, cost, err := GEMM(ctx, dev, cfg, in, GEMMOptions{})
+	out, cost, err := GEMM(ctx, dev, cfg, in, variantFrom(ctx).GEMM)
 	if err != nil {
+		if out != nil { // a guard violation: out was produced, and a guard written
+			return map[string]*tensor.Tensor{"out": out}, cost, err
+		}
 		return nil, nil, err
 	}
 	return map[string]*tensor.Tensor{"out": out}, cost, nil
