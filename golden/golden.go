@@ -100,13 +100,13 @@ type FileEntry struct {
 // readable).
 type Metrics struct {
 	N                 int            `json:"n"`
-	MaxAbs            Float          `json:"max_abs"`
-	MaxRel            Float          `json:"max_rel"`
-	MERE              Float          `json:"mere"`
-	MARE              Float          `json:"mare"`
-	RMSE              Float          `json:"rmse"`
-	Cosine            Float          `json:"cosine"`
-	Tightness         Float          `json:"tightness"`
+	MaxAbs            verify.Float   `json:"max_abs"`
+	MaxRel            verify.Float   `json:"max_rel"`
+	MERE              verify.Float   `json:"mere"`
+	MARE              verify.Float   `json:"mare"`
+	RMSE              verify.Float   `json:"rmse"`
+	Cosine            verify.Float   `json:"cosine"`
+	Tightness         verify.Float   `json:"tightness"`
 	UlpHist           map[string]int `json:"ulp_hist,omitempty"`
 	NonFiniteMismatch int            `json:"nonfinite_mismatch"`
 	Ambiguous         int            `json:"ambiguous"`
@@ -117,61 +117,19 @@ type Metrics struct {
 // and GM bytes (in + out) == GMBytes; VectorUtil and LoadBalance are
 // recorded for reports and diffs.
 type Budgets struct {
-	Cycles      int64 `json:"cycles"`
-	VectorUtil  Float `json:"vector_util"`
-	LoadBalance Float `json:"load_balance"`
-	GMBytes     int64 `json:"gm_bytes"`
-}
-
-// Float is a float64 that survives JSON when it is not finite: NaN and
-// ±Inf are written as the strings "NaN", "+Inf" and "-Inf".
-type Float float64
-
-// MarshalJSON implements json.Marshaler.
-func (f Float) MarshalJSON() ([]byte, error) {
-	x := float64(f)
-	switch {
-	case math.IsNaN(x):
-		return []byte(`"NaN"`), nil
-	case math.IsInf(x, 1):
-		return []byte(`"+Inf"`), nil
-	case math.IsInf(x, -1):
-		return []byte(`"-Inf"`), nil
-	}
-	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (f *Float) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		switch s {
-		case "NaN":
-			*f = Float(math.NaN())
-		case "+Inf", "Inf":
-			*f = Float(math.Inf(1))
-		case "-Inf":
-			*f = Float(math.Inf(-1))
-		default:
-			return fmt.Errorf("invalid number %q", s)
-		}
-		return nil
-	}
-	var x float64
-	if err := json.Unmarshal(b, &x); err != nil {
-		return err
-	}
-	*f = Float(x)
-	return nil
+	Cycles      int64        `json:"cycles"`
+	VectorUtil  verify.Float `json:"vector_util"`
+	LoadBalance verify.Float `json:"load_balance"`
+	GMBytes     int64        `json:"gm_bytes"`
 }
 
 // round6 rounds x to 6 significant digits.
-func round6(x float64) Float {
+func round6(x float64) verify.Float {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return Float(x)
+		return verify.Float(x)
 	}
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
-	return Float(v)
+	return verify.Float(v)
 }
 
 // summarize turns verify metrics into the recorded summary.

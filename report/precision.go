@@ -32,18 +32,18 @@ func DefaultPrecisionConfig() PrecisionConfig {
 // reference on the cast inputs: the row says what the mode loses, input
 // casting and quantisation included.
 type PrecisionRow struct {
-	Dist        string  `json:"dist"`
-	Mode        string  `json:"mode"`
-	Cycles      int64   `json:"cycles"`
-	GMBytes     int64   `json:"gm_bytes"`
-	CubeUtil    Float   `json:"cube_util"`
-	MaxRel      Float   `json:"max_rel"`
-	MERE        Float   `json:"mere"`
-	RMSE        Float   `json:"rmse"`
-	Cosine      Float   `json:"cosine"`
-	BoundPassed bool    `json:"bound_passed"` // the output is within the mode's own bound
-	Tightness   Float   `json:"tightness"`    // max err/bound against the mode's own reference
-	Seconds     float64 `json:"-"`
+	Dist        string       `json:"dist"`
+	Mode        string       `json:"mode"`
+	Cycles      int64        `json:"cycles"`
+	GMBytes     int64        `json:"gm_bytes"`
+	CubeUtil    verify.Float `json:"cube_util"`
+	MaxRel      verify.Float `json:"max_rel"`
+	MERE        verify.Float `json:"mere"`
+	RMSE        verify.Float `json:"rmse"`
+	Cosine      verify.Float `json:"cosine"`
+	BoundPassed bool         `json:"bound_passed"` // the output is within the mode's own bound
+	Tightness   verify.Float `json:"tightness"`    // max err/bound against the mode's own reference
+	Seconds     float64      `json:"-"`
 }
 
 // PrecisionTable is the report section answering "what does each GEMM
@@ -121,11 +121,11 @@ func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics,
 			vs := verify.Compute(got, &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))})
 			row := PrecisionRow{
 				Dist: dist, Mode: mode.Name,
-				MaxRel: Float(vs.MaxRel), MERE: Float(vs.MERE), RMSE: Float(vs.RMSE), Cosine: Float(vs.Cosine),
-				BoundPassed: own.OutOfBound == 0 && own.NonFiniteMismatch == 0, Tightness: Float(own.Tightness),
+				MaxRel: verify.Float(vs.MaxRel), MERE: verify.Float(vs.MERE), RMSE: verify.Float(vs.RMSE), Cosine: verify.Float(vs.Cosine),
+				BoundPassed: own.OutOfBound == 0 && own.NonFiniteMismatch == 0, Tightness: verify.Float(own.Tightness),
 			}
 			if cost != nil {
-				row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, Float(cost.CubeUtil)
+				row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
 			}
 			t.Rows = append(t.Rows, row)
 		}

@@ -302,10 +302,10 @@ func (s *Summary) Markdown(w io.Writer) error {
 }
 
 type summaryRow struct {
-	Case      string `json:"case"`
-	Verdict   string `json:"verdict"`
-	Tightness Float  `json:"tightness"`
-	Cycles    *int64 `json:"cycles"`
+	Case      string       `json:"case"`
+	Verdict   string       `json:"verdict"`
+	Tightness verify.Float `json:"tightness"`
+	Cycles    *int64       `json:"cycles"`
 }
 
 // JSON implements Section.
@@ -313,7 +313,7 @@ func (s *Summary) JSON() any {
 	rows := make([]summaryRow, len(s.Cases))
 	for i := range s.Cases {
 		c := &s.Cases[i]
-		rows[i] = summaryRow{Case: c.ID, Verdict: c.Verdict(), Tightness: Float(c.Tightness())}
+		rows[i] = summaryRow{Case: c.ID, Verdict: c.Verdict(), Tightness: verify.Float(c.Tightness())}
 		if c.Result != nil && c.Result.Cost != nil {
 			cy := c.Result.Cost.Cycles
 			rows[i].Cycles = &cy
@@ -434,17 +434,17 @@ type verdictJSON struct {
 }
 
 type costJSON struct {
-	Device      string `json:"device"`
-	Cycles      int64  `json:"cycles"`
-	Seconds     Float  `json:"seconds"`
-	GMBytesIn   int64  `json:"gm_bytes_in"`
-	GMBytesOut  int64  `json:"gm_bytes_out"`
-	VectorUtil  Float  `json:"vector_util"`
-	CubeUtil    Float  `json:"cube_util"`
-	Overlap     Float  `json:"overlap"`
-	LoadBalance Float  `json:"load_balance"`
-	UBPeakBytes int64  `json:"ub_peak_bytes"`
-	BlockDim    int    `json:"block_dim"`
+	Device      string       `json:"device"`
+	Cycles      int64        `json:"cycles"`
+	Seconds     verify.Float `json:"seconds"`
+	GMBytesIn   int64        `json:"gm_bytes_in"`
+	GMBytesOut  int64        `json:"gm_bytes_out"`
+	VectorUtil  verify.Float `json:"vector_util"`
+	CubeUtil    verify.Float `json:"cube_util"`
+	Overlap     verify.Float `json:"overlap"`
+	LoadBalance verify.Float `json:"load_balance"`
+	UBPeakBytes int64        `json:"ub_peak_bytes"`
+	BlockDim    int          `json:"block_dim"`
 }
 
 // JSON implements Section.
@@ -485,32 +485,14 @@ func (d *Details) JSON() any {
 		if c.Result != nil && c.Result.Cost != nil {
 			k := c.Result.Cost
 			j.Cost = &costJSON{
-				Device: k.Device, Cycles: k.Cycles, Seconds: Float(k.Seconds), GMBytesIn: k.GMBytesIn, GMBytesOut: k.GMBytesOut,
-				VectorUtil: Float(k.VectorUtil), CubeUtil: Float(k.CubeUtil), Overlap: Float(k.Overlap),
-				LoadBalance: Float(k.LoadBalance), UBPeakBytes: k.UBPeakBytes, BlockDim: k.BlockDim,
+				Device: k.Device, Cycles: k.Cycles, Seconds: verify.Float(k.Seconds), GMBytesIn: k.GMBytesIn, GMBytesOut: k.GMBytesOut,
+				VectorUtil: verify.Float(k.VectorUtil), CubeUtil: verify.Float(k.CubeUtil), Overlap: verify.Float(k.Overlap),
+				LoadBalance: verify.Float(k.LoadBalance), UBPeakBytes: k.UBPeakBytes, BlockDim: k.BlockDim,
 			}
 		}
 		out[i] = j
 	}
 	return out
-}
-
-// Float is a float64 whose JSON form admits NaN and ±Inf (as the strings
-// "NaN", "+Inf", "-Inf"), as verify.Metrics does.
-type Float float64
-
-// MarshalJSON implements json.Marshaler.
-func (f Float) MarshalJSON() ([]byte, error) {
-	x := float64(f)
-	switch {
-	case math.IsNaN(x):
-		return []byte(`"NaN"`), nil
-	case math.IsInf(x, 1):
-		return []byte(`"+Inf"`), nil
-	case math.IsInf(x, -1):
-		return []byte(`"-Inf"`), nil
-	}
-	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
 }
 
 // num renders a metric for Markdown: 4 significant digits, "—" for NaN.

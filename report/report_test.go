@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,14 +228,3 @@ func TestWriteFiles(t *testing.T) {
 	}
 }
 
-func TestFloatJSON(t *testing.T) {
-	for _, c := range []struct {
-		f    float64
-		want string
-	}{{1.5, "1.5"}, {math.NaN(), `"NaN"`}, {math.Inf(1), `"+Inf"`}, {math.Inf(-1), `"-Inf"`}, {0, "0"}} {
-		b, err := json.Marshal(Float(c.f))
-		if err != nil || string(b) != c.want {
-			t.Errorf("Float(%v) = %s, %v; want %s", c.f, b, err, c.want)
-		}
-	}
-}

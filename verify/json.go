@@ -15,10 +15,14 @@ import (
 // Worst). Metrics and Element therefore encode non-finite numbers as the
 // strings "NaN", "+Inf" and "-Inf", and decode them back.
 
-// jfloat is a float64 whose JSON form admits non-finite values.
-type jfloat float64
+// Float is a float64 whose JSON form admits non-finite values: NaN and
+// ±Inf are written as the strings "NaN", "+Inf" and "-Inf" and read back.
+// Every JSON file npuverify writes (reports, case.json) uses it for
+// metrics, so one definition serves them all.
+type Float float64
 
-func (f jfloat) MarshalJSON() ([]byte, error) {
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
 	x := float64(f)
 	switch {
 	case math.IsNaN(x):
@@ -31,7 +35,8 @@ func (f jfloat) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
 }
 
-func (f *jfloat) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *Float) UnmarshalJSON(b []byte) error {
 	var s string
 	if len(b) > 0 && b[0] == '"' {
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -39,11 +44,11 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 		}
 		switch s {
 		case "NaN":
-			*f = jfloat(math.NaN())
+			*f = Float(math.NaN())
 		case "+Inf", "Inf":
-			*f = jfloat(math.Inf(1))
+			*f = Float(math.Inf(1))
 		case "-Inf":
-			*f = jfloat(math.Inf(-1))
+			*f = Float(math.Inf(-1))
 		default:
 			return fmt.Errorf("verify: bad number %q", s)
 		}
@@ -53,15 +58,15 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("verify: bad number %s", b)
 	}
-	*f = jfloat(x)
+	*f = Float(x)
 	return nil
 }
 
 type elementJSON struct {
 	Index int    `json:"index"`
-	Got   jfloat `json:"got"`
-	Ref   jfloat `json:"ref"`
-	Bound jfloat `json:"bound"`
+	Got   Float  `json:"got"`
+	Ref   Float  `json:"ref"`
+	Bound Float  `json:"bound"`
 	Alt   string `json:"alt,omitempty"`
 	Note  string `json:"note,omitempty"`
 }
@@ -69,7 +74,7 @@ type elementJSON struct {
 // MarshalJSON encodes e with snake_case keys, non-finite numbers as
 // strings and Alt as e.g. "+inf|nan" (omitted when empty).
 func (e Element) MarshalJSON() ([]byte, error) {
-	j := elementJSON{Index: e.Index, Got: jfloat(e.Got), Ref: jfloat(e.Ref), Bound: jfloat(e.Bound), Note: e.Note}
+	j := elementJSON{Index: e.Index, Got: Float(e.Got), Ref: Float(e.Ref), Bound: Float(e.Bound), Note: e.Note}
 	if e.Alt != 0 {
 		j.Alt = e.Alt.String()
 	}
@@ -113,16 +118,16 @@ func parseSpecial(s string) (bound.Special, error) {
 type metricsJSON struct {
 	N                 int            `json:"n"`
 	Compared          int            `json:"compared"`
-	MaxAbs            jfloat         `json:"max_abs"`
-	MaxRel            jfloat         `json:"max_rel"`
-	MERE              jfloat         `json:"mere"`
-	MARE              jfloat         `json:"mare"`
-	RMSE              jfloat         `json:"rmse"`
-	Cosine            jfloat         `json:"cosine"`
+	MaxAbs            Float          `json:"max_abs"`
+	MaxRel            Float          `json:"max_rel"`
+	MERE              Float          `json:"mere"`
+	MARE              Float          `json:"mare"`
+	RMSE              Float          `json:"rmse"`
+	Cosine            Float          `json:"cosine"`
 	UlpHist           map[string]int `json:"ulp_hist"`
-	ErrRatio1e3       jfloat         `json:"err_ratio_1e-3"`
-	ErrRatio5e3       jfloat         `json:"err_ratio_5e-3"`
-	Tightness         jfloat         `json:"tightness"`
+	ErrRatio1e3       Float          `json:"err_ratio_1e-3"`
+	ErrRatio5e3       Float          `json:"err_ratio_5e-3"`
+	Tightness         Float          `json:"tightness"`
 	NonFiniteMismatch int            `json:"nonfinite_mismatch"`
 	Ambiguous         int            `json:"ambiguous"`
 	AmbiguousTaken    int            `json:"ambiguous_taken"`
@@ -131,13 +136,13 @@ type metricsJSON struct {
 }
 
 // MarshalJSON encodes m with snake_case keys and non-finite numbers as
-// strings (see the note above jfloat).
+// strings (see the note above Float).
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	j := metricsJSON{
 		N: m.N, Compared: m.Compared,
-		MaxAbs: jfloat(m.MaxAbs), MaxRel: jfloat(m.MaxRel), MERE: jfloat(m.MERE), MARE: jfloat(m.MARE),
-		RMSE: jfloat(m.RMSE), Cosine: jfloat(m.Cosine), UlpHist: m.UlpHist,
-		ErrRatio1e3: jfloat(m.ErrRatio1e3), ErrRatio5e3: jfloat(m.ErrRatio5e3), Tightness: jfloat(m.Tightness),
+		MaxAbs: Float(m.MaxAbs), MaxRel: Float(m.MaxRel), MERE: Float(m.MERE), MARE: Float(m.MARE),
+		RMSE: Float(m.RMSE), Cosine: Float(m.Cosine), UlpHist: m.UlpHist,
+		ErrRatio1e3: Float(m.ErrRatio1e3), ErrRatio5e3: Float(m.ErrRatio5e3), Tightness: Float(m.Tightness),
 		NonFiniteMismatch: m.NonFiniteMismatch, Ambiguous: m.Ambiguous, AmbiguousTaken: m.AmbiguousTaken,
 		OutOfBound: m.OutOfBound, Worst: m.Worst,
 	}
