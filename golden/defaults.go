@@ -92,20 +92,7 @@ func vectorAddSizes(d tensor.DType) VectorAddSizes {
 		panic(fmt.Sprintf("golden: vector_add tiling for %s: %v", d, err))
 	}
 	s.Pass = big.BlockDim * big.BlockElems
-	// The largest tile: the largest one-core share that still fits in one
-	// tile (binary search over whole blocks; the tiling function is the
-	// only authority).
-	lo, hi := 1, prof.UBBytes/(big.BlockElems*d.Size())+1 // in blocks: a tile never exceeds UB
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		t, err := kernels.VectorAddTilingWith(prof, mid*big.BlockElems, d, kernels.VectorAddOptions{BlockDim: 1})
-		if err == nil && t.TileNum == 1 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	s.Tile = lo * big.BlockElems
+	s.Tile = big.MaxTileElems
 	return s
 }
 

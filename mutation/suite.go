@@ -131,25 +131,13 @@ func GeneratedCases(prof npu.Profile) ([]*Case, error) {
 }
 
 // maxTile returns the largest vector_add tile of dtype d on prof in
-// elements (the largest one-core share the tiling keeps in one tile,
-// found by bisection: the tiling function is the only authority) and the
-// number of cores a large input is spread over.
+// elements and the number of cores a large input is spread over.
 func maxTile(prof npu.Profile, d tensor.DType) (tile, cores int, err error) {
 	big, err := kernels.NewVectorAddTiling(prof, tensor.MaxElements, d)
 	if err != nil {
 		return 0, 0, err
 	}
-	lo, hi := 1, prof.UBBytes/(big.BlockElems*d.Size())+1 // in blocks
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		t, err := kernels.VectorAddTilingWith(prof, mid*big.BlockElems, d, kernels.VectorAddOptions{BlockDim: 1})
-		if err == nil && t.TileNum == 1 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo * big.BlockElems, big.BlockDim, nil
+	return big.MaxTileElems, big.BlockDim, nil
 }
 
 // DefaultSuite is the suite the mutation score is measured on: every case

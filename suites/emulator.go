@@ -71,7 +71,7 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 					Expect(err).NotTo(HaveOccurred())
 					// From one block per core up to several tiles per core, and
 					// awkward sizes in between.
-					for _, n := range []int{t.BlockDim * t.BlockElems, t.BlockDim*t.BlockElems*3 + 1, t.BlockDim*t.TileElems - 1, t.BlockDim*t.TileElems*2 + 12345} {
+					for _, n := range []int{t.BlockDim * t.BlockElems, t.BlockDim*t.BlockElems*3 + 1, t.BlockDim*t.MaxTileElems - 1, t.BlockDim*t.MaxTileElems*2 + 12345} {
 						c, in := gen(d, n, ops.DistUniform, 2)
 						_, cost, err := kernels.VectorAdd(ctx, dev, in["x"], in["y"], kernels.VectorAddOptions{})
 						Expect(err).NotTo(HaveOccurred())

@@ -23,13 +23,11 @@ var VectorAddDTypes = []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Flo
 // with tile and pass taken from the emulator's tiling on prof.
 func VectorAddSizes(prof npu.Profile, d tensor.DType) ([]int, error) {
 	sizes := []int{0, 1, 15, 16, 17, 31, 32, 33, 127, 128, 129, 255, 256, 257}
-	// For an input larger than every core's tile the tiling uses its
-	// largest tile on every core.
 	t, err := kernels.NewVectorAddTiling(prof, tensor.MaxElements, d)
 	if err != nil {
 		return nil, err
 	}
-	tile, pass := t.TileElems, t.TileElems*t.BlockDim
+	tile, pass := t.MaxTileElems, t.MaxTileElems*t.BlockDim
 	return append(sizes, tile-1, tile, tile+1, pass-1, pass, pass+1), nil
 }
 

@@ -36,6 +36,9 @@ type VectorAddTiling struct {
 	TileElems  int          `json:"tile_elems"`  // elements per UB tile
 	TileNum    int          `json:"tile_num"`    // tiles of the largest share: ceil(PerCore/TileElems)
 	BufferNum  int          `json:"buffer_num"`  // buffers per queue: 2 (double buffering)
+	// MaxTileElems is the largest tile UB holds with every buffer of every
+	// queue allocated: the edge a one-core share crosses into a second tile.
+	MaxTileElems int `json:"max_tile_elems"`
 }
 
 // VectorAddOptions overrides the tiling; zero fields take the default.
@@ -111,6 +114,7 @@ func VectorAddTilingWith(prof npu.Profile, n int, dtype tensor.DType, opt Vector
 	}
 	// UB budget per buffer: whole blocks.
 	maxTileBytes := prof.UBBytes / (t.BufferNum * vectorAddQueues) / align * align
+	t.MaxTileElems = maxTileBytes / size
 	if opt.TileElems > 0 {
 		if need := t.BufferNum * vectorAddQueues * roundUp(opt.TileElems*size, align); opt.TileElems > maxTileBytes/size || need > prof.UBBytes {
 			return VectorAddTiling{}, fmt.Errorf("vector_add: TileElems %d: %d×%d buffers of %d bytes exceed UB (%d bytes)",
