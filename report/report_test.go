@@ -227,4 +227,3 @@ func TestWriteFiles(t *testing.T) {
 		}
 	}
 }
-
