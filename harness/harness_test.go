@@ -1,0 +1,100 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// fakeBackend is a vector_add "kernel" whose behaviour a test sets: it
+// computes z correctly (in float64, rounded once) and then applies mutate.
+type fakeBackend struct {
+	mutate func(in, out map[string]*tensor.Tensor)
+	err    error
+}
+
+func (f *fakeBackend) Name() string { return "fake" }
+
+func (f *fakeBackend) Run(_ context.Context, _ string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	x, y := in["x"], in["y"]
+	z := tensor.MustNew(x.DType, x.Shape...)
+	for i := 0; i < x.Len(); i++ {
+		z.SetFloat64(i, x.Float64(i)+y.Float64(i), tensor.Numerics{})
+	}
+	out := map[string]*tensor.Tensor{"z": z}
+	if f.mutate != nil {
+		f.mutate(in, out)
+	}
+	return out, nil, nil
+}
+
+var fp16Case = harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Dims: map[string]int{"n": 100}, Dist: ops.DistNormal, Seed: 9}
+
+func TestRunPassesACorrectBackend(t *testing.T) {
+	res, err := harness.Run(context.Background(), &fakeBackend{}, fp16Case, harness.Options{})
+	if err != nil || !res.Pass() {
+		t.Fatalf("%s: Run = %v, %v, want a passing result", fp16Case.Subject(), err, res.Verify.Failure())
+	}
+}
+
+func TestRunFlagsModifiedInputs(t *testing.T) {
+	b := &fakeBackend{mutate: func(in, _ map[string]*tensor.Tensor) { in["y"].SetBits(7, 0) }}
+	res, err := harness.Run(context.Background(), b, fp16Case, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pass() || !strings.Contains(res.Verify.Failure(), `input "y" was modified`) {
+		t.Errorf("%s: a backend that writes its input passed or was misreported:\n%s", fp16Case.Subject(), res.Verify.Failure())
+	}
+}
+
+func TestRunFailsAWrongResult(t *testing.T) {
+	b := &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"].SetFloat64(3, 1000, tensor.Numerics{}) }}
+	res, err := harness.Run(context.Background(), b, fp16Case, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Verify.Failure(); res.Pass() || !strings.HasPrefix(f, "vector_add dtype=fp16 seed=9") || !strings.Contains(f, "[3]") {
+		t.Errorf("%s: wrong z[3] passed or the report lacks subject and index:\n%s", fp16Case.Subject(), f)
+	}
+}
+
+func TestRunErrorClasses(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		b         *fakeBackend
+		c         harness.Case
+		isInput   bool
+		isBackend bool
+		want      string
+	}{
+		{"backend error", &fakeBackend{err: errors.New("device lost")}, fp16Case, false, true, "device lost"},
+		{"missing output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { delete(out, "z") }}, fp16Case, false, true, `output "z" is missing`},
+		{"wrong dtype", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float32, 100) }}, fp16Case, false, true, `output "z": dtype fp32, want fp16`},
+		{"wrong shape", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float16, 99) }}, fp16Case, false, true, `output "z": shape [99], want [100]`},
+		{"extra output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["w"] = out["z"] }}, fp16Case, false, true, "2 outputs"},
+		{"unknown op", &fakeBackend{}, harness.Case{Op: "nope"}, true, false, `unknown op "nope"`},
+		{"bad param", &fakeBackend{}, harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp8"}}, true, false, `param "dtype"`},
+		{"unknown policy", &fakeBackend{}, func() harness.Case { c := fp16Case; c.Policy = "strict"; return c }(), true, false, "strict"},
+		{"numerics the backend cannot set", &fakeBackend{}, func() harness.Case {
+			c := fp16Case
+			c.Numerics = &tensor.Numerics{Overflow: tensor.OverflowSaturate}
+			return c
+		}(), true, false, "cannot set"},
+	} {
+		_, err := harness.Run(context.Background(), tt.b, tt.c, harness.Options{})
+		if err == nil || harness.IsInput(err) != tt.isInput || harness.IsBackend(err) != tt.isBackend || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %s: Run error = %v (input %v, backend %v), want input %v, backend %v, containing %q",
+				tt.name, tt.c.Subject(), err, harness.IsInput(err), harness.IsBackend(err), tt.isInput, tt.isBackend, tt.want)
+		}
+	}
+}
