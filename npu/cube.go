@@ -142,6 +142,9 @@ type GMMatrix struct {
 	// Inf or NaN.
 	MaxAbs, MinNonZero float64
 	NonFinite          bool
+	// zeroFree reports that the decoded float view holds no ±0, so that
+	// the cube's zero-skipping paths never skip (see mmadGer).
+	zeroFree bool
 }
 
 // NewGMMatrix decodes a 2-D fp16, bf16, fp32 or int8 tensor.
@@ -164,7 +167,9 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 	case tensor.Float16:
 		g.f = getSlice[float32](&f32Pool, n)
 		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
-		g.NonFinite = decodeF16(g.f, t.F16())
+		var zero bool
+		g.NonFinite, zero = decodeF16(g.f, t.F16())
+		g.zeroFree = !zero
 		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
 		return g, nil
 	case tensor.BFloat16:
@@ -179,6 +184,7 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		return nil, fmt.Errorf("NewGMMatrix: dtype %s not supported by the cube", t.DType)
 	}
 	var hi, lo float32 = 0, float32(math.Inf(1))
+	g.zeroFree = true
 	for _, v := range g.f {
 		a := float32(math.Abs(float64(v)))
 		switch {
@@ -186,6 +192,8 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 			g.NonFinite = true
 		case a > 0:
 			hi, lo = max(hi, a), min(lo, a)
+		default:
+			g.zeroFree = false
 		}
 	}
 	g.MaxAbs, g.MinNonZero = float64(hi), float64(lo)
@@ -204,6 +212,7 @@ type L1Tile struct {
 	f, fOwn    []float32
 	i, iOwn    []int32
 	ld         int
+	zeroFree   bool // the float view holds no ±0 (GMMatrix.zeroFree)
 }
 
 // LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
@@ -223,7 +232,7 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	n := tileRows * tileCols
 	if rows == tileRows && cols == tileCols && rows > 0 && cols > 0 {
 		// No padding: view the decoded GM values in place.
-		t.ld = src.Cols
+		t.ld, t.zeroFree = src.Cols, src.zeroFree
 		if src.i != nil {
 			t.i, t.f = src.i[row0*src.Cols+col0:], nil
 		} else {
@@ -231,7 +240,7 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 		}
 		return nil
 	}
-	t.ld = tileCols
+	t.ld, t.zeroFree = tileCols, false // the padding is zeros
 	if src.i != nil {
 		if cap(t.iOwn) < n {
 			putSlice(&i32Pool, t.iOwn)
@@ -277,6 +286,7 @@ type L0Tile struct {
 	f          []float32
 	i          []int32
 	ld         int
+	zeroFree   bool // the float view holds no ±0 (from the L1 tile)
 }
 
 // LoadL0 copies the [rows × cols] block at (row0, col0) of the L1 tile src
@@ -315,7 +325,7 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 		s := ((row0+r)*src.Cols + col0) * size
 		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
 	}
-	t.DType, t.Rows, t.Cols, t.ld = dtype, rows, cols, src.ld
+	t.DType, t.Rows, t.Cols, t.ld, t.zeroFree = dtype, rows, cols, src.ld, src.zeroFree
 	n := rows * cols
 	t.f, t.i = nil, nil
 	if src.i != nil {
@@ -361,17 +371,20 @@ func (t *L1Tile) Release() {
 	t.f, t.i, t.fOwn, t.iOwn = nil, nil, nil, nil
 }
 
-// decodeF16 decodes src into dst and reports whether it held Inf or NaN.
-func decodeF16(dst []float32, src []float16.Float16) (nonFinite bool) {
+// decodeF16 decodes src into dst and reports whether it held Inf or NaN,
+// and whether it held ±0.
+func decodeF16(dst []float32, src []float16.Float16) (nonFinite, zero bool) {
 	t := f16Table() // vector.go: every fp16 bit pattern decoded
 	dst = dst[:len(src)]
+	// The least and the greatest magnitude bits (branch-free min/max):
+	// Inf and NaN have an exponent of all ones (from 0x7C00), ±0 is 0.
+	lo, hi := uint16(0x7FFF), uint16(0)
 	for k, v := range src {
 		dst[k] = t[v]
-		if v&0x7C00 == 0x7C00 { // exponent all ones: Inf or NaN
-			nonFinite = true
-		}
+		a := uint16(v) & 0x7FFF
+		lo, hi = min(lo, a), max(hi, a)
 	}
-	return nonFinite
+	return hi >= 0x7C00, len(src) > 0 && lo == 0
 }
 
 // MmadParams describes one cube matrix multiply-accumulate
@@ -448,7 +461,12 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	case p.Blocked:
 		mmadBlocked(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, g)
 	case p.Exact32 && p.Acc == tensor.Float32:
-		mmadSaxpy(dst.F32()[:p.M*p.N], a.f, b.f, g)
+		cc := dst.F32()[:p.M*p.N]
+		if g.n <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cc)) {
+			mmadGer(cc, a.f, b.f, g)
+		} else {
+			mmadSaxpy(cc, a.f, b.f, g)
+		}
 	default:
 		mmadFused(p.Acc, dst.F32()[:p.M*p.N], a.f, b.f, g)
 	}
@@ -514,6 +532,75 @@ func mmadSaxpy(cc, a, b []float32, g mmadGeom) {
 			}
 		}
 	}
+}
+
+// gerMaxN is the widest accumulator tile mmadGer takes: up to there its
+// rank-one updates beat mmadSaxpy's row-by-row saxpys, whose per-call
+// overhead dominates on short rows (gonum's Sger runs a 4×8 register
+// kernel over the whole tile).
+const gerMaxN = 128
+
+// mmadGer computes exactly what mmadSaxpy computes, as k-ordered rank-one
+// updates: for each k ascending, C += A[:,k]·B[k,:] with gonum's Sger
+// (alpha = 1, so its alpha·x is x). Every element is RN32(c + a·b) with the
+// same product (b·a, the multiply's NaN operand order included) and the
+// same addition (product + c) as the saxpy, in the same k order; the row
+// pieces are only cache blocking (a piece of C stays in L1 across its k),
+// and A's piece is first copied k-major so that Sger reads x contiguously.
+//
+// The one difference is that Sgemm skips a zero a[i,k] and Sger does not:
+// adding the ±0 product leaves every accumulator unchanged except −0
+// (−0 + +0 = +0) and a signalling NaN (quieted). The caller therefore uses
+// mmadGer only when A holds no ±0 (L0Tile.zeroFree: nothing to skip) or
+// the tile starts from +0 (Init) or holds neither −0 nor a signalling NaN
+// (holdsNegZeroOrSNaN); from there the sums of exact products produce
+// neither, so the skip never matters.
+func mmadGer(cc, a, b []float32, g mmadGeom) {
+	m, n, ku := g.m, g.n, g.ku
+	mb := max(4, 16384/(4*n)/4*4) // a piece of C of at most 16 KiB
+	at := getSlice[float32](&gerPool, min(mb, m)*ku)
+	defer putSlice(&gerPool, at)
+	for i0 := 0; i0 < m; i0 += mb {
+		mi := min(mb, m-i0)
+		transposeRows(at[:mi*ku], a[i0*g.lda:], g.lda, mi, ku)
+		for k := range ku {
+			gonumBLAS.Sger(mi, n, 1, at[k*mi:], 1, b[k*g.ldb:], 1, cc[i0*n:], n)
+		}
+	}
+}
+
+// transposeRows sets at[k·m + i] = a[i·lda + k] for i < m, k < ku: the
+// m × ku block of a, k-major. Four rows at a time, so that both the reads
+// and the writes run along memory.
+func transposeRows(at, a []float32, lda, m, ku int) {
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		r0, r1 := a[i*lda:i*lda+ku], a[(i+1)*lda:(i+1)*lda+ku]
+		r2, r3 := a[(i+2)*lda:(i+2)*lda+ku], a[(i+3)*lda:(i+3)*lda+ku]
+		for k := range r0 {
+			d := at[k*m+i : k*m+i+4]
+			d[0], d[1], d[2], d[3] = r0[k], r1[k], r2[k], r3[k]
+		}
+	}
+	for ; i < m; i++ {
+		for k, v := range a[i*lda : i*lda+ku] {
+			at[k*m+i] = v
+		}
+	}
+}
+
+// gerPool recycles mmadGer's k-major copies of A.
+var gerPool sync.Pool // *[]float32
+
+// holdsNegZeroOrSNaN reports whether c holds a −0 or a signalling NaN.
+func holdsNegZeroOrSNaN(c []float32) bool {
+	for _, v := range c {
+		u := math.Float32bits(v)
+		if u == 0x80000000 || (u&0x7FC00000 == 0x7F800000 && u&0x003FFFFF != 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // mmadFused is the sequential model with one exact rounding per step.
@@ -711,9 +798,7 @@ func (c *Core) CastF32(to tensor.DType, dst, src *Buffer, n int) error {
 	switch to {
 	case tensor.Float16:
 		z := dst.F16()[:n]
-		for i, v := range in {
-			z[i] = f32ToF16(v)
-		}
+		f32sToF16(z, in)
 		fixF16(z, num)
 	case tensor.BFloat16:
 		z := dst.BF16()[:n]

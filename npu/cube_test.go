@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // bigRound returns RN_f(Σ xs) (one rounding of the exact sum, IEEE
@@ -174,5 +175,166 @@ func TestCubePrimitiveChecks(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMmadGerMatchesSaxpy checks that the rank-one path computes the
+// saxpy path's bits, on fp16 values with zeros, Inf and NaN in A (B
+// finite, as Exact32 requires), from +0 and from finite non-(−0)
+// accumulators, and that holdsNegZeroOrSNaN finds what it must.
+func TestMmadGerMatchesSaxpy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	f16 := func(finite bool) float32 {
+		for {
+			v := f16Table()[r.IntN(1<<16)]
+			switch {
+			case r.IntN(8) == 0:
+				v = 0
+			case finite && (math.IsInf(float64(v), 0) || v != v):
+				continue
+			}
+			return v
+		}
+	}
+	for trial := range 60 {
+		m, n, ku := 1+r.IntN(70), 16*(1+r.IntN(8)), r.IntN(80)
+		lda, ldb := ku+r.IntN(5), n+r.IntN(5)
+		a, b := make([]float32, m*lda+1), make([]float32, max(ku, 1)*ldb)
+		for i := range a {
+			a[i] = f16(trial%2 == 0)
+		}
+		for i := range b {
+			b[i] = f16(true)
+		}
+		c0 := make([]float32, m*n)
+		if trial%3 != 0 {
+			for i := range c0 {
+				c0[i] = f16(true)
+				if c0[i] == 0 {
+					c0[i] = 0 // +0
+				}
+			}
+		}
+		g := mmadGeom{m: m, n: n, ku: ku, lda: lda, ldb: ldb}
+		want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
+		mmadSaxpy(want, a, b, g)
+		mmadGer(got, a, b, g)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("trial %d (%d×%d×%d): element %d: mmadGer %#08x, mmadSaxpy %#08x", trial, m, ku, n, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+		if holdsNegZeroOrSNaN(got) {
+			t.Fatalf("trial %d: the accumulators hold a −0 or a signalling NaN", trial)
+		}
+	}
+	for _, u := range []uint32{0x80000000, 0x7F800001, 0xFFBFFFFF, 0x7FA00000} {
+		if !holdsNegZeroOrSNaN([]float32{1, math.Float32frombits(u)}) {
+			t.Errorf("holdsNegZeroOrSNaN misses %#08x", u)
+		}
+	}
+	for _, u := range []uint32{0, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFFFFFFF, 0x80000001} {
+		if holdsNegZeroOrSNaN([]float32{1, math.Float32frombits(u)}) {
+			t.Errorf("holdsNegZeroOrSNaN flags %#08x", u)
+		}
+	}
+}
+
+// TestMmadNegZeroAccumulator: accumulating onto a −0 with a zero in A
+// keeps the skip semantics of the saxpy path (−0 stays −0).
+func TestMmadNegZeroAccumulator(t *testing.T) {
+	dev := MustNewDevice(Ascend910B())
+	_, err := dev.LaunchOn(t.Context(), AICore, 1, func(c *Core) error {
+		a := tensor.MustNew(tensor.Float16, 16, 16) // all zeros
+		b := tensor.MustNew(tensor.Float16, 16, 16)
+		for i := range b.Len() {
+			b.SetFloat64(i, 1, tensor.Numerics{})
+		}
+		ga, _ := NewGMMatrix(a)
+		gb, _ := NewGMMatrix(b)
+		var l1a, l1b L1Tile
+		var l0a, l0b L0Tile
+		for _, x := range []struct {
+			t  *L1Tile
+			s  Space
+			l0 *L0Tile
+		}{{&l1a, L0A, &l0a}, {&l1b, L0B, &l0b}} {
+			var err error
+			if x.t.Buf, err = c.Alloc(L1, 512); err != nil {
+				return err
+			}
+			if x.l0.Buf, err = c.Alloc(x.s, 512); err != nil {
+				return err
+			}
+		}
+		if err := c.LoadL1(&l1a, ga, 0, 0, 16, 16, 16, 16); err != nil {
+			return err
+		}
+		if err := c.LoadL1(&l1b, gb, 0, 0, 16, 16, 16, 16); err != nil {
+			return err
+		}
+		if err := c.LoadL0(&l0a, &l1a, 0, 0, 16, 16); err != nil {
+			return err
+		}
+		if err := c.LoadL0(&l0b, &l1b, 0, 0, 16, 16); err != nil {
+			return err
+		}
+		l0c, err := c.Alloc(L0C, 16*16*4)
+		if err != nil {
+			return err
+		}
+		acc := l0c.F32()
+		for i := range acc {
+			acc[i] = float32(math.Copysign(0, -1))
+		}
+		p := MmadParams{M: 16, K: 16, N: 16, UsefulM: 16, UsefulK: 16, UsefulN: 16, Acc: tensor.Float32, Exact32: true}
+		if err := c.Mmad(l0c, &l0a, &l0b, p); err != nil {
+			return err
+		}
+		for i, v := range l0c.F32()[:256] {
+			if math.Float32bits(v) != 0x80000000 {
+				t.Fatalf("accumulator %d: got %#08x want −0 (0x80000000)", i, math.Float32bits(v))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDecodeF16 checks decodeF16 on every fp16 bit pattern against the
+// table, and its Inf/NaN and ±0 reports.
+func TestDecodeF16(t *testing.T) {
+	src := make([]float16.Float16, 1<<16)
+	for i := range src {
+		src[i] = float16.Float16(i)
+	}
+	dst := make([]float32, len(src))
+	nonFinite, zero := decodeF16(dst, src)
+	for i, v := range dst {
+		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
+			t.Fatalf("decodeF16(%#04x) = %#08x want %#08x", i, math.Float32bits(v), math.Float32bits(want))
+		}
+	}
+	if !nonFinite || !zero {
+		t.Errorf("decodeF16(all patterns) = %v, %v want true, true", nonFinite, zero)
+	}
+	for _, c := range []struct {
+		bits            []uint16
+		nonFinite, zero bool
+	}{
+		{nil, false, false}, {[]uint16{0x3C00, 0x0001}, false, false}, {[]uint16{0x3C00, 0x8000}, false, true},
+		{[]uint16{0x0000}, false, true}, {[]uint16{0x7C00, 0x3C00}, true, false}, {[]uint16{0xFE00}, true, false},
+		{[]uint16{0x7BFF, 0xFBFF}, false, false},
+	} {
+		s := make([]float16.Float16, len(c.bits))
+		for i, b := range c.bits {
+			s[i] = float16.Float16(b)
+		}
+		nf, z := decodeF16(make([]float32, len(s)), s)
+		if nf != c.nonFinite || z != c.zero {
+			t.Errorf("decodeF16(%#04x) = %v, %v want %v, %v", c.bits, nf, z, c.nonFinite, c.zero)
+		}
 	}
 }

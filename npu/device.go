@@ -136,6 +136,11 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Release the core's memories as soon as its block is done
+			// (its buffers are invalid from then on), so that the blocks
+			// that run next on this thread reuse them while they are
+			// still in cache instead of each holding its own set.
+			defer c.release()
 			defer func() {
 				if r := recover(); r != nil {
 					errs[c.BlockIdx] = fmt.Errorf("kernel panic: %v", r)
@@ -145,9 +150,6 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		}()
 	}
 	wg.Wait()
-	for _, c := range cores {
-		c.release()
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}

@@ -177,6 +177,18 @@ func fill(b []byte, v byte) {
 	}
 }
 
+// fillPattern sets b to repeated copies of pat (len(b) a multiple of
+// len(pat)) with doubling copies, like fill.
+func fillPattern(b, pat []byte) {
+	if len(b) == 0 {
+		return
+	}
+	copy(b, pat)
+	for k := len(pat); k < len(b); k *= 2 {
+		copy(b[k:], b[:k])
+	}
+}
+
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
 // memPool recycles local-memory backing stores across launches, one pool

@@ -302,19 +302,33 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
+	defer out.Release() // what GEMM returns is out.Tensor(), a copy
 	if npu.FaultsFrom(ctx).Has(FaultGEMMBTransposed) {
 		b = readAsTransposed(b)
 	}
-	ga, err := npu.NewGMMatrix(a)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", err)
+	// Decode A and B concurrently: on the host, before the launch, the
+	// decode is serial work.
+	var gb *npu.GMMatrix
+	var errB error
+	decodedB := make(chan struct{})
+	go func() {
+		defer close(decodedB)
+		gb, errB = npu.NewGMMatrix(b)
+	}()
+	ga, errA := npu.NewGMMatrix(a)
+	<-decodedB
+	if ga != nil {
+		defer ga.Release()
 	}
-	defer ga.Release()
-	gb, err := npu.NewGMMatrix(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gemm: input \"b\": %w", err)
+	if gb != nil {
+		defer gb.Release()
 	}
-	defer gb.Release()
+	if errA != nil {
+		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", errA)
+	}
+	if errB != nil {
+		return nil, nil, fmt.Errorf("gemm: input \"b\": %w", errB)
+	}
 	// The SIMD multiply-then-add path is the sequential fp32 model when
 	// every product is exact in fp32 and B is finite (see npu.MmadParams).
 	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && !gb.NonFinite
