@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -51,6 +53,18 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 		})
 
 		Context("cost model", Label("perf"), func() {
+			It("stays within every golden case's cycle and GM-byte budget", func(ctx context.Context) {
+				results, err := golden.Check(ctx, golden.Embedded(), backend.NewEmulator(prof), golden.CheckOptions{Exact: golden.ExactNever})
+				Expect(err).NotTo(HaveOccurred())
+				for _, r := range results {
+					Expect(r.Err).NotTo(HaveOccurred())
+					Expect(r.Budgets).NotTo(BeEmpty(), "%s: no budget checked", r.ID)
+					for _, b := range r.Budgets {
+						Expect(b.Pass).To(BeTrue(), "%s: %s", r.Case.Subject(), b)
+					}
+				}
+			})
+
 			for _, d := range VectorAddDTypes {
 				sizes, err := VectorAddSizes(prof, d)
 				if err != nil {
