@@ -38,6 +38,36 @@ func ambiguousText(m *Metrics) string {
 	return fmt.Sprintf("; %d overflow-ambiguous, %d took the non-finite outcome", m.Ambiguous, m.AmbiguousTaken)
 }
 
+// scanLimits judges every element of in against a per-element limit on
+// |got − want|: limit(r, e) is the limit for reference r (e is the
+// element's error, for limits that also track statistics). A non-finite
+// class mismatch counts in mis, a finite element past its limit in far;
+// the worst of both are returned, mismatches first, then by how far past
+// the limit. note, if set, annotates each failing element.
+func scanLimits(in Input, m *Metrics, limit func(r, e float64) float64, note func(r, e float64) string) (far, mis int, worst []Element) {
+	fails := newRanked(WorstCount)
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classFinite:
+			r := in.Want.Ref[i]
+			e := math.Abs(g - r)
+			if lim := limit(r, e); !(e <= lim) {
+				far++
+				el := element(in, i, g, lim)
+				if note != nil {
+					el.Note = note(r, e)
+				}
+				fails.add(el, ratio(e, lim), e)
+			}
+		}
+	}
+	return far, mis, fails.elements()
+}
+
 // ---- bound ----
 
 type boundPolicy struct{}
@@ -168,24 +198,8 @@ func (p allclosePolicy) tols(d tensor.DType) (rtol, atol float64) {
 
 func (p allclosePolicy) judge(in Input, m *Metrics) Verdict {
 	rtol, atol := p.tols(in.Got.DType)
-	fails := newRanked(WorstCount)
-	far, mis := 0, 0
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			r := in.Want.Ref[i]
-			e, tol := math.Abs(g-r), atol+rtol*math.Abs(r)
-			if !(e <= tol) {
-				far++
-				fails.add(element(in, i, g, tol), ratio(e, tol), e)
-			}
-		}
-	}
-	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+	far, mis, worst := scanLimits(in, m, func(r, _ float64) float64 { return atol + rtol*math.Abs(r) }, nil)
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: worst}
 	rule := fmt.Sprintf("|got−want| ≤ atol + rtol·|want| (rtol=%s, atol=%s)", num(rtol), num(atol))
 	if v.Pass {
 		v.Reason = fmt.Sprintf("all %d elements close: %s; max abs err %.3g", m.N, rule, m.MaxAbs)
@@ -205,30 +219,15 @@ func (p ulpPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
 
 func (p ulpPolicy) judge(in Input, m *Metrics) Verdict {
 	d := in.Got.DType
-	fails := newRanked(WorstCount)
-	far, mis := 0, 0
 	maxU := 0.0
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			r := in.Want.Ref[i]
+	far, mis, worst := scanLimits(in, m,
+		func(r, e float64) float64 {
 			q := ulpOf(d, r)
-			e := math.Abs(g - r)
-			u := e / q
-			maxU = math.Max(maxU, u)
-			if !(u <= p.n) {
-				far++
-				el := element(in, i, g, p.n*q)
-				el.Note = fmt.Sprintf("%.3g ulp", u)
-				fails.add(el, u, e)
-			}
-		}
-	}
-	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+			maxU = math.Max(maxU, e/q)
+			return p.n * q
+		},
+		func(r, e float64) string { return fmt.Sprintf("%.3g ulp", e/ulpOf(d, r)) })
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: worst}
 	if v.Pass {
 		v.Reason = fmt.Sprintf("all %d elements within %s ulp (%s) of want; max %.3g ulp", m.N, num(p.n), d, maxU)
 	} else {
@@ -242,22 +241,8 @@ func (p ulpPolicy) judge(in Input, m *Metrics) Verdict {
 // judgeIntegers is what the Ascend policies apply to integer outputs
 // (indices, masks, counters, int8 caches): every value equal to Ref.
 func judgeIntegers(in Input, m *Metrics) Verdict {
-	fails := newRanked(WorstCount)
-	far, mis := 0, 0
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			if e := math.Abs(g - in.Want.Ref[i]); e != 0 {
-				far++
-				fails.add(element(in, i, g, 0), e, e)
-			}
-		}
-	}
-	v := Verdict{Pass: far == 0 && mis == 0, Failures: fails.elements()}
+	far, mis, worst := scanLimits(in, m, func(_, _ float64) float64 { return 0 }, nil)
+	v := Verdict{Pass: far == 0 && mis == 0, Failures: worst}
 	if v.Pass {
 		v.Reason = fmt.Sprintf("%s output: all %d elements equal want", in.Got.DType, m.N)
 	} else {
