@@ -39,7 +39,6 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -62,23 +61,15 @@ const readmeName = "README.md"
 
 // CaseFile is the content of case.json.
 type CaseFile struct {
-	Format int    `json:"format"`
-	Name   string `json:"name"`
-	Op     string `json:"op"`
-	// Params are the validated params, defaults filled in.
-	Params ops.Params     `json:"params"`
-	Dims   map[string]int `json:"dims"`
-	Dist   string         `json:"dist"`
-	Seed   uint64         `json:"seed"`
-	Labels []string       `json:"labels,omitempty"`
-	// Policy is the accuracy policy that judges any backend ("bound" by
-	// default). The emulator is additionally held to the expected bits.
-	Policy string `json:"policy"`
-	// Numerics is set when the case overrides the device's numerics
-	// profile (e.g. the saturate cases).
-	Numerics *tensor.Numerics `json:"numerics,omitempty"`
-	Inputs   []FileEntry      `json:"inputs"`
-	Outputs  []FileEntry      `json:"outputs"`
+	Format int `json:"format"`
+	// Case is the reproducible case, its fields inline in case.json: name,
+	// op, params (validated, defaults filled in), dims, dist, seed, labels,
+	// policy (always written; it judges any backend, and the emulator is
+	// additionally held to the expected bits) and numerics (when the case
+	// overrides the device's profile).
+	harness.Case
+	Inputs  []FileEntry `json:"inputs"`
+	Outputs []FileEntry `json:"outputs"`
 	// Metrics are the accuracy metrics of the recorded outputs, per output.
 	Metrics map[string]Metrics `json:"metrics"`
 	// Budgets are the performance figures recorded with the outputs; nil
@@ -202,13 +193,11 @@ func (cf *CaseFile) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Harness returns the reproducible case case.json describes.
+// Harness returns a copy of the reproducible case case.json describes.
 func (cf *CaseFile) Harness() harness.Case {
-	return harness.Case{
-		Name: cf.Name, Op: cf.Op, Params: cf.Params.Clone(), Dims: cloneDims(cf.Dims),
-		Dist: cf.Dist, Seed: cf.Seed, Labels: slices.Clone(cf.Labels),
-		Policy: cf.Policy, Numerics: cf.Numerics,
-	}
+	c := cf.Case
+	c.Params, c.Dims, c.Labels = c.Params.Clone(), cloneDims(c.Dims), slices.Clone(c.Labels)
+	return c
 }
 
 func cloneDims(d map[string]int) map[string]int {

@@ -112,11 +112,8 @@ func generate(ctx context.Context, b backend.Backend, c harness.Case) (*generate
 	if !res.Pass() {
 		return nil, fmt.Errorf("%s: backend %s fails the case's own policy; not recording it:\n%s", id, b.Name(), res.Verify.Failure())
 	}
-	cf := &CaseFile{
-		Format: FormatVersion, Name: c.Name, Op: c.Op, Params: pc.Params,
-		Dims: cloneDims(c.Dims), Dist: c.Dist, Seed: c.Seed, Labels: slices.Clone(c.Labels),
-		Policy: c.Policy, Numerics: c.Numerics, Metrics: map[string]Metrics{},
-	}
+	cf := &CaseFile{Format: FormatVersion, Case: c, Metrics: map[string]Metrics{}}
+	cf.Params, cf.Dims, cf.Labels = pc.Params, cloneDims(c.Dims), slices.Clone(c.Labels)
 	if cf.Policy == "" {
 		cf.Policy = "bound"
 	}
