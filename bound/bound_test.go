@@ -40,6 +40,9 @@ func TestOutput(t *testing.T) {
 		{"saturate straddle needs no alt", 65519, 1, tensor.Float16, sat, 65519, 1 + h16(15), 0, false},
 		{"flush floor is MinNormal", 1, 0, tensor.Float16, flush, 1, h16(0), 0, false},
 		{"flush near zero", math.Ldexp(1, -20), 0, tensor.Float16, flush, math.Ldexp(1, -20), math.Ldexp(1, -14), 0, false},
+		// r ± b reaches below MinNormal but also up to 3, where rounding alone
+		// moves a value by half its spacing 2^-9, more than MinNormal (2^-14).
+		{"flush with a wide interval", 1, 2, tensor.Float16, flush, 1, 2 + math.Ldexp(1, -10), 0, false},
 		{"subnormal half spacing", math.Ldexp(3, -24), 0, tensor.Float16, tensor.Numerics{}, math.Ldexp(3, -24), math.Ldexp(1, -25), 0, false},
 		{"bf16", 3, 0, tensor.BFloat16, tensor.Numerics{}, 3, math.Ldexp(1, 1-8) /* 3 in [2,4): spacing 2^-6 */, 0, false},
 		{"int8 saturates high", 200, 0, tensor.Int8, tensor.Numerics{}, 127, 0, 0, false},

@@ -21,7 +21,8 @@ import (
 //     b + u·(|r|+b) + η/2, and for b = 0 it is the half-ulp that a correctly
 //     rounded operation meets, so a result one ulp off is rejected. Under
 //     SubnormalFlush, an interval reaching below MinNormal is given
-//     b + MinNormal instead, the most rounding then flushing can move it;
+//     b + max(MinNormal, ulp(|r|+b)/2): a value that flushes moves by less
+//     than MinNormal, any other by at most half its spacing;
 //   - an interval entirely at or beyond T overflows in every legal
 //     implementation: Ref ±Inf (or ±MaxFinite with Bound 0 under
 //     saturation);
@@ -66,7 +67,7 @@ func Output(r, b float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64
 	}
 	bnd = b + f.Ulp(math.Abs(r)+b)/2
 	if num.Subnormals == tensor.SubnormalFlush && math.Abs(r)-b < f.MinNormal() {
-		bnd = b + f.MinNormal()
+		bnd = b + math.Max(f.MinNormal(), f.Ulp(math.Abs(r)+b)/2)
 	}
 	if math.Abs(r)+b >= thr && !sat {
 		alt = Of(inf)
