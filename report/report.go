@@ -8,12 +8,12 @@
 //
 // A Report is a list of Sections, rendered in order: the summary table
 // first, then the per-case details, then any section a caller adds (e.g. a
-// GEMM precision-mode table). Each section renders itself as Markdown and
-// as a JSON value under its own key. Output is deterministic: cases are
-// sorted by ID and maps by key, and nothing depends on time or host.
-//
-// TODO(report): HTML with SVG plots (DESIGN §2) as a third renderer over
-// the same sections.
+// GEMM precision-mode table). Each section renders itself as Markdown, as
+// a JSON value under its own key and, if it implements HTMLSection, as HTML
+// (otherwise the HTML report shows its Markdown verbatim). The HTML report
+// is one self-contained page with inline SVG plots drawn by gonum/plot.
+// Output is deterministic: cases are sorted by ID and maps by key, and
+// nothing depends on time or host.
 package report
 
 import (
@@ -193,18 +193,15 @@ func (r *Report) JSON(w io.Writer) error {
 }
 
 // Formats are the formats WriteFiles understands.
-var Formats = []string{"md", "json"}
+var Formats = []string{"md", "json", "html"}
 
-// ParseFormats parses a comma-separated format list ("md,json").
+// ParseFormats parses a comma-separated format list ("md,json,html").
 func ParseFormats(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
-		}
-		if f == "html" {
-			return nil, fmt.Errorf("format %q is not supported yet (want %s)", f, strings.Join(Formats, ", "))
 		}
 		if !slices.Contains(Formats, f) {
 			return nil, fmt.Errorf("unknown format %q (want %s)", f, strings.Join(Formats, ", "))
@@ -234,6 +231,8 @@ func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 			render = r.Markdown
 		case "json":
 			render = r.JSON
+		case "html":
+			render = r.HTML
 		default:
 			return paths, fmt.Errorf("unknown format %q", f)
 		}

@@ -219,7 +219,7 @@ func TestWriteFiles(t *testing.T) {
 		ok   bool
 	}{
 		{"md,json", []string{"md", "json"}, true}, {" json , md,json", []string{"json", "md"}, true},
-		{"html", nil, false}, {"pdf", nil, false}, {"", nil, false}, {",", nil, false},
+		{"html", []string{"html"}, true}, {"md,json,html", []string{"md", "json", "html"}, true}, {"pdf", nil, false}, {"", nil, false}, {",", nil, false},
 	} {
 		got, err := ParseFormats(c.in)
 		if (err == nil) != c.ok || strings.Join(got, ",") != strings.Join(c.want, ",") {

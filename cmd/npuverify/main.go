@@ -5,7 +5,7 @@
 //	                                               write DIR/<output>.npy and DIR/cost.json
 //	npuverify check [--golden DIR] [--backend B] [--op OP] [--policy P] [--shard I/N]
 //	                [--json FILE] [--junit FILE]   verify golden cases; table on stdout
-//	npuverify report [--out DIR] [--format md,json]   accuracy + performance report
+//	npuverify report [--out DIR] [--format md,json,html]   accuracy + performance report
 //	npuverify golden update|verify [--dir DIR]
 //
 // Exit codes: 0 pass, 1 verification failed, 2 usage or input error,

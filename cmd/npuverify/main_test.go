@@ -306,7 +306,7 @@ func TestCheckFailureAndBackendError(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rep")
-	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json")}, "report", "--out", dir, "--precision", "32x64x16")
+	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json") + ", " + filepath.Join(dir, "report.html")}, "report", "--out", dir, "--precision", "32x64x16")
 	if !strings.Contains(e, "PASS") || !strings.Contains(e, "vector_add/fp16_uniform_n0") {
 		t.Errorf("no progress on stderr:\n%s", e)
 	}
@@ -333,7 +333,20 @@ func TestReport(t *testing.T) {
 	}
 	wantCLI(t, 0, []string{"report.md"}, "report", "--out", dir, "--format", "md", "--precision", "off")
 	wantCLI(t, 2, []string{"npuverify: report: --precision", "0x1x1"}, "report", "--out", dir, "--precision", "0x1x1")
-	wantCLI(t, 2, []string{"npuverify: report: --format", "html"}, "report", "--out", dir, "--format", "html")
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"<!DOCTYPE html>", "<h2>Summary</h2>", "<svg ", "vector_add/fp16_uniform_n0", "<h2>GEMM precision modes</h2>", "<td>int8_int32acc</td>"} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+	os.Remove(filepath.Join(dir, "report.html"))
+	wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.html") + "\n"}, "report", "--out", dir, "--format", "html", "--precision", "off")
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Error(err)
+	}
 	wantCLI(t, 2, []string{"npuverify: report: --format", "pdf"}, "report", "--out", dir, "--format", "pdf")
 }
 

@@ -11,18 +11,18 @@ import (
 	"github.com/npuverify/npuverify/report"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json] [--precision MxKxN|off] [--backend B] [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--backend B] [--profile P] [--timeout D]"
 
 // cmdReport runs the embedded default cases through the backend (as check
 // does: the emulator is also held to the stored bits and budgets) and
-// writes DIR/report.md and DIR/report.json. Progress goes to stderr; the
-// last line on stdout names the files written. The exit code is check's:
-// the report is written either way.
+// writes DIR/report.md, DIR/report.json and DIR/report.html (by default).
+// Progress goes to stderr; the last line on stdout names the files
+// written. The exit code is check's: the report is written either way.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	const where = "report"
 	fs := newFlagSet(where, reportSynopsis, stdout)
 	out := fs.String("out", "out/report", "directory to write report.<format> to")
-	formats := fs.String("format", "md,json", "comma-separated formats: "+strings.Join(report.Formats, ", ")+" (html: not yet)")
+	formats := fs.String("format", "md,json,html", "comma-separated formats: "+strings.Join(report.Formats, ", "))
 	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
 	var dev deviceFlags
 	dev.register(fs)
