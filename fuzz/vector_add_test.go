@@ -13,16 +13,16 @@ import (
 
 var fuzzDTypes = []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8}
 
-// fromBytes fills a tensor of dtype d and n elements with raw bit patterns
-// taken little-endian from b (cycled), so every pattern, NaN payloads and
-// subnormals included, is reachable.
-func fromBytes(d tensor.DType, n int, b []byte, skip int) *tensor.Tensor {
-	t := tensor.MustNew(d, n)
+// fromBytes fills a tensor of dtype d and the given shape with raw bit
+// patterns taken little-endian from b (cycled, starting skip bytes in), so
+// every pattern, NaN payloads and subnormals included, is reachable.
+func fromBytes(d tensor.DType, b []byte, skip int, shape ...int) *tensor.Tensor {
+	t := tensor.MustNew(d, shape...)
 	if len(b) == 0 {
 		return t
 	}
 	size := d.Size()
-	for i := 0; i < n; i++ {
+	for i := 0; i < t.Len(); i++ {
 		var bits uint64
 		for k := 0; k < size; k++ {
 			bits |= uint64(b[(skip+i*size+k)%len(b)]) << (8 * k)
@@ -60,8 +60,8 @@ func FuzzVectorAdd(f *testing.F) {
 			t.Fatal(err)
 		}
 		count := int(n) % 5000
-		x := fromBytes(d, count, data, 0)
-		y := fromBytes(d, count, data, len(data)/2+1)
+		x := fromBytes(d, data, 0, count)
+		y := fromBytes(d, data, len(data)/2+1, count)
 		opt := kernels.VectorAddOptions{BlockDim: 1 + int(cores)%prof.VectorCores, TileElems: int(tile) % 4096}
 		z, _, err := kernels.VectorAdd(context.Background(), dev, x, y, opt)
 		if err != nil {

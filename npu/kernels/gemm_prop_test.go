@@ -195,11 +195,11 @@ func TestGEMMPropertyPowerOfTwoScaling(t *testing.T) {
 	t.Logf("gemm power-of-two scaling: %d elements checked exactly", checked)
 }
 
-// FuzzGEMM decodes bytes into a small gemm case (mode, accumulate,
+// FuzzGEMMKernel decodes bytes into a small gemm case (mode, accumulate,
 // alpha/beta, sizes, then raw element bit patterns, Inf and NaN included),
 // runs the emulator and checks that it never fails or panics and that
 // every element is within the op's bound.
-func FuzzGEMM(f *testing.F) {
+func FuzzGEMMKernel(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 3, 17, 5, 0x3c, 0x00, 0xbc, 0x00, 0x7c, 0x00})
 	f.Add([]byte{2, 1, 2, 1, 40, 1, 0x7b, 0xff, 0x7b, 0xff, 0x7b, 0xff, 0xfb, 0xff})
 	f.Add([]byte{4, 0, 3, 16, 33, 16, 0x80, 0x7f, 0x01, 0xff, 0x3c, 0x00, 0x00, 0x80})
