@@ -38,6 +38,26 @@ func ambiguousText(m *Metrics) string {
 	return fmt.Sprintf("; %d overflow-ambiguous, %d took the non-finite outcome", m.Ambiguous, m.AmbiguousTaken)
 }
 
+// scanElements visits every element of in once: a non-finite class
+// mismatch is counted and ranked first in fails, an accepted non-finite
+// outcome is counted, and every finite pair goes to finite with its index,
+// got g and reference r. It is the loop every value policy shares.
+func scanElements(in Input, m *Metrics, fails *ranked, finite func(i int, g, r float64)) (mis, nonFinite int) {
+	for i := 0; i < m.N; i++ {
+		g := in.Got.Float64(i)
+		switch classify(in.Want, i, g) {
+		case classMismatch:
+			mis++
+			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
+		case classNonFinite:
+			nonFinite++
+		case classFinite:
+			finite(i, g, in.Want.Ref[i])
+		}
+	}
+	return mis, nonFinite
+}
+
 // scanLimits judges every element of in against a per-element limit on
 // |got − want|: limit(r, e) is the limit for reference r (e is the
 // element's error, for limits that also track statistics). A non-finite
@@ -46,25 +66,17 @@ func ambiguousText(m *Metrics) string {
 // the limit. note, if set, annotates each failing element.
 func scanLimits(in Input, m *Metrics, limit func(r, e float64) float64, note func(r, e float64) string) (far, mis int, worst []Element) {
 	fails := newRanked(WorstCount)
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			r := in.Want.Ref[i]
-			e := math.Abs(g - r)
-			if lim := limit(r, e); !(e <= lim) {
-				far++
-				el := element(in, i, g, lim)
-				if note != nil {
-					el.Note = note(r, e)
-				}
-				fails.add(el, ratio(e, lim), e)
+	mis, _ = scanElements(in, m, fails, func(i int, g, r float64) {
+		e := math.Abs(g - r)
+		if lim := limit(r, e); !(e <= lim) {
+			far++
+			el := element(in, i, g, lim)
+			if note != nil {
+				el.Note = note(r, e)
 			}
+			fails.add(el, ratio(e, lim), e)
 		}
-	}
+	})
 	return far, mis, fails.elements()
 }
 
@@ -274,28 +286,20 @@ func (p thousandthPolicy) judge(in Input, m *Metrics) Verdict {
 	th := thousandthThreshold(in.Got.DType)
 	limit := p.n * th * float64(m.N)
 	fails := newRanked(WorstCount)
-	nRel, nAbs, mis := 0, 0, 0
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			r := in.Want.Ref[i]
-			e, rel := math.Abs(g-r), relErr(g, r)
-			failRel, failAbs := rel > th, e > th
-			if failRel {
-				nRel++
-			}
-			if failAbs {
-				nAbs++
-			}
-			if failRel || failAbs {
-				fails.add(element(in, i, g, th*math.Max(math.Abs(r), 1)), math.Min(rel, e)/th, e)
-			}
+	nRel, nAbs := 0, 0
+	mis, _ := scanElements(in, m, fails, func(i int, g, r float64) {
+		e, rel := math.Abs(g-r), relErr(g, r)
+		failRel, failAbs := rel > th, e > th
+		if failRel {
+			nRel++
 		}
-	}
+		if failAbs {
+			nAbs++
+		}
+		if failRel || failAbs {
+			fails.add(element(in, i, g, th*math.Max(math.Abs(r), 1)), math.Min(rel, e)/th, e)
+		}
+	})
 	v := Verdict{Pass: mis == 0 && !(float64(nRel) > limit && float64(nAbs) > limit), Failures: fails.elements()}
 	counts := fmt.Sprintf("rel err > %s at %d and abs err > %s at %d of %d elements (limit n·threshold·N = %.4g each)",
 		num(th), nRel, num(th), nAbs, m.N, limit)
@@ -410,34 +414,25 @@ func (mixedPolicy) judge(in Input, m *Metrics) Verdict {
 	}
 	rtol, atol := mixedTols(d)
 	fails := newRanked(WorstCount)
-	matched, overCap, mis := 0, 0, 0
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classNonFinite:
+	matched, overCap := 0, 0
+	mis, nonFinite := scanElements(in, m, fails, func(i int, g, r float64) {
+		e := math.Abs(g - r)
+		tol := atol + rtol*math.Abs(r)
+		lim := math.Max(atol, MixedCapULP*ulpOf(d, r))
+		if e <= tol {
 			matched++
-		case classFinite:
-			r := in.Want.Ref[i]
-			e := math.Abs(g - r)
-			tol := atol + rtol*math.Abs(r)
-			lim := math.Max(atol, MixedCapULP*ulpOf(d, r))
-			if e <= tol {
-				matched++
-			}
-			switch {
-			case !(e <= lim):
-				overCap++
-				el := element(in, i, g, lim)
-				el.Note = "over cap max(atol, 32 ulp)"
-				fails.add(el, 1, ratio(e, lim))
-			case !(e <= tol):
-				fails.add(element(in, i, g, tol), 0, ratio(e, tol))
-			}
 		}
-	}
+		switch {
+		case !(e <= lim):
+			overCap++
+			el := element(in, i, g, lim)
+			el.Note = "over cap max(atol, 32 ulp)"
+			fails.add(el, 1, ratio(e, lim))
+		case !(e <= tol):
+			fails.add(element(in, i, g, tol), 0, ratio(e, tol))
+		}
+	})
+	matched += nonFinite // an accepted non-finite outcome matches
 	// matched/N ≥ 0.99, in integers to avoid rounding at the boundary.
 	enough := 100*matched >= 99*m.N
 	v := Verdict{Pass: enough && overCap == 0 && mis == 0, Failures: fails.elements()}
