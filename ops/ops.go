@@ -7,7 +7,9 @@ package ops
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -138,34 +140,61 @@ func Names() []string {
 	return names
 }
 
+// ContractError is an input set that breaks an op's input contract. It
+// names the tensor at fault, so a caller that knows where each input came
+// from (a file, a case directory) can say so.
+type ContractError struct {
+	Op     string
+	Params Params
+	Tensor string         // the input at fault
+	Want   *TensorSpec    // the contract's entry; nil for an input the op does not have
+	Got    *tensor.Tensor // the input given; nil when it is missing
+	Inputs []string       // the op's input names, in contract order
+}
+
+func (e *ContractError) Error() string {
+	switch {
+	case e.Got == nil:
+		return fmt.Sprintf("%s: input %q is missing", e.Op, e.Tensor)
+	case e.Want == nil:
+		return fmt.Sprintf("%s: unknown input %q", e.Op, e.Tensor)
+	case e.Got.DType != e.Want.DType:
+		return fmt.Sprintf("%s: input %q: dtype %s, want %s", e.Op, e.Tensor, e.Got.DType, e.Want.DType)
+	}
+	return fmt.Sprintf("%s: input %q: shape %v, want %v", e.Op, e.Tensor, e.Got.Shape, e.Want.Shape)
+}
+
 // CheckInputs holds in to op's input contract: every required input is
 // present, no unknown input is, and each has exactly the contract's dtype
-// and shape. A mismatch is an error naming the tensor; nothing is cast.
+// and shape. A mismatch is a *ContractError naming the tensor; nothing is
+// cast. Unknown inputs are reported in name order.
 func CheckInputs(op Op, p Params, in map[string]*tensor.Tensor) error {
 	specs, err := op.Inputs(p, in)
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	for _, s := range specs {
-		known[s.Name] = true
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	fail := func(name string, want *TensorSpec, got *tensor.Tensor) error {
+		return &ContractError{Op: op.Name(), Params: p, Tensor: name, Want: want, Got: got, Inputs: names}
+	}
+	for i, s := range specs {
 		t, ok := in[s.Name]
 		if !ok || t == nil {
 			if s.Optional {
 				continue
 			}
-			return fmt.Errorf("%s: input %q is missing", op.Name(), s.Name)
+			return fail(s.Name, &specs[i], nil)
 		}
-		if t.DType != s.DType {
-			return fmt.Errorf("%s: input %q: dtype %s, want %s", op.Name(), s.Name, t.DType, s.DType)
-		}
-		if !t.SameShape(s.Shape) {
-			return fmt.Errorf("%s: input %q: shape %v, want %v", op.Name(), s.Name, t.Shape, s.Shape)
+		if t.DType != s.DType || !t.SameShape(s.Shape) {
+			return fail(s.Name, &specs[i], t)
 		}
 	}
-	for name := range in {
-		if !known[name] {
-			return fmt.Errorf("%s: unknown input %q", op.Name(), name)
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if !slices.Contains(names, name) {
+			return fail(name, nil, in[name])
 		}
 	}
 	return nil

@@ -153,44 +153,29 @@ func readInput(file string) (*tensor.Tensor, error) {
 }
 
 // holdToContract checks the inputs against the op's contract for the
-// validated params, naming the file and tensor of any mismatch.
+// validated params (ops.CheckInputs), naming the --in file and tensor of
+// any mismatch.
 func holdToContract(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, files map[string]string) error {
-	specs, err := op.Inputs(p, in)
-	if err != nil {
+	err := ops.CheckInputs(op, p, in)
+	var ce *ops.ContractError
+	if !errors.As(err, &ce) {
 		return err
 	}
-	known := map[string]bool{}
-	for _, s := range specs {
-		known[s.Name] = true
-		t, ok := in[s.Name]
-		if !ok {
-			if s.Optional {
-				continue
-			}
-			return fmt.Errorf("%s %s: input %q is missing (give --in %s=FILE.npy)", op.Name(), p, s.Name, s.Name)
-		}
-		at := fmt.Sprintf("--in %s=%s: tensor %q", s.Name, files[s.Name], s.Name)
-		if t.DType != s.DType {
-			have := fmt.Sprintf("dtype %s ('%s')", t.DType, tensor.NpyDescr(t.DType))
-			if t.DType == tensor.BFloat16 {
-				have = fmt.Sprintf("'%s' data (read only as bf16 bit patterns)", tensor.NpyDescr(t.DType))
-			}
-			return fmt.Errorf("%s: %s, but %s %s wants %s ('%s'); nothing is cast", at, have, op.Name(), p, s.DType, tensor.NpyDescr(s.DType))
-		}
-		if !t.SameShape(s.Shape) {
-			return fmt.Errorf("%s: shape %v, but %s %s wants %v", at, t.Shape, op.Name(), p, s.Shape)
-		}
+	switch {
+	case ce.Got == nil:
+		return fmt.Errorf("%s %s: input %q is missing (give --in %s=FILE.npy)", op.Name(), p, ce.Tensor, ce.Tensor)
+	case ce.Want == nil:
+		return fmt.Errorf("--in %s=%s: %s has no input %q (want %s)", ce.Tensor, files[ce.Tensor], op.Name(), ce.Tensor, strings.Join(ce.Inputs, ", "))
 	}
-	for _, name := range slices.Sorted(maps.Keys(in)) {
-		if !known[name] {
-			names := make([]string, len(specs))
-			for i, s := range specs {
-				names[i] = s.Name
-			}
-			return fmt.Errorf("--in %s=%s: %s has no input %q (want %s)", name, files[name], op.Name(), name, strings.Join(names, ", "))
+	at := fmt.Sprintf("--in %s=%s: tensor %q", ce.Tensor, files[ce.Tensor], ce.Tensor)
+	if have, want := ce.Got.DType, ce.Want.DType; have != want {
+		haveText := fmt.Sprintf("dtype %s ('%s')", have, tensor.NpyDescr(have))
+		if have == tensor.BFloat16 {
+			haveText = fmt.Sprintf("'%s' data (read only as bf16 bit patterns)", tensor.NpyDescr(have))
 		}
+		return fmt.Errorf("%s: %s, but %s %s wants %s ('%s'); nothing is cast", at, haveText, op.Name(), p, want, tensor.NpyDescr(want))
 	}
-	return ops.CheckInputs(op, p, in)
+	return fmt.Errorf("%s: shape %v, but %s %s wants %v", at, ce.Got.Shape, op.Name(), p, ce.Want.Shape)
 }
 
 // writeOutputs writes every output as DIR/<name>.npy and the cost as
