@@ -145,7 +145,7 @@ func testUpdateCrash(t *testing.T, fallback bool) {
 		}
 		got := trees(t, dir)
 		nOld, nNew := 0, 0
-		for _, id := range slices.Sorted(maps.Keys(unionIDs(oldTrees, newTrees))) {
+		for _, id := range slices.Sorted(maps.Keys(unionKeys(oldTrees, newTrees))) {
 			g, o, n := got[id], oldTrees[id], newTrees[id]
 			isOld, isNew := equalTree(g, o), equalTree(g, n)
 			if !isOld && !isNew {
@@ -162,7 +162,7 @@ func testUpdateCrash(t *testing.T, fallback bool) {
 			sawMixed = true
 		}
 		for id := range got {
-			if _, ok := unionIDs(oldTrees, newTrees)[id]; !ok {
+			if _, ok := unionKeys(oldTrees, newTrees)[id]; !ok {
 				t.Errorf("step %d: unexpected case %s", at, id)
 			}
 		}
@@ -264,17 +264,6 @@ func equalTree(a, b map[string][]byte) bool {
 
 func equalTrees(a, b map[string]map[string][]byte) bool {
 	return maps.EqualFunc(a, b, equalTree)
-}
-
-func unionIDs(a, b map[string]map[string][]byte) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // hidden lists entries starting with "." anywhere under dir.

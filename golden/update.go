@@ -392,7 +392,8 @@ func pct(a, b float64) float64 {
 	return 100 * (b - a) / a
 }
 
-func unionKeys(a, b map[string]Metrics) map[string]bool {
+// unionKeys is the set of keys in a or b.
+func unionKeys[V any](a, b map[string]V) map[string]bool {
 	out := map[string]bool{}
 	for k := range a {
 		out[k] = true

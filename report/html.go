@@ -106,10 +106,7 @@ func (d *Details) HTML(w io.Writer) error {
 	views := make([]caseView, len(d.Cases))
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		hc := c.Case
-		if c.Result != nil {
-			hc = c.Result.Case
-		}
+		hc := c.ran()
 		v := caseView{
 			ID: c.ID, Anchor: anchors[i], Verdict: c.Verdict(), Class: verdictClass(c.Verdict()),
 			Op: hc.Op, Params: params(c), Dims: dims(hc.Dims), Dist: hc.Dist, Seed: strconv.FormatUint(hc.Seed, 10),

@@ -58,6 +58,15 @@ type Case struct {
 	BackendErr bool
 }
 
+// ran is the case as it ran: the result's copy when there is one (with
+// validated params), else Case.
+func (c *Case) ran() harness.Case {
+	if c.Result != nil {
+		return c.Result.Case
+	}
+	return c.Case
+}
+
 // Verdict is "pass", "fail", "input error" or "backend error".
 func (c *Case) Verdict() string {
 	switch {
@@ -341,10 +350,7 @@ func (d *Details) Markdown(w io.Writer) error {
 }
 
 func writeCase(w io.Writer, c *Case) {
-	hc := c.Case
-	if c.Result != nil {
-		hc = c.Result.Case
-	}
+	hc := c.ran()
 	fmt.Fprintf(w, "### %s\n\n", c.ID)
 	fmt.Fprintf(w, "- verdict: **%s**\n", c.Verdict())
 	fmt.Fprintf(w, "- op `%s`, params `%s`, dims `%s`, dist `%s`, seed %d\n", hc.Op, params(c), dims(hc.Dims), hc.Dist, hc.Seed)
@@ -451,10 +457,7 @@ func (d *Details) JSON() any {
 	out := make([]caseJSON, len(d.Cases))
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		hc := c.Case
-		if c.Result != nil {
-			hc = c.Result.Case
-		}
+		hc := c.ran()
 		j := caseJSON{
 			ID: c.ID, Op: hc.Op, Params: map[string]string(hc.Params), Dims: hc.Dims, Dist: hc.Dist, Seed: hc.Seed,
 			Labels: hc.Labels, Verdict: c.Verdict(), Outputs: []outputJSON{}, Checks: c.Checks,
