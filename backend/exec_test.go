@@ -70,7 +70,7 @@ func newExec(tb testing.TB, cmdline string, opt backend.ExecOptions) *backend.Ex
 
 // runCase runs c on b and reports a failed verification or an error with
 // the case's subject first and got / want / bound last.
-func runCase(t *testing.T, b backend.Backend, c harness.Case) *harness.Result {
+func runCase(t *testing.T, b backend.Backend, c ops.Case) *harness.Result {
 	t.Helper()
 	r, err := harness.Run(context.Background(), b, c, harness.Options{})
 	if err != nil {
@@ -85,9 +85,9 @@ func runCase(t *testing.T, b backend.Backend, c harness.Case) *harness.Result {
 
 // runCases runs cs on b, a few at a time (each case is a process, mostly
 // waiting on the file system), and returns how many ran.
-func runCases(t *testing.T, b backend.Backend, cs []harness.Case, check func(*harness.Result, harness.Case)) int {
+func runCases(t *testing.T, b backend.Backend, cs []ops.Case, check func(*harness.Result, ops.Case)) int {
 	t.Helper()
-	work := make(chan harness.Case)
+	work := make(chan ops.Case)
 	var wg sync.WaitGroup
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		wg.Add(1)
@@ -126,16 +126,16 @@ func TestExecCKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		sizes := []int{0, 1, 15, 16, 17, 31, 32, 33, 127, 128, 129, 255, 256, 257, 4095, 4097, 16385}
-		var cs []harness.Case
+		var cs []ops.Case
 		for _, dt := range []string{"fp16", "fp32", "bf16", "int8"} {
 			for _, dist := range op.Dists() {
 				for i, n := range sizes {
-					cs = append(cs, harness.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
+					cs = append(cs, ops.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
 						Dims: map[string]int{"n": n}, Dist: dist, Seed: uint64(1000 + i)})
 				}
 			}
 		}
-		cases += runCases(t, b, cs, func(r *harness.Result, c harness.Case) {
+		cases += runCases(t, b, cs, func(r *harness.Result, c ops.Case) {
 			if r.Cost == nil {
 				t.Errorf("%s: got cost nil, want the kernel's timing.json", c.Subject())
 			}
@@ -156,7 +156,7 @@ func TestExecCKernel(t *testing.T) {
 			{"alpha": "3", "accumulate": "blocked16"},
 			{"beta": "1"},
 		}
-		var cs []harness.Case
+		var cs []ops.Case
 		for pi, p := range params {
 			dists := op.Dists()
 			if pi > 0 { // alpha, beta and accumulate variants: fewer distributions
@@ -164,7 +164,7 @@ func TestExecCKernel(t *testing.T) {
 			}
 			for _, dist := range dists {
 				for si, s := range shapes {
-					cs = append(cs, harness.Case{Op: "gemm", Params: p, Dims: map[string]int{"m": s[0], "k": s[1], "n": s[2]},
+					cs = append(cs, ops.Case{Op: "gemm", Params: p, Dims: map[string]int{"m": s[0], "k": s[1], "n": s[2]},
 						Dist: dist, Seed: uint64(100*pi + si)})
 				}
 			}
@@ -180,7 +180,7 @@ func TestExecCKernel(t *testing.T) {
 		} {
 			for _, dt := range []string{"fp16", "fp32", "bf16", "int8"} {
 				for _, dist := range []string{ops.DistSpecial, ops.DistLarge, ops.DistNormal} {
-					c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
+					c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": dt},
 						Dims: map[string]int{"n": 257}, Dist: dist, Seed: 7, Numerics: &num}
 					runCase(t, b, c)
 					cases++
@@ -188,7 +188,7 @@ func TestExecCKernel(t *testing.T) {
 			}
 			if _, err := ops.Lookup("gemm"); err == nil {
 				for _, dist := range []string{ops.DistSpecial, ops.DistLarge} {
-					c := harness.Case{Op: "gemm", Params: ops.Params{"beta": "1"},
+					c := ops.Case{Op: "gemm", Params: ops.Params{"beta": "1"},
 						Dims: map[string]int{"m": 9, "k": 40, "n": 11}, Dist: dist, Seed: 8, Numerics: &num}
 					runCase(t, b, c)
 					cases++
@@ -198,7 +198,7 @@ func TestExecCKernel(t *testing.T) {
 	})
 
 	t.Run("golden_defaults", func(t *testing.T) {
-		var cs []harness.Case
+		var cs []ops.Case
 		skipped := 0
 		for _, c := range golden.DefaultCases() {
 			if !ckernelSupports(c) {
@@ -243,7 +243,7 @@ func TestExecCKernel(t *testing.T) {
 }
 
 // ckernelSupports reports whether the C kernel implements c's op and mode.
-func ckernelSupports(c harness.Case) bool {
+func ckernelSupports(c ops.Case) bool {
 	switch c.Op {
 	case "vector_add":
 		return true
@@ -279,7 +279,7 @@ func fixture(t *testing.T, tn *tensor.Tensor) string {
 }
 
 // faultCase is the case every fault test runs: vector_add fp16, n=17.
-var faultCase = harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Dims: map[string]int{"n": 17},
+var faultCase = ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Dims: map[string]int{"n": 17},
 	Dist: ops.DistUniform, Seed: 42}
 
 // wantBackendError runs faultCase on b and checks that it ends in a
@@ -650,7 +650,7 @@ func TestExecGEMMCaseFileOmitsAbsentC(t *testing.T) {
 	}
 	save := filepath.Join(t.TempDir(), "case.json")
 	b := newExec(t, script(t, `cp "$NPUVERIFY_CASE" `+quoteArg(save)+`; exit 1`), backend.ExecOptions{})
-	c := harness.Case{Op: "gemm", Params: ops.Params{"alpha": "0.5"}, Dims: map[string]int{"m": 2, "k": 3, "n": 4}, Dist: ops.DistUniform, Seed: 1}
+	c := ops.Case{Op: "gemm", Params: ops.Params{"alpha": "0.5"}, Dims: map[string]int{"m": 2, "k": 3, "n": 4}, Dist: ops.DistUniform, Seed: 1}
 	if _, err := harness.Run(context.Background(), b, c, harness.Options{}); !harness.IsBackend(err) {
 		t.Fatalf("%s: got %v, want the script's backend error", c.Subject(), err)
 	}
@@ -767,7 +767,7 @@ func BenchmarkExecVectorAdd(b *testing.B) {
 
 func benchExec(b *testing.B, e *backend.Exec, name string, n int) {
 	b.Run(name, func(b *testing.B) {
-		pc, err := harness.Prepare(harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"},
+		pc, err := harness.Prepare(ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"},
 			Dims: map[string]int{"n": n}, Dist: ops.DistNormal, Seed: 1})
 		if err != nil {
 			b.Fatal(err)

@@ -80,9 +80,9 @@ func (b BudgetCheck) String() string {
 
 // CaseResult is the outcome of one case of Check.
 type CaseResult struct {
-	ID       string       // "<op>/<name>"
-	Case     harness.Case // as stored (zero when case.json did not parse)
-	Policies []string     // the policies applied, in order
+	ID       string   // "<op>/<name>"
+	Case     ops.Case // as stored (zero when case.json did not parse)
+	Policies []string // the policies applied, in order
 	// Result is the harness result; nil when Err is set.
 	Result *harness.Result
 	// Budgets holds the budget verdicts; empty when the backend reported

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
 )
 
 // The crash test (issue 4: nothing lost): an update runs in a child process
@@ -50,8 +50,8 @@ type caseSpec struct {
 	shift uint64
 }
 
-func crashCases(specs []*caseSpec) []harness.Case {
-	var out []harness.Case
+func crashCases(specs []*caseSpec) []ops.Case {
+	var out []ops.Case
 	for _, s := range specs {
 		c := smallCases(s.shift, s.name)[0]
 		out = append(out, c)

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
@@ -16,18 +15,18 @@ import (
 // opDefaults maps an op to the function that lists its default golden
 // cases. An op adds its set here (one function per op, in its own
 // defaults_<op>.go file); DefaultCases concatenates them in op order.
-var opDefaults = map[string]func() []harness.Case{
+var opDefaults = map[string]func() []ops.Case{
 	"vector_add": vectorAddDefaults,
 }
 
 // DefaultCases returns the default golden case set: the checked-in,
 // embedded cases, sorted by op and name. Names are stable: they are the
 // directory names under golden/cases/<op>/.
-func DefaultCases() []harness.Case {
-	var out []harness.Case
+func DefaultCases() []ops.Case {
+	var out []ops.Case
 	for _, op := range slices.Sorted(maps.Keys(opDefaults)) {
 		cs := opDefaults[op]()
-		slices.SortFunc(cs, func(a, b harness.Case) int {
+		slices.SortFunc(cs, func(a, b ops.Case) int {
 			switch {
 			case a.Name < b.Name:
 				return -1
@@ -50,8 +49,8 @@ func CaseSeed(op, name string) uint64 {
 }
 
 // newCase builds a default case with its seed and the common labels.
-func newCase(op, name string, params ops.Params, dims map[string]int, dist string, labels ...string) harness.Case {
-	return harness.Case{
+func newCase(op, name string, params ops.Params, dims map[string]int, dist string, labels ...string) ops.Case {
+	return ops.Case{
 		Name: name, Op: op, Params: params, Dims: dims, Dist: dist, Seed: CaseSeed(op, name),
 		Labels: append([]string{"ST", "op:" + op}, labels...),
 	}
@@ -105,9 +104,9 @@ func vectorAddSizes(d tensor.DType) VectorAddSizes {
 //   - special and large again under the saturate numerics profile.
 //
 // Names are <dtype>_<dist>_n<N>, with a _sat suffix for saturate.
-func vectorAddDefaults() []harness.Case {
+func vectorAddDefaults() []ops.Case {
 	const op = "vector_add"
-	var out []harness.Case
+	var out []ops.Case
 	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
 		ds := d.String()
 		sz := vectorAddSizes(d)

@@ -3,7 +3,6 @@ package golden
 import (
 	"fmt"
 
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
 )
 
@@ -21,9 +20,9 @@ func init() { opDefaults["gemm"] = gemmDefaults }
 //   - special values again under the saturate numerics profile.
 //
 // Names are <mode>_<what>_<M>x<K>x<N>[_<accumulate>][_sat].
-func gemmDefaults() []harness.Case {
+func gemmDefaults() []ops.Case {
 	const op = "gemm"
-	var out []harness.Case
+	var out []ops.Case
 	for _, mode := range ops.GEMMModes() {
 		add := func(what string, dims [3]int, dist string, params ops.Params, sat bool) {
 			p := ops.Params{"mode": mode.Name}

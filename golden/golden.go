@@ -38,7 +38,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -67,7 +67,7 @@ type CaseFile struct {
 	// policy (always written; it judges any backend, and the emulator is
 	// additionally held to the expected bits) and numerics (when the case
 	// overrides the device's profile).
-	harness.Case
+	ops.Case
 	Inputs  []FileEntry `json:"inputs"`
 	Outputs []FileEntry `json:"outputs"`
 	// Metrics are the accuracy metrics of the recorded outputs, per output.
@@ -194,7 +194,7 @@ func (cf *CaseFile) Marshal() ([]byte, error) {
 }
 
 // Harness returns a copy of the reproducible case case.json describes.
-func (cf *CaseFile) Harness() harness.Case {
+func (cf *CaseFile) Harness() ops.Case {
 	c := cf.Case
 	c.Params, c.Dims, c.Labels = c.Params.Clone(), cloneDims(c.Dims), slices.Clone(c.Labels)
 	return c

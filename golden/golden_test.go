@@ -43,7 +43,7 @@ func TestUpdateGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]harness.Case{}
+	want := map[string]ops.Case{}
 	for _, c := range DefaultCases() {
 		want[c.Op+"/"+c.Name] = c
 	}
@@ -148,15 +148,15 @@ func TestCheckEmbeddedEmulator(t *testing.T) {
 }
 
 // smallCases is a quick set for the update tests: n ≤ 33.
-func smallCases(seedShift uint64, names ...string) []harness.Case {
-	all := map[string]harness.Case{}
+func smallCases(seedShift uint64, names ...string) []ops.Case {
+	all := map[string]ops.Case{}
 	for _, c := range DefaultCases() {
 		if c.Op == "vector_add" && c.Dims["n"] <= 33 && c.Numerics == nil {
 			c.Seed += seedShift
 			all[c.Name] = c
 		}
 	}
-	var out []harness.Case
+	var out []ops.Case
 	for _, n := range names {
 		c, ok := all[n]
 		if !ok {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -96,7 +97,7 @@ type generated struct {
 // inputs, the outputs as expected/, and case.json with the metrics and
 // budgets of this run. A result that does not pass the case's policy is an
 // error: a golden must never record a wrong answer.
-func generate(ctx context.Context, b backend.Backend, c harness.Case) (*generated, error) {
+func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, error) {
 	if !validName(c.Op) || !validName(c.Name) {
 		return nil, fmt.Errorf("case %q of op %q: names must be non-empty, not start with '.', and contain no '/'", c.Name, c.Op)
 	}
@@ -179,7 +180,7 @@ func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
 // printed to w: added and removed cases, and for changed ones each file
 // with its old → new sha256 and the deltas of metrics and budgets. dir is
 // created if missing.
-func Update(ctx context.Context, dir string, b backend.Backend, cases []harness.Case, w io.Writer) (Changes, error) {
+func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer) (Changes, error) {
 	var ch Changes
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ch, fmt.Errorf("golden update: %w", err)

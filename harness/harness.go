@@ -22,31 +22,6 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-// Case is one reproducible verification case: everything needed to
-// regenerate its inputs bit for bit.
-type Case struct {
-	Name   string         `json:"name,omitempty"`
-	Op     string         `json:"op"`
-	Params ops.Params     `json:"params"`
-	Dims   map[string]int `json:"dims"`
-	Dist   string         `json:"dist"`
-	Seed   uint64         `json:"seed"`
-	Labels []string       `json:"labels,omitempty"`
-	// Policy is the accuracy policy the case is judged by ("" = bound).
-	Policy string `json:"policy,omitempty"`
-	// Numerics, when set, overrides the backend's numerics profile for this
-	// case (e.g. the saturate cases).
-	Numerics *tensor.Numerics `json:"numerics,omitempty"`
-}
-
-// Subject is how failure messages name the case: op, params and seed.
-func (c Case) Subject() verify.Subject {
-	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
-}
-
-// Gen returns the case's generation spec.
-func (c Case) Gen() ops.Gen { return ops.Gen{Dims: c.Dims, Dist: c.Dist, Seed: c.Seed} }
-
 // InputError is a case or input that does not satisfy the op's contract
 // (CLI exit code 2).
 type InputError struct{ Err error }
@@ -88,14 +63,14 @@ type NumericsBackend interface {
 
 // Prepared is a case whose params are validated and inputs generated.
 type Prepared struct {
-	Case   Case
+	Case   ops.Case
 	Op     ops.Op
 	Params ops.Params
 	Inputs map[string]*tensor.Tensor
 }
 
 // Prepare validates c and generates its inputs.
-func Prepare(c Case) (*Prepared, error) {
+func Prepare(c ops.Case) (*Prepared, error) {
 	op, err := ops.Lookup(c.Op)
 	if err != nil {
 		return nil, &InputError{err}
@@ -116,7 +91,7 @@ func Prepare(c Case) (*Prepared, error) {
 
 // Result is everything one run produced.
 type Result struct {
-	Case     Case
+	Case     ops.Case
 	Params   ops.Params // validated, defaults filled
 	Numerics tensor.Numerics
 	Inputs   map[string]*tensor.Tensor
@@ -141,7 +116,7 @@ type Options struct {
 }
 
 // Run prepares c and runs it on b. See RunPrepared.
-func Run(ctx context.Context, b backend.Backend, c Case, opt Options) (*Result, error) {
+func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Result, error) {
 	pc, err := Prepare(c)
 	if err != nil {
 		return nil, err

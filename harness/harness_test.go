@@ -37,7 +37,7 @@ func (f *fakeBackend) Run(_ context.Context, _ string, p ops.Params, in map[stri
 	return out, nil, nil
 }
 
-var fp16Case = harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Dims: map[string]int{"n": 100}, Dist: ops.DistNormal, Seed: 9}
+var fp16Case = ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Dims: map[string]int{"n": 100}, Dist: ops.DistNormal, Seed: 9}
 
 func TestRunPassesACorrectBackend(t *testing.T) {
 	res, err := harness.Run(context.Background(), &fakeBackend{}, fp16Case, harness.Options{})
@@ -72,7 +72,7 @@ func TestRunErrorClasses(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		b         *fakeBackend
-		c         harness.Case
+		c         ops.Case
 		isInput   bool
 		isBackend bool
 		want      string
@@ -82,10 +82,10 @@ func TestRunErrorClasses(t *testing.T) {
 		{"wrong dtype", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float32, 100) }}, fp16Case, false, true, `output "z": dtype fp32, want fp16`},
 		{"wrong shape", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float16, 99) }}, fp16Case, false, true, `output "z": shape [99], want [100]`},
 		{"extra output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["w"] = out["z"] }}, fp16Case, false, true, "2 outputs"},
-		{"unknown op", &fakeBackend{}, harness.Case{Op: "nope"}, true, false, `unknown op "nope"`},
-		{"bad param", &fakeBackend{}, harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp8"}}, true, false, `param "dtype"`},
-		{"unknown policy", &fakeBackend{}, func() harness.Case { c := fp16Case; c.Policy = "strict"; return c }(), true, false, "strict"},
-		{"numerics the backend cannot set", &fakeBackend{}, func() harness.Case {
+		{"unknown op", &fakeBackend{}, ops.Case{Op: "nope"}, true, false, `unknown op "nope"`},
+		{"bad param", &fakeBackend{}, ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp8"}}, true, false, `param "dtype"`},
+		{"unknown policy", &fakeBackend{}, func() ops.Case { c := fp16Case; c.Policy = "strict"; return c }(), true, false, "strict"},
+		{"numerics the backend cannot set", &fakeBackend{}, func() ops.Case {
 			c := fp16Case
 			c.Numerics = &tensor.Numerics{Overflow: tensor.OverflowSaturate}
 			return c

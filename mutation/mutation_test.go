@@ -81,7 +81,7 @@ func TestMutationScore(t *testing.T) {
 // but writes one element past it passes the bound policy and fails
 // guard-band, as a verification failure (not a backend error).
 func TestGuardBandIsADefaultCheck(t *testing.T) {
-	c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": "bf16"}, Dims: map[string]int{"n": 33}, Dist: ops.DistUniform, Seed: 3}
+	c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "bf16"}, Dims: map[string]int{"n": 33}, Dist: ops.DistUniform, Seed: 3}
 	for _, tc := range []struct {
 		fault npu.Fault
 		want  string // failing check(name)

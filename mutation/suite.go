@@ -116,7 +116,7 @@ func GeneratedCases(prof npu.Profile) ([]*Case, error) {
 		}
 		n := tile*cores + 1
 		name := fmt.Sprintf("%s_%s_n%d", d, ops.DistUniform, n)
-		c := harness.Case{
+		c := ops.Case{
 			Name: name, Op: "vector_add", Params: ops.Params{"dtype": d.String()},
 			Dims: map[string]int{"n": n}, Dist: ops.DistUniform, Seed: golden.CaseSeed("vector_add", name),
 			Labels: []string{"UT", "op:vector_add", "dtype:" + d.String(), "size:multi-tile"},

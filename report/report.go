@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -46,7 +47,7 @@ type Case struct {
 	// ID names the case, e.g. "vector_add/fp16_uniform_n17".
 	ID string
 	// Case is the case that ran (used when Result is nil).
-	Case harness.Case
+	Case ops.Case
 	// Result is the harness result; nil when Err is set.
 	Result *harness.Result
 	// Checks are extra verdicts (budgets); a failed one fails the case.
@@ -60,7 +61,7 @@ type Case struct {
 
 // ran is the case as it ran: the result's copy when there is one (with
 // validated params), else Case.
-func (c *Case) ran() harness.Case {
+func (c *Case) ran() ops.Case {
 	if c.Result != nil {
 		return c.Result.Case
 	}

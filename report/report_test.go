@@ -37,12 +37,12 @@ func (b zeroOut) Run(ctx context.Context, op string, p ops.Params, in map[string
 func cases(t *testing.T) []Case {
 	t.Helper()
 	emu := backend.NewEmulator(npu.Ascend910B())
-	mk := func(name, dtype, dist string, n int) harness.Case {
-		return harness.Case{Name: name, Op: "vector_add", Params: ops.Params{"dtype": dtype}, Dims: map[string]int{"n": n}, Dist: dist, Seed: 7, Labels: []string{"UT"}}
+	mk := func(name, dtype, dist string, n int) ops.Case {
+		return ops.Case{Name: name, Op: "vector_add", Params: ops.Params{"dtype": dtype}, Dims: map[string]int{"n": n}, Dist: dist, Seed: 7, Labels: []string{"UT"}}
 	}
 	var out []Case
 	for _, c := range []struct {
-		hc harness.Case
+		hc ops.Case
 		b  backend.Backend
 	}{
 		{mk("fp16_special", "fp16", "special", 64), emu},

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
@@ -15,6 +12,8 @@ import (
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/suites/matchers"
 	"github.com/npuverify/npuverify/tensor"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // DescribeEmulatorVectorAdd declares the specs that only make sense for the
@@ -23,9 +22,9 @@ import (
 func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 	return Describe("emulator vector_add", Label("op:vector_add"), func() {
 		dev := npu.MustNewDevice(prof)
-		gen := func(d tensor.DType, n int, dist string, seed uint64) (harness.Case, map[string]*tensor.Tensor) {
+		gen := func(d tensor.DType, n int, dist string, seed uint64) (ops.Case, map[string]*tensor.Tensor) {
 			GinkgoHelper()
-			c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()}, Dims: map[string]int{"n": n}, Dist: dist, Seed: seed}
+			c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()}, Dims: map[string]int{"n": n}, Dist: dist, Seed: seed}
 			pc, err := harness.Prepare(c)
 			Expect(err).NotTo(HaveOccurred())
 			return c, pc.Inputs

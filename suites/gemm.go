@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	. "github.com/onsi/ginkgo/v2"
-
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
+	. "github.com/onsi/ginkgo/v2"
 )
 
 // GEMMShapes are the M×K×N shapes the gemm specs cover: degenerate
@@ -50,7 +48,7 @@ func DescribeGEMM(b Backend) bool {
 				}
 				DescribeTable("is within bound",
 					func(ctx context.Context, s [3]int, ab [2]string, dist, acc string) {
-						c := harness.Case{Op: "gemm",
+						c := ops.Case{Op: "gemm",
 							Params: ops.Params{"mode": mode.Name, "alpha": ab[0], "beta": ab[1], "accumulate": acc},
 							Dims:   map[string]int{"m": s[0], "k": s[1], "n": s[2]}, Dist: dist,
 							Seed: uint64(s[0]*1_000_000 + s[1]*1000 + s[2])}

@@ -9,7 +9,6 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
-
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -132,7 +131,7 @@ func TestVectorAddBoundProperty(t *testing.T) {
 	props := properties(t)
 	props.Property("vector_add: emulator within bound on random cases", prop.ForAll(
 		func(dsel, n, distSel int, seed uint64, saturate bool) string {
-			c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": propDTypes[dsel].String()},
+			c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": propDTypes[dsel].String()},
 				Dims: map[string]int{"n": n}, Dist: dists[distSel], Seed: seed}
 			if saturate {
 				c.Numerics = &tensor.Numerics{Overflow: tensor.OverflowSaturate}

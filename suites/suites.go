@@ -18,6 +18,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/suites/matchers"
 )
 
@@ -28,7 +29,7 @@ type Backend func() backend.Backend
 
 // runWithinBound runs c on b and asserts every output is within its bound
 // and every input came back untouched.
-func runWithinBound(ctx context.Context, b backend.Backend, c harness.Case) *harness.Result {
+func runWithinBound(ctx context.Context, b backend.Backend, c ops.Case) *harness.Result {
 	GinkgoHelper()
 	res, err := harness.Run(ctx, b, c, harness.Options{})
 	Expect(err).NotTo(HaveOccurred(), "%s: run on backend %s", c.Subject(), b.Name())

@@ -4,14 +4,12 @@ import (
 	"context"
 	"math"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // VectorAddDTypes are the dtypes of the vector_add contract.
@@ -53,7 +51,7 @@ func DescribeVectorAdd(b Backend) bool {
 				}
 				DescribeTable("is within bound",
 					func(ctx context.Context, n int, dist string) {
-						c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()},
+						c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()},
 							Dims: map[string]int{"n": n}, Dist: dist, Seed: uint64(1000 + n)}
 						runWithinBound(ctx, b(), c)
 					},
@@ -62,7 +60,7 @@ func DescribeVectorAdd(b Backend) bool {
 				)
 				for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate}} {
 					It("handles special values with overflow="+num.Overflow.String(), func(ctx context.Context) {
-						c := harness.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()},
+						c := ops.Case{Op: "vector_add", Params: ops.Params{"dtype": d.String()},
 							Dims: map[string]int{"n": 4096}, Dist: ops.DistSpecial, Seed: 77, Numerics: &num}
 						res := runWithinBound(ctx, b(), c)
 						if !d.IsFloat() {

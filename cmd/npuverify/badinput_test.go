@@ -16,7 +16,6 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 )
@@ -464,11 +463,11 @@ func noPanic(t *testing.T, cmdline, output string) {
 func gemmStore(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	c := harness.Case{Name: "tiny", Op: "gemm", Params: ops.Params{"mode": "fp16_fp32acc"},
+	c := ops.Case{Name: "tiny", Op: "gemm", Params: ops.Params{"mode": "fp16_fp32acc"},
 		Dims: map[string]int{"m": 2, "k": 3, "n": 2}, Dist: ops.DistUniform, Seed: 7, Policy: "bound"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := golden.Update(ctx, dir, backend.NewEmulator(npu.Ascend910B()), []harness.Case{c}, io.Discard); err != nil {
+	if _, err := golden.Update(ctx, dir, backend.NewEmulator(npu.Ascend910B()), []ops.Case{c}, io.Discard); err != nil {
 		t.Fatalf("recording the gemm case: %v", err)
 	}
 	if errs := golden.Verify(mustOpen(t, dir)); len(errs) > 0 {

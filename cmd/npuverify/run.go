@@ -96,7 +96,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	c := harness.Case{Op: op.Name(), Params: vp, Name: "run"}
+	c := ops.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
 	if err != nil {

@@ -1,0 +1,31 @@
+package ops
+
+import (
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+// Case is one reproducible verification case: everything needed to
+// regenerate its inputs bit for bit.
+type Case struct {
+	Name   string         `json:"name,omitempty"`
+	Op     string         `json:"op"`
+	Params Params         `json:"params"`
+	Dims   map[string]int `json:"dims"`
+	Dist   string         `json:"dist"`
+	Seed   uint64         `json:"seed"`
+	Labels []string       `json:"labels,omitempty"`
+	// Policy is the accuracy policy the case is judged by ("" = bound).
+	Policy string `json:"policy,omitempty"`
+	// Numerics, when set, overrides the backend's numerics profile for this
+	// case (e.g. the saturate cases).
+	Numerics *tensor.Numerics `json:"numerics,omitempty"`
+}
+
+// Subject is how failure messages name the case: op, params and seed.
+func (c Case) Subject() verify.Subject {
+	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
+}
+
+// Gen returns the case's generation spec.
+func (c Case) Gen() Gen { return Gen{Dims: c.Dims, Dist: c.Dist, Seed: c.Seed} }
