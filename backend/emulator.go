@@ -7,6 +7,7 @@ import (
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -29,14 +30,14 @@ type Emulator struct {
 // Option configures an Emulator.
 type Option func(*Emulator)
 
-// WithFaults switches on faults from the kernels' fault catalogue
-// (kernels.FaultCatalogue): every Run injects them.
+// WithFaults switches on faults from the ops' fault catalogues
+// (opdb.Info.Faults): every Run injects them.
 func WithFaults(faults ...npu.Fault) Option {
 	return func(e *Emulator) { e.faults = npu.NewFaults(append(e.faults.List(), faults...)...) }
 }
 
-// WithVariant runs every kernel as the valid variant v (another tiling,
-// core count or summation order).
+// WithVariant runs v.Op's kernel as the valid variant v (another tiling,
+// core count or summation order); other ops run their default kernels.
 func WithVariant(v kernels.Variant) Option {
 	return func(e *Emulator) { e.variant = v }
 }
@@ -77,15 +78,15 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 	if e.err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", e.err)
 	}
-	fn, err := kernels.Lookup(op)
+	info, err := opdb.Lookup(op)
 	if err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", err)
 	}
 	ctx = npu.WithFaults(ctx, e.faults)
-	if e.variant != (kernels.Variant{}) {
+	if e.variant.Options != nil {
 		ctx = kernels.WithVariant(ctx, e.variant)
 	}
-	out, cost, err := fn(ctx, e.dev, p, in)
+	out, cost, err := info.Kernel(ctx, e.dev, p, in)
 	if err != nil {
 		var guard *npu.GuardError
 		if errors.As(err, &guard) && out != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -276,7 +277,7 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("exec %s: not started: %w", e.argv[0], err)
 	}
-	op, err := ops.Lookup(opName)
+	op, err := opdb.Op(opName)
 	if err != nil {
 		return nil, nil, err
 	}

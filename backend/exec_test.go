@@ -22,6 +22,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -121,7 +122,7 @@ func TestExecCKernel(t *testing.T) {
 	start := time.Now()
 
 	t.Run("vector_add", func(t *testing.T) {
-		op, err := ops.Lookup("vector_add")
+		op, err := opdb.Op("vector_add")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestExecCKernel(t *testing.T) {
 	})
 
 	t.Run("gemm_fp16_fp32acc", func(t *testing.T) {
-		op, err := ops.Lookup("gemm")
+		op, err := opdb.Op("gemm")
 		if err != nil {
 			t.Skipf("gemm: %v (not registered yet)", err)
 		}
@@ -186,7 +187,7 @@ func TestExecCKernel(t *testing.T) {
 					cases++
 				}
 			}
-			if _, err := ops.Lookup("gemm"); err == nil {
+			if _, err := opdb.Op("gemm"); err == nil {
 				for _, dist := range []string{ops.DistSpecial, ops.DistLarge} {
 					c := ops.Case{Op: "gemm", Params: ops.Params{"beta": "1"},
 						Dims: map[string]int{"m": 9, "k": 40, "n": 11}, Dist: dist, Seed: 8, Numerics: &num}
@@ -645,7 +646,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestExecGEMMCaseFileOmitsAbsentC(t *testing.T) {
-	if _, err := ops.Lookup("gemm"); err != nil {
+	if _, err := opdb.Op("gemm"); err != nil {
 		t.Skipf("gemm: %v", err)
 	}
 	save := filepath.Join(t.TempDir(), "case.json")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -137,7 +138,7 @@ func (r *CaseResult) Failure() string {
 // order. It fails on an unknown op or an invalid shard.
 func Select(s *Store, opt CheckOptions) ([]*Case, error) {
 	if opt.Op != "" {
-		if _, err := ops.Lookup(opt.Op); err != nil {
+		if _, err := opdb.Op(opt.Op); err != nil {
 			return nil, &harness.InputError{Err: fmt.Errorf("--op: %w", err)}
 		}
 	}
@@ -250,7 +251,7 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 	for _, p := range policies {
 		r.Policies = append(r.Policies, p.Name())
 	}
-	op, err := ops.Lookup(hc.Op)
+	op, err := opdb.Op(hc.Op)
 	if err != nil {
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", s.path(c.ID+"/"+CaseJSON), err)}
 		return r

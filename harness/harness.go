@@ -17,6 +17,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -71,7 +72,7 @@ type Prepared struct {
 
 // Prepare validates c and generates its inputs.
 func Prepare(c ops.Case) (*Prepared, error) {
-	op, err := ops.Lookup(c.Op)
+	op, err := opdb.Op(c.Op)
 	if err != nil {
 		return nil, &InputError{err}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -162,7 +163,7 @@ type Options struct {
 	// Faults are the faults to score (default the whole catalogue).
 	Faults []kernels.FaultInfo
 	// Variants are the valid variants checked for false alarms, besides
-	// the correct emulator (default DefaultVariants; NoVariants for none).
+	// the correct emulator (default every op's opdb.Info.Variants; NoVariants for none).
 	Variants   []kernels.Variant
 	NoVariants bool
 	// AllCases runs every case for every fault, to count the cases that
@@ -228,11 +229,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	faults := opt.Faults
 	if faults == nil {
-		faults = kernels.FaultCatalogue()
+		faults = opdb.Faults()
 	}
 	variants := opt.Variants
 	if variants == nil && !opt.NoVariants {
-		variants = DefaultVariants()
+		variants = opdb.Variants()
 	}
 	res := &Result{Profile: prof.Name, Faults: make([]FaultResult, len(faults)), AllCases: opt.AllCases, Variants: variants}
 	for _, c := range cases {
@@ -247,12 +248,13 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	// Jobs: the false-alarm runs first (they run every case), then faults.
 	var jobs []func()
 	for i := range res.Alarms {
-		b, name := backend.NewEmulator(prof), correctName
+		b, name, run := backend.NewEmulator(prof), correctName, cases
 		if i > 0 {
+			// A variant changes one op's kernel: it runs that op's cases.
 			v := variants[i-1]
-			b, name = backend.NewEmulator(prof, backend.WithVariant(v)), v.Name
+			b, name, run = backend.NewEmulator(prof, backend.WithVariant(v)), v.Op+"/"+v.Name, casesOf(cases, v.Op)
 		}
-		jobs = append(jobs, func() { res.Alarms[i] = runAlarms(ctx, b, name, cases) })
+		jobs = append(jobs, func() { res.Alarms[i] = runAlarms(ctx, b, name, run) })
 	}
 	for i, f := range faults {
 		b := backend.NewEmulator(prof, backend.WithFaults(f.Fault))
@@ -283,6 +285,17 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// casesOf returns the cases of op.
+func casesOf(cases []*Case, op string) []*Case {
+	var out []*Case
+	for _, c := range cases {
+		if c.Prepared.Case.Op == op {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func runFault(ctx context.Context, b backend.Backend, f kernels.FaultInfo, cases []*Case, all bool) FaultResult {

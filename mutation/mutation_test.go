@@ -11,21 +11,26 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 )
 
 // TestMutationScore runs the whole default suite (every embedded golden
 // case, vector_add and gemm, and the generated multi-tile vector_add
 // cases) against every fault of the catalogue and, for false alarms,
-// against the correct emulator and both valid variants. It asserts a
+// against the correct emulator and every op's valid variants. It asserts a
 // perfect score in the bound column (the checks any backend is judged
 // by), and zero false alarms. Nothing is subsetted: each fault's run stops
 // at its first bound catch (the golden cases catch most faults within the
-// first few), and only the three false-alarm runs need every case, so the
+// first few), and only the false-alarm runs need every case (of their op), so the
 // test takes a few seconds. `make mutation` runs every case for every
 // fault and prints the table with per-fault case counts.
 func TestMutationScore(t *testing.T) {
-	res, err := Run(context.Background(), Options{})
+	suite, err := DefaultSuite(npu.Ascend910B())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Cases: suite})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,15 +69,20 @@ func TestMutationScore(t *testing.T) {
 			t.Errorf("fault %s caught by %s, want %s", f.Fault, f.Bound, want)
 		}
 	}
-	if len(res.Alarms) != 1+len(DefaultVariants()) {
-		t.Errorf("%d false-alarm runs, want the correct emulator and %d variants", len(res.Alarms), len(DefaultVariants()))
+	if len(res.Alarms) != 1+len(opdb.Variants()) {
+		t.Errorf("%d false-alarm runs, want the correct emulator and %d variants", len(res.Alarms), len(opdb.Variants()))
+	}
+	// The correct emulator runs every case; a variant, every case of its op.
+	want := map[string]int{correctName: res.Golden + res.Generated}
+	for _, v := range opdb.Variants() {
+		want[v.Op+"/"+v.Name] = len(casesOf(suite, v.Op))
 	}
 	for _, a := range res.Alarms {
 		if a.FalseAlarms() != 0 {
 			t.Errorf("%s: %d false alarms: %v %v", a.Backend, a.FalseAlarms(), a.Alarms, a.Errors)
 		}
-		if a.Ran != res.Golden+res.Generated {
-			t.Errorf("%s: ran %d of %d cases", a.Backend, a.Ran, res.Golden+res.Generated)
+		if a.Ran != want[a.Backend] || a.Ran == 0 {
+			t.Errorf("%s: ran %d cases, want %d", a.Backend, a.Ran, want[a.Backend])
 		}
 	}
 }

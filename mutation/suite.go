@@ -23,8 +23,7 @@ import (
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/npu/kernels"
-	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -67,7 +66,7 @@ func GoldenCases(s *golden.Store) ([]*Case, error) {
 			return nil, fmt.Errorf("golden case %s: %w", gc.ID, gc.Err)
 		}
 		hc := gc.File.Harness()
-		op, err := ops.Lookup(hc.Op)
+		op, err := opdb.Op(hc.Op)
 		if err != nil {
 			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
 		}
@@ -94,50 +93,28 @@ func GoldenCases(s *golden.Store) ([]*Case, error) {
 }
 
 // GeneratedCases returns the UT-style cases the suite adds to the golden
-// set, generated from their seeds: the ones a realistic fault needs that
-// the checked-in set leaves out to stay small. (The golden gemm set
-// already reaches every gemm fault: shapes off the fractal, a C term, a
-// long K, int8 scales per row and column.)
-//
-// The golden vector_add set stops at one UB tile per core (golden
-// VectorAddSizes: a full pass at the largest tile is megabytes per case),
-// so a bug in a core's tile loop (a skipped last tile, a stale
-// double-buffer tile) never shows there. The UT suite's multi-core pass
-// size +1 does: the largest tile on every core plus one element, so the
-// first core takes one 32-byte block more than fits one tile and loops
-// over two tiles (one case per dtype, uniform values; 0.4–1.6 M
-// elements, the smallest that reach the second tile).
+// set, generated from their seeds: every op's opdb.Info.MutationCases,
+// the sizes a realistic fault needs that the checked-in set leaves out to
+// stay small (vector_add's multi-tile sizes, for instance).
 func GeneratedCases(prof npu.Profile) ([]*Case, error) {
 	var out []*Case
-	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
-		tile, cores, err := maxTile(prof, d)
+	for _, info := range opdb.All() {
+		if info.MutationCases == nil {
+			continue
+		}
+		cs, err := info.MutationCases(prof)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: generated cases: %w", info.Name(), err)
 		}
-		n := tile*cores + 1
-		name := fmt.Sprintf("%s_%s_n%d", d, ops.DistUniform, n)
-		c := ops.Case{
-			Name: name, Op: "vector_add", Params: ops.Params{"dtype": d.String()},
-			Dims: map[string]int{"n": n}, Dist: ops.DistUniform, Seed: golden.CaseSeed("vector_add", name),
-			Labels: []string{"UT", "op:vector_add", "dtype:" + d.String(), "size:multi-tile"},
+		for _, c := range cs {
+			pc, err := harness.Prepare(c)
+			if err != nil {
+				return nil, fmt.Errorf("generated case %s/%s: %w", c.Op, c.Name, err)
+			}
+			out = append(out, &Case{ID: "ut:" + c.Op + "/" + c.Name, Prepared: pc, Policy: verify.DefaultPolicy()})
 		}
-		pc, err := harness.Prepare(c)
-		if err != nil {
-			return nil, fmt.Errorf("generated case %s: %w", name, err)
-		}
-		out = append(out, &Case{ID: "ut:vector_add/" + name, Prepared: pc, Policy: verify.DefaultPolicy()})
 	}
 	return out, nil
-}
-
-// maxTile returns the largest vector_add tile of dtype d on prof in
-// elements and the number of cores a large input is spread over.
-func maxTile(prof npu.Profile, d tensor.DType) (tile, cores int, err error) {
-	big, err := kernels.NewVectorAddTiling(prof, tensor.MaxElements, d)
-	if err != nil {
-		return 0, 0, err
-	}
-	return big.MaxTileElems, big.BlockDim, nil
 }
 
 // DefaultSuite is the suite the mutation score is measured on: every case
@@ -152,32 +129,6 @@ func DefaultSuite(prof npu.Profile) ([]*Case, error) {
 		return nil, err
 	}
 	return append(cs, gen...), nil
-}
-
-// DefaultVariants are the valid kernel variants the suite must accept:
-//
-//   - another summation order: gemm accumulates K in descending order
-//     (panels and slices) in slices of 32, so every output sums its
-//     products in another order than the default's (and its bits may
-//     differ); vector_add, which has no reduction, runs on another core
-//     count with unaligned tiles (every tile copied with DataCopyPad, shares
-//     of uneven size);
-//   - another tiling and core count: gemm in 16×16 output blocks on 5 AI
-//     cores, vector_add on one core looping over many tiles of the
-//     largest size.
-func DefaultVariants() []kernels.Variant {
-	return []kernels.Variant{
-		{
-			Name:      "summation-order",
-			VectorAdd: kernels.VectorAddOptions{BlockDim: 7, TileElems: 49},
-			GEMM:      kernels.GEMMOptions{BaseK: 32, ReverseK: true},
-		},
-		{
-			Name:      "tiling-cores",
-			VectorAdd: kernels.VectorAddOptions{BlockDim: 1},
-			GEMM:      kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5},
-		},
-	}
 }
 
 func orDefault(s, def string) string {

@@ -51,8 +51,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, a := range r.Alarms {
 		desc := "correct emulator"
 		for _, v := range r.Variants {
-			if v.Name == a.Backend {
-				desc = fmt.Sprintf("variant: vector_add %s; gemm %s", describe(v.VectorAdd), describe(v.GEMM))
+			if v.Op+"/"+v.Name == a.Backend {
+				desc = fmt.Sprintf("variant: %s %s", v.Op, describe(v.Options))
 			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%d false alarms in %d cases\t(exact mismatches: %d)\n", a.Backend, desc, a.FalseAlarms(), a.Ran, a.ExactMismatches)

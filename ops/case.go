@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"hash/fnv"
+
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -29,3 +31,20 @@ func (c Case) Subject() verify.Subject {
 
 // Gen returns the case's generation spec.
 func (c Case) Gen() Gen { return Gen{Dims: c.Dims, Dist: c.Dist, Seed: c.Seed} }
+
+// CaseSeed derives a case's seed from its op and name, so seeds never
+// change when cases are added or reordered.
+func CaseSeed(op, name string) uint64 {
+	h := fnv.New32a()
+	h.Write([]byte(op + "/" + name))
+	return uint64(h.Sum32())
+}
+
+// NewCase builds a named case whose seed is CaseSeed(op, name), labelled
+// ST and op:<op> before the given labels.
+func NewCase(op, name string, params Params, dims map[string]int, dist string, labels ...string) Case {
+	return Case{
+		Name: name, Op: op, Params: params, Dims: dims, Dist: dist, Seed: CaseSeed(op, name),
+		Labels: append([]string{"ST", "op:" + op}, labels...),
+	}
+}

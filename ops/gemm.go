@@ -11,7 +11,8 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-func init() { Register(gemm{}) }
+// GEMM is the gemm contract.
+var GEMM Op = gemm{}
 
 // gemm is the contract of the gemm operator:
 //

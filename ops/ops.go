@@ -1,8 +1,9 @@
 // Package ops defines the operator contracts: names, parameters and their
 // validation, the inputs and outputs with their dtypes and shapes, seeded
 // input generation, and the per-element error bounds every legal
-// implementation must meet. Every operator registers itself here so that
-// the CLI, the golden store and the suites can find it by name.
+// implementation must meet. An op's contract is one exported value here
+// (VectorAdd, GEMM); package opdb registers it with the rest of the op's
+// record, and the CLI, the golden store and the suites find it there.
 package ops
 
 import (
@@ -108,36 +109,6 @@ type Op interface {
 	// Expect computes the float64 reference and the per-element set of
 	// acceptable results of every output under the numerics profile num.
 	Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error)
-}
-
-var registry = map[string]Op{}
-
-// Register adds op to the registry; it panics on a duplicate name, which
-// is a programming error caught at init.
-func Register(op Op) {
-	if _, dup := registry[op.Name()]; dup {
-		panic("ops: duplicate registration of " + op.Name())
-	}
-	registry[op.Name()] = op
-}
-
-// Lookup returns the registered op with that name.
-func Lookup(name string) (Op, error) {
-	op, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown op %q (want one of %s)", name, strings.Join(Names(), ", "))
-	}
-	return op, nil
-}
-
-// Names lists registered op names, sorted.
-func Names() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // ContractError is an input set that breaks an op's input contract. It

@@ -9,7 +9,8 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-func init() { Register(vectorAdd{}) }
+// VectorAdd is the vector_add contract .
+var VectorAdd Op = vectorAdd{}
 
 // vectorAdd is the contract of vector_add: z = x + y element-wise, computed
 // in fp32 and rounded once to dtype (so correctly rounded); int8 saturates.

@@ -10,11 +10,13 @@ import (
 
 func mustOp(t *testing.T, name string) Op {
 	t.Helper()
-	op, err := Lookup(name)
-	if err != nil {
-		t.Fatal(err)
+	for _, op := range []Op{VectorAdd, GEMM} {
+		if op.Name() == name {
+			return op
+		}
 	}
-	return op
+	t.Fatalf("no op %q in this package", name)
+	return nil
 }
 
 func TestVectorAddValidate(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -88,7 +89,7 @@ func (t *PrecisionTable) Markdown(w io.Writer) error {
 // PrecisionModes builds the precision-mode table by running gemm in every
 // mode on b.
 func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg PrecisionConfig) (*PrecisionTable, error) {
-	op, err := ops.Lookup("gemm")
+	op, err := opdb.Op("gemm")
 	if err != nil {
 		return nil, fmt.Errorf("precision table: %w", err)
 	}

@@ -23,6 +23,8 @@ var GEMMShapes = [][3]int{
 // product, and both with a C term.
 var gemmScalars = [][2]string{{"1", "0"}, {"0.5", "0"}, {"1", "1"}, {"-1.5", "0.25"}}
 
+var _ = registerOp("gemm", DescribeGEMM)
+
 // DescribeGEMM declares the gemm UT specs against the backend b: every
 // mode × shape × (alpha, beta) × distribution within bound, under both
 // accumulate models, and special values (inf, NaN, subnormal products,

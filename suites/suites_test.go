@@ -40,12 +40,10 @@ func selectBackend(spec string) (backend.Backend, error) {
 
 func backendUnderTest() backend.Backend { return underTest }
 
-var _ = suites.DescribeVectorAdd(backendUnderTest)
+var _ = suites.DescribeOps(backendUnderTest)
 
 var _ = suites.DescribeEmulatorVectorAdd(npu.Ascend910B())
 
 var _ = suites.DescribeGolden(backendUnderTest)
 
 var _ = suites.DescribeCLI("..")
-
-var _ = suites.DescribeGEMM(backendUnderTest)

@@ -29,6 +29,8 @@ func VectorAddSizes(prof npu.Profile, d tensor.DType) ([]int, error) {
 	return append(sizes, tile-1, tile, tile+1, pass-1, pass, pass+1), nil
 }
 
+var _ = registerOp("vector_add", DescribeVectorAdd)
+
 // DescribeVectorAdd declares the vector_add UT specs against the backend
 // b: every edge size × dtype × distribution within bound, and special
 // values under both overflow modes.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -51,7 +52,7 @@ func wantCLI(t *testing.T, code int, subs []string, args ...string) (string, str
 // writeInputs writes seeded vector_add inputs of dtype d and n elements.
 func writeInputs(t *testing.T, dir string, d string, n int) (x, y string, xt, yt *tensor.Tensor) {
 	t.Helper()
-	op, err := ops.Lookup("vector_add")
+	op, err := opdb.Op("vector_add")
 	if err != nil {
 		t.Fatal(err)
 	}

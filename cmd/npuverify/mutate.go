@@ -11,6 +11,7 @@ import (
 	"github.com/npuverify/npuverify/mutation"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 )
 
 const mutateSynopsis = "mutate [--first] [--fault F]... [--profile P] [--json FILE] [--list]"
@@ -38,7 +39,7 @@ func cmdMutate(args []string, stdout, _ io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr(where, "unexpected argument %q", pos[0])
 	}
-	catalogue := kernels.FaultCatalogue()
+	catalogue := opdb.Faults()
 	if *list {
 		for _, f := range catalogue {
 			fmt.Fprintf(stdout, "%-36s %s\n", f.Fault, f.Models)

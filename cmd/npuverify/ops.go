@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 )
 
@@ -19,8 +20,8 @@ func cmdOps(args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr("ops", "unexpected argument %q", pos[0])
 	}
-	for i, name := range ops.Names() {
-		op, err := ops.Lookup(name)
+	for i, name := range opdb.Names() {
+		op, err := opdb.Op(name)
 		if err != nil {
 			return err
 		}

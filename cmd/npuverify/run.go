@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -40,13 +41,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case len(pos) == 0:
-		return usageErr(where, "missing OP (want one of %s)", strings.Join(ops.Names(), ", "))
+		return usageErr(where, "missing OP (want one of %s)", strings.Join(opdb.Names(), ", "))
 	case len(pos) > 1:
 		return usageErr(where, "unexpected argument %q after OP %q", pos[1], pos[0])
 	case *outDir == "":
 		return usageErr(where, "--out DIR is required")
 	}
-	op, err := ops.Lookup(pos[0])
+	op, err := opdb.Op(pos[0])
 	if err != nil {
 		return usageErr(where, "%v", err)
 	}

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"slices"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/tensor"
@@ -84,7 +83,8 @@ type FaultInfo struct {
 	Models string    `json:"models"` // the real bug it models
 }
 
-var faultCatalogue = []FaultInfo{
+// VectorAddFaults is vector_add's fault catalogue.
+var VectorAddFaults = []FaultInfo{
 	{FaultVATailDropped, "vector_add", "unaligned tail not copied out (DataCopy length rounded down, no DataCopyPad)"},
 	{FaultVACoreOffByOne, "vector_add", "core start offset one element low at every core boundary"},
 	{FaultVALastCoreSkipped, "vector_add", "last core's share never computed"},
@@ -101,10 +101,6 @@ var faultCatalogue = []FaultInfo{
 	{FaultVAInt8Clamp127, "vector_add", "int8 sum clamped to [−127, 127] instead of [−128, 127]"},
 	{FaultVABF16AsFP16, "vector_add", "bf16 added with the fp16 instruction"},
 }
-
-// FaultCatalogue returns every fault the kernels can inject, by op, in
-// catalogue order.
-func FaultCatalogue() []FaultInfo { return slices.Clone(faultCatalogue) }
 
 // vectorAddRoundingFaults re-rounds the n sums of one Add (z = x + y,
 // dtype dt) the way the switched-on rounding fault would have: it is the

@@ -37,17 +37,16 @@ const (
 	FaultGEMMPaddingLeaks npu.Fault = "gemm/padding-leaks"
 )
 
-func init() {
-	faultCatalogue = append(faultCatalogue,
-		FaultInfo{FaultGEMMFP16Acc, "gemm", "fp16 accumulation where the mode says fp32"},
-		FaultInfo{FaultGEMMBetaIgnored, "gemm", "beta·C ignored"},
-		FaultInfo{FaultGEMMAlphaScalesC, "gemm", "alpha applied after beta·C: alpha·(A·B + beta·C)"},
-		FaultInfo{FaultGEMMBTransposed, "gemm", "B read transposed (wrong transB)"},
-		FaultInfo{FaultGEMMLastKDropped, "gemm", "last K block dropped"},
-		FaultInfo{FaultGEMMScalesSwapped, "gemm", "int8 scales swapped between rows and columns"},
-		FaultInfo{FaultGEMMPaddingRowsStored, "gemm", "fractal padding rows stored past the end of out"},
-		FaultInfo{FaultGEMMPaddingLeaks, "gemm", "garbage padding leaks into the output (copy-out stride)"},
-	)
+// GEMMFaults is gemm's fault catalogue.
+var GEMMFaults = []FaultInfo{
+	{FaultGEMMFP16Acc, "gemm", "fp16 accumulation where the mode says fp32"},
+	{FaultGEMMBetaIgnored, "gemm", "beta·C ignored"},
+	{FaultGEMMAlphaScalesC, "gemm", "alpha applied after beta·C: alpha·(A·B + beta·C)"},
+	{FaultGEMMBTransposed, "gemm", "B read transposed (wrong transB)"},
+	{FaultGEMMLastKDropped, "gemm", "last K block dropped"},
+	{FaultGEMMScalesSwapped, "gemm", "int8 scales swapped between rows and columns"},
+	{FaultGEMMPaddingRowsStored, "gemm", "fractal padding rows stored past the end of out"},
+	{FaultGEMMPaddingLeaks, "gemm", "garbage padding leaks into the output (copy-out stride)"},
 }
 
 // readAsTransposed returns b [K, N] the way a kernel with the wrong transB

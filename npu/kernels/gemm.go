@@ -35,8 +35,6 @@ import (
 // (npu.NewGuardedMatrix); the f.Has(Fault…) branches are the mutation
 // score's fault hooks (fault_gemm.go).
 
-func init() { Register("gemm", runGEMM) }
-
 // GEMMTiling is the host-side tiling of gemm.
 type GEMMTiling struct {
 	M, K, N    int
@@ -583,25 +581,21 @@ func gemmEpilogue(core *npu.Core, f npu.Faults, t GEMMTiling, l0c, accUB, outUB,
 	return nil
 }
 
-// runGEMM is the registry entry: params and inputs as in the op contract.
-func runGEMM(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+// GEMMKernel is gemm's KernelFunc: params and inputs as in the op contract.
+func GEMMKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	cfg, err := ops.ParseGEMM(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	op, err := ops.Lookup("gemm")
-	if err != nil {
-		return nil, nil, err
-	}
-	vp, _ := op.Validate(p)
-	if err := ops.CheckInputs(op, vp, in); err != nil {
+	vp, _ := ops.GEMM.Validate(p)
+	if err := ops.CheckInputs(ops.GEMM, vp, in); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Beta == 0 {
 		// c is not read when beta = 0.
 		in = withoutKey(in, "c")
 	}
-	out, cost, err := GEMM(ctx, dev, cfg, in, variantFrom(ctx).GEMM)
+	out, cost, err := GEMM(ctx, dev, cfg, in, variantOptions[GEMMOptions](ctx))
 	if err != nil {
 		if out != nil { // a guard violation: out was produced, and a guard written
 			return map[string]*tensor.Tensor{"out": out}, cost, err

@@ -42,7 +42,7 @@ func runCase(t *testing.T, mode, acc, ab, dist, m, k, n int, seed uint64) (prefi
 // checkExpect returns "" if every element of out is accepted, else the
 // first failure (got / want / bound).
 func checkExpect(prefix string, vp ops.Params, in map[string]*tensor.Tensor, out *tensor.Tensor, num tensor.Numerics) string {
-	op, _ := ops.Lookup("gemm")
+	op := ops.GEMM
 	e, err := op.Expect(vp, in, num)
 	if err != nil {
 		return fmt.Sprintf("%s: Expect: %v", prefix, err)
@@ -235,7 +235,7 @@ func FuzzGEMMKernel(f *testing.F) {
 			return t
 		}
 		in := map[string]*tensor.Tensor{"a": fill(mode.In, m, k), "b": fill(mode.In, k, n)}
-		op, _ := ops.Lookup("gemm")
+		op := ops.GEMM
 		vp, err := op.Validate(p)
 		if err != nil {
 			t.Fatal(err)

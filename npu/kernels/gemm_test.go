@@ -144,10 +144,7 @@ func sameBits(a, b *tensor.Tensor) (bool, int) {
 
 func genGEMM(t testing.TB, p ops.Params, dist string, m, k, n int, seed uint64) (ops.Params, ops.GEMMConfig, map[string]*tensor.Tensor) {
 	t.Helper()
-	op, err := ops.Lookup("gemm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := ops.GEMM
 	vp, err := op.Validate(p)
 	if err != nil {
 		t.Fatalf("gemm %v: %v", p, err)
@@ -166,7 +163,7 @@ var testDev = npu.MustNewDevice(npu.Ascend910B())
 // are within the op's bound, over modes, accumulate models, alpha/beta,
 // distributions and the shapes around the fractals.
 func TestGEMMEmulatorMatchesModel(t *testing.T) {
-	op, _ := ops.Lookup("gemm")
+	op := ops.GEMM
 	shapes := [][3]int{{1, 1, 1}, {1, 40, 1}, {17, 1, 5}, {15, 16, 17}, {16, 33, 16}, {31, 32, 33}, {13, 67, 7}}
 	abs := []ops.Params{{"alpha": "1", "beta": "0"}, {"alpha": "-0.7", "beta": "1.5"}}
 	seed := uint64(0)
@@ -297,7 +294,7 @@ func TestGEMMCost(t *testing.T) {
 }
 
 func TestGEMMEmptyAndErrors(t *testing.T) {
-	op, _ := ops.Lookup("gemm")
+	op := ops.GEMM
 	for _, sh := range [][3]int{{0, 4, 4}, {4, 0, 4}, {4, 4, 0}} {
 		vp, cfg, in := genGEMM(t, ops.Params{"beta": "1"}, ops.DistNormal, sh[0], sh[1], sh[2], 2)
 		got, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{})
@@ -308,10 +305,7 @@ func TestGEMMEmptyAndErrors(t *testing.T) {
 			t.Errorf("gemm %v %v seed=2: element %d differs from the model", vp, sh, i)
 		}
 	}
-	fn, err := Lookup("gemm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := GEMMKernel
 	p, _ := op.Validate(ops.Params{"beta": "1"})
 	_, _, in := genGEMM(t, ops.Params{}, ops.DistNormal, 2, 3, 4, 3)
 	if _, _, err := fn(context.Background(), testDev, p, in); err == nil {
@@ -380,12 +374,9 @@ func TestGEMMNumericsProfile(t *testing.T) {
 	}
 }
 
-// The registry entry takes the op's params and inputs and returns "out".
-func TestGEMMRegistry(t *testing.T) {
-	fn, err := Lookup("gemm")
-	if err != nil {
-		t.Fatal(err)
-	}
+// The KernelFunc entry takes the op's params and inputs and returns "out".
+func TestGEMMKernelFunc(t *testing.T) {
+	fn := GEMMKernel
 	vp, _, in := genGEMM(t, ops.Params{"mode": "int8_int32acc", "beta": "0.5"}, ops.DistNormal, 5, 64, 3, 8)
 	out, cost, err := fn(context.Background(), testDev, vp, in)
 	if err != nil {
@@ -405,7 +396,7 @@ func TestGEMMRegistry(t *testing.T) {
 // results per mode on the default distributions (logged for the report;
 // asserted ≤ 1, which the bound tests already imply).
 func TestGEMMTightness(t *testing.T) {
-	op, _ := ops.Lookup("gemm")
+	op := ops.GEMM
 	for _, mode := range ops.GEMMModes() {
 		var parts []string
 		for di, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistCancel} {

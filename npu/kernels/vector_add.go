@@ -20,8 +20,6 @@ import (
 // DataCopy x and y in (DataCopyPad for an unaligned tail), Add, DataCopy z
 // out, double-buffered.
 
-func init() { Register("vector_add", runVectorAdd) }
-
 // vectorAddQueues is the number of UB queues of the kernel: x, y and z.
 const vectorAddQueues = 3
 
@@ -280,8 +278,9 @@ func vectorAddKernel(t VectorAddTiling, x, y *tensor.Tensor, z *npu.GuardedOutpu
 	}
 }
 
-// runVectorAdd is the registry entry: param dtype, inputs x and y, output z.
-func runVectorAdd(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+// VectorAddKernel is vector_add's KernelFunc: param dtype, inputs x and y,
+// output z.
+func VectorAddKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	const op = "vector_add"
 	ds, ok := p["dtype"]
 	if !ok {
@@ -310,7 +309,7 @@ func runVectorAdd(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 			return nil, nil, fmt.Errorf("%s: input %q: dtype %s, want %s (param dtype)", op, v.name, v.t.DType, dt)
 		}
 	}
-	z, cost, err := VectorAdd(ctx, dev, x, y, variantFrom(ctx).VectorAdd)
+	z, cost, err := VectorAdd(ctx, dev, x, y, variantOptions[VectorAddOptions](ctx))
 	if err != nil {
 		if z != nil { // a guard violation: z was produced, and a guard written
 			return map[string]*tensor.Tensor{"z": z}, cost, err

@@ -1,0 +1,119 @@
+package opdb
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// GEMM is gemm's record.
+var GEMM = Register(&Info{
+	Op:          ops.GEMM,
+	Kernel:      kernels.GEMMKernel,
+	Faults:      kernels.GEMMFaults,
+	Variants:    gemmVariants,
+	GoldenCases: gemmGolden,
+	FuzzTarget:  "FuzzGEMM",
+	// Header bytes: mode, accumulate, alpha/beta pair, m, k, n, numerics;
+	// then the element bit patterns.
+	FuzzSeeds: [][]byte{
+		{1, 0, 0, 3, 17, 5, 0, 0x3c, 0x00, 0xbc, 0x00, 0x7c, 0x00},
+		{2, 1, 2, 1, 40, 1, 1, 0x7b, 0xff, 0x7b, 0xff, 0x7b, 0xff, 0xfb, 0xff},
+		{4, 0, 3, 16, 33, 16, 0, 0x80, 0x7f, 0x01, 0xff, 0x3c, 0x00, 0x00, 0x80},
+		{0, 1, 1, 2, 2, 2, 2, 0x7f, 0x80, 0x00, 0x00, 0xff, 0x80, 0x00, 0x01},
+		{3, 0, 2, 5, 7, 3, 3, 0x7f, 0x7f, 0x00, 0x01, 0xc0, 0x00},
+	},
+	FuzzDecode: gemmFuzz,
+})
+
+// gemmVariants are the valid gemm kernels the default checks must accept:
+// another summation order (K accumulated in descending order, panels and
+// slices, in slices of 32, so every output sums its products in another
+// order than the default's and its bits may differ) and another tiling
+// and core count (16×16 output blocks on 5 AI cores).
+var gemmVariants = []kernels.Variant{
+	{Name: "summation-order", Op: "gemm", Options: kernels.GEMMOptions{BaseK: 32, ReverseK: true}},
+	{Name: "tiling-cores", Op: "gemm", Options: kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5}},
+}
+
+// gemmGolden is the default gemm set, per mode:
+//
+//   - 33×47×17 uniform (every dimension off the 16/32 fractal) under both
+//     accumulate models;
+//   - alpha = −1.5, beta = 0.25 with a C term on 17×33×15;
+//   - special values (±0, ±inf, NaN, subnormals, max) and large
+//     magnitudes (overflow, overflow-ambiguous fp16 accumulation) on
+//     16×16×16, cancellation on 8×64×8;
+//   - a long K (16×512×16) where accumulation error dominates;
+//   - special values again under the saturate numerics profile.
+//
+// Names are <mode>_<what>_<M>x<K>x<N>[_<accumulate>][_sat].
+func gemmGolden() []ops.Case {
+	const op = "gemm"
+	var out []ops.Case
+	for _, mode := range ops.GEMMModes() {
+		add := func(what string, dims [3]int, dist string, params ops.Params, sat bool) {
+			p := ops.Params{"mode": mode.Name}
+			for k, v := range params {
+				p[k] = v
+			}
+			name := fmt.Sprintf("%s_%s_%dx%dx%d", mode.Name, what, dims[0], dims[1], dims[2])
+			if acc := p["accumulate"]; acc != "" {
+				name += "_" + acc
+			}
+			labels := []string{"mode:" + mode.Name, "dtype:" + mode.In.String(), "dist:" + dist}
+			if sat {
+				name += "_sat"
+				labels = append(labels, "numerics:saturate")
+			}
+			c := ops.NewCase(op, name, p, map[string]int{"m": dims[0], "k": dims[1], "n": dims[2]}, dist, labels...)
+			if sat {
+				num := saturate
+				c.Numerics = &num
+			}
+			out = append(out, c)
+		}
+		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
+			add("uniform", [3]int{33, 47, 17}, ops.DistUniform, ops.Params{"accumulate": acc}, false)
+		}
+		add("alphabeta", [3]int{17, 33, 15}, ops.DistNormal, ops.Params{"alpha": "-1.5", "beta": "0.25"}, false)
+		add("special", [3]int{16, 16, 16}, ops.DistSpecial, nil, false)
+		add("large", [3]int{16, 16, 16}, ops.DistLarge, nil, false)
+		add("cancel", [3]int{8, 64, 8}, ops.DistCancel, nil, false)
+		add("longk", [3]int{16, 512, 16}, ops.DistUniform, nil, false)
+		add("special", [3]int{16, 16, 16}, ops.DistSpecial, nil, true)
+	}
+	return out
+}
+
+var gemmFuzzAlphaBeta = [][2]string{{"1", "0"}, {"0.5", "0"}, {"-1.25", "1"}, {"3", "-0.5"}}
+
+// gemmFuzz decodes a mode, an accumulate model, an alpha/beta pair, a
+// small M×K×N (K may be 0) and the numerics (overflow, subnormals); the
+// operands take their bit patterns (Inf, NaN and subnormals included)
+// from the rest.
+func gemmFuzz(data []byte) (FuzzInput, bool) {
+	if len(data) < 7 {
+		return FuzzInput{}, false
+	}
+	mode := ops.GEMMModes()[int(data[0])%len(ops.GEMMModes())]
+	ab := gemmFuzzAlphaBeta[int(data[2])%len(gemmFuzzAlphaBeta)]
+	p, err := ops.GEMM.Validate(ops.Params{"mode": mode.Name, "accumulate": []string{ops.GEMMSequential, ops.GEMMBlocked16}[data[1]%2],
+		"alpha": ab[0], "beta": ab[1]})
+	if err != nil {
+		panic(fmt.Sprintf("gemm fuzz: params from a fixed table must validate: %v", err))
+	}
+	m, k, n := 1+int(data[3])%20, int(data[4])%70, 1+int(data[5])%20
+	num := tensor.Numerics{Overflow: tensor.Overflow(data[6] & 1), Subnormals: tensor.Subnormals(data[6] >> 1 & 1)}
+	body := data[7:]
+	in := map[string]*tensor.Tensor{"a": FromBytes(mode.In, body, 0, m, k), "b": FromBytes(mode.In, body, 1, k, n)}
+	if ab[1] != "0" {
+		in["c"] = FromBytes(mode.Out, body, 2, m, n)
+	}
+	if mode.Int8() {
+		in["scale_a"], in["scale_b"] = FromBytes(tensor.Float32, body, 3, m), FromBytes(tensor.Float32, body, 4, 1)
+	}
+	return FuzzInput{Params: p, Inputs: in, Numerics: num}, true
+}
