@@ -49,8 +49,11 @@ func buildCKernel(tb testing.TB) string {
 	}
 	bin := filepath.Join(tb.TempDir(), "ckernel")
 	src := filepath.Join("testdata", "ckernel")
-	cmd := exec.Command(cc, "-O2", "-std=c11", "-Wall", "-o", bin,
-		filepath.Join(src, "main.c"), filepath.Join(src, "npy.c"), "-lm")
+	files, err := filepath.Glob(filepath.Join(src, "*.c"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("C kernel sources in %s: %v", src, err)
+	}
+	cmd := exec.Command(cc, append(append([]string{"-O2", "-std=c11", "-Wall", "-o", bin}, files...), "-lm")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("building the C kernel with %s: %v\n%s", cc, err, out)
 	}

@@ -1,0 +1,50 @@
+/* ckernel.h: what the per-op kernels of ckernel share: the parsed
+ * case.json, input and output .npy files, timing, and stores under the
+ * case's numerics profile (case.c). */
+#ifndef CKERNEL_H
+#define CKERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npy.h"
+
+typedef struct {
+	char name[64];
+	char file[256];
+} entry;
+
+typedef struct {
+	int saturate;  /* overflow: saturate (else inf) */
+	int flush;     /* subnormals: flush (else keep) */
+	int half_away; /* int8_rounding: half_away (else half_even) */
+} numerics;
+
+typedef struct {
+	char op[64];
+	char dtype[16], mode[32], alpha[64], beta[64];
+	numerics num;
+	entry in[8], out[8];
+	int nin, nout;
+} casefile;
+
+extern const char *case_dir;
+
+_Noreturn void die(int code, const char *fmt, ...);
+void parse_case(const char *path, casefile *c);
+void read_input(const casefile *c, const char *name, const char *descr, npy_array *a);
+void write_output(const casefile *c, const char *name, const char *descr, int ndim,
+                  const long *shape, const void *data, size_t itemsize);
+double now_ns(void);
+void write_timing(double ns);
+_Float16 store_f16(float v, const numerics *nm);
+float store_f32(float v, const numerics *nm);
+float bf16_to_f32(uint16_t b);
+uint16_t store_bf16(float v, const numerics *nm);
+int8_t store_i8(float v, const numerics *nm);
+
+/* one kernel per op, in <op>.c */
+void vector_add(const casefile *c);
+void gemm(const casefile *c);
+
+#endif

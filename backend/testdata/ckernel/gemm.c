@@ -1,0 +1,158 @@
+/* gemm.c: every gemm mode, K summed in four interleaved lanes (see
+ * main.c). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckernel.h"
+
+#define LANES 4
+
+/* Per-mode formats: the input descr, the output descr, and whether the
+ * accumulator is fp16 (mode fp16) or the inputs are int8. */
+typedef struct {
+	const char *name, *in, *out;
+} gemm_mode;
+
+static const gemm_mode gemm_modes[] = {
+	{"fp32", "<f4", "<f4"},
+	{"fp16_fp32acc", "<f2", "<f2"},
+	{"fp16", "<f2", "<f2"},
+	{"bf16_fp32acc", "<u2", "<u2"},
+	{"int8_int32acc", "|i1", "<f2"},
+};
+
+/* load_f32 widens an input matrix of descr to float (exact for every
+ * input format). */
+static float *load_f32(const npy_array *a, const char *descr) {
+	float *f = malloc(a->count * sizeof(float) + 1);
+	if (!f) die(1, "out of memory");
+	for (size_t i = 0; i < a->count; i++) {
+		if (!strcmp(descr, "<f4")) f[i] = ((const float *)a->data)[i];
+		else if (!strcmp(descr, "<f2")) f[i] = (float)((const _Float16 *)a->data)[i];
+		else if (!strcmp(descr, "<u2")) f[i] = bf16_to_f32(((const uint16_t *)a->data)[i]);
+		else f[i] = (float)((const int8_t *)a->data)[i];
+	}
+	return f;
+}
+
+/* gemm computes out = alpha·(A·B) + beta·C in every mode of the contract,
+ * in its own order: each dot product in LANES interleaved partial sums
+ * (k mod LANES) combined pairwise, which matches neither of the emulator's
+ * accumulate models. fp16 mode keeps the partial sums in _Float16 (every
+ * product and sum rounded to fp16); int8 sums exactly in 64-bit integers. */
+void gemm(const casefile *c) {
+	const char *name = c->mode[0] ? c->mode : "fp16_fp32acc";
+	const gemm_mode *mode = NULL;
+	for (size_t i = 0; i < sizeof gemm_modes / sizeof gemm_modes[0]; i++)
+		if (!strcmp(gemm_modes[i].name, name)) mode = &gemm_modes[i];
+	if (!mode) die(2, "gemm: unsupported mode %s", name);
+	const int fp16acc = !strcmp(name, "fp16"), int8 = !strcmp(name, "int8_int32acc");
+	char *end;
+	double alpha = strtod(c->alpha, &end);
+	if (*end) die(1, "gemm: bad alpha %s", c->alpha);
+	double beta = strtod(c->beta, &end);
+	if (*end) die(1, "gemm: bad beta %s", c->beta);
+	npy_array a, b, cm = {0}, sa = {0}, sb = {0};
+	read_input(c, "a", mode->in, &a);
+	read_input(c, "b", mode->in, &b);
+	if (a.ndim != 2 || b.ndim != 2 || a.shape[1] != b.shape[0]) die(1, "gemm: a must be [M,K] and b [K,N]");
+	size_t M = (size_t)a.shape[0], K = (size_t)a.shape[1], N = (size_t)b.shape[1];
+	float *cf = NULL;
+	if (beta != 0) {
+		read_input(c, "c", mode->out, &cm);
+		if (cm.ndim != 2 || (size_t)cm.shape[0] != M || (size_t)cm.shape[1] != N) die(1, "gemm: c must be [M,N]");
+		cf = load_f32(&cm, mode->out);
+	}
+	if (int8) {
+		read_input(c, "scale_a", "<f4", &sa);
+		read_input(c, "scale_b", "<f4", &sb);
+		if (sa.count != 1 && sa.count != M) die(1, "gemm: scale_a must be [M] or [1]");
+		if (sb.count != 1 && sb.count != N) die(1, "gemm: scale_b must be [N] or [1]");
+	}
+	float *af = load_f32(&a, mode->in), *bf = load_f32(&b, mode->in);
+	float *acc = malloc(LANES * N * sizeof(float) + 1);
+	_Float16 *acc16 = malloc(LANES * N * sizeof(_Float16) + 1);
+	int64_t *iacc = malloc(N * sizeof(int64_t) + 1);
+	float *res = malloc(M * N * sizeof(float) + 1);
+	if (!acc || !acc16 || !iacc || !res) die(1, "out of memory");
+
+	double t0 = now_ns();
+	for (size_t i = 0; i < M; i++) {
+		if (int8) {
+			memset(iacc, 0, N * sizeof(int64_t));
+			for (size_t k = 0; k < K; k++)
+				for (size_t j = 0; j < N; j++) iacc[j] += (int64_t)af[i * K + k] * (int64_t)bf[k * N + j];
+			const float *sav = sa.data, *sbv = sb.data;
+			for (size_t j = 0; j < N; j++) {
+				float s = sav[sa.count == 1 ? 0 : i] * sbv[sb.count == 1 ? 0 : j];
+				res[i * N + j] = s * (float)iacc[j];
+			}
+			continue;
+		}
+		if (fp16acc) {
+			for (size_t l = 0; l < LANES * N; l++) acc16[l] = 0;
+			for (size_t k = 0; k < K; k++) {
+				const _Float16 aik = (_Float16)af[i * K + k];
+				_Float16 *lane = acc16 + (k % LANES) * N;
+				for (size_t j = 0; j < N; j++) {
+					_Float16 p = (_Float16)(aik * (_Float16)bf[k * N + j]);
+					lane[j] = (_Float16)(lane[j] + p);
+				}
+			}
+			for (size_t j = 0; j < N; j++)
+				res[i * N + j] = (float)(_Float16)((_Float16)(acc16[j] + acc16[N + j]) + (_Float16)(acc16[2 * N + j] + acc16[3 * N + j]));
+			continue;
+		}
+		memset(acc, 0, LANES * N * sizeof(float));
+		for (size_t k = 0; k < K; k++) {
+			const float aik = af[i * K + k];
+			float *lane = acc + (k % LANES) * N;
+			const float *brow = bf + k * N;
+			for (size_t j = 0; j < N; j++) lane[j] += aik * brow[j];
+		}
+		for (size_t j = 0; j < N; j++) res[i * N + j] = (acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]);
+	}
+	/* Epilogue in fp16 for mode fp16, else fp32. */
+	void *out = malloc(M * N * 4 + 1);
+	if (!out) die(1, "out of memory");
+	for (size_t i = 0; i < M * N; i++) {
+		float v = res[i];
+		if (fp16acc) {
+			_Float16 h = (_Float16)v;
+			if (alpha != 1) h = (_Float16)((_Float16)alpha * h);
+			if (beta != 0) h = (_Float16)(h + (_Float16)((_Float16)beta * (_Float16)cf[i]));
+			v = (float)h;
+		} else {
+			if (alpha != 1) v = (float)alpha * v;
+			if (beta != 0) v = v + (float)beta * cf[i];
+		}
+		if (!strcmp(mode->out, "<f4")) ((float *)out)[i] = store_f32(v, &c->num);
+		else if (!strcmp(mode->out, "<u2")) ((uint16_t *)out)[i] = store_bf16(v, &c->num);
+		else ((_Float16 *)out)[i] = store_f16(v, &c->num);
+	}
+	double t1 = now_ns();
+	long shape[2] = {(long)M, (long)N};
+	write_output(c, "out", mode->out, 2, shape, out, !strcmp(mode->out, "<f4") ? 4 : 2);
+	write_timing(t1 - t0);
+	free(af);
+	free(bf);
+	free(cf);
+	free(acc);
+	free(acc16);
+	free(iacc);
+	free(res);
+	free(out);
+	npy_free(&a);
+	npy_free(&b);
+	npy_free(&cm);
+	npy_free(&sa);
+	npy_free(&sb);
+}
