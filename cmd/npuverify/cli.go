@@ -152,12 +152,20 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 // parse parses args with fs, allowing positional arguments between flags
 // (npuverify run OP --param ... and npuverify run --param ... OP both
 // work), and returns the positional arguments.
+//
+// The usage goes to stdout exactly once, on -h or -help, and never with a
+// parse error: package flag calls fs.Usage itself on both (which printed
+// it twice on -h, and on stdout after a bad flag), so it is silenced
+// while parsing and called here.
 func parse(fs *flag.FlagSet, where string, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				usage()
 				return nil, err
 			}
 			return nil, usageErr(where, "%v (see npuverify %s -h)", err, where)
