@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,6 +35,24 @@ func TestHelpOnce(t *testing.T) {
 		name := strings.Join(args, " ")
 		if code != exitUsage || o != "" || strings.Count(e, "\n") != 1 || !strings.Contains(e, "flag provided but not defined") {
 			t.Errorf("npuverify %s: exit %d, stdout %q, stderr %q; want exit %d, no stdout and a one-line error", name, code, o, e, exitUsage)
+		}
+	}
+}
+
+// TestCLIDocMatchesUsage holds docs/cli.md to the real usage texts: every
+// command's -h output must appear in it verbatim, so a flag added, removed
+// or reworded without updating the reference fails here.
+func TestCLIDocMatchesUsage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatalf("reading the CLI reference: %v", err)
+	}
+	doc := string(b)
+	for _, args := range [][]string{{"help"}, {"ops", "-h"}, {"run", "-h"}, {"check", "-h"}, {"report", "-h"},
+		{"golden", "-h"}, {"golden", "update", "-h"}, {"golden", "verify", "-h"}, {"mutate", "-h"}} {
+		_, o, _ := cli(t, args...)
+		if !strings.Contains(doc, "```text\n"+o+"```") {
+			t.Errorf("docs/cli.md lacks the usage of npuverify %s verbatim; paste this output into its block:\n%s", strings.Join(args, " "), o)
 		}
 	}
 }
