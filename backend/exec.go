@@ -26,7 +26,7 @@ import (
 )
 
 // Exec is the backend that runs each case through an external command,
-// following the exec backend protocol (DESIGN §9):
+// following the exec backend protocol (docs/exec-backend.md):
 //
 //  1. Run makes a fresh case directory D (under ExecOptions.WorkDir) and
 //     writes D/case.json (ExecCaseFile) and every input as D/<name>.npy

@@ -10,7 +10,7 @@ import (
 
 // Select returns the backend a spec names, the form the CLI's --backend
 // and the suites' NPUVERIFY_BACKEND take: "emulator" (or "") for the
-// emulator on prof, or "exec:CMD ARGS" for an external command (DESIGN §9)
+// emulator on prof, or "exec:CMD ARGS" for an external command (docs/exec-backend.md)
 // with the given per-case timeout, told prof's numerics.
 func Select(spec string, prof npu.Profile, timeout time.Duration) (Backend, error) {
 	switch {

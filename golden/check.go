@@ -180,7 +180,7 @@ func opOf(id string) string {
 // ExactAuto the emulator is also held bit-exactly to expected/ (the exact
 // policy), which is its regression guard, while any other backend is judged
 // by the accuracy policy alone, because a valid kernel may sum in another
-// order (DESIGN §7). When the backend reports a cost and the case has
+// order (docs/golden.md). When the backend reports a cost and the case has
 // budgets, modeled cycles must not exceed the recorded cycles and GM bytes
 // (in + out) must equal the recorded ones.
 //

@@ -1,4 +1,4 @@
-// Package golden is the golden case store (DESIGN §7): a directory tree
+// Package golden is the golden case store (docs/golden.md): a directory tree
 //
 //	cases/<op>/<case>/case.json              the case and what was recorded for it
 //	cases/<op>/<case>/<name>.npy             its inputs

@@ -1,5 +1,5 @@
 // Package mutation measures the bug-catching power of the default
-// verification suite (the mutation score, DESIGN §1): it runs the suite
+// verification suite (the mutation score, docs/cli.md#mutate): it runs the suite
 // against the emulator with each fault of the kernels' catalogue switched
 // on (kernels.FaultCatalogue) and reports, per fault, the first case and
 // check that caught it, or SURVIVED. It also runs the suite against the

@@ -1,6 +1,6 @@
 // Package verify judges an operator's outputs against what a correct
 // implementation may return (bound.Expected) and, for bit-exact
-// regression checks, against golden tensors (DESIGN §6).
+// regression checks, against golden tensors (docs/accuracy.md).
 //
 // Compute returns the metrics reported for every output; ParsePolicy
 // selects a named accuracy standard; Check applies policies to every
@@ -73,9 +73,9 @@
 //     element as e ≤ max(atol, 32·ulp_d(r)): the floor is atol, the ulp
 //     is taken at each element's reference. (rtol, atol) = fp16
 //     (2^-9, 2^-9), bf16 (2^-6, 2^-6), fp32 and fp64 (2^-16, 2^-10):
-//     DESIGN lists the pairs right after the formula "atol + rtol·|r|",
-//     and reading fp32's 2^-10 as atol and 2^-16 as rtol keeps fp32's
-//     relative tolerance well below fp16's. The cap only gives the 99%
+//     the standard gives fp32 the pair 2^-10/2^-16 without saying which
+//     is which, and reading 2^-10 as atol and 2^-16 as rtol keeps fp32's
+//     relative tolerance well below fp16's (docs/accuracy.md). The cap only gives the 99%
 //     rule room where 32·ulp_d(r) > atol + rtol·|r|: fp16 and bf16 for
 //     |r| above about 1/8, never for fp32, where the cap alone decides.
 //     Element bound: the tolerance, or the cap for elements over it.

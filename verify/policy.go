@@ -11,7 +11,7 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// Policy is a named accuracy standard (DESIGN §6). Implementations are
+// Policy is a named accuracy standard (docs/accuracy.md). Implementations are
 // immutable values, safe for concurrent use.
 type Policy interface {
 	// Name is the canonical spelling including options, e.g.

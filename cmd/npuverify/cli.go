@@ -16,7 +16,7 @@ import (
 	"github.com/npuverify/npuverify/npu"
 )
 
-// Exit codes (DESIGN §8).
+// Exit codes (docs/cli.md).
 const (
 	exitPass    = 0
 	exitFail    = 1 // verification failed
@@ -141,7 +141,12 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "usage: npuverify %s\n\nflags:\n", synopsis)
+		fmt.Fprintf(stdout, "usage: npuverify %s\n", synopsis)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(stdout, "\nflags:\n")
+		}
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
@@ -152,12 +157,20 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 // parse parses args with fs, allowing positional arguments between flags
 // (npuverify run OP --param ... and npuverify run --param ... OP both
 // work), and returns the positional arguments.
+//
+// The usage goes to stdout exactly once, on -h or -help, and never with a
+// parse error: package flag calls fs.Usage itself on both (which printed
+// it twice on -h, and on stdout after a bad flag), so it is silenced
+// while parsing and called here.
 func parse(fs *flag.FlagSet, where string, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				usage()
 				return nil, err
 			}
 			return nil, usageErr(where, "%v (see npuverify %s -h)", err, where)
@@ -190,7 +203,7 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.backend, "backend", "emulator", "backend: emulator, or exec:'CMD ARGS' (an external kernel, DESIGN §9)")
+	fs.StringVar(&d.backend, "backend", "emulator", "backend: emulator, or exec:'CMD ARGS' (an external kernel; see docs/exec-backend.md)")
 	fs.StringVar(&d.profile, "profile", "ascend910b", "device profile: a built-in name ("+strings.Join(npu.ProfileNames(), ", ")+") or a JSON file")
 	fs.DurationVar(&d.timeout, "timeout", 60*time.Second, "time limit per case")
 }

@@ -1,4 +1,4 @@
-// Command npuverify tests and verifies NPU operators (DESIGN §8):
+// Command npuverify tests and verifies NPU operators (docs/cli.md):
 //
 //	npuverify ops                                  list ops, params, modes, inputs, outputs
 //	npuverify run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--backend B] [--profile P]

@@ -1,5 +1,5 @@
 /* ckernel: an independent implementation of vector_add and gemm
- * (every mode) behind the npuverify exec backend protocol (DESIGN §9).
+ * (every mode) behind the npuverify exec backend protocol (docs/exec-backend.md).
  *
  *   ckernel DIR        reads DIR/case.json and the input .npy files, writes
  *                      DIR/out/<output>.npy and DIR/out/timing.json
