@@ -409,7 +409,10 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 	}
 	d, s := reference.MatMul(m, k, n, a, b)
-	ev := newGEMMEval(cfg, k, num)
+	ev, err := newGEMMEval(cfg, k, num)
+	if err != nil {
+		return nil, err
+	}
 	e := bound.NewExpected(m * n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
