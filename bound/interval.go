@@ -92,7 +92,7 @@ func Div(a, b Interval) Interval {
 	r := Interval{Alt: combine(a, b, divKind)}
 	bInf := b.Alt&(PosInf|NegInf) != 0
 	switch {
-	case a.Finite && b.Finite:
+	case a.Finite && b.Finite && (b.Ref != 0 || b.Err != 0):
 		r.Finite = true
 		x, y := a.Ref, b.Ref
 		if math.Abs(y) <= b.Err {
@@ -110,7 +110,7 @@ func Div(a, b Interval) Interval {
 			r.Err = math.Max(r.Err, math.Abs(r.Ref))
 		}
 	case a.Finite && bInf:
-		r.Finite = true // only finite/±Inf = 0 is finite
+		r.Finite = true // only finite/±Inf = 0 is finite (a zero b gives none)
 	}
 	return r
 }

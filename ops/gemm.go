@@ -393,7 +393,7 @@ func (op gemm) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, er
 
 // Expect computes the float64 reference and, per element, the set of
 // results every legal implementation of the evaluation model may return,
-// whatever its summation order or tiling (see gemmElement for the bound).
+// whatever its summation order or tiling (the bound is derived in gemm_bound.go).
 func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
