@@ -467,3 +467,76 @@ func checkDot(t *testing.T, d tensor.DType, num tensor.Numerics, dot Dot, xs, ys
 		}
 	}
 }
+
+// Property: the primitives compose into a softmax row as attention will
+// build it (scores minus their max, exp, an fp32 sum in any order, a
+// normalising division, fp32 roundings, an fp32 store): the Expected that
+// Store gives accepts an fp32 implementation summing forwards or
+// backwards, and rejects one that accumulates the sum in fp16.
+func TestSoftmaxChainAcceptsImplementations(t *testing.T) {
+	const seed = 777
+	r := rand.New(rand.NewPCG(seed, 3))
+	keep := tensor.Numerics{}
+	f32 := mustFormat(t, tensor.Float32, keep)
+	rn32 := func(x float64) float64 { return float64(float32(x)) }
+	rn16 := func(x float64) float64 { return keep.Round(x, tensor.Float16) }
+	const rel = 0x1p-22 // the implementation's exp: within 2^-22 relative before rounding
+	const iters = 300
+	caught := 0
+	for it := range iters {
+		n := 1 + r.IntN(200)
+		s := make([]float64, n)
+		m := math.Inf(-1)
+		for j := range s {
+			s[j] = rn32(r.NormFloat64() * 8)
+			m = math.Max(m, s[j])
+		}
+		es := make([]Interval, n)
+		terms := Terms{PosNeg: func() (float64, float64) { return 0, 0 }}
+		for j := range s {
+			es[j] = f32.Round(Exp(f32.Round(Sub(Exact(s[j]), Exact(m))), rel))
+			terms.Ref += es[j].Ref
+			terms.Mag += math.Abs(es[j].Ref)
+			terms.Err += es[j].Err
+		}
+		sum := NewDot(n, tensor.Float32, keep).Sum(terms)
+		want := NewExpected(n)
+		for j := range s {
+			want.Ref[j], want.Bound[j], want.Alt[j] = Store(f32.Round(Div(es[j], sum)), tensor.Float32, keep)
+		}
+		// The implementation: fp32 exp perturbed by up to rel.
+		ge := make([]float64, n)
+		for j := range s {
+			ge[j] = rn32(math.Exp(rn32(s[j]-m)) * (1 + rel*(2*r.Float64()-1)))
+		}
+		for _, impl := range []string{"forwards", "backwards", "fp16 sum (bug)"} {
+			acc := 0.0
+			for j := range ge {
+				switch impl {
+				case "backwards":
+					acc = rn32(acc + ge[n-1-j])
+				case "fp16 sum (bug)":
+					acc = rn16(acc + ge[j])
+				default:
+					acc = rn32(acc + ge[j])
+				}
+			}
+			rejected := false
+			for j := range ge {
+				g := rn32(ge[j] / acc)
+				if !want.Accepts(j, g) {
+					if impl != "fp16 sum (bug)" {
+						t.Fatalf("bound softmax seed=%d iteration %d n=%d element %d %s: got %g / want %g / bound %g", seed, it, n, j, impl, g, want.Ref[j], want.Bound[j])
+					}
+					rejected = true
+				}
+			}
+			if rejected {
+				caught++
+			}
+		}
+	}
+	if caught < iters*9/10 {
+		t.Errorf("bound softmax seed=%d: the fp16-sum bug was rejected in %d of %d rows / want at least 90%%", seed, caught, iters)
+	}
+}
