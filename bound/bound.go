@@ -1,11 +1,26 @@
 // Package bound holds what a correct implementation may return for each
-// element of an output (the Expected set) and the first-order
-// rounding-error algebra (Higham, Accuracy and Stability of Numerical
-// Algorithms, ch. 3) that operators use to derive it.
+// element of an output (the Expected set) and the rounding-error algebra
+// (Higham, Accuracy and Stability of Numerical Algorithms, ch. 2–3) that
+// operators use to derive it.
 //
 // Bounds here are a-priori and valid for every legal implementation of an
 // operator's contract, whatever its summation order or tiling: they are
 // derived from unit roundoffs and magnitudes, never tuned to a result.
+//
+// An operator's bound is an evaluation of its contract on Interval values:
+//
+//   - inputs enter as Exact values;
+//   - Mul, Add, Sub, Neg, Div and Exp are exact real operations on
+//     intervals, carrying the non-finite classes IEEE arithmetic gives
+//     (0·Inf = NaN, Inf − Inf = NaN, x/0 = ±Inf) and the error of the
+//     float64 reference that evaluates them;
+//   - Format.Round is one rounding to nearest of an intermediate into a
+//     floating format (IEEE overflow, subnormals flushed or kept as the
+//     numerics profile says);
+//   - Dot.Sum accumulates n terms in a format in any order (γ_n);
+//   - Store maps the final interval through the output's store under the
+//     numerics profile to one element of an Expected (Output does the
+//     same for a value known only as reference ± bound).
 package bound
 
 import "math"
@@ -96,15 +111,4 @@ func (e *Expected) Accepts(i int, g float64) bool {
 func (e *Expected) Ambiguous(i int) bool {
 	r := e.Ref[i]
 	return e.Alt[i] != 0 && !math.IsNaN(r) && !math.IsInf(r, 0)
-}
-
-// Gamma returns γ_n(u) = n·u / (1 − n·u), the classic bound on the
-// relative error of n chained roundings, and +Inf when n·u ≥ 1 (the
-// bound is then void and callers must treat the result as unbounded).
-func Gamma(n int, u float64) float64 {
-	nu := float64(n) * u
-	if nu >= 1 {
-		return math.Inf(1)
-	}
-	return nu / (1 - nu)
 }

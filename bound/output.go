@@ -74,3 +74,71 @@ func Output(r, b float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64
 	}
 	return r, bnd, alt
 }
+
+// Store maps the final interval v of an element through the store into
+// dtype d under num, to that element's expected outcome (one entry of an
+// Expected).
+//
+// A finite part goes through Output (the store's rounding, underflow and
+// overflow); v's non-finite classes join the alternatives. With only
+// non-finite outcomes, the reference is v.Ref's class if v can take it,
+// else the first of NaN, +Inf, −Inf that it can.
+//
+// Under overflow=saturate (and for integer d, which always saturates) the
+// store maps ±Inf to the format's extremes and NaN to 0: those outcomes
+// are finite, so they are folded into the bound around the reference (the
+// smallest symmetric interval holding them), since Expected has no other
+// way to hold a second finite outcome.
+func Store(v Interval, d tensor.DType, num tensor.Numerics) (ref, bnd float64, alt Special) {
+	_, isFloat := d.FloatFormat()
+	sat := num.Overflow == tensor.OverflowSaturate || !isFloat
+	satPoint := func(c Special) float64 {
+		switch c {
+		case PosInf:
+			return num.Round(math.Inf(1), d)
+		case NegInf:
+			return num.Round(math.Inf(-1), d)
+		}
+		return 0 // NaN
+	}
+	classes := []Special{NaN, PosInf, NegInf}
+	fold := func(ref, bnd float64) float64 {
+		for _, c := range classes {
+			if v.Alt&c != 0 {
+				bnd = math.Max(bnd, math.Abs(satPoint(c)-ref))
+			}
+		}
+		return bnd
+	}
+	if v.Finite {
+		ref, bnd, alt = Output(v.Ref, v.Err, d, num)
+		if !sat {
+			return ref, bnd, alt | v.Alt
+		}
+		return ref, fold(ref, bnd), alt
+	}
+	// Only non-finite outcomes: represent by the reference's own class
+	// when it is among them, else by the first possible one.
+	rep := Of(v.Ref)
+	if v.Alt&rep == 0 {
+		for _, c := range classes {
+			if v.Alt&c != 0 {
+				rep = c
+				break
+			}
+		}
+	}
+	if !sat {
+		switch rep {
+		case PosInf:
+			ref = math.Inf(1)
+		case NegInf:
+			ref = math.Inf(-1)
+		default:
+			ref = math.NaN()
+		}
+		return ref, math.NaN(), v.Alt
+	}
+	ref = satPoint(rep)
+	return ref, fold(ref, 0), 0
+}

@@ -394,7 +394,7 @@ func (op gemm) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, er
 
 // Expect computes the float64 reference and, per element, the set of
 // results every legal implementation of the evaluation model may return,
-// whatever its summation order or tiling (see gemmElement for the bound).
+// whatever its summation order or tiling (the bound is derived in gemm_bound.go).
 func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -410,7 +410,10 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 	}
 	d, s := reference.MatMul(m, k, n, a, b)
-	ev := newGEMMEval(cfg, k, num)
+	ev, err := newGEMMEval(cfg, k, num)
+	if err != nil {
+		return nil, err
+	}
 	e := bound.NewExpected(m * n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {

@@ -376,8 +376,9 @@ func TestGEMMDotBoundTightness(t *testing.T) {
 			in := uniform01(uint64(k)+3, tensor.Float16, 4, k, 4)
 			a, b := in["a"].Float64s(), in["b"].Float64s()
 			d, s := reference.MatMul(4, k, 4, a, b)
-			u, h, _ := formatConsts(acc, false)
-			g := roundingGrowth(k, u)
+			f, _ := bound.NewFormat(acc, tensor.Numerics{})
+			u, h := f.U, f.Under
+			g := bound.Growth(k, u)
 			var worst float64
 			var worstImpl string
 			ps := make([]float64, k)

@@ -1,0 +1,219 @@
+package ops_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// updateBounds rewrites the pinned digests: go test ./ops -run TestGEMMBoundDigest -update-bounds.
+// Only rewrite them from code whose bounds are known good: the test exists
+// to show that a refactoring of the bound changed nothing.
+var updateBounds = flag.Bool("update-bounds", false, "rewrite ops/testdata/gemm_bound.sha256 from the current gemm bound")
+
+const gemmDigestFile = "testdata/gemm_bound.sha256"
+
+// gemmDigestProfiles are the numerics profiles every case is also digested
+// under, so that the flush and saturate paths of the bound are pinned even
+// where no golden case uses them.
+var gemmDigestProfiles = []tensor.Numerics{
+	{},
+	{Overflow: tensor.OverflowSaturate},
+	{Subnormals: tensor.SubnormalFlush},
+	{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
+}
+
+// gemmSuiteCases lists the cases of the gemm UT suite (suites.DescribeGEMM:
+// mode × shape × (alpha, beta) × distribution, blocked16 for uniform,
+// large shapes uniform and plain only), built the same way. The shapes and
+// scalars are repeated here because suites is not importable from a test
+// of ops without pulling in ginkgo; if the suite's table grows, add it here.
+func gemmSuiteCases() []ops.Case {
+	shapes := [][3]int{
+		{1, 1, 1}, {1, 257, 1}, {33, 1, 17},
+		{15, 15, 15}, {16, 16, 16}, {17, 17, 17},
+		{31, 31, 31}, {32, 32, 32}, {33, 33, 33},
+		{7, 13, 11}, {37, 41, 43},
+		{4096, 16, 16}, {3, 4096, 5},
+	}
+	scalars := [][2]string{{"1", "0"}, {"0.5", "0"}, {"1", "1"}, {"-1.5", "0.25"}}
+	var out []ops.Case
+	for _, mode := range ops.GEMMModes() {
+		for _, s := range shapes {
+			for _, ab := range scalars {
+				for _, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistCancel, ops.DistLarge, ops.DistSpecial} {
+					if s[0]*s[1]*s[2] > 1<<16 && (dist != ops.DistUniform || ab != scalars[0]) {
+						continue
+					}
+					accs := []string{ops.GEMMSequential}
+					if dist == ops.DistUniform {
+						accs = append(accs, ops.GEMMBlocked16)
+					}
+					for _, acc := range accs {
+						out = append(out, ops.Case{
+							Name:   fmt.Sprintf("%s_%dx%dx%d_a%s_b%s_%s_%s", mode.Name, s[0], s[1], s[2], ab[0], ab[1], dist, acc),
+							Op:     "gemm",
+							Params: ops.Params{"mode": mode.Name, "alpha": ab[0], "beta": ab[1], "accumulate": acc},
+							Dims:   map[string]int{"m": s[0], "k": s[1], "n": s[2]}, Dist: dist,
+							Seed: uint64(s[0]*1_000_000 + s[1]*1000 + s[2]),
+						})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// gemmCaseDigest returns the sha256 of everything Expect returns for c
+// under num: per output (sorted by name) the float64 bits of every
+// reference and bound and every special-class set.
+func gemmCaseDigest(c ops.Case, num tensor.Numerics) (string, error) {
+	op, err := ops.Lookup(c.Op)
+	if err != nil {
+		return "", err
+	}
+	p, err := op.Validate(c.Params)
+	if err != nil {
+		return "", fmt.Errorf("validate: %w", err)
+	}
+	in, err := op.Generate(p, c.Gen())
+	if err != nil {
+		return "", fmt.Errorf("generate: %w", err)
+	}
+	exp, err := op.Expect(p, in, num)
+	if err != nil {
+		return "", fmt.Errorf("expect: %w", err)
+	}
+	h := sha256.New()
+	var buf [8]byte
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range exp {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		e := exp[name]
+		fmt.Fprintf(h, "%s:%d\n", name, e.Len())
+		for i := range e.Ref {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(e.Ref[i]))
+			h.Write(buf[:])
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(e.Bound[i]))
+			h.Write(buf[:])
+			h.Write([]byte{byte(e.Alt[i])})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// TestGEMMBoundDigest pins gemm's Expected (references, bounds and
+// special classes, bit for bit) on every golden gemm case under its own
+// numerics profile, on every case of the gemm UT suite, and on all of
+// them again under each of the four overflow × subnormal profiles.
+//
+// The pinned digests in testdata/gemm_bound.sha256 were derived from the
+// implementation before the bound algebra moved into package bound (the
+// private interval code of ops/gemm_bound.go at commit 3feaef0): the
+// refactoring onto the public algebra must leave every one unchanged.
+// One line per case, so a failure names the case.
+func TestGEMMBoundDigest(t *testing.T) {
+	var cases []ops.Case
+	for _, c := range golden.DefaultCases() {
+		if c.Op == "gemm" {
+			c.Name = "golden/" + c.Name
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatal("gemm bound digest: golden.DefaultCases() has no gemm case")
+	}
+	for _, c := range gemmSuiteCases() {
+		c.Name = "ut/" + c.Name
+		cases = append(cases, c)
+	}
+	type line struct {
+		key, sum string
+		c        ops.Case
+	}
+	var got []line
+	for _, c := range cases {
+		own := tensor.Numerics{}
+		if c.Numerics != nil {
+			own = *c.Numerics
+		}
+		// The case's own profile, then the sweep, all in one digest.
+		h := sha256.New()
+		for _, num := range append([]tensor.Numerics{own}, gemmDigestProfiles...) {
+			sum, err := gemmCaseDigest(c, num)
+			if err != nil {
+				t.Fatalf("gemm %s params %v seed %d: numerics %s: %v", c.Name, c.Params, c.Seed, num, err)
+			}
+			fmt.Fprintf(h, "%s %s\n", num, sum)
+		}
+		got = append(got, line{c.Name, hex.EncodeToString(h.Sum(nil)), c})
+	}
+	if *updateBounds {
+		var b strings.Builder
+		b.WriteString("# sha256 of gemm's Expected (ref, bound, alt bits) per case: under its own numerics profile,\n")
+		b.WriteString("# then overflow inf|saturate × subnormals keep|flush.\n")
+		b.WriteString("# Written by: go test ./ops -run TestGEMMBoundDigest -update-bounds\n")
+		for _, l := range got {
+			fmt.Fprintf(&b, "%s %s\n", l.key, l.sum)
+		}
+		if err := os.MkdirAll(filepath.Dir(gemmDigestFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(gemmDigestFile, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %d digests to %s", len(got), gemmDigestFile)
+		return
+	}
+	f, err := os.Open(gemmDigestFile)
+	if err != nil {
+		t.Fatalf("gemm bound digest: %v (write it with -update-bounds from known-good code)", err)
+	}
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		want[l[:i]] = l[i+1:]
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(got) {
+		t.Errorf("gemm bound digest: %d cases × profiles now, %d pinned in %s", len(got), len(want), gemmDigestFile)
+	}
+	bad := 0
+	for _, l := range got {
+		if w, ok := want[l.key]; !ok || w != l.sum {
+			bad++
+			if bad <= 20 {
+				t.Errorf("gemm params %v seed %d: bound digest %s: got %s / want %s", l.c.Params, l.c.Seed, l.key, l.sum, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("gemm bound digest: %d of %d digests differ", bad, len(got))
+	}
+}
