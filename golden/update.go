@@ -19,6 +19,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -480,7 +481,7 @@ func writeCase(dir, id string, files map[string][]byte, exists bool) error {
 		step("write " + rel)
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := syncDir(filepath.Join(tmp, d)); err != nil {
+		if err := safefile.SyncDir(filepath.Join(tmp, d)); err != nil {
 			return err
 		}
 	}
@@ -491,7 +492,7 @@ func writeCase(dir, id string, files map[string][]byte, exists bool) error {
 			return err
 		}
 		step("rename " + caseDir)
-		return syncDir(opDir)
+		return safefile.SyncDir(opDir)
 	}
 	swapped := false
 	if useExchange {
@@ -502,7 +503,7 @@ func writeCase(dir, id string, files map[string][]byte, exists bool) error {
 	}
 	if swapped {
 		step("exchange " + caseDir)
-		if err := syncDir(opDir); err != nil {
+		if err := safefile.SyncDir(opDir); err != nil {
 			return err
 		}
 		step("sync " + opDir)
@@ -526,7 +527,7 @@ func writeCase(dir, id string, files map[string][]byte, exists bool) error {
 		return err
 	}
 	step("rename new " + caseDir)
-	if err := syncDir(opDir); err != nil {
+	if err := safefile.SyncDir(opDir); err != nil {
 		return err
 	}
 	step("sync " + opDir)
@@ -550,7 +551,7 @@ func removeCase(dir, id string) error {
 		return err
 	}
 	step("rename " + del)
-	if err := syncDir(opDir); err != nil {
+	if err := safefile.SyncDir(opDir); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(del); err != nil {
@@ -582,7 +583,7 @@ func removeEmptyOpDirs(dir string) error {
 			step("remove " + p)
 		}
 	}
-	return syncDir(dir)
+	return safefile.SyncDir(dir)
 }
 
 // Recover completes or rolls back case updates interrupted in dir (see
@@ -629,7 +630,7 @@ func Recover(dir string) error {
 			}
 		}
 		if changed {
-			if err := syncDir(opDir); err != nil {
+			if err := safefile.SyncDir(opDir); err != nil {
 				return err
 			}
 		}
@@ -645,7 +646,7 @@ func mkdirSynced(p string) error {
 		return err
 	}
 	step("mkdir " + p)
-	return syncDir(filepath.Dir(p))
+	return safefile.SyncDir(filepath.Dir(p))
 }
 
 func writeFileSynced(p string, b []byte) error {
@@ -662,16 +663,4 @@ func writeFileSynced(p string, b []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

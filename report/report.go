@@ -31,6 +31,7 @@ import (
 
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -227,8 +228,8 @@ func ParseFormats(s string) ([]string, error) {
 }
 
 // WriteFiles writes dir/report.<format> for each format (creating dir) and
-// returns the paths written. Each file is written to a temporary name and
-// renamed, so a reader never sees half a report.
+// returns the paths written. Each file is written atomically and only over
+// a regular file (safefile.Write), so a reader never sees half a report.
 func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -247,31 +248,12 @@ func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 			return paths, fmt.Errorf("unknown format %q", f)
 		}
 		p := filepath.Join(dir, "report."+f)
-		if err := writeAtomic(p, render); err != nil {
+		if err := safefile.Write(p, 0o644, render); err != nil {
 			return paths, err
 		}
 		paths = append(paths, p)
 	}
 	return paths, nil
-}
-
-func writeAtomic(p string, render func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".report-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := render(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
 }
 
 // Summary is the first section: one row per case with its verdict,

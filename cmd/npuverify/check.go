@@ -14,6 +14,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/report"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -89,13 +90,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if *jsonOut != "" {
 		rep := report.New("npuverify check", reportCases(results))
 		rep.Meta = meta
-		if err := writeWith(*jsonOut, rep.JSON); err != nil {
-			return inputErr(where, fmt.Errorf("--json %s: %w", *jsonOut, err))
+		if err := safefile.Write(*jsonOut, 0o644, rep.JSON); err != nil {
+			return inputErr(where, fmt.Errorf("--json: %w", err))
 		}
 	}
 	if *junitOut != "" {
-		if err := writeWith(*junitOut, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
-			return inputErr(where, fmt.Errorf("--junit %s: %w", *junitOut, err))
+		if err := safefile.Write(*junitOut, 0o644, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
+			return inputErr(where, fmt.Errorf("--junit: %w", err))
 		}
 	}
 	if code != 0 {
@@ -206,13 +207,4 @@ func fmtNum(x float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
-}
-
-// writeWith renders into a file atomically.
-func writeWith(p string, render func(io.Writer) error) error {
-	var sb strings.Builder
-	if err := render(&sb); err != nil {
-		return err
-	}
-	return writeFileAtomic(p, []byte(sb.String()))
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
@@ -451,5 +452,38 @@ func TestCheckExecBackend(t *testing.T) {
 	o, _ := wantCLI(t, 1, nil, "check", "--op", "vector_add", "--shard", "2/30", "--backend", `exec:sh -c 'cp "$0/x.npy" "$0/out/z.npy"'`)
 	if !strings.Contains(o, "FAIL") || strings.Contains(o, "+exact") {
 		t.Errorf("exec check output:\n%s", o)
+	}
+}
+
+// TestResultFilesReplaceOnlyRegularFiles: --json and --junit pointed at a
+// symlink or a FIFO are input errors naming the file, and the link, its
+// target and the FIFO are left as they were (issue 8, point 8).
+func TestResultFilesReplaceOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, flag := range []string{"--json", "--junit"} {
+		for _, p := range []string{link, fifo} {
+			wantCLI(t, 2, []string{"npuverify: check: " + flag + ": " + p + ": refusing to replace"}, "check", "--op", "vector_add", "--shard", "1/20", flag, p)
+		}
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("check --json %s: the symlink is gone or replaced (%v)", link, err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+		t.Errorf("check --json %s: the link's target holds %q, want %q", link, b, "keep\n")
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("check --json %s: the FIFO is gone or replaced (%v)", fifo, err)
 	}
 }
