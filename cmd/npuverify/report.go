@@ -60,7 +60,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		return backendErr(where, err)
 	}
-	rep := report.New("npuverify report", reportCases(results))
+	rep := report.New("npuverify report", results)
 	rep.Meta = map[string]string{"backend": b.Name(), "profile": prof.Name, "cases": store.Where()}
 	if *precision != "off" {
 		fmt.Fprintf(stderr, "npuverify report: GEMM precision-mode table %dx%dx%d\n", pcfg.M, pcfg.K, pcfg.N)
@@ -79,7 +79,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s\n", summaryLine(results))
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
-	if code := golden.Exit(results); code != 0 {
+	if code := exitFor(results); code != 0 {
 		for i := range results {
 			if r := &results[i]; !r.Pass() {
 				fmt.Fprintf(stderr, "npuverify: report: %s\n", r.Failure())
