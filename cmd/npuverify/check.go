@@ -64,10 +64,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	results, err := golden.Check(context.Background(), store, b, opt)
 	if err != nil {
-		if harness.IsInput(err) {
-			return inputErr(where, err)
-		}
-		return backendErr(where, err)
+		return harnessErr(where, err)
 	}
 	printTable(stdout, results)
 	var fails []string

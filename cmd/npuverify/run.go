@@ -101,10 +101,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
 	if err != nil {
-		if harness.IsInput(err) {
-			return inputErr(where, err)
-		}
-		return backendErr(where, err)
+		return harnessErr(where, err)
 	}
 
 	written, err := writeOutputs(*outDir, res)
