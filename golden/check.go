@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/opdb"
-	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -58,85 +56,27 @@ type CheckOptions struct {
 	Progress io.Writer
 }
 
-// BudgetCheck is the verdict on one performance budget.
-type BudgetCheck struct {
-	Name   string // "cycles" or "gm_bytes"
-	Got    int64
-	Budget int64
-	Pass   bool
-}
-
-// String renders e.g. "cycles 1200 ≤ 1300" or "gm_bytes 96 ≠ 128".
-func (b BudgetCheck) String() string {
+// budgetCheck is the verdict on one performance budget, as the report
+// shows it: "budget cycles" with "cycles 1200 ≤ budget 1300", or
+// "budget gm_bytes" with "gm_bytes 96 ≠ recorded 128".
+func budgetCheck(name string, got, budget int64, pass bool) harness.Check {
+	var d string
 	switch {
-	case b.Name == "cycles" && b.Pass:
-		return fmt.Sprintf("cycles %d ≤ budget %d", b.Got, b.Budget)
-	case b.Name == "cycles":
-		return fmt.Sprintf("cycles %d > budget %d", b.Got, b.Budget)
-	case b.Pass:
-		return fmt.Sprintf("%s %d = recorded %d", b.Name, b.Got, b.Budget)
+	case name == "cycles" && pass:
+		d = fmt.Sprintf("cycles %d ≤ budget %d", got, budget)
+	case name == "cycles":
+		d = fmt.Sprintf("cycles %d > budget %d", got, budget)
+	case pass:
+		d = fmt.Sprintf("%s %d = recorded %d", name, got, budget)
+	default:
+		d = fmt.Sprintf("%s %d ≠ recorded %d", name, got, budget)
 	}
-	return fmt.Sprintf("%s %d ≠ recorded %d", b.Name, b.Got, b.Budget)
-}
-
-// CaseResult is the outcome of one case of Check.
-type CaseResult struct {
-	ID       string   // "<op>/<name>"
-	Case     ops.Case // as stored (zero when case.json did not parse)
-	Policies []string // the policies applied, in order
-	// Result is the harness result; nil when Err is set.
-	Result *harness.Result
-	// Budgets holds the budget verdicts; empty when the backend reported
-	// no cost, the case has no budgets, or budgets were skipped.
-	Budgets []BudgetCheck
-	// Err is why the case could not be judged: a broken store entry or
-	// case (harness.InputError) or a backend failure (harness.BackendError).
-	Err error
-	// Elapsed is the wall time of the case.
-	Elapsed time.Duration
-}
-
-// Pass reports whether the case was judged and every verdict and budget
-// passed.
-func (r *CaseResult) Pass() bool {
-	if r.Err != nil || r.Result == nil || !r.Result.Pass() {
-		return false
-	}
-	for _, b := range r.Budgets {
-		if !b.Pass {
-			return false
-		}
-	}
-	return true
-}
-
-// Failure renders why the case failed ("" when it passed): the error, the
-// verifier's failure report, and failed budgets, each naming the case.
-func (r *CaseResult) Failure() string {
-	if r.Pass() {
-		return ""
-	}
-	if r.Err != nil {
-		return fmt.Sprintf("%s: %v", r.ID, r.Err)
-	}
-	s := ""
-	if !r.Result.Pass() {
-		s = r.Result.Verify.Failure()
-	}
-	for _, b := range r.Budgets {
-		if !b.Pass {
-			if s != "" {
-				s += "\n"
-			}
-			s += fmt.Sprintf("%s: %s: budget %s", r.Case.Subject(), r.ID, b)
-		}
-	}
-	return s
+	return harness.Check{Name: "budget " + name, Pass: pass, Detail: d}
 }
 
 // Select returns the cases of s that opt selects (op and shard), in ID
 // order. It fails on an unknown op or an invalid shard.
-func Select(s *Store, opt CheckOptions) ([]*Case, error) {
+func Select(s *Store, opt CheckOptions) ([]*StoredCase, error) {
 	if opt.Op != "" {
 		if _, err := opdb.Op(opt.Op); err != nil {
 			return nil, &harness.InputError{Err: fmt.Errorf("--op: %w", err)}
@@ -145,7 +85,7 @@ func Select(s *Store, opt CheckOptions) ([]*Case, error) {
 	if opt.Shards < 0 || (opt.Shards > 0 && (opt.Shard < 1 || opt.Shard > opt.Shards)) || (opt.Shards == 0 && opt.Shard != 0) {
 		return nil, &harness.InputError{Err: fmt.Errorf("shard %d/%d: want I/N with 1 ≤ I ≤ N", opt.Shard, opt.Shards)}
 	}
-	var out []*Case
+	var out []*StoredCase
 	for _, c := range s.cases {
 		if opt.Op != "" && opOf(c.ID) != opt.Op {
 			continue
@@ -153,7 +93,7 @@ func Select(s *Store, opt CheckOptions) ([]*Case, error) {
 		out = append(out, c)
 	}
 	if opt.Shards > 0 {
-		var shard []*Case
+		var shard []*StoredCase
 		for i, c := range out {
 			if i%opt.Shards == opt.Shard-1 {
 				shard = append(shard, c)
@@ -185,10 +125,10 @@ func opOf(id string) string {
 // (in + out) must equal the recorded ones.
 //
 // A case that cannot be judged (broken store entry, backend failure) is a
-// CaseResult with Err; the run goes on. Check itself fails only on invalid
+// harness.Outcome with Err; the run goes on. Check itself fails only on invalid
 // options (unknown op, policy or shard: a harness.InputError) or when ctx
 // is done.
-func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) ([]CaseResult, error) {
+func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) ([]harness.Outcome, error) {
 	var override verify.Policy
 	if opt.Policy != "" {
 		p, err := verify.ParsePolicy(opt.Policy)
@@ -202,7 +142,7 @@ func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) (
 		return nil, err
 	}
 	exact := opt.Exact == ExactAlways || (opt.Exact == ExactAuto && b.Name() == ReferenceBackend)
-	results := make([]CaseResult, 0, len(cases))
+	results := make([]harness.Outcome, 0, len(cases))
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {
 			return results, err
@@ -211,35 +151,27 @@ func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) (
 		r := s.checkCase(ctx, c, b, override, exact, opt)
 		r.Elapsed = time.Since(start)
 		if opt.Progress != nil {
-			verdict := "PASS"
-			switch {
-			case r.Err != nil && harness.IsInput(r.Err):
-				verdict = "INPUT ERROR"
-			case r.Err != nil:
-				verdict = "BACKEND ERROR"
-			case !r.Pass():
-				verdict = "FAIL"
-			}
-			fmt.Fprintf(opt.Progress, "%-13s %s (%s)\n", verdict, r.ID, r.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(opt.Progress, "%-13s %s (%s)\n", strings.ToUpper(r.Verdict()), r.ID, r.Elapsed.Round(time.Millisecond))
 		}
 		results = append(results, r)
 	}
 	return results, nil
 }
 
-func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, override verify.Policy, exact bool, opt CheckOptions) CaseResult {
-	r := CaseResult{ID: c.ID}
+func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend, override verify.Policy, exact bool, opt CheckOptions) harness.Outcome {
+	r := harness.Outcome{ID: c.ID}
 	if c.Err != nil {
 		r.Err = &harness.InputError{Err: c.Err}
 		return r
 	}
+	cj := s.path(c.ID + "/" + CaseJSON)
 	hc := c.File.Harness()
 	r.Case = hc
 	pol := override
 	if pol == nil {
 		p, err := verify.ParsePolicy(c.File.Policy)
 		if err != nil {
-			r.Err = &harness.InputError{Err: fmt.Errorf("%s: policy: %w", s.path(c.ID+"/"+CaseJSON), err)}
+			r.Err = &harness.InputError{Err: fmt.Errorf("%s: policy: %w", cj, err)}
 			return r
 		}
 		pol = p
@@ -251,23 +183,20 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 	for _, p := range policies {
 		r.Policies = append(r.Policies, p.Name())
 	}
-	op, err := opdb.Op(hc.Op)
-	if err != nil {
-		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", s.path(c.ID+"/"+CaseJSON), err)}
-		return r
-	}
-	params, err := op.Validate(hc.Params)
-	if err != nil {
-		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", s.path(c.ID+"/"+CaseJSON), err)}
-		return r
-	}
 	in, expected, err := s.Load(c)
 	if err != nil {
 		r.Err = &harness.InputError{Err: err}
 		return r
 	}
-	if err := s.holdToContract(c, op, params, in, expected); err != nil {
-		r.Err = &harness.InputError{Err: err}
+	// Load has held the files to case.json; here case.json is held to the
+	// op's contract.
+	pc, err := harness.PrepareInputs(hc, in)
+	if err != nil {
+		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", cj, err)}
+		return r
+	}
+	if err := harness.CheckOutputs(pc.Op, pc.Params, pc.Inputs, expected); err != nil {
+		r.Err = &harness.InputError{Err: fmt.Errorf("%s: outputs: %w", cj, err)}
 		return r
 	}
 	if opt.Timeout > 0 {
@@ -275,7 +204,6 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
 	}
-	pc := &harness.Prepared{Case: hc, Op: op, Params: params, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected})
 	if err != nil {
 		r.Err = err
@@ -287,61 +215,10 @@ func (s *Store) checkCase(ctx context.Context, c *Case, b backend.Backend, overr
 	if res.Cost != nil && c.File.Budgets != nil && !opt.NoBudgets && b.Name() == ReferenceBackend {
 		bud := c.File.Budgets
 		gm := res.Cost.GMBytesIn + res.Cost.GMBytesOut
-		r.Budgets = []BudgetCheck{
-			{Name: "cycles", Got: res.Cost.Cycles, Budget: bud.Cycles, Pass: res.Cost.Cycles <= bud.Cycles},
-			{Name: "gm_bytes", Got: gm, Budget: bud.GMBytes, Pass: gm == bud.GMBytes},
+		r.Checks = []harness.Check{
+			budgetCheck("cycles", res.Cost.Cycles, bud.Cycles, res.Cost.Cycles <= bud.Cycles),
+			budgetCheck("gm_bytes", gm, bud.GMBytes, gm == bud.GMBytes),
 		}
 	}
 	return r
-}
-
-// holdToContract checks the tensors case.json lists against op's contract
-// for params: every input the contract requires, nothing it does not know,
-// and exactly its outputs, each of the contract's dtype and shape. (Load
-// has held the files to case.json already.) Errors name case.json.
-func (s *Store) holdToContract(c *Case, op ops.Op, params ops.Params, in, expected map[string]*tensor.Tensor) error {
-	cj := s.path(c.ID + "/" + CaseJSON)
-	if err := ops.CheckInputs(op, params, in); err != nil {
-		return fmt.Errorf("%s: inputs: %w", cj, err)
-	}
-	specs, err := op.Outputs(params, in)
-	if err != nil {
-		return fmt.Errorf("%s: %w", cj, err)
-	}
-	for _, sp := range specs {
-		t, ok := expected[sp.Name]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: outputs: output %q of the %s contract is not listed", cj, sp.Name, op.Name())
-		case t.DType != sp.DType || !t.SameShape(sp.Shape):
-			return fmt.Errorf("%s: outputs: output %q is %s%v, the %s contract says %s%v", cj, sp.Name, t.DType, t.Shape, op.Name(), sp.DType, sp.Shape)
-		}
-	}
-	if len(expected) != len(specs) {
-		for _, name := range slices.Sorted(maps.Keys(expected)) {
-			if !slices.ContainsFunc(specs, func(sp ops.TensorSpec) bool { return sp.Name == name }) {
-				return fmt.Errorf("%s: outputs: %q is not an output of %s", cj, name, op.Name())
-			}
-		}
-	}
-	return nil
-}
-
-// Exit summarises results as a CLI exit code: 3 if any case hit a backend
-// failure (or any error that is not an input error), else 2 if any case
-// could not be judged because of its input, else 1 if any failed, else 0.
-func Exit(results []CaseResult) int {
-	code := 0
-	for i := range results {
-		r := &results[i]
-		switch {
-		case r.Err != nil && harness.IsInput(r.Err):
-			code = max(code, 2)
-		case r.Err != nil:
-			code = max(code, 3)
-		case !r.Pass():
-			code = max(code, 1)
-		}
-	}
-	return code
 }

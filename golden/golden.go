@@ -208,8 +208,10 @@ func cloneDims(d map[string]int) map[string]int {
 	return out
 }
 
-// Case is one case of a store.
-type Case struct {
+// StoredCase is one case directory of a store as it was read: its ID and
+// its parsed case.json, or why that could not be read. (The reproducible
+// case itself is ops.Case, CaseFile.Harness.)
+type StoredCase struct {
 	// ID is "<op>/<name>", the case's path in the store.
 	ID string
 	// File is the parsed case.json; nil when Err is set.
@@ -223,7 +225,7 @@ type Store struct {
 	fsys   fs.FS
 	where  string // how errors name the store root: a directory, "embedded golden/cases", ...
 	onDisk bool   // where is a native directory path
-	cases  []*Case
+	cases  []*StoredCase
 	stray  []string // entries that are neither a case nor allowed (slash paths)
 }
 
@@ -284,7 +286,7 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 				s.stray = append(s.stray, id)
 				continue
 			}
-			c := &Case{ID: id}
+			c := &StoredCase{ID: id}
 			b, err := fs.ReadFile(fsys, id+"/"+CaseJSON)
 			if err == nil {
 				c.File, err = ParseCaseFile(b)
@@ -296,7 +298,7 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 			s.cases = append(s.cases, c)
 		}
 	}
-	slices.SortFunc(s.cases, func(a, b *Case) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(s.cases, func(a, b *StoredCase) int { return strings.Compare(a.ID, b.ID) })
 	return s, nil
 }
 
@@ -314,11 +316,11 @@ func (s *Store) Where() string { return s.where }
 
 // Cases returns the store's cases sorted by ID. The slice is the caller's;
 // the cases are shared and must not be modified.
-func (s *Store) Cases() []*Case { return slices.Clone(s.cases) }
+func (s *Store) Cases() []*StoredCase { return slices.Clone(s.cases) }
 
 // Lookup returns the case with the given ID ("<op>/<name>").
-func (s *Store) Lookup(id string) (*Case, bool) {
-	i, ok := slices.BinarySearchFunc(s.cases, id, func(c *Case, id string) int { return strings.Compare(c.ID, id) })
+func (s *Store) Lookup(id string) (*StoredCase, bool) {
+	i, ok := slices.BinarySearchFunc(s.cases, id, func(c *StoredCase, id string) int { return strings.Compare(c.ID, id) })
 	if !ok {
 		return nil, false
 	}
@@ -328,7 +330,7 @@ func (s *Store) Lookup(id string) (*Case, bool) {
 // Load reads a case's stored inputs and expected outputs. Each file is read
 // as the dtype case.json names and must have the listed shape; errors name
 // the file and tensor. Hashes are not checked here (Verify does that).
-func (s *Store) Load(c *Case) (inputs, expected map[string]*tensor.Tensor, err error) {
+func (s *Store) Load(c *StoredCase) (inputs, expected map[string]*tensor.Tensor, err error) {
 	if c.Err != nil {
 		return nil, nil, c.Err
 	}
@@ -351,7 +353,7 @@ func (s *Store) Load(c *Case) (inputs, expected map[string]*tensor.Tensor, err e
 
 // readTensor reads one listed .npy file and returns it with the sha256 of
 // its bytes.
-func (s *Store) readTensor(c *Case, e FileEntry) (*tensor.Tensor, string, error) {
+func (s *Store) readTensor(c *StoredCase, e FileEntry) (*tensor.Tensor, string, error) {
 	p := c.ID + "/" + e.File
 	b, err := fs.ReadFile(s.fsys, p)
 	if err != nil {

@@ -47,7 +47,7 @@ func TestUpdateGolden(t *testing.T) {
 	for _, c := range DefaultCases() {
 		want[c.Op+"/"+c.Name] = c
 	}
-	got := map[string]*Case{}
+	got := map[string]*StoredCase{}
 	for _, c := range s.Cases() {
 		got[c.ID] = c
 	}
@@ -126,12 +126,9 @@ func TestCheckEmbeddedEmulator(t *testing.T) {
 		if !slices.Contains(r.Policies, "exact") {
 			t.Errorf("%s: emulator not held to the stored bits (policies %v)", r.ID, r.Policies)
 		}
-		if r.Result.Cost != nil && len(r.Budgets) != 2 {
-			t.Errorf("%s: budgets not checked: %v", r.ID, r.Budgets)
+		if r.Result.Cost != nil && len(r.Checks) != 2 {
+			t.Errorf("%s: budgets not checked: %v", r.ID, r.Checks)
 		}
-	}
-	if code := Exit(rs); code != 0 {
-		t.Errorf("Exit = %d, want 0", code)
 	}
 }
 
@@ -379,20 +376,30 @@ func TestCheckOptions(t *testing.T) {
 			t.Errorf("%s: policies %v pass %v\n%s", r.ID, r.Policies, r.Pass(), r.Failure())
 		}
 	}
-	// A wrong backend fails (exit 1); a crashing one is a backend error (exit 3).
+	// A wrong backend fails; a crashing one is a backend error.
 	rs, err = Check(ctx, s, offByOne{emulator()}, CheckOptions{Op: "vector_add", Shard: 1, Shards: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Exit(rs) != 1 {
-		t.Errorf("off-by-one backend: exit %d, want 1", Exit(rs))
+	failed := 0
+	for i := range rs {
+		switch v := rs[i].Verdict(); v {
+		case harness.VerdictFail:
+			failed++
+		case harness.VerdictPass:
+		default:
+			t.Errorf("off-by-one backend: %s: verdict %q, want fail or pass", rs[i].ID, v)
+		}
+	}
+	if failed == 0 {
+		t.Errorf("off-by-one backend: no case of %d failed, want some", len(rs))
 	}
 	rs, err = Check(ctx, s, failing{}, CheckOptions{Shard: 1, Shards: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Exit(rs) != 3 || !harness.IsBackend(rs[0].Err) {
-		t.Errorf("failing backend: exit %d, err %v, want 3", Exit(rs), rs[0].Err)
+	if v := rs[0].Verdict(); v != harness.VerdictBackendError || !harness.IsBackend(rs[0].Err) {
+		t.Errorf("failing backend: %s: verdict %q, err %v, want %q", rs[0].ID, v, rs[0].Err, harness.VerdictBackendError)
 	}
 }
 

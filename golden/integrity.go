@@ -39,7 +39,7 @@ func Verify(s *Store) []error {
 	return errs
 }
 
-func (s *Store) verifyCase(c *Case) []error {
+func (s *Store) verifyCase(c *StoredCase) []error {
 	if c.Err != nil {
 		return []error{c.Err}
 	}
@@ -116,7 +116,7 @@ func (s *Store) verifyCase(c *Case) []error {
 
 // checkEntries holds listed tensors to the op's contract and, for inputs,
 // to the tensors regenerated from the seed.
-func (s *Store) checkEntries(c *Case, kind string, list []FileEntry, specs []ops.TensorSpec, regen map[string]*tensor.Tensor, stored map[string]*tensor.Tensor) []error {
+func (s *Store) checkEntries(c *StoredCase, kind string, list []FileEntry, specs []ops.TensorSpec, regen map[string]*tensor.Tensor, stored map[string]*tensor.Tensor) []error {
 	var errs []error
 	cj := s.path(c.ID + "/" + CaseJSON)
 	byName := map[string]FileEntry{}
@@ -158,7 +158,7 @@ func (s *Store) checkEntries(c *Case, kind string, list []FileEntry, specs []ops
 
 // strayFiles lists files and directories of a case that case.json does not
 // account for.
-func (s *Store) strayFiles(c *Case, listed map[string]bool) []error {
+func (s *Store) strayFiles(c *StoredCase, listed map[string]bool) []error {
 	var errs []error
 	dirs := map[string]bool{".": true}
 	for f := range listed {

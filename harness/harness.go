@@ -72,13 +72,9 @@ type Prepared struct {
 
 // Prepare validates c and generates its inputs.
 func Prepare(c ops.Case) (*Prepared, error) {
-	op, err := opdb.Op(c.Op)
+	op, p, err := validate(c)
 	if err != nil {
-		return nil, &InputError{err}
-	}
-	p, err := op.Validate(c.Params)
-	if err != nil {
-		return nil, &InputError{err}
+		return nil, err
 	}
 	in, err := op.Generate(p, c.Gen())
 	if err != nil {
@@ -86,6 +82,35 @@ func Prepare(c ops.Case) (*Prepared, error) {
 	}
 	if err := ops.CheckInputs(op, p, in); err != nil {
 		return nil, &InputError{fmt.Errorf("generated inputs: %w", err)}
+	}
+	return &Prepared{Case: c, Op: op, Params: p, Inputs: in}, nil
+}
+
+// validate looks up c's op and validates its params (defaults filled).
+func validate(c ops.Case) (ops.Op, ops.Params, error) {
+	op, err := opdb.Op(c.Op)
+	if err != nil {
+		return nil, nil, &InputError{err}
+	}
+	p, err := op.Validate(c.Params)
+	if err != nil {
+		return nil, nil, &InputError{err}
+	}
+	return op, p, nil
+}
+
+// PrepareInputs validates c and takes in as its inputs instead of
+// generating them (inputs read from a golden store, or cast by a caller
+// from a source of its own). The inputs are held to the op's contract
+// (ops.CheckInputs, reported as "inputs: ..."); every error is an
+// *InputError.
+func PrepareInputs(c ops.Case, in map[string]*tensor.Tensor) (*Prepared, error) {
+	op, p, err := validate(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := ops.CheckInputs(op, p, in); err != nil {
+		return nil, &InputError{fmt.Errorf("inputs: %w", err)}
 	}
 	return &Prepared{Case: c, Op: op, Params: p, Inputs: in}, nil
 }
@@ -168,7 +193,7 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if err != nil && !(errors.As(err, &guard) && out != nil) {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
-	if err := checkOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
+	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
 	exp, err := pc.Op.Expect(pc.Params, pc.Inputs, num)
@@ -192,26 +217,33 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: out, Expected: exp, Cost: cost, Verify: vr}, nil
 }
 
-// checkOutputs holds a backend's outputs to the op's output contract.
-func checkOutputs(op ops.Op, p ops.Params, in, out map[string]*tensor.Tensor) error {
+// CheckOutputs holds out to op's output contract for params p and inputs
+// in: every output the contract lists is present with exactly its dtype
+// and shape, and there is no other. It is the one output-contract check:
+// RunPrepared holds a backend's outputs to it (a breach is the backend's
+// failure), golden holds a store's expected outputs to it (a breach is
+// the store's). Errors name the op and the output; unknown outputs are
+// reported in name order.
+func CheckOutputs(op ops.Op, p ops.Params, in, out map[string]*tensor.Tensor) error {
 	specs, err := op.Outputs(p, in)
 	if err != nil {
 		return err
 	}
 	for _, s := range specs {
 		t, ok := out[s.Name]
-		if !ok || t == nil {
-			return fmt.Errorf("output %q is missing", s.Name)
-		}
-		if t.DType != s.DType {
-			return fmt.Errorf("output %q: dtype %s, want %s", s.Name, t.DType, s.DType)
-		}
-		if !t.SameShape(s.Shape) {
-			return fmt.Errorf("output %q: shape %v, want %v", s.Name, t.Shape, s.Shape)
+		switch {
+		case !ok || t == nil:
+			return fmt.Errorf("%s: output %q is missing", op.Name(), s.Name)
+		case t.DType != s.DType:
+			return fmt.Errorf("%s: output %q: dtype %s, want %s", op.Name(), s.Name, t.DType, s.DType)
+		case !t.SameShape(s.Shape):
+			return fmt.Errorf("%s: output %q: shape %v, want %v", op.Name(), s.Name, t.Shape, s.Shape)
 		}
 	}
-	if len(out) != len(specs) {
-		return fmt.Errorf("backend returned %d outputs, contract has %d", len(out), len(specs))
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		if !slices.ContainsFunc(specs, func(s ops.TensorSpec) bool { return s.Name == name }) {
+			return fmt.Errorf("%s: unknown output %q", op.Name(), name)
+		}
 	}
 	return nil
 }

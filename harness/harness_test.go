@@ -81,7 +81,7 @@ func TestRunErrorClasses(t *testing.T) {
 		{"missing output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { delete(out, "z") }}, fp16Case, false, true, `output "z" is missing`},
 		{"wrong dtype", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float32, 100) }}, fp16Case, false, true, `output "z": dtype fp32, want fp16`},
 		{"wrong shape", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"] = tensor.MustNew(tensor.Float16, 99) }}, fp16Case, false, true, `output "z": shape [99], want [100]`},
-		{"extra output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["w"] = out["z"] }}, fp16Case, false, true, "2 outputs"},
+		{"extra output", &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["w"] = out["z"] }}, fp16Case, false, true, `unknown output "w"`},
 		{"unknown op", &fakeBackend{}, ops.Case{Op: "nope"}, true, false, `unknown op "nope"`},
 		{"bad param", &fakeBackend{}, ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp8"}}, true, false, `param "dtype"`},
 		{"unknown policy", &fakeBackend{}, func() ops.Case { c := fp16Case; c.Policy = "strict"; return c }(), true, false, "strict"},

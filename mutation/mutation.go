@@ -26,7 +26,7 @@ const exactPolicy = "exact"
 
 // Verdict is the outcome of one case on one backend.
 type Verdict struct {
-	Case *Case
+	Case *SuiteCase
 	// Checks are the failed bound checks (every check but exact), as
 	// "<check>(<output or input>)" or CheckBackendError, in report order.
 	Checks []string
@@ -48,7 +48,7 @@ func (v *Verdict) Caught() bool { return v.CaughtBound() || v.Exact }
 
 // RunCase runs c on b with its policy, plus the exact policy when exact is
 // set and the case has golden outputs, and classifies the failures.
-func RunCase(ctx context.Context, b backend.Backend, c *Case, exact bool) Verdict {
+func RunCase(ctx context.Context, b backend.Backend, c *SuiteCase, exact bool) Verdict {
 	v := Verdict{Case: c}
 	policies := []verify.Policy{c.Policy}
 	if exact && c.Golden != nil && c.Policy.Name() != exactPolicy {
@@ -159,7 +159,7 @@ type Options struct {
 	// Profile is the emulated device (default ascend910b).
 	Profile *npu.Profile
 	// Cases is the suite (default DefaultSuite).
-	Cases []*Case
+	Cases []*SuiteCase
 	// Faults are the faults to score (default the whole catalogue).
 	Faults []kernels.FaultInfo
 	// Variants are the valid variants checked for false alarms, besides
@@ -288,8 +288,8 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 }
 
 // casesOf returns the cases of op.
-func casesOf(cases []*Case, op string) []*Case {
-	var out []*Case
+func casesOf(cases []*SuiteCase, op string) []*SuiteCase {
+	var out []*SuiteCase
 	for _, c := range cases {
 		if c.Prepared.Case.Op == op {
 			out = append(out, c)
@@ -298,7 +298,7 @@ func casesOf(cases []*Case, op string) []*Case {
 	return out
 }
 
-func runFault(ctx context.Context, b backend.Backend, f kernels.FaultInfo, cases []*Case, all bool) FaultResult {
+func runFault(ctx context.Context, b backend.Backend, f kernels.FaultInfo, cases []*SuiteCase, all bool) FaultResult {
 	r := FaultResult{FaultInfo: f}
 	for _, c := range cases {
 		if ctx.Err() != nil {
@@ -336,7 +336,7 @@ func runFault(ctx context.Context, b backend.Backend, f kernels.FaultInfo, cases
 	return r
 }
 
-func runAlarms(ctx context.Context, b backend.Backend, name string, cases []*Case) AlarmResult {
+func runAlarms(ctx context.Context, b backend.Backend, name string, cases []*SuiteCase) AlarmResult {
 	r := AlarmResult{Backend: name}
 	for _, c := range cases {
 		if ctx.Err() != nil {

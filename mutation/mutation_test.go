@@ -131,7 +131,7 @@ func TestFaultsStayWithTheirBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(cases, func(c *Case) bool { return c.ID == "vector_add/fp16_large_n257_sat" })
+	i := slices.IndexFunc(cases, func(c *SuiteCase) bool { return c.ID == "vector_add/fp16_large_n257_sat" })
 	if i < 0 {
 		t.Fatal("golden case vector_add/fp16_large_n257_sat not found")
 	}
@@ -151,7 +151,7 @@ func TestScalesSwappedIsAValueFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(cases, func(c *Case) bool { return c.ID == "gemm/int8_int32acc_longk_16x512x16" })
+	i := slices.IndexFunc(cases, func(c *SuiteCase) bool { return c.ID == "gemm/int8_int32acc_longk_16x512x16" })
 	if i < 0 {
 		t.Skip("golden case gemm/int8_int32acc_longk_16x512x16 not in the store")
 	}

@@ -28,9 +28,10 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-// Case is one case of the suite, prepared once and run against every
-// backend (inputs are read-only: the harness hands backends copies).
-type Case struct {
+// SuiteCase is one case of the mutation suite, prepared once and run
+// against every faulty or variant backend (inputs are read-only: the
+// harness hands backends copies).
+type SuiteCase struct {
 	// ID is "<op>/<name>" for golden cases and "ut:<op>/<name>" for
 	// generated ones.
 	ID string
@@ -50,7 +51,7 @@ const (
 )
 
 // Source reports where the case comes from.
-func (c *Case) Source() string {
+func (c *SuiteCase) Source() string {
 	if c.Golden == nil {
 		return SourceGenerated
 	}
@@ -59,20 +60,11 @@ func (c *Case) Source() string {
 
 // GoldenCases returns every case of store s, in ID order, with its inputs
 // and recorded outputs loaded.
-func GoldenCases(s *golden.Store) ([]*Case, error) {
-	var out []*Case
+func GoldenCases(s *golden.Store) ([]*SuiteCase, error) {
+	var out []*SuiteCase
 	for _, gc := range s.Cases() {
 		if gc.Err != nil {
 			return nil, fmt.Errorf("golden case %s: %w", gc.ID, gc.Err)
-		}
-		hc := gc.File.Harness()
-		op, err := opdb.Op(hc.Op)
-		if err != nil {
-			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
-		}
-		params, err := op.Validate(hc.Params)
-		if err != nil {
-			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
 		}
 		pol, err := verify.ParsePolicy(orDefault(gc.File.Policy, "bound"))
 		if err != nil {
@@ -82,12 +74,11 @@ func GoldenCases(s *golden.Store) ([]*Case, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Case{
-			ID:       gc.ID,
-			Prepared: &harness.Prepared{Case: hc, Op: op, Params: params, Inputs: in},
-			Policy:   pol,
-			Golden:   expected,
-		})
+		pc, err := harness.PrepareInputs(gc.File.Harness(), in)
+		if err != nil {
+			return nil, fmt.Errorf("golden case %s: %w", gc.ID, err)
+		}
+		out = append(out, &SuiteCase{ID: gc.ID, Prepared: pc, Policy: pol, Golden: expected})
 	}
 	return out, nil
 }
@@ -96,8 +87,8 @@ func GoldenCases(s *golden.Store) ([]*Case, error) {
 // set, generated from their seeds: every op's opdb.Info.MutationCases,
 // the sizes a realistic fault needs that the checked-in set leaves out to
 // stay small (vector_add's multi-tile sizes, for instance).
-func GeneratedCases(prof npu.Profile) ([]*Case, error) {
-	var out []*Case
+func GeneratedCases(prof npu.Profile) ([]*SuiteCase, error) {
+	var out []*SuiteCase
 	for _, info := range opdb.All() {
 		if info.MutationCases == nil {
 			continue
@@ -111,7 +102,7 @@ func GeneratedCases(prof npu.Profile) ([]*Case, error) {
 			if err != nil {
 				return nil, fmt.Errorf("generated case %s/%s: %w", c.Op, c.Name, err)
 			}
-			out = append(out, &Case{ID: "ut:" + c.Op + "/" + c.Name, Prepared: pc, Policy: verify.DefaultPolicy()})
+			out = append(out, &SuiteCase{ID: "ut:" + c.Op + "/" + c.Name, Prepared: pc, Policy: verify.DefaultPolicy()})
 		}
 	}
 	return out, nil
@@ -119,7 +110,7 @@ func GeneratedCases(prof npu.Profile) ([]*Case, error) {
 
 // DefaultSuite is the suite the mutation score is measured on: every case
 // of the embedded golden store, then GeneratedCases.
-func DefaultSuite(prof npu.Profile) ([]*Case, error) {
+func DefaultSuite(prof npu.Profile) ([]*SuiteCase, error) {
 	cs, err := GoldenCases(golden.Embedded())
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/npuverify/npuverify/harness"
 )
 
 // HTMLSection is implemented by sections that render themselves as HTML.
@@ -106,7 +108,7 @@ func (d *Details) HTML(w io.Writer) error {
 	views := make([]caseView, len(d.Cases))
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		hc := c.ran()
+		hc := c.Ran()
 		v := caseView{
 			ID: c.ID, Anchor: anchors[i], Verdict: c.Verdict(), Class: verdictClass(c.Verdict()),
 			Op: hc.Op, Params: params(c), Dims: dims(hc.Dims), Dist: hc.Dist, Seed: strconv.FormatUint(hc.Seed, 10),
@@ -177,7 +179,7 @@ func (t *PrecisionTable) HTML(w io.Writer) error {
 
 // htmlAnchors returns a unique element id per case: "case-" and the
 // Markdown anchor, with "-2", "-3", ... on collisions.
-func htmlAnchors(cases []Case) []string {
+func htmlAnchors(cases []harness.Outcome) []string {
 	out := make([]string, len(cases))
 	seen := map[string]bool{}
 	for i := range cases {
@@ -194,9 +196,9 @@ func htmlAnchors(cases []Case) []string {
 
 func verdictClass(v string) string {
 	switch v {
-	case "pass":
+	case harness.VerdictPass:
 		return "pass"
-	case "fail":
+	case harness.VerdictFail:
 		return "fail"
 	}
 	return "error"

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
@@ -24,7 +25,7 @@ const evilID = `vector_add/<script>alert("x")</script>&`
 
 // htmlReport is cases(t), a case whose ID and error hold markup, the GEMM
 // precision table (small) and a section without an HTML method.
-func htmlReport(t *testing.T, cs []Case) *Report {
+func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 	t.Helper()
 	r := New("npuverify <report>", cs)
 	r.Meta = map[string]string{"backend": "emulator", "profile": "<b>ascend910b</b>"}
@@ -38,10 +39,10 @@ func htmlReport(t *testing.T, cs []Case) *Report {
 	return r
 }
 
-func htmlCases(t *testing.T) []Case {
+func htmlCases(t *testing.T) []harness.Outcome {
 	cs := cases(t)
 	evil := cs[len(cs)-1]
-	evil.ID, evil.Err = evilID, errors.New(`<script>alert(1)</script>`)
+	evil.ID, evil.Err = evilID, &harness.InputError{Err: errors.New(`<script>alert(1)</script>`)}
 	return append(cs, evil)
 }
 
@@ -168,7 +169,7 @@ func TestReportHTML(t *testing.T) {
 
 func TestReportHTMLDeterministic(t *testing.T) {
 	cs := htmlCases(t)
-	rev := make([]Case, len(cs))
+	rev := make([]harness.Outcome, len(cs))
 	for i := range cs {
 		rev[len(cs)-1-i] = cs[i]
 	}

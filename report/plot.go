@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npuverify/npuverify/harness"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -58,7 +59,7 @@ func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 // tightnessPlot is a dot chart of bound tightness per case, sorted by
 // tightness (largest on top), with a line at 1.0; cases without a result
 // (errors) are left out. It returns "" when no case has a tightness.
-func tightnessPlot(cases []Case) (template.HTML, error) {
+func tightnessPlot(cases []harness.Outcome) (template.HTML, error) {
 	p, w, h, err := tightnessChart(cases)
 	if p == nil || err != nil {
 		return "", err
@@ -66,7 +67,7 @@ func tightnessPlot(cases []Case) (template.HTML, error) {
 	return svgOf(p, w, h)
 }
 
-func tightnessChart(cases []Case) (p *plot.Plot, w, h vg.Length, err error) {
+func tightnessChart(cases []harness.Outcome) (p *plot.Plot, w, h vg.Length, err error) {
 	type point struct {
 		id   string
 		t    float64
@@ -80,7 +81,7 @@ func tightnessChart(cases []Case) (p *plot.Plot, w, h vg.Length, err error) {
 		if math.IsNaN(t) {
 			continue
 		}
-		pts = append(pts, point{c.ID, t, c.Verdict() == "pass"})
+		pts = append(pts, point{c.ID, t, c.Verdict() == harness.VerdictPass})
 		if !math.IsInf(t, 1) {
 			maxT = math.Max(maxT, t)
 		}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/opdb"
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -42,7 +44,7 @@ type PrecisionRow struct {
 	MERE        verify.Float `json:"mere"`
 	RMSE        verify.Float `json:"rmse"`
 	Cosine      verify.Float `json:"cosine"`
-	BoundPassed bool         `json:"bound_passed"` // the output is within the mode's own bound
+	BoundPassed bool         `json:"bound_passed"` // the run passes: output within the mode's own bound, inputs unchanged
 	Tightness   verify.Float `json:"tightness"`    // max err/bound against the mode's own reference
 	Seconds     float64      `json:"-"`
 }
@@ -86,46 +88,44 @@ func (t *PrecisionTable) Markdown(w io.Writer) error {
 	return err
 }
 
-// PrecisionModes builds the precision-mode table by running gemm in every
-// mode on b.
+// PrecisionModes builds the precision-mode table from harness runs of gemm
+// in every mode on b: each run is judged like any other case (the mode's
+// own bound, inputs unchanged, guard bands), and its output is also
+// measured against the float64 product of the source (reference.MatMul).
 func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg PrecisionConfig) (*PrecisionTable, error) {
-	op, err := opdb.Op("gemm")
-	if err != nil {
-		return nil, fmt.Errorf("precision table: %w", err)
-	}
 	t := &PrecisionTable{Config: cfg, Backend: b.Name()}
 	for _, dist := range cfg.Dists {
 		a64, b64, err := precisionSource(cfg, dist)
 		if err != nil {
 			return nil, err
 		}
-		truth := matmul64(a64, b64, cfg.M, cfg.K, cfg.N)
+		truth, _ := reference.MatMul(cfg.M, cfg.K, cfg.N, a64.F64(), b64.F64())
+		vsTruth := &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))}
 		for _, mode := range ops.GEMMModes() {
-			p, err := op.Validate(ops.Params{"mode": mode.Name})
+			c := ops.Case{
+				Name: "precision_" + mode.Name + "_" + dist, Op: "gemm", Params: ops.Params{"mode": mode.Name},
+				Dims: map[string]int{"m": cfg.M, "k": cfg.K, "n": cfg.N}, Dist: dist, Seed: cfg.Seed,
+			}
+			pc, err := harness.PrepareInputs(c, castInputs(mode, a64, b64, cfg))
 			if err != nil {
-				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
+				return nil, fmt.Errorf("precision table: %s: %w", c.Subject(), err)
 			}
-			in := castInputs(mode, a64, b64, cfg)
-			if err := ops.CheckInputs(op, p, in); err != nil {
-				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
-			}
-			out, cost, err := b.Run(ctx, "gemm", p, in)
+			res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num})
 			if err != nil {
-				return nil, fmt.Errorf("precision table: gemm %s on %s: %w", p, dist, err)
+				return nil, fmt.Errorf("precision table: %w", err)
 			}
-			got := out["out"]
-			want, err := op.Expect(p, in, num)
-			if err != nil {
-				return nil, fmt.Errorf("precision table: mode %s: %w", mode.Name, err)
+			i := slices.IndexFunc(res.Verify.Outputs, func(o verify.OutputResult) bool { return o.Name == "out" })
+			if i < 0 {
+				return nil, fmt.Errorf("precision table: %s: no verdict on output \"out\"", c.Subject())
 			}
-			own := verify.Compute(got, want["out"])
-			vs := verify.Compute(got, &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))})
+			own := res.Verify.Outputs[i].Metrics
+			vs := verify.Compute(res.Outputs["out"], vsTruth)
 			row := PrecisionRow{
 				Dist: dist, Mode: mode.Name,
 				MaxRel: verify.Float(vs.MaxRel), MERE: verify.Float(vs.MERE), RMSE: verify.Float(vs.RMSE), Cosine: verify.Float(vs.Cosine),
-				BoundPassed: own.OutOfBound == 0 && own.NonFiniteMismatch == 0, Tightness: verify.Float(own.Tightness),
+				BoundPassed: res.Pass(), Tightness: verify.Float(own.Tightness),
 			}
-			if cost != nil {
+			if cost := res.Cost; cost != nil {
 				row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
 			}
 			t.Rows = append(t.Rows, row)
@@ -216,21 +216,4 @@ func quantise(t *tensor.Tensor, rows, cols int, byRow bool) (q, scale *tensor.Te
 		}
 	}
 	return q, scale
-}
-
-// matmul64 is the float64 product of the source, the table's truth.
-func matmul64(a, b *tensor.Tensor, m, k, n int) []float64 {
-	av, bv := a.F64(), b.F64()
-	out := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			x := av[i*k+p]
-			row := bv[p*n : (p+1)*n]
-			o := out[i*n : (i+1)*n]
-			for j := range row {
-				o[j] += x * row[j]
-			}
-		}
-	}
-	return out
 }

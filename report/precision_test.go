@@ -47,3 +47,31 @@ func TestPrecisionModes(t *testing.T) {
 		}
 	}
 }
+
+// scribbler is a backend that writes into its input "a" after running:
+// a bug that a table outside the harness would not notice.
+type scribbler struct{ backend.Backend }
+
+func (s scribbler) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	out, cost, err := s.Backend.Run(ctx, op, p, in)
+	if a := in["a"]; a != nil && a.Len() > 0 {
+		a.SetBits(0, a.Bits(0)^1)
+	}
+	return out, cost, err
+}
+
+// TestPrecisionModesGoThroughTheHarness: a backend that modifies an input
+// fails every row (the harness's inputs-unchanged check), although its
+// outputs are right.
+func TestPrecisionModesGoThroughTheHarness(t *testing.T) {
+	cfg := PrecisionConfig{M: 16, K: 32, N: 16, Dists: []string{ops.DistUniform}, Seed: 5}
+	tab, err := PrecisionModes(context.Background(), scribbler{backend.NewEmulator(npu.Ascend910B())}, tensor.Numerics{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tab.Rows {
+		if r.BoundPassed {
+			t.Errorf("gemm mode=%s dist=%s seed=5 %dx%dx%d: a backend that writes into input a passes, want the row failed", r.Mode, r.Dist, cfg.M, cfg.K, cfg.N)
+		}
+	}
+}

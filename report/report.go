@@ -30,74 +30,9 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
-
-// Check is a verdict beyond the accuracy policies, e.g. a performance
-// budget.
-type Check struct {
-	Name   string `json:"name"`
-	Pass   bool   `json:"pass"`
-	Detail string `json:"detail"`
-}
-
-// Case is one case's outcome as the report sees it.
-type Case struct {
-	// ID names the case, e.g. "vector_add/fp16_uniform_n17".
-	ID string
-	// Case is the case that ran (used when Result is nil).
-	Case ops.Case
-	// Result is the harness result; nil when Err is set.
-	Result *harness.Result
-	// Checks are extra verdicts (budgets); a failed one fails the case.
-	Checks []Check
-	// Err is why the case could not be judged.
-	Err error
-	// BackendErr marks Err as a backend failure (rather than an input
-	// error).
-	BackendErr bool
-}
-
-// ran is the case as it ran: the result's copy when there is one (with
-// validated params), else Case.
-func (c *Case) ran() ops.Case {
-	if c.Result != nil {
-		return c.Result.Case
-	}
-	return c.Case
-}
-
-// Verdict is "pass", "fail", "input error" or "backend error".
-func (c *Case) Verdict() string {
-	switch {
-	case c.Err != nil && c.BackendErr:
-		return "backend error"
-	case c.Err != nil || c.Result == nil:
-		return "input error"
-	case !c.Result.Pass():
-		return "fail"
-	}
-	for _, k := range c.Checks {
-		if !k.Pass {
-			return "fail"
-		}
-	}
-	return "pass"
-}
-
-// Tightness is the largest bound tightness over the case's outputs (NaN
-// when there is no result).
-func (c *Case) Tightness() float64 {
-	if c.Result == nil || c.Result.Verify == nil {
-		return math.NaN()
-	}
-	t := 0.0
-	for _, o := range c.Result.Verify.Outputs {
-		t = math.Max(t, o.Metrics.Tightness)
-	}
-	return t
-}
 
 // Section is one part of a report.
 type Section interface {
@@ -121,9 +56,9 @@ type Report struct {
 
 // New returns a report on cases with the standard sections: the summary
 // table, then the per-case details. Cases are sorted by ID.
-func New(title string, cases []Case) *Report {
+func New(title string, cases []harness.Outcome) *Report {
 	cs := slices.Clone(cases)
-	slices.SortStableFunc(cs, func(a, b Case) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(cs, func(a, b harness.Outcome) int { return strings.Compare(a.ID, b.ID) })
 	return &Report{
 		Title:    title,
 		Meta:     map[string]string{},
@@ -227,8 +162,8 @@ func ParseFormats(s string) ([]string, error) {
 }
 
 // WriteFiles writes dir/report.<format> for each format (creating dir) and
-// returns the paths written. Each file is written to a temporary name and
-// renamed, so a reader never sees half a report.
+// returns the paths written. Each file is written atomically and only over
+// a regular file (safefile.Write), so a reader never sees half a report.
 func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -247,7 +182,7 @@ func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 			return paths, fmt.Errorf("unknown format %q", f)
 		}
 		p := filepath.Join(dir, "report."+f)
-		if err := writeAtomic(p, render); err != nil {
+		if err := safefile.Write(p, 0o644, render); err != nil {
 			return paths, err
 		}
 		paths = append(paths, p)
@@ -255,35 +190,16 @@ func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 	return paths, nil
 }
 
-func writeAtomic(p string, render func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".report-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := render(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
-}
-
 // Summary is the first section: one row per case with its verdict,
 // tightness and cycles, and the totals.
-type Summary struct{ Cases []Case }
+type Summary struct{ Cases []harness.Outcome }
 
 // Key implements Section.
 func (*Summary) Key() string { return "summary" }
 
 // Totals counts cases by verdict.
 func (s *Summary) Totals() map[string]int {
-	t := map[string]int{"cases": len(s.Cases), "pass": 0, "fail": 0, "input error": 0, "backend error": 0}
+	t := map[string]int{"cases": len(s.Cases), harness.VerdictPass: 0, harness.VerdictFail: 0, harness.VerdictInputError: 0, harness.VerdictBackendError: 0}
 	for i := range s.Cases {
 		t[s.Cases[i].Verdict()]++
 	}
@@ -295,13 +211,13 @@ func (s *Summary) Markdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	t := s.Totals()
 	fmt.Fprintf(ew, "## Summary\n\n%d cases: %d pass, %d fail, %d input error, %d backend error.\n\n",
-		t["cases"], t["pass"], t["fail"], t["input error"], t["backend error"])
+		t["cases"], t[harness.VerdictPass], t[harness.VerdictFail], t[harness.VerdictInputError], t[harness.VerdictBackendError])
 	fmt.Fprintln(ew, "| case | verdict | tightness | cycles |")
 	fmt.Fprintln(ew, "| --- | --- | ---: | ---: |")
 	for i := range s.Cases {
 		c := &s.Cases[i]
 		verdict := c.Verdict()
-		if verdict != "pass" {
+		if verdict != harness.VerdictPass {
 			verdict = "**" + verdict + "**"
 		}
 		fmt.Fprintf(ew, "| [%s](#%s) | %s | %s | %s |\n", c.ID, anchor(c.ID), verdict, num(c.Tightness()), cycles(c))
@@ -335,7 +251,7 @@ func (s *Summary) JSON() any {
 }
 
 // Details is the per-case section.
-type Details struct{ Cases []Case }
+type Details struct{ Cases []harness.Outcome }
 
 // Key implements Section.
 func (*Details) Key() string { return "cases" }
@@ -350,8 +266,8 @@ func (d *Details) Markdown(w io.Writer) error {
 	return ew.err
 }
 
-func writeCase(w io.Writer, c *Case) {
-	hc := c.ran()
+func writeCase(w io.Writer, c *harness.Outcome) {
+	hc := c.Ran()
 	fmt.Fprintf(w, "### %s\n\n", c.ID)
 	fmt.Fprintf(w, "- verdict: **%s**\n", c.Verdict())
 	fmt.Fprintf(w, "- op `%s`, params `%s`, dims `%s`, dist `%s`, seed %d\n", hc.Op, params(c), dims(hc.Dims), hc.Dist, hc.Seed)
@@ -421,7 +337,7 @@ type caseJSON struct {
 	Verdict  string            `json:"verdict"`
 	Error    string            `json:"error,omitempty"`
 	Outputs  []outputJSON      `json:"outputs"`
-	Checks   []Check           `json:"checks"`
+	Checks   []harness.Check   `json:"checks"`
 	Cost     *costJSON         `json:"cost"`
 }
 
@@ -458,7 +374,7 @@ func (d *Details) JSON() any {
 	out := make([]caseJSON, len(d.Cases))
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		hc := c.ran()
+		hc := c.Ran()
 		j := caseJSON{
 			ID: c.ID, Op: hc.Op, Params: map[string]string(hc.Params), Dims: hc.Dims, Dist: hc.Dist, Seed: hc.Seed,
 			Labels: hc.Labels, Verdict: c.Verdict(), Outputs: []outputJSON{}, Checks: c.Checks,
@@ -471,7 +387,7 @@ func (d *Details) JSON() any {
 			j.Labels = []string{}
 		}
 		if j.Checks == nil {
-			j.Checks = []Check{}
+			j.Checks = []harness.Check{}
 		}
 		if c.Err != nil {
 			j.Error = c.Err.Error()
@@ -513,14 +429,14 @@ func num(x float64) string {
 	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
-func cycles(c *Case) string {
+func cycles(c *harness.Outcome) string {
 	if c.Result == nil || c.Result.Cost == nil {
 		return "—"
 	}
 	return strconv.FormatInt(c.Result.Cost.Cycles, 10)
 }
 
-func params(c *Case) string {
+func params(c *harness.Outcome) string {
 	if c.Result != nil {
 		return c.Result.Params.String()
 	}

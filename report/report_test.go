@@ -34,13 +34,13 @@ func (b zeroOut) Run(ctx context.Context, op string, p ops.Params, in map[string
 	return out, cost, err
 }
 
-func cases(t *testing.T) []Case {
+func cases(t *testing.T) []harness.Outcome {
 	t.Helper()
 	emu := backend.NewEmulator(npu.Ascend910B())
 	mk := func(name, dtype, dist string, n int) ops.Case {
 		return ops.Case{Name: name, Op: "vector_add", Params: ops.Params{"dtype": dtype}, Dims: map[string]int{"n": n}, Dist: dist, Seed: 7, Labels: []string{"UT"}}
 	}
-	var out []Case
+	var out []harness.Outcome
 	for _, c := range []struct {
 		hc ops.Case
 		b  backend.Backend
@@ -54,11 +54,11 @@ func cases(t *testing.T) []Case {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, Case{ID: "vector_add/" + c.hc.Name, Case: c.hc, Result: r,
-			Checks: []Check{{Name: "budget cycles", Pass: true, Detail: "cycles 10 ≤ budget 12"}}})
+		out = append(out, harness.Outcome{ID: "vector_add/" + c.hc.Name, Case: c.hc, Result: r,
+			Checks: []harness.Check{{Name: "budget cycles", Pass: true, Detail: "cycles 10 ≤ budget 12"}}})
 	}
-	out = append(out, Case{ID: "vector_add/broken", Case: mk("broken", "fp16", "uniform", 3), Err: errors.New("backend exec:k: exit status 1\nstderr tail | with a pipe"), BackendErr: true})
-	out = append(out, Case{ID: "vector_add/bad_input", Case: mk("bad_input", "fp16", "uniform", 3), Err: errors.New("x.npy: truncated")})
+	out = append(out, harness.Outcome{ID: "vector_add/broken", Case: mk("broken", "fp16", "uniform", 3), Err: &harness.BackendError{Err: errors.New("backend exec:k: exit status 1\nstderr tail | with a pipe")}})
+	out = append(out, harness.Outcome{ID: "vector_add/bad_input", Case: mk("bad_input", "fp16", "uniform", 3), Err: &harness.InputError{Err: errors.New("x.npy: truncated")}})
 	return out
 }
 
@@ -157,7 +157,7 @@ func TestReportContent(t *testing.T) {
 func TestReportDeterministic(t *testing.T) {
 	cs := cases(t)
 	md1, js1 := render(t, New("r", cs))
-	rev := make([]Case, len(cs))
+	rev := make([]harness.Outcome, len(cs))
 	for i := range cs {
 		rev[len(cs)-1-i] = cs[i]
 	}

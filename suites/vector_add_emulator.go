@@ -57,9 +57,9 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 				Expect(err).NotTo(HaveOccurred())
 				for _, r := range results {
 					Expect(r.Err).NotTo(HaveOccurred())
-					Expect(r.Budgets).NotTo(BeEmpty(), "%s: no budget checked", r.ID)
-					for _, b := range r.Budgets {
-						Expect(b.Pass).To(BeTrue(), "%s: %s", r.Case.Subject(), b)
+					Expect(r.Checks).NotTo(BeEmpty(), "%s: no budget checked", r.ID)
+					for _, b := range r.Checks {
+						Expect(b.Pass).To(BeTrue(), "%s: %s: %s", r.Case.Subject(), b.Name, b.Detail)
 					}
 				}
 			})

@@ -207,19 +207,19 @@ func badInputCatalogue() []badInput {
 		{name: "case.json/missing inputs", store: vectorCase, edit: func(m map[string]any) { delete(m, "inputs") },
 			args: checkStore, code: 2, want: with(atCase, `inputs: vector_add: input "x" is missing`), verify: []string{"{case}/case.json", `input "x"`}},
 		{name: "case.json/missing outputs", store: vectorCase, edit: func(m map[string]any) { delete(m, "outputs") },
-			args: checkStore, code: 2, want: with(atCase, `output "z" of the vector_add contract is not listed`), verify: []string{"{case}/case.json", `output "z"`}},
+			args: checkStore, code: 2, want: with(atCase, `outputs: vector_add: output "z" is missing`), verify: []string{"{case}/case.json", `output "z"`}},
 		{name: "case.json/input against the contract", store: vectorCase, edit: func(m map[string]any) { entry(m, "inputs", 1)["shape"] = []any{16} },
 			files: map[string][]byte{"{case}/y.npy": npyV1(fp16Dict("(16,)"), zeros(32))},
 			args:  checkStore, code: 2, want: with(atCase, `inputs: vector_add: input "y": shape [16], want [17]`), verify: []string{"{case}/y.npy", `input "y" is fp16[16], the contract says fp16[17]`}},
 		{name: "case.json/output against the contract", store: vectorCase, edit: func(m map[string]any) { entry(m, "outputs", 0)["shape"] = []any{16} },
 			files: map[string][]byte{"{case}/expected/z.npy": npyV1(fp16Dict("(16,)"), zeros(32))},
-			args:  checkStore, code: 2, want: with(atCase, `output "z" is fp16[16], the vector_add contract says fp16[17]`), verify: []string{"{case}/expected/z.npy", `output "z" is fp16[16]`}},
+			args:  checkStore, code: 2, want: with(atCase, `outputs: vector_add: output "z": shape [16], want [17]`), verify: []string{"{case}/expected/z.npy", `output "z" is fp16[16]`}},
 		{name: "case.json/output the op does not have", store: vectorCase, edit: func(m map[string]any) {
 			extra := maps.Clone(entry(m, "outputs", 0))
 			extra["name"] = "w"
 			m["outputs"] = append(m["outputs"].([]any), extra)
 		},
-			args: checkStore, code: 2, want: with(atCase, `"w" is not an output of vector_add`), verify: []string{"{case}/expected/z.npy", `output "w" is not in the vector_add contract`}},
+			args: checkStore, code: 2, want: with(atCase, `outputs: vector_add: unknown output "w"`), verify: []string{"{case}/expected/z.npy", `output "w" is not in the vector_add contract`}},
 		{name: "case.json/unknown field", store: vectorCase, edit: func(m map[string]any) { m["tolerance"] = 0.01 },
 			args: checkStore, code: 2, want: with(atCase, `unknown field "tolerance"`), verify: []string{"{case}/case.json", "tolerance"}},
 		{name: "case.json/negative dims", store: vectorCase, edit: func(m map[string]any) { m["dims"] = map[string]any{"n": -17} },

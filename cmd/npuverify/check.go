@@ -14,6 +14,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/report"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -63,10 +64,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	results, err := golden.Check(context.Background(), store, b, opt)
 	if err != nil {
-		if harness.IsInput(err) {
-			return inputErr(where, err)
-		}
-		return backendErr(where, err)
+		return harnessErr(where, err)
 	}
 	printTable(stdout, results)
 	var fails []string
@@ -82,20 +80,20 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if len(fails) > 0 {
 		fmt.Fprintf(stdout, "\nFailures:\n\n%s\n", strings.Join(fails, "\n\n"))
 	}
-	code := golden.Exit(results)
+	code := exitFor(results)
 	fmt.Fprintf(stdout, "\n%s (backend %s, profile %s, store %s)\n", summaryLine(results), b.Name(), prof.Name, store.Where())
 
 	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}
 	if *jsonOut != "" {
-		rep := report.New("npuverify check", reportCases(results))
+		rep := report.New("npuverify check", results)
 		rep.Meta = meta
-		if err := writeWith(*jsonOut, rep.JSON); err != nil {
-			return inputErr(where, fmt.Errorf("--json %s: %w", *jsonOut, err))
+		if err := safefile.Write(*jsonOut, 0o644, rep.JSON); err != nil {
+			return inputErr(where, fmt.Errorf("--json: %w", err))
 		}
 	}
 	if *junitOut != "" {
-		if err := writeWith(*junitOut, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
-			return inputErr(where, fmt.Errorf("--junit %s: %w", *junitOut, err))
+		if err := safefile.Write(*junitOut, 0o644, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
+			return inputErr(where, fmt.Errorf("--junit: %w", err))
 		}
 	}
 	if code != 0 {
@@ -121,30 +119,40 @@ func openStore(dir string) (*golden.Store, error) {
 	return s, nil
 }
 
-func verdict(r *golden.CaseResult) string {
-	switch {
-	case r.Err != nil && harness.IsInput(r.Err):
-		return "INPUT ERROR"
-	case r.Err != nil:
-		return "BACKEND ERROR"
-	case !r.Pass():
-		return "FAIL"
+// exitFor maps the outcomes of a run over cases to the CLI's exit code
+// (docs/cli.md): 3 if any case hit a backend failure, else 2 if any could
+// not be judged because of its input, else 1 if any failed, else 0.
+func exitFor(outcomes []harness.Outcome) int {
+	code := exitPass
+	for i := range outcomes {
+		switch outcomes[i].Verdict() {
+		case harness.VerdictBackendError:
+			code = max(code, exitBackend)
+		case harness.VerdictInputError:
+			code = max(code, exitUsage)
+		case harness.VerdictFail:
+			code = max(code, exitFail)
+		}
 	}
-	return "pass"
+	return code
 }
 
-func printTable(w io.Writer, results []golden.CaseResult) {
+// verdict is the table's column: "pass", or the verdict in capitals.
+func verdict(r *harness.Outcome) string {
+	if v := r.Verdict(); v != harness.VerdictPass {
+		return strings.ToUpper(v)
+	}
+	return harness.VerdictPass
+}
+
+func printTable(w io.Writer, results []harness.Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tVERDICT\tPOLICY\tTIGHTNESS\tCYCLES")
 	for i := range results {
 		r := &results[i]
 		tight, cycles := "—", "—"
 		if r.Result != nil {
-			t := 0.0
-			for _, o := range r.Result.Verify.Outputs {
-				t = math.Max(t, o.Metrics.Tightness)
-			}
-			tight = fmtNum(t)
+			tight = fmtNum(r.Tightness())
 			if r.Result.Cost != nil {
 				cycles = strconv.FormatInt(r.Result.Cost.Cycles, 10)
 			}
@@ -158,35 +166,13 @@ func printTable(w io.Writer, results []golden.CaseResult) {
 	tw.Flush()
 }
 
-func summaryLine(results []golden.CaseResult) string {
-	var pass, fail, inErr, beErr int
+func summaryLine(results []harness.Outcome) string {
+	n := map[string]int{}
 	for i := range results {
-		switch verdict(&results[i]) {
-		case "pass":
-			pass++
-		case "FAIL":
-			fail++
-		case "INPUT ERROR":
-			inErr++
-		default:
-			beErr++
-		}
+		n[results[i].Verdict()]++
 	}
-	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(results), pass, fail, inErr, beErr)
-}
-
-// reportCases converts check results for the report package.
-func reportCases(results []golden.CaseResult) []report.Case {
-	out := make([]report.Case, len(results))
-	for i := range results {
-		r := &results[i]
-		c := report.Case{ID: r.ID, Case: r.Case, Result: r.Result, Err: r.Err, BackendErr: r.Err != nil && !harness.IsInput(r.Err)}
-		for _, b := range r.Budgets {
-			c.Checks = append(c.Checks, report.Check{Name: "budget " + b.Name, Pass: b.Pass, Detail: b.String()})
-		}
-		out[i] = c
-	}
-	return out
+	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(results),
+		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
 }
 
 func policyNames(vs []verify.Verdict) []string {
@@ -206,13 +192,4 @@ func fmtNum(x float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
-}
-
-// writeWith renders into a file atomically.
-func writeWith(p string, render func(io.Writer) error) error {
-	var sb strings.Builder
-	if err := render(&sb); err != nil {
-		return err
-	}
-	return writeFileAtomic(p, []byte(sb.String()))
 }

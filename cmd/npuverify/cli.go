@@ -72,6 +72,17 @@ func inputErr(where string, err error) error { return &cliError{exitUsage, where
 
 func backendErr(where string, err error) error { return &cliError{exitBackend, where, err} }
 
+// harnessErr attributes an error of the harness or of a runner over it
+// (golden, report) by its type: an *harness.InputError is a usage or input
+// error (exit 2), anything else the backend's (exit 3). This is where the
+// typed errors become exit codes; the packages below never pick one.
+func harnessErr(where string, err error) error {
+	if harness.IsInput(err) {
+		return inputErr(where, err)
+	}
+	return backendErr(where, err)
+}
+
 // failed is returned by a command whose checks ran and failed; it has
 // already printed its report, so run prints nothing more.
 type failed struct{ code int }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 )
 
@@ -77,11 +76,7 @@ func goldenUpdate(dir string, stdout io.Writer) error {
 	ch, err := golden.Update(context.Background(), dir, b, golden.DefaultCases(), stdout)
 	if err != nil {
 		// golden.Update's errors start with "golden update: " already.
-		code := exitBackend
-		if harness.IsInput(err) {
-			code = exitUsage
-		}
-		return &cliError{code: code, err: err}
+		return harnessErr("", err)
 	}
 	if !ch.Empty() {
 		fmt.Fprintln(stdout, "rebuild npuverify to embed the updated set")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/harness"
 )
 
 // JUnit XML, the dialect CI systems (Jenkins, GitLab, GitHub actions
@@ -58,7 +58,7 @@ type junitMessage struct {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-func writeJUnit(w io.Writer, results []golden.CaseResult, meta map[string]string) error {
+func writeJUnit(w io.Writer, results []harness.Outcome, meta map[string]string) error {
 	s := junitSuite{Name: "npuverify check", Tests: len(results)}
 	var total time.Duration
 	for _, k := range slices.Sorted(maps.Keys(meta)) {
@@ -73,7 +73,7 @@ func writeJUnit(w io.Writer, results []golden.CaseResult, meta map[string]string
 		case r.Err != nil:
 			s.Errors++
 			typ := "backend"
-			if verdict(r) == "INPUT ERROR" {
+			if r.Verdict() == harness.VerdictInputError {
 				typ = "input"
 			}
 			c.Error = &junitMessage{Message: firstLine(r.Err.Error()), Type: typ, Text: r.Err.Error()}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
@@ -452,5 +453,29 @@ func TestCheckExecBackend(t *testing.T) {
 	o, _ := wantCLI(t, 1, nil, "check", "--op", "vector_add", "--shard", "2/30", "--backend", `exec:sh -c 'cp "$0/x.npy" "$0/out/z.npy"'`)
 	if !strings.Contains(o, "FAIL") || strings.Contains(o, "+exact") {
 		t.Errorf("exec check output:\n%s", o)
+	}
+}
+
+// TestResultFilesReplaceOnlyRegularFiles: --json and --junit pointed at a
+// symlink or a FIFO are input errors naming the file, and what is there
+// stays (issue 8, point 8; safefile's own tests cover the other kinds).
+func TestResultFilesReplaceOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	special := map[string]func(p string) error{
+		"fifo": func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"link": func(p string) error { return os.Symlink(os.DevNull, p) },
+	}
+	for name, mk := range special {
+		p := filepath.Join(dir, name)
+		if err := mk(p); err != nil {
+			t.Skipf("%s: %v", p, err)
+		}
+		before, _ := os.Lstat(p)
+		for _, flag := range []string{"--json", "--junit"} {
+			wantCLI(t, 2, []string{"npuverify: check: " + flag + ": " + p + ": refusing to replace"}, "check", "--op", "vector_add", "--shard", "1/20", flag, p)
+		}
+		if after, err := os.Lstat(p); err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+			t.Errorf("check --json/--junit %s: the %s was replaced (%v)", p, name, err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/opdb"
+	"github.com/npuverify/npuverify/safefile"
 )
 
 const mutateSynopsis = "mutate [--first] [--fault F]... [--profile P] [--json FILE] [--list]"
@@ -67,13 +68,13 @@ func cmdMutate(args []string, stdout, _ io.Writer) error {
 		return backendErr(where, err)
 	}
 	if *jsonOut != "" {
-		err := writeWith(*jsonOut, func(w io.Writer) error {
+		err := safefile.Write(*jsonOut, 0o644, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		})
 		if err != nil {
-			return inputErr(where, fmt.Errorf("--json %s: %w", *jsonOut, err))
+			return inputErr(where, fmt.Errorf("--json: %w", err))
 		}
 	}
 	bound, _, total := res.Score()

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/golden"
-	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/report"
 )
 
@@ -55,21 +54,15 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "npuverify report: %d cases on %s (profile %s)\n", len(store.Cases()), b.Name(), prof.Name)
 	results, err := golden.Check(context.Background(), store, b, opt)
 	if err != nil {
-		if harness.IsInput(err) {
-			return inputErr(where, err)
-		}
-		return backendErr(where, err)
+		return harnessErr(where, err)
 	}
-	rep := report.New("npuverify report", reportCases(results))
+	rep := report.New("npuverify report", results)
 	rep.Meta = map[string]string{"backend": b.Name(), "profile": prof.Name, "cases": store.Where()}
 	if *precision != "off" {
 		fmt.Fprintf(stderr, "npuverify report: GEMM precision-mode table %dx%dx%d\n", pcfg.M, pcfg.K, pcfg.N)
 		tab, err := report.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
 		if err != nil {
-			if harness.IsInput(err) {
-				return inputErr(where, err)
-			}
-			return backendErr(where, err)
+			return harnessErr(where, err)
 		}
 		rep.Add(tab)
 	}
@@ -79,7 +72,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s\n", summaryLine(results))
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
-	if code := golden.Exit(results); code != 0 {
+	if code := exitFor(results); code != 0 {
 		for i := range results {
 			if r := &results[i]; !r.Pass() {
 				fmt.Fprintf(stderr, "npuverify: report: %s\n", r.Failure())

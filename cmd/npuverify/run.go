@@ -15,6 +15,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -101,10 +102,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
 	if err != nil {
-		if harness.IsInput(err) {
-			return inputErr(where, err)
-		}
-		return backendErr(where, err)
+		return harnessErr(where, err)
 	}
 
 	written, err := writeOutputs(*outDir, res)
@@ -180,7 +178,8 @@ func holdToContract(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, files
 }
 
 // writeOutputs writes every output as DIR/<name>.npy and the cost as
-// DIR/cost.json, each atomically, and returns the paths.
+// DIR/cost.json, each atomically and never over anything but a regular
+// file (safefile.Write), and returns the paths.
 func writeOutputs(dir string, res *harness.Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -188,7 +187,8 @@ func writeOutputs(dir string, res *harness.Result) ([]string, error) {
 	var written []string
 	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
 		p := filepath.Join(dir, name+".npy")
-		if err := tensor.WriteNpyFile(p, res.Outputs[name]); err != nil {
+		t := res.Outputs[name]
+		if err := safefile.Write(p, 0o644, func(w io.Writer) error { return tensor.WriteNpy(w, t) }); err != nil {
 			return written, err
 		}
 		written = append(written, p)
@@ -198,28 +198,8 @@ func writeOutputs(dir string, res *harness.Result) ([]string, error) {
 		return written, fmt.Errorf("cost.json: %w", err)
 	}
 	p := filepath.Join(dir, "cost.json")
-	if err := writeFileAtomic(p, append(b, '\n')); err != nil {
+	if err := safefile.WriteFile(p, append(b, '\n'), 0o644); err != nil {
 		return written, err
 	}
 	return append(written, p), nil
-}
-
-// writeFileAtomic writes b to p through a temporary file and a rename.
-func writeFileAtomic(p string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
 }
