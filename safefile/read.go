@@ -56,7 +56,7 @@ func Open(path string, maxBytes int64) (*os.File, os.FileInfo, error) {
 			err = pe.Err
 		}
 		if errors.Is(err, syscall.ELOOP) {
-			err = fmt.Errorf("%w: a symbolic link (not followed)", ErrNotRegular)
+			err = fmt.Errorf("is a symbolic link (not followed), %w", ErrNotRegular)
 		}
 		return nil, nil, pathErr("open", path, err)
 	}
@@ -75,7 +75,7 @@ func Open(path string, maxBytes int64) (*os.File, os.FileInfo, error) {
 func check(fi os.FileInfo, maxBytes int64) error {
 	m := fi.Mode()
 	if !m.IsRegular() {
-		return fmt.Errorf("%w: %s", ErrNotRegular, kind(m))
+		return fmt.Errorf("%s, %w", kind(m), ErrNotRegular)
 	}
 	if maxBytes >= 0 && fi.Size() > maxBytes {
 		return fmt.Errorf("%w: %d bytes, more than the limit of %d", ErrTooLarge, fi.Size(), maxBytes)
@@ -87,19 +87,19 @@ func check(fi os.FileInfo, maxBytes int64) error {
 func kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
-		return "a symbolic link (not followed)"
+		return "is a symbolic link (not followed)"
 	case m.IsDir():
-		return "a directory"
+		return "is a directory"
 	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
+		return "is a FIFO"
 	case m&fs.ModeCharDevice != 0:
-		return "a character device"
+		return "is a character device"
 	case m&fs.ModeDevice != 0:
-		return "a block device"
+		return "is a block device"
 	case m&fs.ModeSocket != 0:
-		return "a socket"
+		return "is a socket"
 	}
-	return "mode " + m.String()
+	return "has mode " + m.String()
 }
 
 // ReadFile reads the whole of path, which must be a regular file (see

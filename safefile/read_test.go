@@ -66,7 +66,7 @@ func TestReadFileRejectsWhatIsNotARegularFile(t *testing.T) {
 	} {
 		within(t, tc.path, func() {
 			_, err := ReadFile(tc.path, 1<<20)
-			wantErr(t, "ReadFile("+tc.path+")", err, ErrNotRegular, tc.path+": not a regular file: "+tc.want)
+			wantErr(t, "ReadFile("+tc.path+")", err, ErrNotRegular, tc.path+": is "+tc.want+", not a regular file")
 		})
 		within(t, tc.path, func() {
 			f, _, err := Open(tc.path, -1)
