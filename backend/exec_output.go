@@ -50,7 +50,7 @@ func readOutput(dir string, o ExecTensor, deadline time.Time) (*tensor.Tensor, e
 		if what == "is a directory" {
 			return nil, fmt.Errorf("output %q: %s is a directory, not a .npy file (%s)", o.Name, o.File, want)
 		}
-		return nil, fmt.Errorf("output %q: %s is not a regular file (it %s; %s)", o.Name, o.File, strings.TrimPrefix(what, "is "), want)
+		return nil, fmt.Errorf("output %q: %s is not a regular file (it %s; %s)", o.Name, o.File, what, want)
 	case errors.As(err, &pe):
 		return nil, fmt.Errorf("output %q: %s: %w (%s)", o.Name, o.File, pe.Err, want)
 	default:
@@ -79,7 +79,7 @@ func readTiming(path string, deadline time.Time) (*npu.Cost, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case errors.Is(err, safefile.ErrNotRegular) && errors.As(err, &pe):
-		return nil, fmt.Errorf("out/timing.json: not a regular file (it %s)", strings.TrimPrefix(strings.TrimSuffix(pe.Err.Error(), ", "+safefile.ErrNotRegular.Error()), "is "))
+		return nil, fmt.Errorf("out/timing.json: not a regular file (it %s)", strings.TrimSuffix(pe.Err.Error(), ", "+safefile.ErrNotRegular.Error()))
 	case errors.As(err, &pe):
 		return nil, fmt.Errorf("out/timing.json: %w", pe.Err)
 	case err != nil:
