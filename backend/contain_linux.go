@@ -146,7 +146,6 @@ type tracker struct {
 
 	mu      sync.Mutex
 	members map[int]uint64 // pid → start time
-	stopped bool
 }
 
 // trackers are the running commands' trackers; one goroutine scans for

@@ -121,6 +121,7 @@ func interruptBinary(t *testing.T, bin, command string, sig syscall.Signal, code
 	}
 	defer cmd.Process.Kill()
 	kpid, _ := strconv.Atoi(waitFile(t, pidFile))
+	defer syscall.Kill(-kpid, syscall.SIGKILL) // should the test fail: the kernel's group (ESRCH when gone)
 	child, _ := strconv.Atoi(waitFile(t, pidFile+".child"))
 	caseDir := waitFile(t, dirFile)
 	start := time.Now()
