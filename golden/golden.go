@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -287,7 +288,7 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 				continue
 			}
 			c := &StoredCase{ID: id}
-			b, err := fs.ReadFile(fsys, id+"/"+CaseJSON)
+			b, err := safefile.ReadFS(fsys, id+"/"+CaseJSON, 1<<20) // case.json is a few KiB; no link, FIFO or device
 			if err == nil {
 				c.File, err = ParseCaseFile(b)
 			}

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -126,7 +126,7 @@ func ProfileByName(name string) (Profile, error) {
 
 // LoadProfile reads and validates a JSON profile file.
 func LoadProfile(path string) (Profile, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, 1<<20) // a profile is a few KiB; no link, FIFO or device
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
 	}

@@ -81,10 +81,6 @@ func Write(path string, perm fs.FileMode, render func(io.Writer) error) (err err
 	return SyncDir(dir)
 }
 
-// ErrNotRegular is wrapped by the error Write returns when the target
-// exists and is not a regular file.
-var ErrNotRegular = errors.New("not a regular file")
-
 // replaceable reports, as an error, why path must not be replaced: it
 // exists and is not a regular file. A missing path is replaceable.
 func replaceable(path string) error {
@@ -98,26 +94,7 @@ func replaceable(path string) error {
 	if st.Mode().IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("refusing to replace a %s: %w", kind(st.Mode()), ErrNotRegular)
-}
-
-// kind names a file type for messages.
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
+	return fmt.Errorf("refusing to replace it: it %s: %w", kind(st.Mode()), ErrNotRegular)
 }
 
 // SyncDir fsyncs directory dir, which makes the entries created, renamed

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -62,8 +61,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return inputErr(where, err)
 	}
-	results, err := golden.Check(context.Background(), store, b, opt)
-	if err != nil {
+	intr := catchSignals(b, stderr)
+	defer intr.stop()
+	results, err := golden.Check(intr.ctx, store, b, opt)
+	if err != nil && intr.signal() == 0 {
 		return harnessErr(where, err)
 	}
 	printTable(stdout, results)
@@ -84,6 +85,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\n%s (backend %s, profile %s, store %s)\n", summaryLine(results), b.Name(), prof.Name, store.Where())
 
 	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}
+	if sig := intr.signal(); sig != 0 {
+		meta["interrupted"] = fmt.Sprintf("%s after %d cases", signalName(sig), len(results))
+	}
 	if *jsonOut != "" {
 		rep := report.New("npuverify check", results)
 		rep.Meta = meta
@@ -95,6 +99,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		if err := safefile.Write(*junitOut, 0o644, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
 			return inputErr(where, fmt.Errorf("--junit: %w", err))
 		}
+	}
+	if err := intr.err(where, fmt.Sprintf("%d cases done, running kernels killed", len(results))); err != nil {
+		return err
 	}
 	if code != 0 {
 		return failed{code}

@@ -92,7 +92,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return inputErr(where, err)
 	}
 
-	ctx := context.Background()
+	intr := catchSignals(b, stderr)
+	defer intr.stop()
+	ctx := intr.ctx
 	if d := dev.caseTimeout(b); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -101,6 +103,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	c := ops.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics})
+	if err := intr.err(where, "the kernel was killed, no output written"); err != nil {
+		return err
+	}
 	if err != nil {
 		return harnessErr(where, err)
 	}

@@ -1,0 +1,180 @@
+package backend
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// The case directory: what Run writes for the command (case.json, the
+// inputs, the empty out directory) and how it is removed.
+
+// ExecCaseFile is the content of D/case.json, for example
+//
+//	{
+//	  "version": 1,
+//	  "op": "gemm",
+//	  "params": {"accumulate": "sequential", "alpha": "1", "beta": "0", "mode": "fp16_fp32acc"},
+//	  "numerics": {"overflow": "inf", "subnormals": "keep", "int8_rounding": "half_even"},
+//	  "inputs": [
+//	    {"name": "a", "file": "a.npy", "dtype": "fp16", "shape": [64, 128]},
+//	    {"name": "b", "file": "b.npy", "dtype": "fp16", "shape": [128, 32]}
+//	  ],
+//	  "outputs": [
+//	    {"name": "out", "file": "out/out.npy", "dtype": "fp16", "shape": [64, 32]}
+//	  ]
+//	}
+//
+// Params are the op's validated params with defaults filled in, all as
+// strings. Files are relative to D. Inputs and outputs are listed in the
+// op's contract order; optional inputs that the case does not have are
+// left out.
+type ExecCaseFile struct {
+	Version  int             `json:"version"`
+	Op       string          `json:"op"`
+	Params   ops.Params      `json:"params"`
+	Numerics tensor.Numerics `json:"numerics"`
+	Inputs   []ExecTensor    `json:"inputs"`
+	Outputs  []ExecTensor    `json:"outputs"`
+}
+
+// ExecTensor describes one input or output file of an exec case.
+type ExecTensor struct {
+	Name  string       `json:"name"`
+	File  string       `json:"file"` // relative to the case directory, slash-separated
+	DType tensor.DType `json:"dtype"`
+	Shape []int        `json:"shape"`
+}
+
+// caseFile describes the case: inputs and outputs in contract order.
+func (e *Exec) caseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor) (*ExecCaseFile, error) {
+	inSpecs, err := op.Inputs(p, in)
+	if err != nil {
+		return nil, err
+	}
+	outSpecs, err := op.Outputs(p, in)
+	if err != nil {
+		return nil, err
+	}
+	params := p.Clone()
+	cf := &ExecCaseFile{Version: ExecCaseVersion, Op: op.Name(), Params: params, Numerics: e.opt.Numerics,
+		Inputs: []ExecTensor{}, Outputs: []ExecTensor{}}
+	known := map[string]bool{}
+	for _, s := range inSpecs {
+		known[s.Name] = true
+		t, ok := in[s.Name]
+		if !ok || t == nil {
+			continue // optional and absent; CheckInputs is the caller's job
+		}
+		if !safeName(s.Name) {
+			return nil, fmt.Errorf("exec: input name %q cannot be a file name", s.Name)
+		}
+		cf.Inputs = append(cf.Inputs, ExecTensor{Name: s.Name, File: s.Name + ".npy", DType: t.DType, Shape: shapeOf(t.Shape)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if !known[name] {
+			return nil, fmt.Errorf("%s: unknown input %q", op.Name(), name)
+		}
+	}
+	for _, s := range outSpecs {
+		if !safeName(s.Name) {
+			return nil, fmt.Errorf("exec: output name %q cannot be a file name", s.Name)
+		}
+		cf.Outputs = append(cf.Outputs, ExecTensor{Name: s.Name, File: "out/" + s.Name + ".npy", DType: s.DType, Shape: shapeOf(s.Shape)})
+	}
+	return cf, nil
+}
+
+func shapeOf(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return slices.Clone(s)
+}
+
+// safeName reports whether a tensor name can be used as a file name as is.
+func safeName(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// makeDir creates a fresh, absolute case directory.
+func (e *Exec) makeDir() (string, error) {
+	dir, err := os.MkdirTemp(e.opt.WorkDir, "npuverify-case-")
+	if err != nil {
+		return "", fmt.Errorf("exec: making the case directory: %w", err)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir, nil
+}
+
+// writeCase writes case.json, the inputs and the empty out directory.
+func writeCase(dir string, cf *ExecCaseFile, in map[string]*tensor.Tensor) error {
+	for _, s := range cf.Inputs {
+		if err := writeNpy(filepath.Join(dir, filepath.FromSlash(s.File)), in[s.Name]); err != nil {
+			return fmt.Errorf("exec: writing input %q: %w", s.Name, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	b, err := json.MarshalIndent(cf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("exec: encoding case.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "case.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	return nil
+}
+
+// writeNpy writes t to a fresh file through a buffer (the case directory is
+// private and short-lived: no temp file, no fsync).
+func writeNpy(path string, t *tensor.Tensor) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := tensor.WriteNpy(w, t); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// removeAll removes a case directory, making directories the command left
+// unwritable or unreadable writable first.
+func removeAll(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}

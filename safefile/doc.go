@@ -1,2 +1,0 @@
-// Package safefile reads and writes files without following links, blocking on FIFOs, or replacing what is not a regular file.
-package safefile
