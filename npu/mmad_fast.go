@@ -16,21 +16,45 @@ import (
 // exact, mmadFused and mmadBlocked walk C row by row so that B is read
 // along memory.
 
-// mmadFast runs the multiply-accumulate of p on the operands' decoded
-// views into the accumulators cc (fp32 storage) or ci (int32, Acc Int32),
-// choosing the fastest path whose result is the model's.
-func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
+// The fast paths, as mmadChoose names them.
+const (
+	pathInt     = "int"     // mmadInt
+	pathBlocked = "blocked" // mmadBlocked
+	pathGer     = "ger"     // mmadGer
+	pathSaxpy   = "saxpy"   // mmadSaxpy
+	pathFused   = "fused"   // mmadFused
+)
+
+// mmadChoose picks the fast path for p given the A operand and the
+// accumulators cf as they are before the Mmad.
+func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
 	switch {
 	case p.Acc == tensor.Int32:
-		mmadInt(ci, a.i, b.i, g)
+		return pathInt
 	case p.Blocked:
-		mmadBlocked(p.Acc, cf, a.f, b.f, g)
+		return pathBlocked
 	case p.Exact32 && p.Acc == tensor.Float32:
-		if g.n <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)) {
-			mmadGer(cf, a.f, b.f, g)
-		} else {
-			mmadSaxpy(cf, a.f, b.f, g)
+		if p.N <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)) {
+			return pathGer
 		}
+		return pathSaxpy
+	}
+	return pathFused
+}
+
+// mmadFast runs the multiply-accumulate of p on the operands' decoded
+// views into the accumulators cf (fp32 storage) or ci (int32, Acc Int32)
+// by the path mmadChoose picks; each computes the model's bits.
+func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
+	switch mmadChoose(p, a, cf) {
+	case pathInt:
+		mmadInt(ci, a.i, b.i, g)
+	case pathBlocked:
+		mmadBlocked(p.Acc, cf, a.f, b.f, g)
+	case pathGer:
+		mmadGer(cf, a.f, b.f, g)
+	case pathSaxpy:
+		mmadSaxpy(cf, a.f, b.f, g)
 	default:
 		mmadFused(p.Acc, cf, a.f, b.f, g)
 	}
