@@ -79,6 +79,7 @@ func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, l0c, accUB, outUB,
 			}
 			return addScaledRound(core, t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n)
 		}
+		// alpha·acc, then + beta·C.
 		if err := f.alphaBeta(scaleByAlpha, addBetaC); err != nil {
 			return err
 		}
