@@ -10,8 +10,9 @@ import (
 // the emulator (backend.WithFaults, or npu.WithFaults on the context of a
 // launch) to measure how many of them the verification suite catches (the
 // mutation score, package mutation). Each fault is consulted at the one
-// spot of its kernel where the real bug would sit; with no fault switched
-// on the kernels behave exactly as without the hooks.
+// spot of its kernel where the real bug would sit, through its op's
+// per-launch fault plan (fault_vector_add.go, fault_gemm.go); with no
+// fault switched on the kernels behave exactly as without the hooks.
 
 // vector_add faults.
 const (
