@@ -38,9 +38,11 @@ type MmadParams struct {
 	// no Inf or NaN (the caller checked the inputs: Exact32Operands), so
 	// the sequential fp32 model can use a multiply-then-add (SIMD) loop:
 	// with exact products it rounds exactly as the fused step. Without
-	// Init it also asserts that the accumulators hold neither −0 nor a
-	// signalling NaN, as after any earlier Exact32 Mmad that started from
-	// Init (sums of exact products from +0 produce neither).
+	// Init the model's bits also need accumulators that hold neither −0
+	// nor a signalling NaN, as after any earlier Exact32 Mmad that started
+	// from Init (sums of exact products from +0 produce neither); on other
+	// accumulators a zero a[i,k] leaves its accumulator as it is (the skip
+	// of mmadSaxpy).
 	Exact32 bool
 }
 
