@@ -6,9 +6,10 @@ import (
 )
 
 // Fault names a deliberately injected kernel bug. Faults exist to measure
-// the verification suite (the mutation score): a kernel consults the
-// faults of its launch at the one spot where the real bug would be and
-// misbehaves only when its fault is switched on. The catalogue of named
+// the verification suite (the mutation score): a kernel resolves the
+// faults of its launch (FaultsFrom) once into its op's fault plan and
+// consults that at the one spot where each real bug would be, misbehaving
+// only when its fault is switched on. The catalogue of named
 // faults, with the real bug each one models, lives with the kernels
 // (package npu/kernels); this package only carries them.
 type Fault string

@@ -306,20 +306,34 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 	switch to {
 	case tensor.Float16:
 		z := dst.F16()[:n]
-		for i := range z {
-			z[i] = float16.Fromfloat32(get(i))
+		if from == tensor.Float32 {
+			f32sToF16(z, src.F32()[:n]) // float16.Fromfloat32, branch-light (f16.go)
+		} else {
+			for i := range z {
+				z[i] = float16.Fromfloat32(get(i))
+			}
 		}
 		fixF16(z, num)
 	case tensor.BFloat16:
 		z := dst.BF16()[:n]
-		for i := range z {
-			z[i] = tensor.BF16FromFloat32(get(i))
+		if from == tensor.Float32 {
+			for i, v := range src.F32()[:n] {
+				z[i] = tensor.BF16FromFloat32(v)
+			}
+		} else {
+			for i := range z {
+				z[i] = tensor.BF16FromFloat32(get(i))
+			}
 		}
 		fixBF16(z, num)
 	case tensor.Float32:
 		z := dst.F32()[:n]
-		for i := range z {
-			z[i] = get(i)
+		if from == tensor.Float32 {
+			copy(z, src.F32()[:n])
+		} else {
+			for i := range z {
+				z[i] = get(i)
+			}
 		}
 		fixF32(z, num)
 	case tensor.Int8:
@@ -329,5 +343,38 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 		}
 	}
 	c.chargeVector(n * max(to.Size(), from.Size()))
+	return nil
+}
+
+// VectorOperand is one UB operand of a kernel-defined vector instruction
+// (Core.VectorFused): the buffer and how many of its bytes the
+// instruction reads or writes.
+type VectorOperand struct {
+	Name  string // names the operand in errors
+	Buf   *Buffer
+	Bytes int
+}
+
+// VectorFused runs one vector instruction whose elementwise arithmetic
+// the kernel supplies as body: a fused step of an operator's own epilogue
+// (a GEMM's dequantisation, alpha or beta·C) whose rounding points the
+// op's contract fixes and no built-in primitive has. It checks that every
+// operand is a live UB buffer of this core holding its bytes, runs body,
+// and charges one vector instruction over bytes, like the built-in
+// primitives. body must touch only the operands, within their bytes.
+func (c *Core) VectorFused(op string, bytes int, body func(), operands ...VectorOperand) error {
+	if bytes < 0 {
+		return fmt.Errorf("%s: negative byte count %d", op, bytes)
+	}
+	for _, o := range operands {
+		if o.Bytes < 0 {
+			return fmt.Errorf("%s: %s: negative byte count %d", op, o.Name, o.Bytes)
+		}
+		if err := c.checkBuf(op+": "+o.Name, o.Buf, UB, o.Bytes); err != nil {
+			return err
+		}
+	}
+	body()
+	c.chargeVector(bytes)
 	return nil
 }

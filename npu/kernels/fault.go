@@ -1,19 +1,14 @@
 package kernels
 
-import (
-	"math"
-
-	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/tensor"
-	"github.com/x448/float16"
-)
+import "github.com/npuverify/npuverify/npu"
 
 // The fault catalogue: realistic kernel bugs that can be switched on in
 // the emulator (backend.WithFaults, or npu.WithFaults on the context of a
 // launch) to measure how many of them the verification suite catches (the
 // mutation score, package mutation). Each fault is consulted at the one
-// spot of its kernel where the real bug would sit; with no fault switched
-// on the kernels behave exactly as without the hooks.
+// spot of its kernel where the real bug would sit, through its op's
+// per-launch fault plan (fault_vector_add.go, fault_gemm.go); with no
+// fault switched on the kernels behave exactly as without the hooks.
 
 // vector_add faults.
 const (
@@ -100,94 +95,4 @@ var VectorAddFaults = []FaultInfo{
 	{FaultVAInt8Wraps, "vector_add", "int8 sum wraps around instead of saturating"},
 	{FaultVAInt8Clamp127, "vector_add", "int8 sum clamped to [−127, 127] instead of [−128, 127]"},
 	{FaultVABF16AsFP16, "vector_add", "bf16 added with the fp16 instruction"},
-}
-
-// vectorAddRoundingFaults re-rounds the n sums of one Add (z = x + y,
-// dtype dt) the way the switched-on rounding fault would have: it is the
-// fault hook of the Add's conversion step and does nothing when none of
-// those faults is on, or when the profile already behaves that way.
-func vectorAddRoundingFaults(c *npu.Core, f npu.Faults, dt tensor.DType, z, x, y *npu.Buffer, n int) {
-	num := c.Profile().Numerics
-	if dt == tensor.Int8 {
-		xs, ys, zs := x.I8()[:n], y.I8()[:n], z.I8()[:n]
-		for i := range zs {
-			s := int(xs[i]) + int(ys[i])
-			switch {
-			case f.Has(FaultVAInt8Wraps):
-				zs[i] = int8(s) // two's complement wrap-around
-			case f.Has(FaultVAInt8Clamp127):
-				zs[i] = int8(max(-127, min(127, s)))
-			}
-		}
-		return
-	}
-	ff, _ := dt.FloatFormat()
-	var round func(z, exact func() float64) float64
-	switch {
-	case f.Has(FaultVACastTruncates) && dt != tensor.Float32:
-		// The sum of two fp16 or bf16 values is exact in float64; the
-		// fault rounds it toward zero instead of to nearest.
-		round = func(_, exact func() float64) float64 { return num.Round(truncate(ff, exact()), dt) }
-	case f.Has(FaultVASaturatesNotInf) && num.Overflow == tensor.OverflowInf:
-		sat := num
-		sat.Overflow = tensor.OverflowSaturate
-		round = func(z, _ func() float64) float64 { return sat.Round(z(), dt) }
-	case f.Has(FaultVAInfNotSaturated) && num.Overflow == tensor.OverflowSaturate:
-		ieee := num
-		ieee.Overflow = tensor.OverflowInf
-		round = func(z, exact func() float64) float64 {
-			if v := z(); v != 0 && math.Abs(v) != ff.MaxFinite() {
-				return v // neither a saturated overflow nor a NaN mapped to 0
-			}
-			return ieee.Round(exact(), dt)
-		}
-	case f.Has(FaultVASubnormalsFlushed) && num.Subnormals == tensor.SubnormalKeep:
-		ftz := num
-		ftz.Subnormals = tensor.SubnormalFlush
-		round = func(z, _ func() float64) float64 { return ftz.Round(z(), dt) }
-	default:
-		return
-	}
-	for i := range n {
-		zi := func() float64 { return getUB(dt, z, i) }
-		exact := func() float64 { return getUB(dt, x, i) + getUB(dt, y, i) }
-		setUB(dt, z, i, round(zi, exact))
-	}
-}
-
-// truncate rounds x toward zero in format f (RZ): never up in magnitude,
-// and finite values never overflow to Inf.
-func truncate(f tensor.Format, x float64) float64 {
-	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return x
-	}
-	q := f.Ulp(x)
-	r := math.Trunc(x/q) * q
-	if math.Abs(r) > f.MaxFinite() {
-		r = math.Copysign(f.MaxFinite(), x)
-	}
-	return r
-}
-
-// getUB reads element i of a UB buffer of float dtype dt.
-func getUB(dt tensor.DType, b *npu.Buffer, i int) float64 {
-	switch dt {
-	case tensor.Float16:
-		return float64(b.F16()[i].Float32())
-	case tensor.BFloat16:
-		return b.BF16()[i].Float64()
-	}
-	return float64(b.F32()[i])
-}
-
-// setUB stores v, a value of dtype dt (or ±Inf, NaN), as element i.
-func setUB(dt tensor.DType, b *npu.Buffer, i int, v float64) {
-	switch dt {
-	case tensor.Float16:
-		b.F16()[i] = float16.Fromfloat32(float32(v))
-	case tensor.BFloat16:
-		b.BF16()[i] = tensor.BF16FromFloat32(float32(v))
-	default:
-		b.F32()[i] = float32(v)
-	}
 }

@@ -28,6 +28,36 @@ func TestFaultCatalogue(t *testing.T) {
 	}
 }
 
+// TestFaultPlansCoverCatalogue: each catalogue fault switches on its own
+// part of its op's per-launch fault plan, and no fault leaves the plan at
+// the correct kernel's zero value, so a fault added to the catalogue but
+// never wired to a hook (or wired to another fault's) fails here.
+func TestFaultPlansCoverCatalogue(t *testing.T) {
+	plans := map[string]func(npu.Faults) any{
+		"vector_add": func(f npu.Faults) any { return newVectorAddFaults(f) },
+		"gemm":       func(f npu.Faults) any { return newGEMMFaults(f) },
+	}
+	if newVectorAddFaults(npu.Faults{}) != (vectorAddFaults{}) || newGEMMFaults(npu.Faults{}) != (gemmFaults{}) {
+		t.Error("the plan of no fault is not the zero plan (the correct kernel)")
+	}
+	seen := map[any]npu.Fault{}
+	for _, f := range append(append([]FaultInfo{}, VectorAddFaults...), GEMMFaults...) {
+		plan, ok := plans[f.Op]
+		if !ok {
+			t.Errorf("fault %s: op %q has no fault plan", f.Fault, f.Op)
+			continue
+		}
+		got := plan(npu.NewFaults(f.Fault))
+		if got == plan(npu.Faults{}) {
+			t.Errorf("fault %s: plan %+v / want a hook switched on (the plan of no fault)", f.Fault, got)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("fault %s: plan %+v / want it distinct from the plan of %s", f.Fault, got, other)
+		}
+		seen[got] = f.Fault
+	}
+}
+
 // vectorAddInputs returns x, y of n uniform values of dtype d.
 func vectorAddInputs(t *testing.T, d tensor.DType, n int) map[string]*tensor.Tensor {
 	t.Helper()

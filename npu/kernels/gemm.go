@@ -3,7 +3,6 @@ package kernels
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -32,235 +31,11 @@ import (
 // does not depend on the tiling or the core count (GEMMOptions.ReverseK,
 // a valid variant for the mutation score's false-alarm check, walks K
 // descending instead). The output is stored between guard bands
-// (npu.NewGuardedMatrix); the f.Has(Fault…) branches are the mutation
-// score's fault hooks (fault_gemm.go).
-
-// GEMMTiling is the host-side tiling of gemm.
-type GEMMTiling struct {
-	M, K, N    int
-	Mode       string
-	In         tensor.DType
-	Frac       npu.Fractal // cube fractal of the input dtype
-	BaseM      int         `json:"base_m"` // L0C tile rows (multiple of Frac.M)
-	BaseN      int         `json:"base_n"` // L0C tile columns (multiple of Frac.N)
-	BaseK      int         `json:"base_k"` // k per Mmad (multiple of Frac.K, and of 16 for blocked16)
-	StepK      int         `json:"step_k"` // baseK slices per L1 panel
-	BlocksM    int         `json:"blocks_m"`
-	BlocksN    int         `json:"blocks_n"`
-	BlockDim   int         `json:"block_dim"`  // AI cores launched; 0 for an empty output
-	ChunkRows  int         `json:"chunk_rows"` // epilogue rows per UB chunk
-	BufferNum  int         `json:"buffer_num"` // 2: L1 and L0 double-buffered
-	L1Bytes    int         `json:"l1_bytes"`   // per core
-	L0ABytes   int         `json:"l0a_bytes"`
-	L0BBytes   int         `json:"l0b_bytes"`
-	L0CBytes   int         `json:"l0c_bytes"`
-	UBBytes    int         `json:"ub_bytes"`
-	Blocked    bool        `json:"blocked"`
-	HasC       bool        `json:"has_c"`
-	Int8       bool        `json:"int8"`
-	OutDType   tensor.DType
-	CDType     tensor.DType
-	AccDType   tensor.DType
-	EpiDType   tensor.DType
-	Alpha      float64
-	Beta       float64
-	ScaleABcst bool // scale_a is [1]
-	ScaleBBcst bool // scale_b is [1]
-	ReverseK   bool `json:"reverse_k,omitempty"` // K panels and slices in descending order
-}
-
-// GEMMOptions overrides the tiling; zero fields take the default. Base
-// sizes must be multiples of the fractal and fit the memories.
-type GEMMOptions struct {
-	BaseM, BaseN, BaseK, StepK int
-	BlockDim                   int // used exactly (cores beyond the block count idle)
-	// ReverseK accumulates the K panels and the baseK slices within them
-	// in descending order: a valid kernel that sums in another order (the
-	// bound holds for every order; the bits may differ from the default).
-	ReverseK bool
-}
-
-// depth is the k extent of one L1 panel.
-func (t GEMMTiling) depth() int { return t.StepK * t.BaseK }
-
-// panelK is the k extent the L1 panels are allocated for: depth, or all of
-// K (padded) when that is less.
-func (t GEMMTiling) panelK() int {
-	kAlign := t.Frac.K
-	if t.Blocked {
-		kAlign = lcm(kAlign, ops.GEMMBlockK)
-	}
-	return min(t.depth(), roundUp(max(t.K, 1), kAlign))
-}
-
-// NewGEMMTiling computes the default tiling.
-func NewGEMMTiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int) (GEMMTiling, error) {
-	return GEMMTilingWith(prof, cfg, m, k, n, GEMMOptions{})
-}
-
-// GEMMTilingWith computes the tiling of an M×K×N gemm on prof.
-func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMOptions) (GEMMTiling, error) {
-	if err := prof.Validate(); err != nil {
-		return GEMMTiling{}, err
-	}
-	if m < 0 || k < 0 || n < 0 {
-		return GEMMTiling{}, fmt.Errorf("gemm: negative size %d×%d×%d", m, k, n)
-	}
-	mode := cfg.Mode
-	t := GEMMTiling{
-		M: m, K: k, N: n, Mode: mode.Name, In: mode.In, Frac: prof.CubeFractal(mode.In),
-		BufferNum: 2, Blocked: cfg.Accumulate == ops.GEMMBlocked16, HasC: cfg.Beta != 0,
-		Int8: mode.Int8(), OutDType: mode.Out, CDType: mode.Out, AccDType: mode.Acc, EpiDType: mode.Epilogue,
-		Alpha: cfg.Alpha, Beta: cfg.Beta, ReverseK: opt.ReverseK,
-	}
-	size := mode.In.Size()
-	fr := t.Frac
-	kAlign := fr.K
-	if t.Blocked {
-		kAlign = lcm(kAlign, ops.GEMMBlockK)
-	}
-	pm, pn, pk := roundUp(max(m, 1), fr.M), roundUp(max(n, 1), fr.N), roundUp(max(k, 1), kAlign)
-	// kFor is the largest baseK that fits L0A and L0B double-buffered, at
-	// most 128 bytes of k per row (Ascend's usual 64 for fp16): a larger
-	// baseK only makes fewer, bigger Mmads of the same modeled cost.
-	kFor := func(bm, bn int) int {
-		kb := min(prof.L0ABytes/(t.BufferNum*bm*size), prof.L0BBytes/(t.BufferNum*bn*size), max(128/size, kAlign))
-		return min(roundDown(kb, kAlign), pk)
-	}
-	baseM, baseN := opt.BaseM, opt.BaseN
-	if baseM == 0 || baseN == 0 {
-		bm, bn := chooseBase(prof, t, m, k, n, pm, pn, pk, opt.BaseM, opt.BaseN, kFor)
-		if baseM == 0 {
-			baseM = bm
-		}
-		if baseN == 0 {
-			baseN = bn
-		}
-	}
-	baseK := opt.BaseK
-	if baseK == 0 {
-		baseK = max(kFor(baseM, baseN), kAlign)
-	}
-	switch {
-	case baseM%fr.M != 0:
-		return GEMMTiling{}, fmt.Errorf("gemm: BaseM %d is not a multiple of the fractal's %d", baseM, fr.M)
-	case baseN%fr.N != 0:
-		return GEMMTiling{}, fmt.Errorf("gemm: BaseN %d is not a multiple of the fractal's %d", baseN, fr.N)
-	case baseK%kAlign != 0:
-		return GEMMTiling{}, fmt.Errorf("gemm: BaseK %d is not a multiple of %d (fractal k, and 16 for blocked16)", baseK, kAlign)
-	}
-	t.BaseM, t.BaseN, t.BaseK = baseM, baseN, baseK
-	t.L0ABytes = t.BufferNum * baseM * baseK * size
-	t.L0BBytes = t.BufferNum * baseK * baseN * size
-	t.L0CBytes = baseM * baseN * 4
-	if t.L0ABytes > prof.L0ABytes || t.L0BBytes > prof.L0BBytes || t.L0CBytes > prof.L0CBytes {
-		return GEMMTiling{}, fmt.Errorf("gemm: base blocks %d×%d×%d need L0A %d, L0B %d, L0C %d bytes; the device has %d, %d, %d",
-			baseM, baseN, baseK, t.L0ABytes, t.L0BBytes, t.L0CBytes, prof.L0ABytes, prof.L0BBytes, prof.L0CBytes)
-	}
-	// L1: double-buffered A [baseM × depth] and B [depth × baseN] panels.
-	maxStep := prof.L1Bytes / (t.BufferNum * (baseM + baseN) * baseK * size)
-	if maxStep < 1 {
-		return GEMMTiling{}, fmt.Errorf("gemm: L1 of %d bytes cannot hold two %d×%d and %d×%d panels", prof.L1Bytes, baseM, baseK, baseK, baseN)
-	}
-	t.StepK = max(1, min(maxStep, 4, ceilDiv(pk, baseK)))
-	if opt.StepK > 0 {
-		if opt.StepK > maxStep {
-			return GEMMTiling{}, fmt.Errorf("gemm: StepK %d: L1 holds at most %d", opt.StepK, maxStep)
-		}
-		t.StepK = opt.StepK
-	}
-	t.L1Bytes = t.BufferNum * (baseM + baseN) * t.depth() * size
-	if t.depth() >= pk {
-		t.L1Bytes = t.BufferNum * (baseM + baseN) * pk * size // one panel holds all of K
-	}
-	if m > 0 && n > 0 {
-		t.BlocksM, t.BlocksN = ceilDiv(m, baseM), ceilDiv(n, baseN)
-		blocks := t.BlocksM * t.BlocksN
-		t.BlockDim = min(prof.AICores, blocks)
-		if opt.BlockDim > 0 {
-			if opt.BlockDim > prof.AICores {
-				return GEMMTiling{}, fmt.Errorf("gemm: BlockDim %d exceeds the %d AI cores", opt.BlockDim, prof.AICores)
-			}
-			t.BlockDim = opt.BlockDim
-		}
-	}
-	// UB per epilogue row: fp32 accumulators, the output row, the C row;
-	// plus the scales.
-	align := prof.UBAlign()
-	rowBytes := baseN*4 + baseN*mode.Out.Size()
-	if t.HasC {
-		rowBytes += baseN * mode.Out.Size()
-	}
-	fixed := 0
-	if t.Int8 {
-		fixed = roundUp(baseM*4, align) + roundUp(baseN*4, align)
-	}
-	t.ChunkRows = min(baseM, (prof.UBBytes-fixed-3*align)/rowBytes)
-	if t.ChunkRows < 1 {
-		return GEMMTiling{}, fmt.Errorf("gemm: UB of %d bytes cannot hold one epilogue row of %d columns", prof.UBBytes, baseN)
-	}
-	t.UBBytes = fixed + roundUp(t.ChunkRows*baseN*4, align) + roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
-	if t.HasC {
-		t.UBBytes += roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
-	}
-	return t, nil
-}
-
-// chooseBase picks the output block baseM × baseN (multiples of the
-// fractal, the fp32 accumulator tile fitting L0C) that minimises the
-// modeled time of the slowest core: rounds of blocks per core times the
-// larger of a block's cube cycles and its GM traffic (A and B panels are
-// double-buffered, so the two overlap), plus DMA latencies and the store.
-// Fixed sides (non-zero fixM, fixN) are kept. Ties go to the larger
-// block, which re-reads fewer panels.
-func chooseBase(prof npu.Profile, t GEMMTiling, m, k, n, pm, pn, pk, fixM, fixN int, kFor func(bm, bn int) int) (int, int) {
-	fr, size := t.Frac, t.In.Size()
-	rate := prof.DMABytesPerCycle(npu.AICore)
-	cubeRate := 1.0
-	if t.In == tensor.Float32 {
-		cubeRate = 2
-	}
-	best, bestM, bestN := math.Inf(1), fr.M, fr.N
-	for bm := fr.M; bm <= min(pm, 512); bm += fr.M {
-		if fixM > 0 && bm != fixM {
-			continue
-		}
-		for bn := fr.N; bn <= min(pn, 512); bn += fr.N {
-			if fixN > 0 && bn != fixN {
-				continue
-			}
-			if bm*bn*4 > prof.L0CBytes {
-				break
-			}
-			kb := kFor(bm, bn)
-			if kb < 1 {
-				continue
-			}
-			blocks := ceilDiv(max(m, 1), bm) * ceilDiv(max(n, 1), bn)
-			rounds := float64(ceilDiv(blocks, min(blocks, prof.AICores)))
-			cube := cubeRate * float64(bm/fr.M) * float64(pk/fr.K) * float64(bn/fr.N)
-			dma := float64((bm+bn)*k*size)/rate + float64(2*prof.DMALatencyCycles*ceilDiv(pk, 4*kb))
-			store := float64(bm*bn*t.OutDType.Size())/rate + float64(prof.DMALatencyCycles)
-			est := rounds * (math.Max(cube, dma) + store)
-			if est < best*(1-1e-9) || (est <= best*(1+1e-9) && bm*bn > bestM*bestN) {
-				best, bestM, bestN = est, bm, bn
-			}
-		}
-	}
-	return bestM, bestN
-}
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-func roundDown(n, m int) int { return n / m * m }
-
-func lcm(a, b int) int {
-	x, y := a, b
-	for y != 0 {
-		x, y = y, x%y
-	}
-	return a / x * b
-}
+// (npu.NewGuardedMatrix). The tiling is in gemm_tiling.go, the epilogue
+// in gemm_epilogue.go; the calls on f (a gemmFaults, the launch's fault
+// plan, fault_gemm.go) are the mutation score's fault hooks, each at the
+// spot where its bug would sit, and return the correct value when no
+// fault is on.
 
 // GEMM runs gemm on dev with validated config cfg and inputs held to the
 // op contract (a, b, optional c, scale_a/scale_b for int8).
@@ -301,9 +76,8 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
 	defer out.Release() // what GEMM returns is out.Tensor(), a copy
-	if npu.FaultsFrom(ctx).Has(FaultGEMMBTransposed) {
-		b = readAsTransposed(b)
-	}
+	f := newGEMMFaults(npu.FaultsFrom(ctx))
+	b = f.readB(b)
 	// Decode A and B concurrently: on the host, before the launch, the
 	// decode is serial work.
 	var gb *npu.GMMatrix
@@ -329,18 +103,8 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	}
 	// The SIMD multiply-then-add path is the sequential fp32 model when
 	// every product is exact in fp32 and B is finite (see npu.MmadParams).
-	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && !gb.NonFinite
-	switch t.In {
-	case tensor.Float16:
-		// fp16 products have 22 bits and exponents in [−48, 31].
-	case tensor.BFloat16:
-		// bf16 products are exact in fp32 unless they leave its exponent range.
-		exact32 = exact32 && ga.MaxAbs*gb.MaxAbs < math.MaxFloat32/2 &&
-			(math.IsInf(ga.MinNonZero, 1) || math.IsInf(gb.MinNonZero, 1) || ga.MinNonZero*gb.MinNonZero >= 0x1p-126)
-	default:
-		exact32 = false
-	}
-	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemmKernel(t, exact32, ga, gb, c, sa, sb, out))
+	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && npu.Exact32Operands(ga, gb)
+	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemmKernel(t, f, exact32, ga, gb, c, sa, sb, out))
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
@@ -350,12 +114,10 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	return out.Tensor(), cost, nil
 }
 
-// gemmKernel is the device side: one block per AI core. The
-// `f.Has(Fault…)` branches are the fault hooks of the mutation score
-// (fault_gemm.go); with no fault set they never run.
-func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
+// gemmKernel is the device side: one block per AI core. f is the
+// launch's fault plan (fault_gemm.go).
+func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
 	return func(core *npu.Core) error {
-		f := core.Faults()
 		blocks := t.BlocksM * t.BlocksN
 		if core.BlockIdx >= blocks {
 			return nil
@@ -457,7 +219,7 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tenso
 						kk = (slices - 1 - si) * t.BaseK
 					}
 					kb := min(t.BaseK, kc-kk)
-					if f.Has(FaultGEMMLastKDropped) && kb > 0 && kk+k0 > 0 && k0+kk+kb >= t.K {
+					if f.skipsSlice(k0+kk, kb, t.K) {
 						continue
 					}
 					if kb > 0 {
@@ -475,10 +237,7 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tenso
 					p := npu.MmadParams{
 						M: mc, K: kb, N: nc, UsefulM: mr, UsefulN: nr,
 						UsefulK: max(0, min(kb, t.K-k0-kk)),
-						Acc:     t.AccDType, Blocked: t.Blocked, Init: first, Exact32: exact32,
-					}
-					if f.Has(FaultGEMMFP16Acc) && p.Acc == tensor.Float32 {
-						p.Acc = tensor.Float16
+						Acc:     f.accumulator(t.AccDType), Blocked: t.Blocked, Init: first, Exact32: exact32,
 					}
 					if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
 						return err
@@ -494,91 +253,6 @@ func gemmKernel(t GEMMTiling, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tenso
 		}
 		return nil
 	}
-}
-
-// gemmEpilogue moves one output block's accumulators L0C → UB in row
-// chunks, applies the epilogue and stores the real rows and columns (GM
-// row out.BaseRow()+i holds output row i).
-func gemmEpilogue(core *npu.Core, f npu.Faults, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
-	c, sa, sb *tensor.Tensor, out *npu.GuardedOutput, m0, n0, mr, nr, mc, nc int) error {
-	if t.Int8 {
-		if f.Has(FaultGEMMScalesSwapped) {
-			sa, sb = sb, sa
-		}
-		saN, sbN := mr, nr
-		if t.ScaleABcst {
-			saN = 1
-		}
-		if t.ScaleBBcst {
-			sbN = 1
-		}
-		off := m0
-		if t.ScaleABcst {
-			off = 0
-		}
-		if err := core.DataCopyPadIn(saUB, sa, off, saN); err != nil {
-			return err
-		}
-		off = n0
-		if t.ScaleBBcst {
-			off = 0
-		}
-		if err := core.DataCopyPadIn(sbUB, sb, off, sbN); err != nil {
-			return err
-		}
-	}
-	for r0 := 0; r0 < mr; r0 += t.ChunkRows {
-		rows := min(t.ChunkRows, mr-r0)
-		n := rows * nc
-		if err := core.FixpipeToUB(accUB, l0c, r0*nc, n); err != nil {
-			return err
-		}
-		if t.Int8 {
-			if !t.ScaleBBcst {
-				// Scales of the padding columns: any finite value (never stored).
-				s := sbUB.F32()
-				for j := nr; j < nc; j++ {
-					s[j] = 1
-				}
-			}
-			if err := core.DequantI32(accUB, accUB, saUB, sbUB, rows, nc, r0, t.ScaleABcst, t.ScaleBBcst); err != nil {
-				return err
-			}
-		}
-		alphaLate := f.Has(FaultGEMMAlphaScalesC) && t.HasC
-		if t.Alpha != 1 && !alphaLate {
-			if err := core.ScaleRound(t.EpiDType, accUB, accUB, t.Alpha, n); err != nil {
-				return err
-			}
-		}
-		if t.HasC && !f.Has(FaultGEMMBetaIgnored) {
-			if err := core.DataCopy2DIn(cUB, c, t.N, m0+r0, n0, rows, nr, nc, rows); err != nil {
-				return err
-			}
-			if err := core.AddScaledRound(t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n); err != nil {
-				return err
-			}
-		}
-		if alphaLate && t.Alpha != 1 {
-			if err := core.ScaleRound(t.EpiDType, accUB, accUB, t.Alpha, n); err != nil {
-				return err
-			}
-		}
-		if err := core.CastF32(t.OutDType, outUB, accUB, n); err != nil {
-			return err
-		}
-		storeRows, srcLd := rows, nc
-		if f.Has(FaultGEMMPaddingRowsStored) && r0+rows == mr {
-			storeRows += min(mc-mr, t.ChunkRows-rows)
-		}
-		if f.Has(FaultGEMMPaddingLeaks) {
-			srcLd = nr
-		}
-		if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, storeRows, nr, outUB, srcLd); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // GEMMKernel is gemm's KernelFunc: params and inputs as in the op contract.

@@ -18,7 +18,10 @@ import (
 // sizes a UB tile so that the double-buffered x, y and z queues (2×3
 // buffers) fit in UB. Device side, each core loops over its tiles:
 // DataCopy x and y in (DataCopyPad for an unaligned tail), Add, DataCopy z
-// out, double-buffered.
+// out, double-buffered. The calls on f (a vectorAddFaults, the launch's
+// fault plan, fault_vector_add.go) are the mutation score's fault hooks,
+// each at the spot where its bug would sit, and return the correct value
+// when no fault is on.
 
 // vectorAddQueues is the number of UB queues of the kernel: x, y and z.
 const vectorAddQueues = 3
@@ -182,7 +185,7 @@ func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt Ve
 	if err != nil {
 		return nil, nil, fmt.Errorf("vector_add: %w", err)
 	}
-	cost, err := dev.Launch(ctx, t.BlockDim, vectorAddKernel(t, x, y, zg))
+	cost, err := dev.Launch(ctx, t.BlockDim, vectorAddKernel(t, newVectorAddFaults(npu.FaultsFrom(ctx)), x, y, zg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("vector_add: %w", err)
 	}
@@ -193,21 +196,11 @@ func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt Ve
 }
 
 // vectorAddKernel is the device side: one block per core. z[i] is GM
-// element z.Base()+i. The `f.Has(Fault…)` branches are the fault hooks of
-// the mutation score (fault.go); with no fault set they never run.
-func vectorAddKernel(t VectorAddTiling, x, y *tensor.Tensor, z *npu.GuardedOutput) npu.Kernel {
+// element z.Base()+i; f is the launch's fault plan.
+func vectorAddKernel(t VectorAddTiling, f vectorAddFaults, x, y *tensor.Tensor, z *npu.GuardedOutput) npu.Kernel {
 	return func(c *npu.Core) error {
-		f := c.Faults()
 		off, n := t.CoreRange(c.BlockIdx)
-		if f.Has(FaultVACoreOffByOne) && c.BlockIdx > 0 {
-			off--
-		}
-		if f.Has(FaultVALastCoreSkipped) && c.BlockIdx == t.BlockDim-1 && t.BlockDim > 1 {
-			return nil
-		}
-		if f.Has(FaultVALastTileSkipped) && n > t.TileElems {
-			n = (n - 1) / t.TileElems * t.TileElems
-		}
+		off, n = f.share(t, c.BlockIdx, off, n)
 		if n == 0 {
 			return nil
 		}
@@ -238,40 +231,19 @@ func vectorAddKernel(t VectorAddTiling, x, y *tensor.Tensor, z *npu.GuardedOutpu
 			if err := copyIn(xb, x, g, cnt); err != nil {
 				return err
 			}
-			ySrc, yAdd := y, yb
-			if f.Has(FaultVAYReadAsX) {
-				ySrc = x
-			}
-			if err := copyIn(yb, ySrc, g, cnt); err != nil {
+			if err := copyIn(yb, f.ySource(x, y), g, cnt); err != nil {
 				return err
 			}
-			if f.Has(FaultVAStaleBuffer) && k > 0 {
-				yAdd = q[1][(k-1)%t.BufferNum]
-			}
-			addType := t.DType
-			if f.Has(FaultVABF16AsFP16) && addType == tensor.BFloat16 {
-				addType = tensor.Float16
-			}
-			if err := c.Add(addType, zb, xb, yAdd, cnt); err != nil {
+			ya := f.yForAdd(q[1][:t.BufferNum], k)
+			if err := c.Add(f.addDType(t.DType), zb, xb, ya, cnt); err != nil {
 				return err
 			}
-			if !f.Empty() {
-				vectorAddRoundingFaults(c, f, t.DType, zb, xb, yAdd, cnt)
-			}
-			outCnt := cnt
-			if f.Has(FaultVATailDropped) {
-				outCnt -= cnt % t.BlockElems
-			}
-			if f.Has(FaultVAWritePastEnd) && g+cnt == t.N && (cnt*size)%align != 0 {
-				outCnt++
-			}
-			if err := copyOut(zgm, base+g, zb, outCnt); err != nil {
+			f.convert(c, t.DType, zb, xb, ya, cnt)
+			if err := copyOut(zgm, base+g, zb, f.outCount(t, g, cnt, size, align)); err != nil {
 				return err
 			}
-			if f.Has(FaultVAInputModified) {
-				if err := c.DataCopyPadOut(x, g, zb, cnt); err != nil {
-					return err
-				}
+			if err := f.afterStore(c, x, g, zb, cnt); err != nil {
+				return err
 			}
 		}
 		return nil

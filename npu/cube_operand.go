@@ -1,0 +1,281 @@
+package npu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// Cube operand views: the matrices and tiles the cube reads. The bytes
+// really move through the buffers (GM → L1 by 2-D DMA, L1 → L0A/L0B by
+// LoadL0); alongside, each operand carries a decoded view of its values
+// (float32, or int32 for int8) so that Mmad does arithmetic without
+// decoding an element twice: GMMatrix decodes once per launch on the host,
+// an L1Tile views the GMMatrix (or a zero-padded copy of a block of it),
+// and an L0Tile views its L1 tile.
+
+// L0LoadBytesPerCycle is the L1 → L0A/L0B bandwidth of the model.
+const L0LoadBytesPerCycle = 256
+
+// GMMatrix is a row-major matrix in GM together with the cube's decoded
+// view of its values (float32, or int32 for int8), made once on the host
+// before a launch so that the cores never decode the same element twice.
+// It also records the facts kernels use to pick an exact fast path.
+type GMMatrix struct {
+	T          *tensor.Tensor
+	Rows, Cols int
+	f          []float32
+	i          []int32
+	// MaxAbs and MinNonZero are the largest and the smallest non-zero
+	// magnitude of the finite values (MinNonZero is +Inf if there is none;
+	// both NaN for fp16, where they are not computed); NonFinite reports an
+	// Inf or NaN.
+	MaxAbs, MinNonZero float64
+	NonFinite          bool
+	// zeroFree reports that the decoded float view holds no ±0, so that
+	// the cube's zero-skipping paths never skip (see mmadGer).
+	zeroFree bool
+}
+
+// NewGMMatrix decodes a 2-D fp16, bf16, fp32 or int8 tensor.
+func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
+	if t == nil || len(t.Shape) != 2 {
+		return nil, fmt.Errorf("NewGMMatrix: want a 2-D tensor, got %v", t)
+	}
+	g := &GMMatrix{T: t, Rows: t.Shape[0], Cols: t.Shape[1], MinNonZero: math.Inf(1)}
+	n := t.Len()
+	switch t.DType {
+	case tensor.Int8:
+		g.i = getSlice[int32](&i32Pool, n)
+		for k, v := range t.I8() {
+			g.i[k] = int32(v)
+			if a := math.Abs(float64(v)); a > 0 {
+				g.MaxAbs, g.MinNonZero = max(g.MaxAbs, a), min(g.MinNonZero, a)
+			}
+		}
+		return g, nil
+	case tensor.Float16:
+		g.f = getSlice[float32](&f32Pool, n)
+		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
+		var zero bool
+		g.NonFinite, zero = decodeF16(g.f, t.F16())
+		g.zeroFree = !zero
+		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
+		return g, nil
+	case tensor.BFloat16:
+		g.f = getSlice[float32](&f32Pool, n)
+		for k, v := range t.BF16s() {
+			g.f[k] = v.Float32()
+		}
+	case tensor.Float32:
+		g.f = getSlice[float32](&f32Pool, n)
+		copy(g.f, t.F32())
+	default:
+		return nil, fmt.Errorf("NewGMMatrix: dtype %s not supported by the cube", t.DType)
+	}
+	var hi, lo float32 = 0, float32(math.Inf(1))
+	g.zeroFree = true
+	for _, v := range g.f {
+		a := float32(math.Abs(float64(v)))
+		switch {
+		case a != a || a > math.MaxFloat32:
+			g.NonFinite = true
+		case a > 0:
+			hi, lo = max(hi, a), min(lo, a)
+		default:
+			g.zeroFree = false
+		}
+	}
+	g.MaxAbs, g.MinNonZero = float64(hi), float64(lo)
+	return g, nil
+}
+
+// L1Tile is a dense row-major [Rows × Cols] tile in L1 (its buffer holds
+// the dtype's bytes) with the decoded view the cube reads: row r of the
+// tile starts at view element r·ld. An unpadded block's view is the
+// GMMatrix's own decoded values (no copy); a padded one is copied into the
+// tile's storage.
+type L1Tile struct {
+	Buf        *Buffer
+	DType      tensor.DType
+	Rows, Cols int
+	f, fOwn    []float32
+	i, iOwn    []int32
+	ld         int
+	zeroFree   bool // the float view holds no ±0 (GMMatrix.zeroFree)
+}
+
+// LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
+// [tileRows × tileCols] tile, zero-padded (DataCopy2DIn: one transfer of
+// rows·cols elements), and fills the tile's decoded view.
+func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows, tileCols int) error {
+	if t == nil || t.Buf == nil || t.Buf.space != L1 {
+		return fmt.Errorf("LoadL1: tile buffer must be in L1")
+	}
+	if src == nil {
+		return fmt.Errorf("LoadL1: nil source")
+	}
+	if err := c.DataCopy2DIn(t.Buf, src.T, src.Cols, row0, col0, rows, cols, tileCols, tileRows); err != nil {
+		return err
+	}
+	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols
+	n := tileRows * tileCols
+	if rows == tileRows && cols == tileCols && rows > 0 && cols > 0 {
+		// No padding: view the decoded GM values in place.
+		t.ld, t.zeroFree = src.Cols, src.zeroFree
+		if src.i != nil {
+			t.i, t.f = src.i[row0*src.Cols+col0:], nil
+		} else {
+			t.f, t.i = src.f[row0*src.Cols+col0:], nil
+		}
+		return nil
+	}
+	t.ld, t.zeroFree = tileCols, false // the padding is zeros
+	if src.i != nil {
+		if cap(t.iOwn) < n {
+			putSlice(&i32Pool, t.iOwn)
+			t.iOwn = getSlice[int32](&i32Pool, n)
+		}
+		t.i, t.f = t.iOwn[:n], nil
+		copyBlock(t.i, tileCols, src.i, src.Cols, row0, col0, rows, cols, tileRows)
+	} else {
+		if cap(t.fOwn) < n {
+			putSlice(&f32Pool, t.fOwn)
+			t.fOwn = getSlice[float32](&f32Pool, n)
+		}
+		t.f, t.i = t.fOwn[:n], nil
+		copyBlock(t.f, tileCols, src.f, src.Cols, row0, col0, rows, cols, tileRows)
+	}
+	return nil
+}
+
+// copyBlock copies the [rows × cols] block at (row0, col0) of src (ld per
+// row) into dst (dstLd per row, dstRows rows), zero-filling the rest.
+func copyBlock[T any](dst []T, dstLd int, src []T, ld, row0, col0, rows, cols, dstRows int) {
+	for r := 0; r < dstRows; r++ {
+		d := dst[r*dstLd : (r+1)*dstLd]
+		if r < rows {
+			s := (row0+r)*ld + col0
+			copy(d, src[s:s+cols])
+			clear(d[cols:])
+		} else {
+			clear(d)
+		}
+	}
+}
+
+// L0Tile is a cube operand in L0A (left, [Rows × Cols] = [M × K]) or L0B
+// (right, [K × N]): its buffer holds the dtype's bytes, row-major, and the
+// cube reads the decoded view, which LoadL0 sets to the loaded block of
+// the source L1 tile's decoded values (row stride ld; no copy), so the L1
+// tile must not be reloaded before the Mmad that uses this one.
+type L0Tile struct {
+	Buf        *Buffer
+	DType      tensor.DType
+	Rows, Cols int
+	f          []float32
+	i          []int32
+	ld         int
+	zeroFree   bool // the float view holds no ±0 (from the L1 tile)
+}
+
+// LoadL0 copies the [rows × cols] block at (row0, col0) of the L1 tile src
+// into t.Buf (L0A or L0B), densely. rows and cols must be multiples of the
+// cube fractal's sides for that operand (L0A: M and K; L0B: K and N); the
+// buffer's capacity and 512-byte alignment are enforced by Alloc.
+func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error {
+	const op = "LoadL0"
+	if t == nil || t.Buf == nil || src == nil {
+		return fmt.Errorf("%s: nil tile", op)
+	}
+	space := t.Buf.space
+	if space != L0A && space != L0B {
+		return fmt.Errorf("%s: tile buffer is in %s, want L0A or L0B", op, space)
+	}
+	dtype := src.DType
+	fr := c.prof.CubeFractal(dtype)
+	fr0, fr1 := fr.M, fr.K
+	if space == L0B {
+		fr0, fr1 = fr.K, fr.N
+	}
+	if rows%fr0 != 0 || cols%fr1 != 0 {
+		return fmt.Errorf("%s: %s block %d×%d is not a multiple of the %d×%d fractal", op, space, rows, cols, fr0, fr1)
+	}
+	size := dtype.Size()
+	if err := c.checkBuf(op+": src", src.Buf, L1, src.Rows*src.Cols*size); err != nil {
+		return err
+	}
+	if row0 < 0 || col0 < 0 || col0+cols > src.Cols || row0+rows > src.Rows {
+		return fmt.Errorf("%s: block (%d,%d)+%d×%d outside the %d×%d L1 tile", op, row0, col0, rows, cols, src.Rows, src.Cols)
+	}
+	if err := c.checkBuf(op+": dst", t.Buf, space, rows*cols*size); err != nil {
+		return err
+	}
+	for r := 0; r < rows; r++ {
+		s := ((row0+r)*src.Cols + col0) * size
+		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
+	}
+	t.DType, t.Rows, t.Cols, t.ld, t.zeroFree = dtype, rows, cols, src.ld, src.zeroFree
+	n := rows * cols
+	t.f, t.i = nil, nil
+	if src.i != nil {
+		t.i = src.i[row0*src.ld+col0:]
+	} else {
+		t.f = src.f[row0*src.ld+col0:]
+	}
+	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
+	return nil
+}
+
+// Decoded views are large and made per launch; recycle them.
+var (
+	f32Pool sync.Pool // *[]float32
+	i32Pool sync.Pool // *[]int32
+)
+
+func getSlice[T any](p *sync.Pool, n int) []T {
+	if v, ok := p.Get().(*[]T); ok && cap(*v) >= n {
+		return (*v)[:n]
+	}
+	return make([]T, n)
+}
+
+func putSlice[T any](p *sync.Pool, s []T) {
+	if cap(s) > 0 {
+		p.Put(&s)
+	}
+}
+
+// Release returns the decoded view to a pool; g must not be used after.
+func (g *GMMatrix) Release() {
+	putSlice(&f32Pool, g.f)
+	putSlice(&i32Pool, g.i)
+	g.f, g.i = nil, nil
+}
+
+// Release returns the tile's decoded view to a pool; the tile (and L0
+// tiles loaded from it) must not be used after.
+func (t *L1Tile) Release() {
+	putSlice(&f32Pool, t.fOwn)
+	putSlice(&i32Pool, t.iOwn)
+	t.f, t.i, t.fOwn, t.iOwn = nil, nil, nil, nil
+}
+
+// decodeF16 decodes src into dst and reports whether it held Inf or NaN,
+// and whether it held ±0.
+func decodeF16(dst []float32, src []float16.Float16) (nonFinite, zero bool) {
+	t := f16Table() // vector.go: every fp16 bit pattern decoded
+	dst = dst[:len(src)]
+	// The least and the greatest magnitude bits (branch-free min/max):
+	// Inf and NaN have an exponent of all ones (from 0x7C00), ±0 is 0.
+	lo, hi := uint16(0x7FFF), uint16(0)
+	for k, v := range src {
+		dst[k] = t[v]
+		a := uint16(v) & 0x7FFF
+		lo, hi = min(lo, a), max(hi, a)
+	}
+	return hi >= 0x7C00, len(src) > 0 && lo == 0
+}

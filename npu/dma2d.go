@@ -1,0 +1,85 @@
+package npu
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// 2-D DMA: strided blocks of a row-major GM matrix to and from a dense
+// local tile, the copies of the cube's operand panels (GM → L1) and of the
+// GEMM store (UB → GM). Each call is one DMA transfer, like DataCopyIn/Out,
+// whatever the number of rows; only the block's rows·cols elements count
+// as GM bytes.
+
+// DataCopy2DIn copies the [rows × cols] block at (row0, col0) of the
+// row-major GM matrix src (ld elements per row) into dst (UB or L1) as a
+// dense row-major [dstRows × dstLd] tile, zero-filling the padding columns
+// cols..dstLd−1 and rows rows..dstRows−1. One DMA transfer; only
+// rows·cols elements count as GM bytes.
+func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, rows, cols, dstLd, dstRows int) error {
+	const op = "DataCopy2DIn"
+	if dst == nil || (dst.space != UB && dst.space != L1) {
+		return fmt.Errorf("%s: dst must be a UB or L1 buffer", op)
+	}
+	gm, size, err := c.checkGM(op, "src", src, 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := check2D(op, len(gm)/size, ld, row0, col0, rows, cols, dstLd, dstRows); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": dst", dst, dst.space, dstLd*dstRows*size); err != nil {
+		return err
+	}
+	rowBytes, dstRow := cols*size, dstLd*size
+	for r := 0; r < dstRows; r++ {
+		d := dst.data[r*dstRow : (r+1)*dstRow]
+		if r < rows {
+			s := ((row0+r)*ld + col0) * size
+			copy(d, gm[s:s+rowBytes])
+			clear(d[rowBytes:])
+		} else {
+			clear(d)
+		}
+	}
+	c.chargeDMA(true, rows*cols*size)
+	return nil
+}
+
+// DataCopy2DOut copies the [rows × cols] block of the dense row-major UB
+// tile src (srcLd elements per row) to (row0, col0) of the GM matrix dst
+// (ld elements per row). One DMA transfer of rows·cols elements.
+func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int, src *Buffer, srcLd int) error {
+	const op = "DataCopy2DOut"
+	gm, size, err := c.checkGM(op, "dst", dst, 0, 0)
+	if err != nil {
+		return err
+	}
+	if err := check2D(op, len(gm)/size, ld, row0, col0, rows, cols, srcLd, rows); err != nil {
+		return err
+	}
+	if err := c.checkBuf(op+": src", src, UB, srcLd*rows*size); err != nil {
+		return err
+	}
+	for r := 0; r < rows; r++ {
+		d := ((row0+r)*ld + col0) * size
+		copy(gm[d:d+cols*size], src.data[r*srcLd*size:])
+	}
+	c.chargeDMA(false, rows*cols*size)
+	return nil
+}
+
+func check2D(op string, gmLen, ld, row0, col0, rows, cols, localLd, localRows int) error {
+	switch {
+	case ld < 0 || row0 < 0 || col0 < 0 || rows < 0 || cols < 0:
+		return fmt.Errorf("%s: negative extent (ld %d, origin (%d,%d), %d×%d)", op, ld, row0, col0, rows, cols)
+	case cols > 0 && col0+cols > ld:
+		return fmt.Errorf("%s: columns [%d, %d) exceed the row length %d", op, col0, col0+cols, ld)
+	case rows > 0 && cols > 0 && (row0+rows-1)*ld+col0+cols > gmLen:
+		return fmt.Errorf("%s: rows [%d, %d) exceed the %d-element GM tensor", op, row0, row0+rows, gmLen)
+	case cols > localLd || rows > localRows:
+		return fmt.Errorf("%s: %d×%d block does not fit the %d×%d local tile", op, rows, cols, localRows, localLd)
+	}
+	return nil
+}

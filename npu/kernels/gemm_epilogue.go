@@ -1,0 +1,193 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// The gemm epilogue, on the vector side of the core: per output block,
+// the accumulators move L0C → UB in row chunks, are dequantised (int8),
+// scaled by alpha, get beta·C added, are rounded to the output dtype and
+// stored. The steps round exactly where the op contract's evaluation
+// model says (ops/gemm.go): each is one exact operation rounded once to
+// the mode's epilogue format E (fp32, or fp16 for mode fp16, whose values
+// stay in fp32 storage), and the output is rounded once under the
+// profile's numerics. The fused steps are vector instructions the kernel
+// defines (npu.Core.VectorFused); the cost model counts each as one.
+
+// gemmEpilogue moves one output block's accumulators L0C → UB in row
+// chunks, applies the epilogue and stores the real rows and columns (GM
+// row out.BaseRow()+i holds output row i).
+func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
+	c, sa, sb *tensor.Tensor, out *npu.GuardedOutput, m0, n0, mr, nr, mc, nc int) error {
+	if t.Int8 {
+		sa, sb = f.scales(sa, sb)
+		saN, sbN := mr, nr
+		if t.ScaleABcst {
+			saN = 1
+		}
+		if t.ScaleBBcst {
+			sbN = 1
+		}
+		off := m0
+		if t.ScaleABcst {
+			off = 0
+		}
+		if err := core.DataCopyPadIn(saUB, sa, off, saN); err != nil {
+			return err
+		}
+		off = n0
+		if t.ScaleBBcst {
+			off = 0
+		}
+		if err := core.DataCopyPadIn(sbUB, sb, off, sbN); err != nil {
+			return err
+		}
+	}
+	for r0 := 0; r0 < mr; r0 += t.ChunkRows {
+		rows := min(t.ChunkRows, mr-r0)
+		n := rows * nc
+		if err := core.FixpipeToUB(accUB, l0c, r0*nc, n); err != nil {
+			return err
+		}
+		if t.Int8 {
+			if !t.ScaleBBcst {
+				// Scales of the padding columns: any finite value (never stored).
+				s := sbUB.F32()
+				for j := nr; j < nc; j++ {
+					s[j] = 1
+				}
+			}
+			if err := dequantI32(core, accUB, accUB, saUB, sbUB, rows, nc, r0, t.ScaleABcst, t.ScaleBBcst); err != nil {
+				return err
+			}
+		}
+		scaleByAlpha := func() error {
+			if t.Alpha == 1 {
+				return nil
+			}
+			return scaleRound(core, t.EpiDType, accUB, accUB, t.Alpha, n)
+		}
+		addBetaC := func() error {
+			if !t.HasC {
+				return nil
+			}
+			if err := core.DataCopy2DIn(cUB, c, t.N, m0+r0, n0, rows, nr, nc, rows); err != nil {
+				return err
+			}
+			return addScaledRound(core, t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n)
+		}
+		// alpha·acc, then + beta·C.
+		if err := f.alphaBeta(scaleByAlpha, addBetaC); err != nil {
+			return err
+		}
+		if err := core.Cast(t.OutDType, tensor.Float32, outUB, accUB, n); err != nil {
+			return err
+		}
+		storeRows, srcLd := f.storeRows(rows, r0, mr, mc, t.ChunkRows), f.storeStride(nc, nr)
+		if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, storeRows, nr, outUB, srcLd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var fp16Format, _ = tensor.Float16.FloatFormat()
+
+// roundTo returns RN_E(x) for a value x that is the exact result of one
+// operation on E-values computed in float64 (exact for products, or a
+// correctly rounded sum whose second rounding is innocuous).
+func roundTo(e tensor.DType, x float64) float32 {
+	if e == tensor.Float16 {
+		return float32(fp16Format.RoundNearestEven(x))
+	}
+	return float32(x)
+}
+
+// dequantI32 converts the [rows × cols] int32 accumulators of src (UB,
+// dense, cols per row) to fp32 in dst (UB, may alias src) and dequantises
+// them: v ← RN32(RN32(sa·sb)·RN32(acc)). Row i uses sa[saOff+i] (sa[0]
+// when saBcst) and column j uses sb[j] (sb[0] when sbBcst); sa and sb are
+// fp32 UB buffers. IEEE arithmetic (the profile's numerics apply at the
+// store). One vector instruction over both operands' bytes.
+func dequantI32(core *npu.Core, dst, src, sa, sb *npu.Buffer, rows, cols, saOff int, saBcst, sbBcst bool) error {
+	if rows < 0 || cols < 0 || saOff < 0 {
+		return fmt.Errorf("dequant: negative extent")
+	}
+	n := rows * cols
+	saN, sbN := saOff+rows, cols
+	if saBcst {
+		saN = 1
+	}
+	if sbBcst {
+		sbN = 1
+	}
+	return core.VectorFused("dequant", 2*n*4, func() {
+		out, in, fa, fb := dst.F32()[:n], src.I32()[:n], sa.F32(), sb.F32()
+		for i := 0; i < rows; i++ {
+			si := fa[0]
+			if !saBcst {
+				si = fa[saOff+i]
+			}
+			for j := 0; j < cols; j++ {
+				sj := fb[0]
+				if !sbBcst {
+					sj = fb[j]
+				}
+				s := float32(float64(si) * float64(sj)) // exact product, one rounding
+				v := float32(in[i*cols+j])              // RN32 of the integer
+				out[i*cols+j] = float32(float64(s) * float64(v))
+			}
+		}
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4},
+		npu.VectorOperand{Name: "scale_a", Buf: sa, Bytes: saN * 4}, npu.VectorOperand{Name: "scale_b", Buf: sb, Bytes: sbN * 4})
+}
+
+// scaleRound sets dst[i] = RN_E(RN_E(s)·src[i]) for the first n
+// fp32-stored E values of UB buffers: the alpha step.
+func scaleRound(core *npu.Core, e tensor.DType, dst, src *npu.Buffer, s float64, n int) error {
+	return core.VectorFused("scale", n*4, func() {
+		sh := float64(roundTo(e, s))
+		out, in := dst.F32()[:n], src.F32()[:n]
+		for i, v := range in {
+			out[i] = roundTo(e, sh*float64(v))
+		}
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4})
+}
+
+// addScaledRound sets dst[i] = RN_E(src[i] + RN_E(RN_E(beta)·x[i])) for
+// the first n values: src and dst fp32-stored E values in UB, x a UB
+// buffer of dtype xd (fp32, fp16 or bf16). The beta·C step.
+func addScaledRound(core *npu.Core, e tensor.DType, dst, src, x *npu.Buffer, xd tensor.DType, beta float64, n int) error {
+	switch xd {
+	case tensor.Float32, tensor.Float16, tensor.BFloat16:
+	default:
+		return fmt.Errorf("beta·C: dtype %s not supported", xd)
+	}
+	return core.VectorFused("beta·C", 2*n*4, func() {
+		var get func(i int) float64
+		switch xd {
+		case tensor.Float32:
+			f := x.F32()
+			get = func(i int) float64 { return float64(f[i]) }
+		case tensor.Float16:
+			f := x.F16()
+			get = func(i int) float64 { return float64(f[i].Float32()) }
+		default:
+			f := x.BF16()
+			get = func(i int) float64 { return f[i].Float64() }
+		}
+		bh := float64(roundTo(e, beta))
+		out, in := dst.F32()[:n], src.F32()[:n]
+		for i, v := range in {
+			t := float64(roundTo(e, bh*get(i))) // exact product, one rounding
+			// The float64 sum of two E values is exact for fp16 and
+			// correctly rounded for fp32, where rounding it again to fp32
+			// is innocuous.
+			out[i] = roundTo(e, float64(v)+t)
+		}
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4},
+		npu.VectorOperand{Name: "x", Buf: x, Bytes: n * xd.Size()})
+}

@@ -1,0 +1,219 @@
+package npu
+
+import (
+	"math"
+	"sync"
+
+	"github.com/npuverify/npuverify/tensor"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// The fast paths of Mmad. Each computes exactly what mmadReference
+// computes (TestMmadFastMatchesReference checks the bits), only faster:
+// mmadInt skips zero multiplicands, mmadSaxpy and mmadGer run the
+// sequential fp32 model as SIMD multiply-then-add when every product is
+// exact, mmadFused and mmadBlocked walk C row by row so that B is read
+// along memory.
+
+// The fast paths, as mmadChoose names them.
+const (
+	pathInt     = "int"     // mmadInt
+	pathBlocked = "blocked" // mmadBlocked
+	pathGer     = "ger"     // mmadGer
+	pathSaxpy   = "saxpy"   // mmadSaxpy
+	pathFused   = "fused"   // mmadFused
+)
+
+// mmadChoose picks the fast path for p given the A operand and the
+// accumulators cf as they are before the Mmad.
+func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
+	switch {
+	case p.Acc == tensor.Int32:
+		return pathInt
+	case p.Blocked:
+		return pathBlocked
+	case p.Exact32 && p.Acc == tensor.Float32:
+		if p.N <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)) {
+			return pathGer
+		}
+		return pathSaxpy
+	}
+	return pathFused
+}
+
+// mmadFast runs the multiply-accumulate of p on the operands' decoded
+// views into the accumulators cf (fp32 storage) or ci (int32, Acc Int32)
+// by the path mmadChoose picks; each computes the model's bits.
+func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
+	switch mmadChoose(p, a, cf) {
+	case pathInt:
+		mmadInt(ci, a.i, b.i, g)
+	case pathBlocked:
+		mmadBlocked(p.Acc, cf, a.f, b.f, g)
+	case pathGer:
+		mmadGer(cf, a.f, b.f, g)
+	case pathSaxpy:
+		mmadSaxpy(cf, a.f, b.f, g)
+	default:
+		mmadFused(p.Acc, cf, a.f, b.f, g)
+	}
+}
+
+func mmadInt(cc, a, b []int32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
+			if x == 0 {
+				continue
+			}
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
+				ci[j] += x * y
+			}
+		}
+	}
+}
+
+var gonumBLAS gonum.Implementation
+
+// mmadSaxpy is the sequential fp32 model for exact products: gonum's
+// Sgemm (C += A·B, alpha = beta = 1) updates each row of C with SIMD
+// saxpys over k ascending, every element RN32(c + a·b) (multiply, then
+// add: the product is exact, so this is the fused step). It skips a zero
+// a[i,k], which would add ±0 and change nothing because B is finite and
+// the accumulator is never −0 (fp32 accumulation of exact products cannot
+// underflow to −0 from +0).
+//
+// The loops are cache-blocked for the host: column pieces of at most 192,
+// k chunks whose B slice fits 32 KiB, row pieces of 64 (small enough that
+// gonum stays serial inside the core's goroutine). Every element still sees its
+// k in ascending order: the k chunks are walked in order for each piece.
+func mmadSaxpy(cc, a, b []float32, g mmadGeom) {
+	const mb = 64
+	m, n, ku := g.m, g.n, g.ku
+	// Column pieces of at most 192 (three of gonum's 64-blocks with ≤ 64
+	// rows: gonum stays serial), as even as the fractal allows.
+	pieces := (n + 191) / 192
+	nb := (n + pieces - 1) / pieces
+	nb = (nb + 15) / 16 * 16
+	for j0 := 0; j0 < n; j0 += nb {
+		nj := min(nb, n-j0)
+		kc := max(1, 8192/nj) // B slice ≤ 32 KiB
+		for k0 := 0; k0 < ku; k0 += kc {
+			kl := min(kc, ku-k0)
+			for i0 := 0; i0 < m; i0 += mb {
+				mi := min(mb, m-i0)
+				gonumBLAS.Sgemm(blas.NoTrans, blas.NoTrans, mi, nj, kl, 1, a[i0*g.lda+k0:], g.lda, b[k0*g.ldb+j0:], g.ldb, 1, cc[i0*n+j0:], n)
+			}
+		}
+	}
+}
+
+// gerMaxN is the widest accumulator tile mmadGer takes: up to there its
+// rank-one updates beat mmadSaxpy's row-by-row saxpys, whose per-call
+// overhead dominates on short rows (gonum's Sger runs a 4×8 register
+// kernel over the whole tile).
+const gerMaxN = 128
+
+// mmadGer computes exactly what mmadSaxpy computes, as k-ordered rank-one
+// updates: for each k ascending, C += A[:,k]·B[k,:] with gonum's Sger
+// (alpha = 1, so its alpha·x is x). Every element is RN32(c + a·b) with the
+// same product (b·a, the multiply's NaN operand order included) and the
+// same addition (product + c) as the saxpy, in the same k order; the row
+// pieces are only cache blocking (a piece of C stays in L1 across its k),
+// and A's piece is first copied k-major so that Sger reads x contiguously.
+//
+// The one difference is that Sgemm skips a zero a[i,k] and Sger does not:
+// adding the ±0 product leaves every accumulator unchanged except −0
+// (−0 + +0 = +0) and a signalling NaN (quieted). The caller therefore uses
+// mmadGer only when A holds no ±0 (L0Tile.zeroFree: nothing to skip) or
+// the tile starts from +0 (Init) or holds neither −0 nor a signalling NaN
+// (holdsNegZeroOrSNaN); from there the sums of exact products produce
+// neither, so the skip never matters.
+func mmadGer(cc, a, b []float32, g mmadGeom) {
+	m, n, ku := g.m, g.n, g.ku
+	mb := max(4, 16384/(4*n)/4*4) // a piece of C of at most 16 KiB
+	at := getSlice[float32](&gerPool, min(mb, m)*ku)
+	defer putSlice(&gerPool, at)
+	for i0 := 0; i0 < m; i0 += mb {
+		mi := min(mb, m-i0)
+		transposeRows(at[:mi*ku], a[i0*g.lda:], g.lda, mi, ku)
+		for k := range ku {
+			gonumBLAS.Sger(mi, n, 1, at[k*mi:], 1, b[k*g.ldb:], 1, cc[i0*n:], n)
+		}
+	}
+}
+
+// transposeRows sets at[k·m + i] = a[i·lda + k] for i < m, k < ku: the
+// m × ku block of a, k-major. Four rows at a time, so that both the reads
+// and the writes run along memory.
+func transposeRows(at, a []float32, lda, m, ku int) {
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		r0, r1 := a[i*lda:i*lda+ku], a[(i+1)*lda:(i+1)*lda+ku]
+		r2, r3 := a[(i+2)*lda:(i+2)*lda+ku], a[(i+3)*lda:(i+3)*lda+ku]
+		for k := range r0 {
+			d := at[k*m+i : k*m+i+4]
+			d[0], d[1], d[2], d[3] = r0[k], r1[k], r2[k], r3[k]
+		}
+	}
+	for ; i < m; i++ {
+		for k, v := range a[i*lda : i*lda+ku] {
+			at[k*m+i] = v
+		}
+	}
+}
+
+// gerPool recycles mmadGer's k-major copies of A.
+var gerPool sync.Pool // *[]float32
+
+// holdsNegZeroOrSNaN reports whether c holds a −0 or a signalling NaN.
+func holdsNegZeroOrSNaN(c []float32) bool {
+	for _, v := range c {
+		u := math.Float32bits(v)
+		if u == 0x80000000 || (u&0x7FC00000 == 0x7F800000 && u&0x003FFFFF != 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// mmadFused is the sequential model with one exact rounding per step.
+func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
+				ci[j] = fmaRound(acc, ci[j], x, y)
+			}
+		}
+	}
+}
+
+// blockK is the k-block width of the blocked accumulate model.
+const blockK = 16
+
+// mmadBlocked is the blocked16 model: per output, per 16-wide k block,
+// acc ← RN(acc + exact block sum), one rounding.
+func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
+	var xs [blockK + 1]float64
+	scratch := make([]float64, 0, 2*blockK+2)
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		for k0 := 0; k0 < g.ku; k0 += blockK {
+			k1 := min(k0+blockK, g.ku)
+			ai := a[i*g.lda+k0 : i*g.lda+k1]
+			for j := 0; j < n; j++ {
+				xs[0] = float64(cc[i*n+j])
+				for t, x := range ai {
+					xs[t+1] = float64(x) * float64(b[(k0+t)*g.ldb+j])
+				}
+				cc[i*n+j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+			}
+		}
+	}
+}
