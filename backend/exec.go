@@ -234,7 +234,8 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 		}
 		removeAll(dir)
 	}()
-	if err := writeCase(dir, cf, in); err != nil {
+	sums, err := writeCase(dir, cf, in)
+	if err != nil {
 		return nil, nil, err
 	}
 	res, err := e.command(ctx, dir)
@@ -271,6 +272,9 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 	cost, err = readTiming(filepath.Join(dir, "out", "timing.json"), deadline)
 	if err != nil {
 		return nil, nil, fail(err)
+	}
+	if changed := modifiedInputs(dir, cf, in, sums, deadline); len(changed) > 0 {
+		return out, cost, fmt.Errorf("exec %s: %w", argv0, &InputsModifiedError{Inputs: changed})
 	}
 	return out, cost, nil
 }

@@ -2,8 +2,10 @@ package backend
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -125,43 +127,51 @@ func (e *Exec) makeDir() (string, error) {
 	return dir, nil
 }
 
-// writeCase writes case.json, the inputs and the empty out directory.
-func writeCase(dir string, cf *ExecCaseFile, in map[string]*tensor.Tensor) error {
+// writeCase writes case.json, the inputs and the empty out directory, and
+// returns the sha256 of every input file as written, so that a kernel
+// that writes into its inputs is caught (modifiedInputs).
+func writeCase(dir string, cf *ExecCaseFile, in map[string]*tensor.Tensor) (map[string][sha256.Size]byte, error) {
+	sums := make(map[string][sha256.Size]byte, len(cf.Inputs))
 	for _, s := range cf.Inputs {
-		if err := writeNpy(filepath.Join(dir, filepath.FromSlash(s.File)), in[s.Name]); err != nil {
-			return fmt.Errorf("exec: writing input %q: %w", s.Name, err)
+		sum, err := writeNpy(filepath.Join(dir, filepath.FromSlash(s.File)), in[s.Name])
+		if err != nil {
+			return nil, fmt.Errorf("exec: writing input %q: %w", s.Name, err)
 		}
+		sums[s.Name] = sum
 	}
 	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return nil, fmt.Errorf("exec: %w", err)
 	}
 	b, err := json.MarshalIndent(cf, "", "  ")
 	if err != nil {
-		return fmt.Errorf("exec: encoding case.json: %w", err)
+		return nil, fmt.Errorf("exec: encoding case.json: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "case.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return nil, fmt.Errorf("exec: %w", err)
 	}
-	return nil
+	return sums, nil
 }
 
 // writeNpy writes t to a fresh file through a buffer (the case directory is
-// private and short-lived: no temp file, no fsync).
-func writeNpy(path string, t *tensor.Tensor) error {
+// private and short-lived: no temp file, no fsync) and returns the file's
+// sha256.
+func writeNpy(path string, t *tensor.Tensor) (sum [sha256.Size]byte, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return err
+		return sum, err
 	}
-	w := bufio.NewWriterSize(f, 64<<10)
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(f, h), 64<<10)
 	if err := tensor.WriteNpy(w, t); err != nil {
 		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return sum, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return sum, fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	copy(sum[:], h.Sum(nil))
+	return sum, f.Close()
 }
 
 // removeAll removes a case directory, making directories the command left

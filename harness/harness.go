@@ -154,7 +154,9 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // is returned only when the case could not be judged (bad case, backend
 // failure); an inaccurate result is a Result whose Verify does not pass.
 // Besides the accuracy policies, every run checks that the inputs came
-// back bit-identical (CheckInputsUnchanged) and, when the backend reports
+// back bit-identical (CheckInputsUnchanged; an exec kernel that wrote into
+// its input files is reported by the backend, backend.InputsModifiedError)
+// and, when the backend reports
 // a *npu.GuardError with its outputs, fails CheckGuardBand on each output
 // whose guard was written.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
@@ -187,10 +189,12 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	}
 	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
 	// A guard-band error comes with outputs (the emulator allocates them
-	// between guards): the outputs are judged, and the guard is a failed
-	// check of its own.
+	// between guards), and so does the exec backend's report of input
+	// files the kernel wrote into: the outputs are judged, and the guard
+	// or the input a failed check of its own.
 	var guard *npu.GuardError
-	if err != nil && !(errors.As(err, &guard) && out != nil) {
+	var modified *backend.InputsModifiedError
+	if err != nil && !((errors.As(err, &guard) || errors.As(err, &modified)) && out != nil) {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
 	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
@@ -207,6 +211,11 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
 		if ok, i := tensor.BitsEqual(pc.Inputs[name], backendIn[name]); !ok {
 			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+		}
+	}
+	if modified != nil {
+		for _, name := range slices.Sorted(maps.Keys(modified.Inputs)) {
+			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend: %s", name, modified.Inputs[name]))
 		}
 	}
 	if guard != nil {
