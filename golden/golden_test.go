@@ -408,6 +408,14 @@ type renamed struct{ backend.Backend }
 
 func (renamed) Name() string { return "other" }
 
+// Numerics and WithNumerics forward to the emulator, so the saturate cases
+// run whichever shard they fall in.
+func (r renamed) Numerics() tensor.Numerics { return r.Backend.(harness.NumericsBackend).Numerics() }
+
+func (r renamed) WithNumerics(n tensor.Numerics) backend.Backend {
+	return renamed{r.Backend.(harness.NumericsBackend).WithNumerics(n)}
+}
+
 // offByOne adds one unit to the last bit of the first nonzero-length
 // output element: a small but real bug.
 type offByOne struct{ backend.Backend }

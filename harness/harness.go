@@ -200,7 +200,7 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
-	exp, err := pc.Op.Expect(pc.Params, pc.Inputs, num)
+	exp, err := ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
 	if err != nil {
 		return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
 	}

@@ -1,0 +1,258 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// gemm24: out = A·B with A 2:4 compressed (ops/gemm24.go), on the cube's
+// sparse mode. The host tiling is gemm's for the dense M×K×N shape (same
+// output blocks, cores and K panels, so the cost model compares the two
+// on equal terms), with baseK rounded up to twice the fractal's k so each
+// slice's compressed half is whole fractals. Per output block and K panel
+// a core DMAs the compressed A panel [mr × kr/2] into L1, the meta panel
+// [mr × kr/4] into UB and the B panel [kr × nr] into L1; per baseK slice
+// it decodes the slice's meta in UB into uint8 B-row indices (a vector
+// pass), loads L0A (compressed) and L0B (dense rows) and runs MmadSparse,
+// which multiplies only the kept k. The epilogue is gemm's (int8
+// dequantisation, the cast to fp16, the store between guard bands).
+
+// GEMM24Options overrides the tiling (a valid variant for the mutation
+// score): output block sides and the core count, as in GEMMOptions.
+type GEMM24Options struct {
+	BaseM, BaseN, BlockDim int
+}
+
+// NewGEMM24Tiling returns the tiling of an M×K×N gemm24.
+func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM24Options) (GEMMTiling, error) {
+	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim}
+	t, err := GEMMTilingWith(prof, cfg, m, k, n, o)
+	if err != nil {
+		return t, fmt.Errorf("gemm24: %w", err)
+	}
+	if step := 2 * t.Frac.K; t.BaseK%step != 0 {
+		o.BaseM, o.BaseN, o.BaseK = t.BaseM, t.BaseN, roundUp(t.BaseK, step)
+		if t, err = GEMMTilingWith(prof, cfg, m, k, n, o); err != nil {
+			return t, fmt.Errorf("gemm24: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// GEMM24Kernel is gemm24's KernelFunc.
+func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	cfg, err := ops.ParseGEMM24(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	vp, _ := ops.GEMM24.Validate(p)
+	if err := ops.CheckInputs(ops.GEMM24, vp, in); err != nil {
+		return nil, nil, err
+	}
+	m, k, n, _ := ops.GEMM24Dims(in)
+	t, err := NewGEMM24Tiling(dev.Profile(), cfg, m, k, n, variantOptions[GEMM24Options](ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	var sa, sb *tensor.Tensor
+	if t.Int8 {
+		sa, sb = in["scale_a"], in["scale_b"]
+		t.ScaleABcst, t.ScaleBBcst = sa.Len() == 1, sb.Len() == 1
+	}
+	if t.BlockDim == 0 {
+		return map[string]*tensor.Tensor{"out": tensor.MustNew(t.OutDType, m, n)}, dev.ZeroCost(), nil
+	}
+	out, err := npu.NewGuardedMatrix("out", t.OutDType, m, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm24: %w", err)
+	}
+	defer out.Release()
+	ga, err := npu.NewGMMatrix(in["a_values"])
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm24: input \"a_values\": %w", err)
+	}
+	defer ga.Release()
+	gb, err := npu.NewGMMatrix(in["b"])
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm24: input \"b\": %w", err)
+	}
+	defer gb.Release()
+	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemm24Kernel(t, ga, in["a_meta"], gb, sa, sb, out))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemm24: %w", err)
+	}
+	res := map[string]*tensor.Tensor{"out": out.Tensor()}
+	if err := npu.CheckGuards(out); err != nil {
+		return res, cost, fmt.Errorf("gemm24: %w", err)
+	}
+	return res, cost, nil
+}
+
+// decodeMeta24 is the vector pass that turns meta bytes [rows × groups]
+// (UB, ld metaLd, from column metaCol) into uint8 B-row indices [rows × 2·groups] (UB, ld
+// idxLd), relative to the slice's first k; padding positions (rows past
+// rows, positions past 2·groups up to idxLd) index row 2t, which meets a
+// zero value. The fault hooks are the decode bugs of the catalogue.
+func decodeMeta24(core *npu.Core, f npu.Faults, idx, meta *npu.Buffer, rows, padRows, groups, metaLd, metaCol, idxLd int) {
+	ix, mb := idx.U8(), meta.U8()
+	for r := 0; r < padRows; r++ {
+		for t := 0; t < idxLd; t++ {
+			ix[r*idxLd+t] = uint8(2 * t)
+		}
+		if r >= rows {
+			continue
+		}
+		for g := 0; g < groups; g++ {
+			b := mb[r*metaLd+metaCol+g]
+			first, second := b&3, b>>2&3
+			if f.Has(FaultG24MetaBitsSwapped) {
+				first, second = second, first
+			}
+			if f.Has(FaultG24SecondIgnored) {
+				second = first
+			}
+			base := uint8(4 * g)
+			if f.Has(FaultG24GroupOffset) && g > 0 {
+				base -= 4
+			}
+			ix[r*idxLd+2*g], ix[r*idxLd+2*g+1] = base+first, base+second
+		}
+	}
+	core.VectorWork(padRows*groups + padRows*idxLd)
+}
+
+func gemm24Kernel(t GEMMTiling, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMMatrix, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
+	return func(core *npu.Core) error {
+		f := core.Faults()
+		blocks := t.BlocksM * t.BlocksN
+		if core.BlockIdx >= blocks {
+			return nil
+		}
+		if err := core.SetBufferNum(t.BufferNum); err != nil {
+			return err
+		}
+		size := t.In.Size()
+		depth := t.depth()
+		fr := t.Frac
+		kAlign := 2 * fr.K
+		panelK := min(depth, roundUp(max(t.K, 1), kAlign))
+		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
+		var aL1, bL1 [2]npu.L1Tile
+		defer func() {
+			for i := range aL1 {
+				aL1[i].Release()
+				bL1[i].Release()
+			}
+		}()
+		var metaUB [2]*npu.Buffer
+		for i := range 2 {
+			var err error
+			if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*panelK/2*size); err != nil {
+				return err
+			}
+			if bL1[i].Buf, err = alloc(npu.L1, panelK*t.BaseN*size); err != nil {
+				return err
+			}
+			if metaUB[i], err = core.AllocUB(max(t.BaseM*panelK/4, 1)); err != nil {
+				return err
+			}
+		}
+		var aL0, bL0 [2]npu.L0Tile
+		for i := range 2 {
+			var err error
+			if aL0[i].Buf, err = alloc(npu.L0A, t.BaseM*t.BaseK/2*size); err != nil {
+				return err
+			}
+			if bL0[i].Buf, err = alloc(npu.L0B, t.BaseK*t.BaseN*size); err != nil {
+				return err
+			}
+		}
+		idxUB, err := core.AllocUB(t.BaseM * t.BaseK / 2)
+		if err != nil {
+			return err
+		}
+		l0c, err := alloc(npu.L0C, t.BaseM*t.BaseN*4)
+		if err != nil {
+			return err
+		}
+		accUB, err := core.AllocUB(t.ChunkRows * t.BaseN * 4)
+		if err != nil {
+			return err
+		}
+		outUB, err := core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size())
+		if err != nil {
+			return err
+		}
+		var saUB, sbUB *npu.Buffer
+		if t.Int8 {
+			if saUB, err = core.AllocUB(t.BaseM * 4); err != nil {
+				return err
+			}
+			if sbUB, err = core.AllocUB(t.BaseN * 4); err != nil {
+				return err
+			}
+		}
+		ping, l0 := 0, 0
+		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
+			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
+			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
+			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
+			first := true
+			for k0 := 0; k0 < max(t.K, 1); k0 += depth {
+				core.BeginTile()
+				kr := max(0, min(depth, t.K-k0))
+				kc := roundUp(max(kr, 1), kAlign)
+				if kr > 0 {
+					if err := core.LoadL1(&aL1[ping], a, m0, k0/2, mr, kr/2, mc, kc/2); err != nil {
+						return err
+					}
+					if err := core.DataCopy2DIn(metaUB[ping], meta, t.K/4, m0, k0/4, mr, kr/4, kc/4, mc); err != nil {
+						return err
+					}
+					if err := core.LoadL1(&bL1[ping], b, k0, n0, kr, nr, kc, nc); err != nil {
+						return err
+					}
+				}
+				for kk := 0; kk < kc; kk += t.BaseK {
+					kb := min(t.BaseK, kc-kk)
+					useful := max(0, min(kb, kr-kk)) / 2
+					p := npu.MmadParams{M: mc, K: kb, N: nc, UsefulM: mr, UsefulN: nr, UsefulK: useful,
+						Acc: t.AccDType, Blocked: t.Blocked, Init: first}
+					if kr == 0 {
+						// K = 0: only clear the accumulators.
+						aL0[l0].DType, aL0[l0].Rows, aL0[l0].Cols = t.In, mc, 0
+						bL0[l0].DType, bL0[l0].Rows, bL0[l0].Cols = t.In, 0, nc
+						p.K = 0
+						if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
+							return err
+						}
+						first = false
+						continue
+					}
+					// Decode this slice's meta: the view starts at column kk/4.
+					decodeMeta24(core, f, idxUB, metaUB[ping], mr, mc, useful/2, kc/4, kk/4, kb/2)
+					if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk/2, mc, kb/2); err != nil {
+						return err
+					}
+					if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
+						return err
+					}
+					if err := core.MmadSparse(l0c, &aL0[l0], idxUB, kb/2, &bL0[l0], p); err != nil {
+						return err
+					}
+					first = false
+					l0 = (l0 + 1) % 2
+				}
+				ping = (ping + 1) % 2
+			}
+			if err := gemmEpilogue(core, f, t, l0c, accUB, outUB, nil, saUB, sbUB, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,162 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// sparse24_prune on the vector cores. The groups of four along K are
+// contiguous in w's row-major storage, so the host deals the M·K/4 groups
+// to the vector cores in contiguous shares of whole 32-byte blocks of meta
+// output (32 groups); each core loops over tiles of its share: DataCopyPad
+// the tile's 4·G fp16 values in, rank each group's magnitudes with
+// compare-and-select passes (|w|, NaN as the largest, ties to the lower
+// index), gather the two kept values in index order, pack the meta byte,
+// and DataCopyPad values (2·G fp16) and meta (G bytes) out between guard
+// bands. The selection compares fp16 magnitudes exactly, so the outputs
+// do not depend on the tiling.
+
+// Sparse24PruneOptions overrides the tiling (a valid variant): the
+// core count and the groups per tile.
+type Sparse24PruneOptions struct {
+	BlockDim, TileGroups int
+}
+
+// Sparse24PruneKernel is sparse24_prune's KernelFunc.
+func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	vp, err := ops.Sparse24Prune.Validate(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ops.CheckInputs(ops.Sparse24Prune, vp, in); err != nil {
+		return nil, nil, err
+	}
+	opt := variantOptions[Sparse24PruneOptions](ctx)
+	w := in["w"]
+	m, k := w.Shape[0], w.Shape[1]
+	groups := m * k / 4
+	prof := dev.Profile()
+	const blockGroups = 32 // one UB block of meta
+	blockDim := min(prof.VectorCores, ceilDiv(max(groups, 1), blockGroups))
+	if opt.BlockDim > 0 {
+		blockDim = opt.BlockDim
+	}
+	tile := opt.TileGroups
+	if tile <= 0 {
+		// w (8 B/group) double-buffered, values (4 B) and meta (1 B) double-buffered.
+		tile = roundDown((prof.UBBytes-6*prof.UBAlign())/(2*(8+4+1)), blockGroups)
+	}
+	vals, err := npu.NewGuardedOutput("values", tensor.Float16, m, k/2)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sparse24_prune: %w", err)
+	}
+	defer vals.Release()
+	meta, err := npu.NewGuardedOutput("meta", tensor.Uint8, m, k/4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sparse24_prune: %w", err)
+	}
+	defer meta.Release()
+	if groups == 0 {
+		return map[string]*tensor.Tensor{"values": vals.Tensor(), "meta": meta.Tensor()}, dev.ZeroCost(), nil
+	}
+	per := ceilDiv(ceilDiv(groups, blockGroups), blockDim) * blockGroups
+	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
+		f := c.Faults()
+		g0 := c.BlockIdx * per
+		g1 := min(groups, g0+per)
+		if g0 >= g1 {
+			return nil
+		}
+		if err := c.SetBufferNum(2); err != nil {
+			return err
+		}
+		var wUB, vUB, mUB [2]*npu.Buffer
+		for i := range 2 {
+			var err error
+			if wUB[i], err = c.AllocUB(tile * 8); err != nil {
+				return err
+			}
+			if vUB[i], err = c.AllocUB(tile * 4); err != nil {
+				return err
+			}
+			if mUB[i], err = c.AllocUB(tile); err != nil {
+				return err
+			}
+		}
+		for q, s := 0, g0; s < g1; q, s = q^1, s+tile {
+			c.BeginTile()
+			n := min(tile, g1-s)
+			if err := c.DataCopyPadIn(wUB[q], w, 4*s, 4*n); err != nil {
+				return err
+			}
+			src, dv, dm := wUB[q].F16(), vUB[q].F16(), mUB[q].U8()
+			for g := 0; g < n; g++ {
+				x := src[4*g : 4*g+4]
+				first, second := prune24Group(f, x[0].Bits(), x[1].Bits(), x[2].Bits(), x[3].Bits())
+				dv[2*g], dv[2*g+1] = x[first], x[second]
+				dm[g] = ops.EncodeMeta24(first, second)
+			}
+			// |w|, three compare-and-select passes, the gather, the pack.
+			c.VectorWork(8 * n * 6)
+			if err := c.DataCopyPadOut(vals.GM(), vals.Base()+2*s, vUB[q], 2*n); err != nil {
+				return err
+			}
+			if err := c.DataCopyPadOut(meta.GM(), meta.Base()+s, mUB[q], n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sparse24_prune: %w", err)
+	}
+	res := map[string]*tensor.Tensor{"values": vals.Tensor(), "meta": meta.Tensor()}
+	if err := npu.CheckGuards(vals, meta); err != nil {
+		return res, cost, fmt.Errorf("sparse24_prune: %w", err)
+	}
+	return res, cost, nil
+}
+
+// prune24Group ranks one group's fp16 bit patterns by magnitude (the
+// sign bit cleared, a NaN above every number, ties to the lower index)
+// and returns the two kept indices ascending. The fault hooks change the
+// tie rule and the NaN rank.
+func prune24Group(f npu.Faults, bits ...uint16) (first, second int) {
+	key := func(i int) int32 {
+		a := int32(bits[i] & 0x7fff)
+		if a > 0x7c00 { // NaN
+			if f.Has(FaultP24NaNNotLargest) {
+				return -1
+			}
+			return 0x7c01
+		}
+		return a
+	}
+	beats := func(i, j int) bool {
+		ki, kj := key(i), key(j)
+		if ki == kj {
+			if f.Has(FaultP24TiesHigh) {
+				return i > j
+			}
+			return i < j
+		}
+		return ki > kj
+	}
+	best, next := 0, 1
+	if beats(1, 0) {
+		best, next = 1, 0
+	}
+	for i := 2; i < 4; i++ {
+		switch {
+		case beats(i, best):
+			best, next = i, best
+		case beats(i, next):
+			next = i
+		}
+	}
+	return min(best, next), max(best, next)
+}

@@ -1,0 +1,203 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// sparse_compress on the vector cores: heads are dealt round-robin to the
+// cores. Per head a core streams k's rows through UB in chunks, computes
+// each token's importance (squares and a sum over D in fp32, then the
+// mean) into a UB score array, selects the top-k in UB (sinks first, then
+// the candidates by score, NaN last, ties to the lower index), and copies
+// the kept k and v rows GM → UB → GM bit for bit, the indices and the mask.
+
+// SparseCompressOptions are valid variants: the core count, and another
+// importance order (pairwise sums) with another selection algorithm (a
+// partial selection by repeated maxima), which may resolve near-ties
+// inside the judge's band differently.
+type SparseCompressOptions struct {
+	BlockDim int
+	Pairwise bool
+}
+
+// SparseCompressKernel is sparse_compress's KernelFunc.
+func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	cfg, err := ops.ParseSparseCompress(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	vp, _ := ops.SparseCompress.Validate(p)
+	if err := ops.CheckInputs(ops.SparseCompress, vp, in); err != nil {
+		return nil, nil, err
+	}
+	opt := variantOptions[SparseCompressOptions](ctx)
+	k, v := in["k"], in["v"]
+	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
+	keep := reference.KeepCount(l, cfg.KeepRatio, cfg.Sinks)
+	outs := map[string]*tensor.Tensor{
+		"k_out": tensor.MustNew(tensor.Float16, h, keep, d), "v_out": tensor.MustNew(tensor.Float16, h, keep, d),
+		"indices": tensor.MustNew(tensor.Int32, h, keep), "mask": tensor.MustNew(tensor.Uint8, h, l),
+	}
+	if h == 0 || l == 0 {
+		return outs, dev.ZeroCost(), nil
+	}
+	blockDim := min(h, dev.Profile().VectorCores)
+	if opt.BlockDim > 0 {
+		blockDim = min(h, opt.BlockDim)
+	}
+	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
+		f := c.Faults()
+		scores := make([]float32, l) // UB score array
+		if _, err := c.AllocUB(l * 8); err != nil {
+			return fmt.Errorf("head scores of L=%d tokens: %w", l, err)
+		}
+		rowUB, err := c.AllocUB(max(d*2, 1))
+		if err != nil {
+			return err
+		}
+		for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
+			for t := 0; t < l; t++ {
+				if err := c.DataCopyPadIn(rowUB, k, (hh*l+t)*d, d); err != nil {
+					return err
+				}
+				scores[t] = importance32(f, rowUB.F16()[:d], opt.Pairwise)
+			}
+			c.VectorWork(l * d * 4 * 2)
+			sel := select32(f, scores, cfg.Sinks, keep, opt.Pairwise)
+			c.VectorWork(l * 8 * max(1, bitsLen(l)))
+			src := hh
+			if f.Has(FaultSCWrongHead) && h > 1 {
+				src = (hh + 1) % h
+			}
+			for t, i := range sel {
+				outs["indices"].I32()[hh*keep+t] = int32(i)
+				m := i
+				if f.Has(FaultSCMaskOffByOne) && i+1 < l {
+					m = i + 1
+				}
+				outs["mask"].U8()[hh*l+m] = 1
+				for _, kv := range []struct {
+					in  *tensor.Tensor
+					out string
+					hd  int
+				}{{k, "k_out", src}, {v, "v_out", hh}} {
+					if err := c.DataCopyPadIn(rowUB, kv.in, (kv.hd*l+i)*d, d); err != nil {
+						return err
+					}
+					if err := c.DataCopyPadOut(outs[kv.out], (hh*keep+t)*d, rowUB, d); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sparse_compress: %w", err)
+	}
+	return outs, cost, nil
+}
+
+func bitsLen(n int) int {
+	b := 0
+	for ; n > 0; n >>= 1 {
+		b++
+	}
+	return b
+}
+
+// importance32 is one token's mean of k² in fp32: squares (exact) summed
+// in order (or pairwise), one division. Faults: |k| for k², an fp16
+// accumulator.
+func importance32(f npu.Faults, row []float16.Float16, pairwise bool) float32 {
+	xs := make([]float32, len(row))
+	for j, x := range row {
+		v := x.Float32()
+		xs[j] = v * v
+		if f.Has(FaultSCAbsNotSquare) {
+			xs[j] = float32(math.Abs(float64(v)))
+		}
+	}
+	var s float32
+	switch {
+	case f.Has(FaultSCFP16Accum):
+		for _, x := range xs {
+			s = float16.Fromfloat32(s + x).Float32()
+		}
+	case pairwise:
+		s = pairSum(xs)
+	default:
+		for _, x := range xs {
+			s += x
+		}
+	}
+	if len(row) == 0 {
+		return 0
+	}
+	return s / float32(len(row))
+}
+
+func pairSum(xs []float32) float32 {
+	switch len(xs) {
+	case 0:
+		return 0
+	case 1:
+		return xs[0]
+	}
+	return pairSum(xs[:len(xs)/2]) + pairSum(xs[len(xs)/2:])
+}
+
+// select32 returns the kept indices ascending. Faults: ties to the
+// higher index, NaN ranked first, a sink dropped when keep < L.
+func select32(f npu.Faults, scores []float32, sinks, keep int, maxima bool) []int {
+	l := len(scores)
+	s := min(sinks, l)
+	if f.Has(FaultSCSinkDropped) && keep < l && s > 0 {
+		s--
+	}
+	beats := func(i, j int) bool {
+		si, sj := float64(scores[i]), float64(scores[j])
+		if f.Has(FaultSCNaNFirst) && math.IsNaN(si) != math.IsNaN(sj) {
+			return math.IsNaN(si)
+		}
+		if f.Has(FaultSCTiesHigh) && si == sj {
+			return i > j
+		}
+		return reference.Rank(si, i, sj, j)
+	}
+	out := make([]int, 0, keep)
+	for i := 0; i < s; i++ {
+		out = append(out, i)
+	}
+	rest := make([]int, 0, l-s)
+	for i := s; i < l; i++ {
+		rest = append(rest, i)
+	}
+	if maxima {
+		taken := make([]bool, l)
+		for len(out) < keep {
+			best := -1
+			for _, i := range rest {
+				if !taken[i] && (best < 0 || beats(i, best)) {
+					best = i
+				}
+			}
+			taken[best] = true
+			out = append(out, best)
+		}
+	} else {
+		sort.SliceStable(rest, func(a, b int) bool { return beats(rest[a], rest[b]) })
+		out = append(out, rest[:keep-len(out)]...)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,77 @@
+package opdb
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// SparseCompress is sparse_compress's record.
+var SparseCompress = Register(&Info{
+	Op:          ops.SparseCompress,
+	Kernel:      kernels.SparseCompressKernel,
+	Faults:      kernels.SparseCompressFaults,
+	Variants:    sparseCompressVariants,
+	GoldenCases: sparseCompressGolden,
+	FuzzTarget:  "FuzzSparseCompress",
+	// Header bytes: h, l, d, keep_ratio step, sinks, variant; then k and v bits.
+	FuzzSeeds: [][]byte{
+		{2, 9, 4, 3, 2, 0, 0x00, 0x3c, 0x00, 0xbc, 0x00, 0x38},
+		{1, 1, 1, 7, 0, 1, 0x00, 0x7e},
+		{3, 30, 8, 1, 5, 2, 0x00, 0x7c, 0x01, 0x00, 0x00, 0x3c, 0x00, 0x3c},
+	},
+	FuzzDecode: sparseCompressFuzz,
+})
+
+// sparseCompressVariants: another importance order with another
+// selection algorithm (may differ inside the tie band), another core split.
+var sparseCompressVariants = []kernels.Variant{
+	{Name: "selection-algorithm", Op: "sparse_compress", Options: kernels.SparseCompressOptions{Pairwise: true}},
+	{Name: "core-split", Op: "sparse_compress", Options: kernels.SparseCompressOptions{BlockDim: 3}},
+}
+
+// sparseCompressGolden: the edge and adversarial cases of the issue.
+func sparseCompressGolden() []ops.Case {
+	const op = "sparse_compress"
+	var out []ops.Case
+	add := func(name, dist string, h, l, d int, ratio, sinks string) {
+		out = append(out, ops.NewCase(op, name, ops.Params{"keep_ratio": ratio, "sinks": sinks},
+			map[string]int{"h": h, "l": l, "d": d}, dist, "dist:"+dist))
+	}
+	add("uniform_4x64x16_r0.5", ops.DistUniform, 4, 64, 16, "0.5", "2")
+	add("empty_l0", ops.DistUniform, 2, 0, 8, "0.5", "2")
+	add("one_token", ops.DistUniform, 2, 1, 8, "0.5", "2")
+	add("keep_below_sinks", ops.DistNormal, 2, 16, 8, "0.1", "4")
+	add("no_sinks", ops.DistNormal, 2, 33, 8, "0.3", "0")
+	add("identity_r1", ops.DistNormal, 2, 17, 8, "1", "2")
+	add("all_equal", ops.DistEqual, 2, 24, 8, "0.5", "2")
+	add("last_bits", ops.DistLastBits, 3, 48, 16, "0.5", "2")
+	add("ascending", ops.DistAscending, 2, 40, 8, "0.25", "2")
+	add("descending", ops.DistDescending, 2, 40, 8, "0.25", "2")
+	add("duplicated_rows", ops.DistDupRows, 3, 48, 8, "0.4", "2")
+	add("special_nan_inf", ops.DistSpecial, 3, 40, 4, "0.5", "1")
+	add("heads_past_cores", ops.DistUniform, 50, 12, 8, "0.5", "2")
+	return out
+}
+
+// sparseCompressFuzz decodes H ≤ 6, L ≤ 80, D ≤ 16, keep_ratio i/8,
+// sinks ≤ 7 and a variant; k and v take bit patterns from the rest.
+func sparseCompressFuzz(data []byte) (FuzzInput, bool) {
+	if len(data) < 6 {
+		return FuzzInput{}, false
+	}
+	h, l, d := 1+int(data[0])%6, int(data[1])%81, 1+int(data[2])%16
+	p, err := ops.SparseCompress.Validate(ops.Params{"keep_ratio": fmt.Sprint(float64(1+int(data[3])%8) / 8), "sinks": fmt.Sprint(int(data[4]) % 8)})
+	if err != nil {
+		panic(fmt.Sprintf("sparse_compress fuzz: params from a fixed table must validate: %v", err))
+	}
+	body := data[6:]
+	in := FuzzInput{Params: p, Inputs: map[string]*tensor.Tensor{
+		"k": FromBytes(tensor.Float16, body, 0, h, l, d), "v": FromBytes(tensor.Float16, body, 1, h, l, d)}}
+	if vi := int(data[5]) % 3; vi > 0 {
+		in.Variant = &sparseCompressVariants[vi-1]
+	}
+	return in, true
+}

@@ -1,0 +1,270 @@
+package ops
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// GEMM24 is the gemm24 contract.
+var GEMM24 Op = gemm24{}
+
+// gemm24 is the 2:4 structured-sparse GEMM (the cube's sparse mode):
+// a_values [M,K/2] and a_meta [M,K/4] (as made by sparse24_prune), b [K,N]
+// → out [M,N]. Row i's compressed value t multiplies row k_t of b, where
+// k_t = 4·(t/2) + (first or second index of meta[i, t/2]); pruned k are
+// never multiplied. Modes fp16_fp32acc (default; out fp16) and
+// int8_int32acc (scale_a [M] or [1], scale_b [N] or [1] in fp32, as in
+// gemm; out fp16). accumulate as in gemm over the kept k ascending:
+// sequential, one rounding per kept product, or blocked16, one rounding per
+// 16-wide block of the dense K (its 8 kept products), so that gemm24(a, b)
+// equals gemm(decompress(a), b) bit for bit under either model whenever b
+// is finite (a zero product leaves an accumulator that is never −0
+// unchanged). No alpha, beta or c.
+//
+// The bound is gemm's (ops/gemm_bound.go, the same code) with K/2
+// products per dot product. Malformed meta (bits 4–7 set, i.e. an index
+// ≥ 4, or first ≥ second) and shapes that disagree (K not a multiple of
+// 4, a_values not [M,K/2], a_meta not [M,K/4]) are input errors naming the
+// tensor.
+type gemm24 struct{}
+
+var gemm24Modes = []string{"fp16_fp32acc", "int8_int32acc"}
+
+// ParseGEMM24 validates p and returns it as a gemm configuration (alpha 1,
+// beta 0), the form gemm's bound and epilogue take.
+func ParseGEMM24(p Params) (GEMMConfig, error) {
+	v, err := gemm24{}.Validate(p)
+	if err != nil {
+		return GEMMConfig{}, err
+	}
+	return ParseGEMM(Params{"mode": v["mode"], "accumulate": v["accumulate"]})
+}
+
+func (gemm24) Name() string { return "gemm24" }
+
+func (gemm24) Doc() string {
+	return "2:4 structured-sparse GEMM: out = A·B with A as sparse24_prune's values and meta (only kept k multiplied); fp16_fp32acc or int8_int32acc"
+}
+
+func (gemm24) ParamSpecs() []ParamSpec {
+	return []ParamSpec{
+		{Name: "mode", Default: "fp16_fp32acc", Values: gemm24Modes,
+			Doc: "precision (in/acc/out): fp16_fp32acc fp16/fp32/fp16, int8_int32acc int8/int32/fp16 with fp32 scale_a, scale_b"},
+		{Name: "accumulate", Default: GEMMSequential, Values: []string{GEMMSequential, GEMMBlocked16},
+			Doc: "sequential: acc ← RN(acc + a_k·b_k) over the kept k ascending; blocked16: one rounding per 16-wide block of K"},
+	}
+}
+
+func (gemm24) DimSpecs() []DimSpec {
+	return []DimSpec{
+		{Name: "m", Doc: "rows of a and out"},
+		{Name: "k", Doc: "dense columns of a, rows of b (a multiple of 4)"},
+		{Name: "n", Doc: "columns of b and out"},
+	}
+}
+
+// Dists: fp16 draws a dense w (uniform, normal, large or special) and
+// prunes it with the reference; int8 draws the values and random valid
+// meta. b is drawn from the same distribution.
+func (gemm24) Dists() []string {
+	return []string{DistUniform, DistNormal, DistLarge, DistSpecial}
+}
+
+func (op gemm24) Validate(p Params) (Params, error) { return validate(op, p) }
+
+func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
+	if err := checkDist(op, g.Dist); err != nil {
+		return nil, err
+	}
+	var dims [3]int
+	for i, name := range []string{"m", "k", "n"} {
+		v, err := dim(op, g, name)
+		if err != nil {
+			return nil, err
+		}
+		dims[i] = v
+	}
+	m, k, n := dims[0], dims[1], dims[2]
+	if k%4 != 0 {
+		return nil, fmt.Errorf("%s: generation size \"k\" = %d is not a multiple of 4", op.Name(), k)
+	}
+	cfg, err := ParseGEMM24(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGEMMSize(op, cfg, m, k/2, n); err != nil {
+		return nil, err
+	}
+	rng := g.Rand()
+	in := map[string]*tensor.Tensor{}
+	if cfg.Mode.Int8() {
+		if in["a_values"], err = Fill(rng, g.Dist, tensor.Int8, m, k/2); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		in["a_meta"] = randomMeta(rng, m, k/4)
+	} else {
+		w, err := Fill(rng, g.Dist, tensor.Float16, m, k)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		in["a_values"], in["a_meta"] = Prune24Tensors(w)
+	}
+	if in["b"], err = Fill(rng, g.Dist, cfg.Mode.In, k, n); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	if cfg.Mode.Int8() {
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"scale_a", m}, {"scale_b", n}} {
+			t := tensor.MustNew(tensor.Float32, s.n)
+			for i := 0; i < s.n; i++ {
+				t.SetFloat64(i, (1+2*rng.Float64())/256, generationNumerics)
+			}
+			in[s.name] = t
+		}
+	}
+	return in, nil
+}
+
+// randomMeta draws a valid meta byte for each of rows × groups.
+func randomMeta(rng *rand.Rand, rows, groups int) *tensor.Tensor {
+	pairs := [][2]int{{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}}
+	t := tensor.MustNew(tensor.Uint8, rows, groups)
+	for i := range t.U8() {
+		p := pairs[rng.IntN(len(pairs))]
+		t.U8()[i] = EncodeMeta24(p[0], p[1])
+	}
+	return t
+}
+
+// Prune24Tensors is the reference 2:4 pruning of an fp16 w [M,K] (K a
+// multiple of 4) as tensors: the kept values (bit copies) and the meta.
+func Prune24Tensors(w *tensor.Tensor) (values, meta *tensor.Tensor) {
+	m, k := w.Shape[0], w.Shape[1]
+	keep := reference.Prune24(w.Float64s(), m, k)
+	values, meta = tensor.MustNew(w.DType, m, k/2), tensor.MustNew(tensor.Uint8, m, k/4)
+	for g := 0; g < m*k/4; g++ {
+		values.SetBits(2*g, w.Bits(4*g+keep[2*g]))
+		values.SetBits(2*g+1, w.Bits(4*g+keep[2*g+1]))
+		meta.U8()[g] = EncodeMeta24(keep[2*g], keep[2*g+1])
+	}
+	return values, meta
+}
+
+// MetaKeep decodes a valid meta tensor into kept positions, two per
+// group (the form reference.Gemm24 takes).
+func MetaKeep(meta *tensor.Tensor) []int {
+	keep := make([]int, 2*meta.Len())
+	for g, b := range meta.U8() {
+		keep[2*g], keep[2*g+1], _ = DecodeMeta24(b)
+	}
+	return keep
+}
+
+// gemm24Dims returns M, K, N: M from a_values, K and N from b. K not a
+// multiple of 4 is an error naming b; the other shapes are held to [M,K/2]
+// and [M,K/4] by CheckInputs.
+func gemm24Dims(op Op, in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	for _, name := range []string{"a_values", "a_meta", "b"} {
+		t := in[name]
+		if t == nil {
+			return 0, 0, 0, fmt.Errorf("%s: input %q is missing", op.Name(), name)
+		}
+		if len(t.Shape) != 2 {
+			return 0, 0, 0, fmt.Errorf("%s: input %q: shape %v, want a matrix", op.Name(), name, t.Shape)
+		}
+	}
+	b := in["b"]
+	if b.Shape[0]%4 != 0 {
+		return 0, 0, 0, fmt.Errorf("%s: input %q: K = %d rows is not a multiple of 4", op.Name(), "b", b.Shape[0])
+	}
+	return in["a_values"].Shape[0], b.Shape[0], b.Shape[1], nil
+}
+
+// GEMM24Dims returns M, K, N of a gemm24 input set.
+func GEMM24Dims(in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	return gemm24Dims(gemm24{}, in)
+}
+
+func (op gemm24) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	m, k, n, err := gemm24Dims(op, in)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseGEMM24(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGEMMSize(op, cfg, m, k/2, n); err != nil {
+		return nil, err
+	}
+	specs := []TensorSpec{
+		{Name: "a_values", DType: cfg.Mode.In, Shape: []int{m, k / 2}},
+		{Name: "a_meta", DType: tensor.Uint8, Shape: []int{m, k / 4}},
+		{Name: "b", DType: cfg.Mode.In, Shape: []int{k, n}},
+	}
+	if meta := in["a_meta"]; meta.DType == tensor.Uint8 && meta.SameShape(specs[1].Shape) {
+		if err := CheckMeta24(op.Name(), "a_meta", meta); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Mode.Int8() {
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"scale_a", m}, {"scale_b", n}} {
+			shape := []int{s.n}
+			if t, ok := in[s.name]; ok && t != nil && t.SameShape([]int{1}) {
+				shape = []int{1}
+			}
+			specs = append(specs, TensorSpec{Name: s.name, DType: tensor.Float32, Shape: shape})
+		}
+	}
+	return specs, nil
+}
+
+func (op gemm24) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	m, _, n, err := gemm24Dims(op, in)
+	if err != nil {
+		return nil, err
+	}
+	return []TensorSpec{{Name: "out", DType: tensor.Float16, Shape: []int{m, n}}}, nil
+}
+
+// Expect: the float64 sparse product (reference.Gemm24, kept k only) and
+// gemm's bound (gemmEval) for K/2 products per output.
+func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, err
+	}
+	cfg, _ := ParseGEMM24(p)
+	m, k, n, _ := gemm24Dims(op, in)
+	keep := MetaKeep(in["a_meta"])
+	vals, b := in["a_values"].Float64s(), in["b"].Float64s()
+	d, s := reference.Gemm24(m, k, n, vals, keep, b)
+	// dotPosNeg (the partial-sum overflow test) reads the dense a; its
+	// pruned zeros give no positive or negative finite product.
+	dense := reference.Decompress24(m, k, vals, keep)
+	var sa, sb []float64
+	if cfg.Mode.Int8() {
+		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+	}
+	ev := newGEMMEval(cfg, k/2, num)
+	e := bound.NewExpected(m * n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			idx := i*n + j
+			el := gemmOperands{d: d[idx], s: s[idx], sa: 1, sb: 1, a: dense, b: b, i: i, j: j, k: k, n: n}
+			if sa != nil {
+				el.sa, el.sb = gemmScaleAt(sa, i), gemmScaleAt(sb, j)
+			}
+			e.Ref[idx], e.Bound[idx], e.Alt[idx] = ev.element(&el)
+		}
+	}
+	return map[string]*bound.Expected{"out": e}, nil
+}
