@@ -57,6 +57,9 @@ compile_native_go_fuzzer_v2 $module/tensor FuzzReadNpy fuzz_read_npy
 compile_native_go_fuzzer_v2 $module/npu/kernels FuzzGEMMKernel fuzz_gemm_kernel
 compile_native_go_fuzzer_v2 $module/fuzz FuzzVectorAdd fuzz_vector_add
 compile_native_go_fuzzer_v2 $module/fuzz FuzzGEMM fuzz_gemm
+compile_native_go_fuzzer_v2 $module/fuzz FuzzSparse24Prune fuzz_sparse24_prune
+compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseGEMM24 fuzz_sparse_gemm24
+compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseCompress fuzz_sparse_compress
 
 # compile_native_go_fuzzer_v2 only prints a message when it cannot find a
 # target; a fuzzer missing from $OUT is a build failure here.

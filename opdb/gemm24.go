@@ -15,7 +15,7 @@ var GEMM24 = Register(&Info{
 	Faults:      kernels.GEMM24Faults,
 	Variants:    gemm24Variants,
 	GoldenCases: gemm24Golden,
-	FuzzTarget:  "FuzzGEMM24",
+	FuzzTarget:  "FuzzSparseGEMM24",
 	// Header bytes: mode, accumulate, m, k/4, n, numerics; then the meta
 	// bytes (any byte: malformed ones are replaced) and element bits.
 	FuzzSeeds: [][]byte{

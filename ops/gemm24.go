@@ -254,7 +254,10 @@ func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numer
 	if cfg.Mode.Int8() {
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 	}
-	ev := newGEMMEval(cfg, k/2, num)
+	ev, err := newGEMMEval(cfg, k/2, num)
+	if err != nil {
+		return nil, err
+	}
 	e := bound.NewExpected(m * n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {

@@ -203,7 +203,7 @@ func (op sparseCompress) Outputs(p Params, in map[string]*tensor.Tensor) ([]Tens
 func CompressScores(k *tensor.Tensor, hh int) (ref, bnd []float64) {
 	l, d := k.Shape[1], k.Shape[2]
 	ref, bnd = make([]float64, l), make([]float64, l)
-	g := roundingGrowth(d+1, 0x1p-24) + bound.Gamma(d, 0x1p-53)
+	g := bound.Growth(d+1, 0x1p-24) + bound.Gamma(d, 0x1p-53)
 	for t := 0; t < l; t++ {
 		row := make([]float64, d)
 		for j := range row {

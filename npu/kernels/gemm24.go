@@ -249,7 +249,7 @@ func gemm24Kernel(t GEMMTiling, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMM
 				}
 				ping = (ping + 1) % 2
 			}
-			if err := gemmEpilogue(core, f, t, l0c, accUB, outUB, nil, saUB, sbUB, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, gemmFaults{}, t, l0c, accUB, outUB, nil, saUB, sbUB, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}
