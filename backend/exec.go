@@ -269,6 +269,9 @@ func SplitCommandLine(s string) ([]string, error) {
 	if len(words) == 0 {
 		return nil, bad("no command")
 	}
+	if words[0] == "" {
+		return nil, bad("empty command name")
+	}
 	return words, nil
 }
 

@@ -123,7 +123,11 @@ func noneSelected(s *Store, opt CheckOptions) error {
 			return fmt.Errorf("no cases selected: --op %s matches none of the %d cases in %s", opt.Op, n, s.where)
 		}
 	}
-	return fmt.Errorf("no cases selected: --shard %d/%d selects none of the %d cases (of %s) it splits", opt.Shard, opt.Shards, nop, s.where)
+	of := ""
+	if opt.Op != "" {
+		of = " of --op " + opt.Op
+	}
+	return fmt.Errorf("no cases selected: --shard %d/%d selects none of the %d cases%s in %s", opt.Shard, opt.Shards, nop, of, s.where)
 }
 
 func opOf(id string) string {

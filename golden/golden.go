@@ -229,7 +229,7 @@ type Store struct {
 	where  string // how errors name the store root: a directory, "embedded golden/cases", ...
 	onDisk bool   // where is a native directory path
 	cases  []*StoredCase
-	stray  []string // entries that are neither a case nor allowed (slash paths)
+	stray  []string   // entries that are neither a case nor allowed (slash paths)
 	lock   *storeLock // the shared lock OpenDir holds until Close
 }
 

@@ -62,6 +62,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return inputErr(where, err)
 	}
+	defer store.Close() // holds the store's shared lock for the whole run
 	results, err := golden.Check(context.Background(), store, b, opt)
 	if err != nil {
 		return harnessErr(where, err)
