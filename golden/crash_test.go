@@ -241,12 +241,29 @@ func runChild(t *testing.T, dir string, at int, fallback bool) bool {
 	return p
 }
 
-// trees reads every case directory of dir: ID → relative path → content.
+// trees reads every case directory of dir (every non-hidden directory two
+// levels down, whether or not it holds a case.json): ID → relative path →
+// content.
 func trees(t *testing.T, dir string) map[string]map[string][]byte {
 	t.Helper()
-	ids, err := listCases(dir)
+	var ids []string
+	ops, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if !op.IsDir() || strings.HasPrefix(op.Name(), ".") {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, op.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				ids = append(ids, op.Name()+"/"+e.Name())
+			}
+		}
 	}
 	out := map[string]map[string][]byte{}
 	for _, id := range ids {
