@@ -217,11 +217,10 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 	if err != nil {
 		return ch, err
 	}
+	// Every existing target is read (and must be a case) before anything
+	// is written: a refused update changes nothing.
+	olds := map[string]map[string][]byte{}
 	for _, id := range slices.Sorted(maps.Keys(gens)) {
-		if err := ctx.Err(); err != nil {
-			return ch, err
-		}
-		g := gens[id]
 		caseDir := filepath.Join(dir, filepath.FromSlash(id))
 		old, err := readTree(caseDir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -230,6 +229,13 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		if old != nil && !isCase(old) {
 			return ch, &harness.InputError{Err: fmt.Errorf("golden update: %s exists but is not a case (no %s that parses); refusing to replace it", caseDir, CaseJSON)}
 		}
+		olds[id] = old
+	}
+	for _, id := range slices.Sorted(maps.Keys(gens)) {
+		if err := ctx.Err(); err != nil {
+			return ch, err
+		}
+		g, old := gens[id], olds[id]
 		switch {
 		case old == nil:
 			ch.Added = append(ch.Added, id)

@@ -133,7 +133,7 @@ func badInputCatalogue() []badInput {
 	atCase := []string{"npuverify: check: {id}: ", "{case}/case.json"}
 	valid17 := npyV1(fp16Dict("(17,)"), zeros(34))
 
-	return []badInput{
+	return append([]badInput{
 		// ---- malformed .npy inputs (run --in) ----
 		{name: "npy/empty file", files: map[string][]byte{"{dir}/y.npy": nil},
 			args: runY, code: 2, want: with(inY, "empty file: not a .npy file")},
@@ -337,7 +337,7 @@ func badInputCatalogue() []badInput {
 		{name: "exec/check: timeout", store: vectorCase, files: map[string][]byte{"{dir}/kernel.sh": sh("sleep 30")},
 			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh", "--timeout", "1s"), code: 3,
 			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", "timed out after 1s; killed its process group"}},
-	}
+	}, storeBadInputs()...)
 }
 
 // storeMarker is the content golden update writes to a new store's marker.
