@@ -6,7 +6,8 @@
 //
 // checked into the source tree and embedded in every binary (Embedded), so
 // the CLI checks it from anywhere. A store can also be opened from any
-// directory of that shape (OpenDir, or Open on an fs.FS).
+// directory of that shape that holds the store marker (OpenDir; see
+// "Store identity and locking" in store.go), or Open on an fs.FS.
 //
 // The default case set lives in Go code (DefaultCases); Update regenerates
 // a directory from it atomically per case, Verify checks a store's
