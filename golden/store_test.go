@@ -1,3 +1,5 @@
+//go:build unix
+
 package golden
 
 import (
@@ -9,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,5 +171,54 @@ func TestUpdateRefusesNonStore(t *testing.T) {
 	}
 	if _, err := OpenDir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no "+MarkerName+" marker") {
 		t.Errorf("OpenDir of an empty directory: err = %v, want not a store", err)
+	}
+}
+
+// TestMarkerMustBeARegularFile: a marker that is a FIFO (which would block
+// a plain open), a symlink or a directory is refused at once, by readers
+// and by Update, and nothing is written.
+func TestMarkerMustBeARegularFile(t *testing.T) {
+	for _, kind := range []string{"fifo", "symlink", "directory"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, MarkerName)
+			var err error
+			switch kind {
+			case "fifo":
+				err = syscall.Mkfifo(p, 0o644)
+			case "symlink":
+				target := filepath.Join(t.TempDir(), "marker")
+				if err = os.WriteFile(target, markerContent(), 0o644); err == nil {
+					err = os.Symlink(target, p)
+				}
+			case "directory":
+				err = os.Mkdir(p, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 2)
+			go func() {
+				_, err := OpenDir(dir)
+				done <- err
+			}()
+			go func() {
+				_, err := Update(context.Background(), dir, emulator(), crashCases(crashOld()), io.Discard)
+				done <- err
+			}()
+			for range 2 {
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), MarkerName) {
+						t.Errorf("marker is a %s: err = %v, want a refusal naming the marker", kind, err)
+					}
+				case <-time.After(time.Minute):
+					t.Fatalf("marker is a %s: hangs", kind)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("marker is a %s: the directory now holds %d entries", kind, len(entries))
+			}
+		})
 	}
 }
