@@ -83,5 +83,8 @@ func SplitCommandLine(s string) ([]string, error) {
 	if len(words) == 0 {
 		return nil, bad("no command")
 	}
+	if words[0] == "" {
+		return nil, bad("empty command name")
+	}
 	return words, nil
 }

@@ -104,6 +104,32 @@ func Select(s *Store, opt CheckOptions) ([]*StoredCase, error) {
 	return out, nil
 }
 
+// noneSelected says which filter of opt selected no case of s: running
+// nothing and passing would hide an empty store or a wrong filter.
+func noneSelected(s *Store, opt CheckOptions) error {
+	n := len(s.cases)
+	if n == 0 {
+		return fmt.Errorf("no cases selected: store %s holds no cases", s.where)
+	}
+	nop := n
+	if opt.Op != "" {
+		nop = 0
+		for _, c := range s.cases {
+			if opOf(c.ID) == opt.Op {
+				nop++
+			}
+		}
+		if nop == 0 {
+			return fmt.Errorf("no cases selected: --op %s matches none of the %d cases in %s", opt.Op, n, s.where)
+		}
+	}
+	of := ""
+	if opt.Op != "" {
+		of = " of --op " + opt.Op
+	}
+	return fmt.Errorf("no cases selected: --shard %d/%d selects none of the %d cases%s in %s", opt.Shard, opt.Shards, nop, of, s.where)
+}
+
 func opOf(id string) string {
 	for i := range id {
 		if id[i] == '/' {
@@ -140,6 +166,9 @@ func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) (
 	cases, err := Select(s, opt)
 	if err != nil {
 		return nil, err
+	}
+	if len(cases) == 0 {
+		return nil, &harness.InputError{Err: noneSelected(s, opt)}
 	}
 	exact := opt.Exact == ExactAlways || (opt.Exact == ExactAuto && b.Name() == ReferenceBackend)
 	results := make([]harness.Outcome, 0, len(cases))

@@ -6,7 +6,8 @@
 //
 // checked into the source tree and embedded in every binary (Embedded), so
 // the CLI checks it from anywhere. A store can also be opened from any
-// directory of that shape (OpenDir, or Open on an fs.FS).
+// directory of that shape that holds the store marker (OpenDir; see
+// "Store identity and locking" in store.go), or Open on an fs.FS.
 //
 // The default case set lives in Go code (DefaultCases); Update regenerates
 // a directory from it atomically per case, Verify checks a store's
@@ -21,6 +22,7 @@ package golden
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -44,7 +46,9 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-//go:embed cases
+// The marker is named explicitly: a directory pattern skips dot files.
+//
+//go:embed cases cases/.npuverify-store
 var embedded embed.FS
 
 // FormatVersion is the case.json schema version this package writes and
@@ -227,7 +231,8 @@ type Store struct {
 	where  string // how errors name the store root: a directory, "embedded golden/cases", ...
 	onDisk bool   // where is a native directory path
 	cases  []*StoredCase
-	stray  []string // entries that are neither a case nor allowed (slash paths)
+	stray  []string   // entries that are neither a case nor allowed (slash paths)
+	lock   *storeLock // the shared lock OpenDir holds until Close
 }
 
 // Embedded returns the store compiled into the binary (golden/cases of the
@@ -250,14 +255,25 @@ func Embedded() *Store {
 // fails that case), so one bad file does not hide the others.
 func Open(fsys fs.FS) (*Store, error) { return open(fsys, "golden store", false) }
 
-// OpenDir opens the store in directory dir. It first completes or rolls
-// back any case update that was interrupted there (see Update), so what it
-// opens is a set of whole cases.
+// OpenDir opens the store in directory dir, which must hold the store
+// marker (MarkerName; a directory without it is an input error naming
+// it). It takes the store's shared lock, waiting (bounded) for an update
+// in progress to finish, and holds it until Close, so the store does not
+// change while it is read. OpenDir never modifies anything: leftovers of
+// an interrupted update are not cases (they are reported as stray by
+// Verify) and are cleaned up by the next Update.
 func OpenDir(dir string) (*Store, error) {
-	if err := Recover(dir); err != nil {
+	l, err := lockStore(context.Background(), dir, false, false)
+	if err != nil {
 		return nil, err
 	}
-	return open(os.DirFS(dir), dir, true)
+	s, err := open(os.DirFS(dir), dir, true)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	s.lock = l
+	return s, nil
 }
 
 func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
@@ -268,7 +284,7 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 	}
 	for _, op := range top {
 		if !op.IsDir() {
-			if op.Name() != readmeName {
+			if op.Name() != readmeName && op.Name() != MarkerName {
 				s.stray = append(s.stray, op.Name())
 			}
 			continue
@@ -329,8 +345,11 @@ func (s *Store) Lookup(id string) (*StoredCase, bool) {
 }
 
 // Load reads a case's stored inputs and expected outputs. Each file is read
-// as the dtype case.json names and must have the listed shape; errors name
-// the file and tensor. Hashes are not checked here (Verify does that).
+// as the dtype case.json names and must have the listed shape; an input
+// must also have the sha256 recorded in case.json (a corrupted input must
+// not reach a backend). Expected outputs are compared to what the backend
+// computes (bit-exactly for the emulator), so a changed one shows as a
+// failed case; Verify checks their hashes. Errors name the file and tensor.
 func (s *Store) Load(c *StoredCase) (inputs, expected map[string]*tensor.Tensor, err error) {
 	if c.Err != nil {
 		return nil, nil, c.Err
@@ -340,11 +359,15 @@ func (s *Store) Load(c *StoredCase) (inputs, expected map[string]*tensor.Tensor,
 	for _, set := range []struct {
 		list []FileEntry
 		into map[string]*tensor.Tensor
-	}{{c.File.Inputs, inputs}, {c.File.Outputs, expected}} {
+		hash bool
+	}{{c.File.Inputs, inputs, true}, {c.File.Outputs, expected, false}} {
 		for _, e := range set.list {
-			t, _, err := s.readTensor(c, e)
+			t, sum, err := s.readTensor(c, e)
 			if err != nil {
 				return nil, nil, err
+			}
+			if set.hash && sum != e.SHA256 {
+				return nil, nil, fmt.Errorf("%s: tensor %q: sha256 %s, case.json says %s (file modified or corrupted)", s.path(c.ID+"/"+e.File), e.Name, sum, e.SHA256)
 			}
 			set.into[e.Name] = t
 		}

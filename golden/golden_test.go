@@ -39,7 +39,7 @@ func TestUpdateGolden(t *testing.T) {
 		t.Logf("golden/cases: %s", ch)
 		return
 	}
-	s, err := OpenDir("cases")
+	s, err := openT(t, "cases")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestUpdateReportsChanges(t *testing.T) {
 			t.Errorf("update output lacks %q:\n%s", s, text)
 		}
 	}
-	s, err := OpenDir(dir)
+	s, err := openT(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +227,9 @@ func caseIDs(s *Store) []string {
 func copyStore(t *testing.T, dir string, keep func(id string) bool) {
 	t.Helper()
 	src := Embedded()
+	if err := os.WriteFile(filepath.Join(dir, MarkerName), markerContent(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range src.Cases() {
 		if !keep(c.ID) {
 			continue
@@ -286,7 +289,7 @@ func TestVerifyDetectsCorruption(t *testing.T) {
 			if err := os.WriteFile(p, nb, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s, err := OpenDir(dir)
+			s, err := openT(t, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +328,7 @@ func TestVerifyDetectsStrays(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "vector_add", "notes.txt"), []byte("x"), 0o644))
 	must(os.MkdirAll(filepath.Join(dir, "vector_add", "int8_uniform_n16", "expected", "more"), 0o755))
 	must(os.MkdirAll(filepath.Join(dir, "vector_add", "empty_case"), 0o755))
-	s, err := OpenDir(dir)
+	s, err := openT(t, dir)
 	must(err)
 	var msgs []string
 	for _, e := range Verify(s) {
@@ -441,4 +444,15 @@ func (failing) Name() string { return "failing" }
 
 func (failing) Run(context.Context, string, ops.Params, map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	return nil, nil, os.ErrDeadlineExceeded
+}
+
+// openT opens the store in dir and closes it (releasing its shared lock)
+// when the test ends.
+func openT(t *testing.T, dir string) (*Store, error) {
+	t.Helper()
+	s, err := OpenDir(dir)
+	if err == nil {
+		t.Cleanup(func() { s.Close() })
+	}
+	return s, err
 }

@@ -25,7 +25,7 @@ import (
 //   - the inputs reproduce bit-exactly from the seed (harness.Prepare);
 //   - nothing is stray: no file in a case that case.json does not list,
 //     no file or hidden entry where an op or case directory belongs (a
-//     README.md at the top is allowed).
+//     README.md and the store marker at the top are allowed).
 //
 // Verify does not run any backend; Check does.
 func Verify(s *Store) []error {

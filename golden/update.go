@@ -43,7 +43,8 @@ import (
 //  4. a case that left the set is renamed to <op>/.del-<case>, then
 //     removed.
 //
-// Recover (run by Update and OpenDir before anything else) finishes an
+// recoverUpdates (run by Update only, under the store's exclusive lock,
+// before anything else; readers never modify the store) finishes an
 // interrupted protocol: .tmp-* and .del-* are removed (the case directory
 // beside them is complete, old or new, or was never there), and an
 // .old-<case> whose <case> is missing is renamed back (the crash fell
@@ -178,15 +179,17 @@ func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
 // written atomically (see "Crash guarantee" above) if any of its files
 // changed; case directories not in cases are removed. What changed is
 // printed to w: added and removed cases, and for changed ones each file
-// with its old → new sha256 and the deltas of metrics and budgets. dir is
-// created if missing.
+// with its old → new sha256 and the deltas of metrics and budgets.
+//
+// dir must be a store (it holds MarkerName), or missing or empty: then it
+// becomes one. Any other directory is refused (an input error) before
+// anything is written. Update holds the store's exclusive lock throughout
+// (see "Store identity and locking") and removes only directories it
+// recognises as cases.
 func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer) (Changes, error) {
 	var ch Changes
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mayUpdate(dir); err != nil {
 		return ch, fmt.Errorf("golden update: %w", err)
-	}
-	if err := Recover(dir); err != nil {
-		return ch, err
 	}
 	gens := map[string]*generated{}
 	for _, c := range cases {
@@ -199,20 +202,40 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		}
 		gens[g.id] = g
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ch, fmt.Errorf("golden update: %w", err)
+	}
+	l, err := lockStore(ctx, dir, true, true)
+	if err != nil {
+		return ch, fmt.Errorf("golden update: %w", err)
+	}
+	defer l.release()
+	if err := recoverUpdates(dir); err != nil {
+		return ch, err
+	}
 	existing, err := listCases(dir)
 	if err != nil {
 		return ch, err
 	}
+	// Every existing target is read (and must be a case) before anything
+	// is written: a refused update changes nothing.
+	olds := map[string]map[string][]byte{}
 	for _, id := range slices.Sorted(maps.Keys(gens)) {
-		if err := ctx.Err(); err != nil {
-			return ch, err
-		}
-		g := gens[id]
 		caseDir := filepath.Join(dir, filepath.FromSlash(id))
 		old, err := readTree(caseDir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return ch, fmt.Errorf("golden update: %w", err)
 		}
+		if old != nil && !isCase(old) {
+			return ch, &harness.InputError{Err: fmt.Errorf("golden update: %s exists but is not a case (no %s that parses); refusing to replace it", caseDir, CaseJSON)}
+		}
+		olds[id] = old
+	}
+	for _, id := range slices.Sorted(maps.Keys(gens)) {
+		if err := ctx.Err(); err != nil {
+			return ch, err
+		}
+		g, old := gens[id], olds[id]
 		switch {
 		case old == nil:
 			ch.Added = append(ch.Added, id)
@@ -229,25 +252,28 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 			return ch, fmt.Errorf("golden update: %s: %w", id, err)
 		}
 	}
+	emptied := map[string]bool{}
 	for _, id := range existing {
 		if _, keep := gens[id]; keep {
 			continue
 		}
+		emptied[opOf(id)] = true
 		if err := removeCase(dir, id); err != nil {
 			return ch, fmt.Errorf("golden update: %s: %w", id, err)
 		}
 		ch.Removed = append(ch.Removed, id)
 		fmt.Fprintf(w, "removed  %s\n", id)
 	}
-	if err := removeEmptyOpDirs(dir); err != nil {
+	if err := removeEmptyOpDirs(dir, emptied); err != nil {
 		return ch, err
 	}
 	fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
 	return ch, nil
 }
 
-// listCases returns the IDs of the case directories under dir (every
-// non-hidden directory two levels down), sorted.
+// listCases returns the IDs of the cases under dir, sorted: the non-hidden
+// directories two levels down that hold a case.json that parses. Nothing
+// else is ever removed by Update.
 func listCases(dir string) ([]string, error) {
 	var ids []string
 	tops, err := os.ReadDir(dir)
@@ -263,7 +289,14 @@ func listCases(dir string) ([]string, error) {
 			return nil, fmt.Errorf("golden: %w", err)
 		}
 		for _, e := range entries {
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, op.Name(), e.Name(), CaseJSON))
+			if err != nil {
+				continue
+			}
+			if _, err := ParseCaseFile(b); err == nil {
 				ids = append(ids, op.Name()+"/"+e.Name())
 			}
 		}
@@ -294,6 +327,17 @@ func readTree(root string) (map[string][]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+// isCase reports whether a directory read by readTree is a case: it holds
+// a case.json that parses.
+func isCase(tree map[string][]byte) bool {
+	b, ok := tree[CaseJSON]
+	if !ok {
+		return false
+	}
+	_, err := ParseCaseFile(b)
+	return err == nil
 }
 
 func sameTree(a, b map[string][]byte) bool {
@@ -412,17 +456,11 @@ func removeCase(dir, id string) error {
 	return nil
 }
 
-// removeEmptyOpDirs removes op directories left without any entry.
-func removeEmptyOpDirs(dir string) error {
-	tops, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("golden: %w", err)
-	}
-	for _, op := range tops {
-		if !op.IsDir() || strings.HasPrefix(op.Name(), ".") {
-			continue
-		}
-		p := filepath.Join(dir, op.Name())
+// removeEmptyOpDirs removes the op directories this update emptied (ops
+// emptied lists them) when they are left without any entry.
+func removeEmptyOpDirs(dir string, emptied map[string]bool) error {
+	for _, op := range slices.Sorted(maps.Keys(emptied)) {
+		p := filepath.Join(dir, op)
 		entries, err := os.ReadDir(p)
 		if err != nil {
 			return fmt.Errorf("golden: %w", err)
@@ -437,10 +475,11 @@ func removeEmptyOpDirs(dir string) error {
 	return safefile.SyncDir(dir)
 }
 
-// Recover completes or rolls back case updates interrupted in dir (see
-// "Crash guarantee"). It is idempotent and cheap when there is nothing to
-// do. A missing dir is not an error (nothing to recover).
-func Recover(dir string) error {
+// recoverUpdates completes or rolls back case updates interrupted in dir
+// (see "Crash guarantee"). It is idempotent and cheap when there is nothing
+// to do. A missing dir is not an error (nothing to recover). Only Update
+// calls it, holding the store's exclusive lock.
+func recoverUpdates(dir string) error {
 	tops, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

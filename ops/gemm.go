@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/reference"
@@ -187,6 +188,11 @@ func (op gemm) Validate(p Params) (Params, error) {
 	}
 	for _, name := range []string{"alpha", "beta"} {
 		x, err := strconv.ParseFloat(v[name], 64)
+		if strings.Contains(v[name], "_") {
+			// ParseFloat takes "1_0" as 10; a digit separator in a
+			// parameter is far likelier a typo than a wish.
+			return nil, fmt.Errorf("%s: param %q: %q is not a number (no '_' digit separators)", op.Name(), name, v[name])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: param %q: %q is not a number", op.Name(), name, v[name])
 		}

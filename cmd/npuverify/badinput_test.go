@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -62,6 +66,20 @@ type badInput struct {
 	// maxAlloc, when > 0, bounds the bytes allocated (TotalAlloc) during
 	// the run.
 	maxAlloc uint64
+	// noMarker leaves {store} without the store marker (it is written
+	// otherwise, like golden update writes it).
+	noMarker bool
+	// rehash re-records in the copied case.json the sha256 of every listed
+	// file the entry wrote, so that the entry reaches the check it is about
+	// rather than the hash check.
+	rehash bool
+	// unchanged lists directories (or files) whose whole tree, names,
+	// types and contents, must be the same after the run (and after the
+	// verify run) as before it.
+	unchanged []string
+	// stdout lists substrings stdout must contain (entries exiting 0 or 1
+	// are judged by it or by unchanged).
+	stdout []string
 }
 
 const (
@@ -115,7 +133,7 @@ func badInputCatalogue() []badInput {
 	atCase := []string{"npuverify: check: {id}: ", "{case}/case.json"}
 	valid17 := npyV1(fp16Dict("(17,)"), zeros(34))
 
-	return []badInput{
+	return append([]badInput{
 		// ---- malformed .npy inputs (run --in) ----
 		{name: "npy/empty file", files: map[string][]byte{"{dir}/y.npy": nil},
 			args: runY, code: 2, want: with(inY, "empty file: not a .npy file")},
@@ -208,10 +226,10 @@ func badInputCatalogue() []badInput {
 			args: checkStore, code: 2, want: with(atCase, `inputs: vector_add: input "x" is missing`), verify: []string{"{case}/case.json", `input "x"`}},
 		{name: "case.json/missing outputs", store: vectorCase, edit: func(m map[string]any) { delete(m, "outputs") },
 			args: checkStore, code: 2, want: with(atCase, `outputs: vector_add: output "z" is missing`), verify: []string{"{case}/case.json", `output "z"`}},
-		{name: "case.json/input against the contract", store: vectorCase, edit: func(m map[string]any) { entry(m, "inputs", 1)["shape"] = []any{16} },
+		{name: "case.json/input against the contract", store: vectorCase, rehash: true, edit: func(m map[string]any) { entry(m, "inputs", 1)["shape"] = []any{16} },
 			files: map[string][]byte{"{case}/y.npy": npyV1(fp16Dict("(16,)"), zeros(32))},
 			args:  checkStore, code: 2, want: with(atCase, `inputs: vector_add: input "y": shape [16], want [17]`), verify: []string{"{case}/y.npy", `input "y" is fp16[16], the contract says fp16[17]`}},
-		{name: "case.json/output against the contract", store: vectorCase, edit: func(m map[string]any) { entry(m, "outputs", 0)["shape"] = []any{16} },
+		{name: "case.json/output against the contract", store: vectorCase, rehash: true, edit: func(m map[string]any) { entry(m, "outputs", 0)["shape"] = []any{16} },
 			files: map[string][]byte{"{case}/expected/z.npy": npyV1(fp16Dict("(16,)"), zeros(32))},
 			args:  checkStore, code: 2, want: with(atCase, `outputs: vector_add: output "z": shape [16], want [17]`), verify: []string{"{case}/expected/z.npy", `output "z" is fp16[16]`}},
 		{name: "case.json/output the op does not have", store: vectorCase, edit: func(m map[string]any) {
@@ -319,7 +337,71 @@ func badInputCatalogue() []badInput {
 		{name: "exec/check: timeout", store: vectorCase, files: map[string][]byte{"{dir}/kernel.sh": sh("sleep 30")},
 			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh", "--timeout", "1s"), code: 3,
 			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", "timed out after 1s; killed its process group"}},
+	}, storeBadInputs()...)
+}
+
+// storeMarker is the content golden update writes to a new store's marker.
+const storeMarker = `{"format":1,"kind":"npuverify golden store"}` + "\n"
+
+// treeDigest describes every entry under root (root itself when it is not
+// a directory): slash path → type, mode and sha256 of the content (the
+// target of a symlink). A missing root digests to nothing.
+func treeDigest(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := info.Mode().String()
+		switch {
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" sha256:%x", sha256.Sum256(b))
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		}
+		out[filepath.ToSlash(rel)] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
+}
+
+// rehashCase records in caseDir's case.json the sha256 of every listed
+// file as it is now.
+func rehashCase(t *testing.T, caseDir string) {
+	t.Helper()
+	editCaseJSON(t, filepath.Join(caseDir, "case.json"), func(m map[string]any) {
+		for _, key := range []string{"inputs", "outputs"} {
+			list, _ := m[key].([]any)
+			for _, e := range list {
+				entry := e.(map[string]any)
+				b, err := os.ReadFile(filepath.Join(caseDir, filepath.FromSlash(entry["file"].(string))))
+				if err != nil {
+					continue // the entry is about a missing file
+				}
+				entry["sha256"] = fmt.Sprintf("%x", sha256.Sum256(b))
+			}
+		}
+	})
 }
 
 // entry returns element i of the list m[key] of case.json.
@@ -339,6 +421,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	if len(cat) < 30 {
 		t.Fatalf("the catalogue has %d entries, want at least 30", len(cat))
 	}
+	t.Logf("bad-input catalogue: %d situations", len(cat))
 	shared := t.TempDir()
 	x, y, _, _ := writeInputs(t, shared, "fp16", 17)
 	sources := map[string]string{
@@ -351,8 +434,8 @@ func TestBadInputCatalogue(t *testing.T) {
 			t.Fatalf("duplicate entry %q", c.name)
 		}
 		seen[c.name] = true
-		if c.code != exitUsage && c.code != exitBackend {
-			t.Fatalf("%s: wanted exit code %d; the catalogue holds input (2) and backend (3) errors only", c.name, c.code)
+		if c.code != exitUsage && c.code != exitBackend && len(c.unchanged)+len(c.stdout) == 0 {
+			t.Fatalf("%s: wanted exit code %d; the catalogue holds input (2) and backend (3) errors, and other exits only with what must stay unchanged or be printed", c.name, c.code)
 		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -360,6 +443,11 @@ func TestBadInputCatalogue(t *testing.T) {
 			if c.store != "" {
 				store := t.TempDir()
 				copyCase(t, sources[c.store], store, c.store)
+				if !c.noMarker {
+					if err := os.WriteFile(filepath.Join(store, golden.MarkerName), []byte(storeMarker), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				vars = append(vars, "{store}", store, "{case}", filepath.Join(store, filepath.FromSlash(c.store)), "{id}", c.store)
 			}
 			r := strings.NewReplacer(vars...)
@@ -394,6 +482,21 @@ func TestBadInputCatalogue(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if c.rehash {
+				rehashCase(t, r.Replace("{case}"))
+			}
+			digests := map[string]map[string]string{}
+			for _, p := range expand(c.unchanged) {
+				digests[p] = treeDigest(t, p)
+			}
+			checkUnchanged := func(after string) {
+				t.Helper()
+				for _, p := range expand(c.unchanged) {
+					if got := treeDigest(t, p); !maps.Equal(got, digests[p]) {
+						t.Errorf("%s changed %s:\nbefore: %v\nafter:  %v", after, p, digests[p], got)
+					}
+				}
+			}
 
 			args := expand(c.args)
 			var stdout, stderr bytes.Buffer
@@ -406,9 +509,18 @@ func TestBadInputCatalogue(t *testing.T) {
 			if code != c.code {
 				t.Errorf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", cmdline, code, c.code, stdout.String(), e)
 			}
-			if !strings.HasPrefix(e, "npuverify: ") {
+			if code >= exitUsage && !strings.HasPrefix(e, "npuverify: ") {
 				t.Errorf("%s: stderr does not start with \"npuverify: \":\n%s", cmdline, e)
 			}
+			if code == exitUsage && strings.Contains(stdout.String(), "usage:") {
+				t.Errorf("%s: a usage error printed the usage to stdout:\n%s", cmdline, stdout.String())
+			}
+			for _, s := range expand(c.stdout) {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("%s: stdout lacks %q:\n%s", cmdline, s, stdout.String())
+				}
+			}
+			checkUnchanged(cmdline)
 			for _, s := range expand(c.want) {
 				if !strings.Contains(e, s) {
 					t.Errorf("%s: stderr lacks %q:\n%s", cmdline, s, e)
@@ -443,6 +555,7 @@ func TestBadInputCatalogue(t *testing.T) {
 					}
 				}
 				noPanic(t, vcmd, o.String()+ve.String())
+				checkUnchanged(vcmd)
 			}
 		})
 	}

@@ -61,6 +61,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return inputErr(where, err)
 	}
+	defer store.Close() // holds the store's shared lock for the whole run
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
 	results, err := golden.Check(intr.ctx, store, b, opt)

@@ -94,6 +94,7 @@ func goldenVerify(dir string, stdout, stderr io.Writer) error {
 		if s, err = golden.OpenDir(dir); err != nil {
 			return inputErr(where, fmt.Errorf("--dir %s: %w", dir, err))
 		}
+		defer s.Close()
 	}
 	errs := golden.Verify(s)
 	for _, err := range errs {

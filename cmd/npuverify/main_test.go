@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
@@ -265,6 +266,9 @@ func TestCheckSelection(t *testing.T) {
 func copyCases(t *testing.T, ids ...string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, golden.MarkerName), []byte(storeMarker), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range ids {
 		dst := filepath.Join(dir, filepath.FromSlash(id))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

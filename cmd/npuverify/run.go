@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
@@ -17,6 +18,7 @@ import (
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
 )
 
 const runSynopsis = "run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--backend B] [--profile P] [--timeout D]"
@@ -121,8 +123,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 				verdict = "FAIL"
 			}
 		}
-		fmt.Fprintf(stdout, "%s %s%v: %s %s (tightness %s, max abs %s)\n", o.Name, o.DType, o.Shape,
-			strings.Join(policyNames(o.Verdicts), "+"), verdict, fmtNum(o.Metrics.Tightness), fmtNum(o.Metrics.MaxAbs))
+		fmt.Fprintf(stdout, "%s %s%v: %s %s (tightness %s, %s)\n", o.Name, o.DType, o.Shape,
+			strings.Join(policyNames(o.Verdicts), "+"), verdict, fmtNum(o.Metrics.Tightness), maxAbsText(o.Metrics))
 	}
 	if res.Cost != nil {
 		fmt.Fprintf(stdout, "cost: %d cycles, %d GM bytes, vector util %s, load balance %s\n", res.Cost.Cycles,
@@ -179,7 +181,42 @@ func holdToContract(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, files
 		}
 		return fmt.Errorf("%s: %s, but %s %s wants %s ('%s'); nothing is cast", at, haveText, op.Name(), p, want, tensor.NpyDescr(want))
 	}
-	return fmt.Errorf("%s: shape %v, but %s %s wants %v", at, ce.Got.Shape, op.Name(), p, ce.Want.Shape)
+	return fmt.Errorf("%s: shape %v, but %s %s wants %v%s", at, ce.Got.Shape, op.Name(), p, ce.Want.Shape, sameShapeNote(op, p, in, ce))
+}
+
+// sameShapeNote explains a shape mismatch that the contract derives from
+// another input: when the contract gives the inputs the same shape (as
+// vector_add's x and y), the message says the two must match rather than
+// blaming one of them.
+func sameShapeNote(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, ce *ops.ContractError) string {
+	specs, err := op.Inputs(p, in)
+	if err != nil {
+		return ""
+	}
+	var peers []string
+	for _, sp := range specs {
+		if sp.Name != ce.Tensor && slices.Equal(sp.Shape, ce.Want.Shape) && in[sp.Name] != nil && slices.Equal(in[sp.Name].Shape, sp.Shape) {
+			peers = append(peers, fmt.Sprintf("%q %v", sp.Name, in[sp.Name].Shape))
+		}
+	}
+	if len(peers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": %s must have the same shape as %s", strconv.Quote(ce.Tensor), strings.Join(peers, " and "))
+}
+
+// maxAbsText is the run summary's "max abs" figure: the largest error
+// over the elements finite in both output and reference, and says so when
+// some or all of them are not (an all-NaN output has no error to show,
+// not an error of 0).
+func maxAbsText(m verify.Metrics) string {
+	switch {
+	case m.Compared == 0 && m.N > 0:
+		return fmt.Sprintf("max abs — (none of the %d elements is finite in both output and reference)", m.N)
+	case m.Compared < m.N:
+		return fmt.Sprintf("max abs %s over the %d of %d elements finite in both", fmtNum(m.MaxAbs), m.Compared, m.N)
+	}
+	return "max abs " + fmtNum(m.MaxAbs)
 }
 
 // writeOutputs writes every output as DIR/<name>.npy and the cost as
