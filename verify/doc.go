@@ -28,8 +28,13 @@
 // With e = |g − r| for finite g and r, and d the output dtype:
 //
 //   - bound (default): every element accepted by Expected.Accepts
-//     (e ≤ Expected.Bound[i]), under the non-finite rule above. Element
-//     bound: Expected.Bound.
+//     (e ≤ Expected.Bound[i]), under the non-finite rule above; an exact
+//     element (Expected.IsExact: one rounding of an exactly known value)
+//     must moreover be bit for bit Expected.Rounded[i], the profile's
+//     rounding of the exact value, ties and the sign of zero included
+//     (Metrics.NotRounded counts those that are not). Element bound:
+//     Expected.Bound (half an ulp at exact elements, so tightness still
+//     shows their error in half-ulps).
 //
 //   - exact: the output's dtype, shape and every bit pattern equal the
 //     golden tensor's (−0 ≠ +0, NaN payloads compared). Without a golden
