@@ -212,7 +212,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 	for _, p := range policies {
 		r.Policies = append(r.Policies, p.Name())
 	}
-	in, expected, err := s.Load(c)
+	in, expected, err := s.loadForCheck(c)
 	if err != nil {
 		r.Err = &harness.InputError{Err: err}
 		return r
@@ -224,7 +224,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", cj, err)}
 		return r
 	}
-	if err := harness.CheckOutputs(pc.Op, pc.Params, pc.Inputs, expected); err != nil {
+	if err := checkRecorded(c, pc, expected); err != nil {
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: outputs: %w", cj, err)}
 		return r
 	}
@@ -233,11 +233,14 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
 	}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected})
+	ho := harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected}
+	recipeVerdicts := s.recipeGolden(ctx, c, pc, &ho) // a recipe's expected bits come from its hashes
+	res, err := harness.RunPrepared(ctx, b, pc, ho)
 	if err != nil {
 		r.Err = err
 		return r
 	}
+	recipeVerdicts(res)
 	r.Result = res
 	// Budgets are figures of the emulator's cost model; another backend's
 	// cost (at most measured kernel time) is reported, not budgeted.

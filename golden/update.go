@@ -96,7 +96,8 @@ type generated struct {
 
 // Generate runs c on b and renders its case directory in memory: the
 // inputs, the outputs as expected/, and case.json with the metrics and
-// budgets of this run. A result that does not pass the case's policy is an
+// budgets of this run; for a recipe (c.Recipe), case.json alone, with the
+// sha256 of every tensor (recipe.go). A result that does not pass the case's policy is an
 // error: a golden must never record a wrong answer.
 func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, error) {
 	if !validName(c.Op) || !validName(c.Name) {
@@ -113,6 +114,11 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 	}
 	if !res.Pass() {
 		return nil, fmt.Errorf("%s: backend %s fails the case's own policy; not recording it:\n%s", id, b.Name(), res.Verify.Failure())
+	}
+	if c.Recipe {
+		if err := recipeFiles(ctx, b, pc, res.Outputs); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
 	}
 	cf := &CaseFile{Format: FormatVersion, Case: c, Metrics: map[string]Metrics{}}
 	cf.Params, cf.Dims, cf.Labels = pc.Params, cloneDims(c.Dims), slices.Clone(c.Labels)
@@ -133,8 +139,7 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		cf.Inputs = append(cf.Inputs, e)
-		files[e.File] = data
+		cf.Inputs, files = appendEntry(cf.Inputs, files, e, data, c.Recipe)
 	}
 	outSpecs, err := pc.Op.Outputs(pc.Params, pc.Inputs)
 	if err != nil {
@@ -145,8 +150,7 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		cf.Outputs = append(cf.Outputs, e)
-		files[e.File] = data
+		cf.Outputs, files = appendEntry(cf.Outputs, files, e, data, c.Recipe)
 	}
 	for _, o := range res.Verify.Outputs {
 		cf.Metrics[o.Name] = summarize(o.Metrics)
@@ -163,6 +167,17 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 	}
 	files[CaseJSON] = js
 	return &generated{id: id, file: cf, files: files}, nil
+}
+
+// appendEntry lists a tensor in case.json and adds its file to the case
+// directory, or, in a recipe, lists it with its sha256 and no file.
+func appendEntry(list []FileEntry, files map[string][]byte, e FileEntry, data []byte, recipe bool) ([]FileEntry, map[string][]byte) {
+	if recipe {
+		e.File = ""
+	} else {
+		files[e.File] = data
+	}
+	return append(list, e), files
 }
 
 func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
