@@ -104,6 +104,11 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 		return nil, fmt.Errorf("case %q of op %q: names must be non-empty, not start with '.', and contain no '/'", c.Name, c.Op)
 	}
 	id := c.Op + "/" + c.Name
+	if c.Recipe {
+		if err := recordsRecipes(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+	}
 	pc, err := harness.Prepare(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
@@ -114,11 +119,6 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 	}
 	if !res.Pass() {
 		return nil, fmt.Errorf("%s: backend %s fails the case's own policy; not recording it:\n%s", id, b.Name(), res.Verify.Failure())
-	}
-	if c.Recipe {
-		if err := recipeFiles(ctx, b, pc, res.Outputs); err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
 	}
 	cf := &CaseFile{Format: FormatVersion, Case: c, Metrics: map[string]Metrics{}}
 	cf.Params, cf.Dims, cf.Labels = pc.Params, cloneDims(c.Dims), slices.Clone(c.Labels)
