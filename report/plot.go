@@ -25,7 +25,7 @@ import (
 // is what makes the SVG safe to insert into the page as template.HTML.
 
 var (
-	palette   = []color.Color{
+	palette = []color.Color{
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 		color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
