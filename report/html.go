@@ -351,12 +351,16 @@ p.note { color: #555; font-size: 13px; }
 {{- end}}
 <script>
 // Open the collapsed case a link points to, so that following it shows it.
-function openTarget() {
-  var id = decodeURIComponent(location.hash.slice(1));
+function openTarget(hash) {
+  var id = decodeURIComponent((typeof hash === "string" ? hash : location.hash).slice(1));
   var el = id && document.getElementById(id);
   if (el && el.tagName === "DETAILS") { el.open = true; }
 }
 window.addEventListener("hashchange", openTarget);
+document.addEventListener("click", function (e) {
+  var a = e.target.closest && e.target.closest("a[href^='#']");
+  if (a) { openTarget(a.getAttribute("href")); }
+});
 openTarget();
 </script>
 </body>
