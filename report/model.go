@@ -11,7 +11,6 @@ import (
 
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -218,11 +217,6 @@ func (c *Case) normalise() {
 			o.Metrics.Worst = nil
 		}
 	}
-}
-
-// subject is the case's verify subject, as failure reports name it.
-func (c *Case) subject() verify.Subject {
-	return verify.Subject{Op: c.Op, Params: ops.Params(c.Params).String(), Seed: c.Seed, Case: c.ID}
 }
 
 // Results are the cases and meta of one JSON report (e.g. one
