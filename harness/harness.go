@@ -129,7 +129,9 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // is returned only when the case could not be judged (bad case, backend
 // failure); an inaccurate result is a Result whose Verify does not pass.
 // Besides the accuracy policies, every run checks that the inputs came
-// back bit-identical (CheckInputsUnchanged) and, when the backend reports
+// back bit-identical (CheckInputsUnchanged), the op's output invariants
+// when it has any (ops.OutputInvariants: e.g. every cache element a KV
+// update must not write is bit-identical) and, when the backend reports
 // a *npu.GuardError with its outputs, fails CheckGuardBand on each output
 // whose guard was written.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
@@ -182,6 +184,11 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
 		if ok, i := tensor.BitsEqual(pc.Inputs[name], backendIn[name]); !ok {
 			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+		}
+	}
+	if iv, ok := pc.Op.(ops.OutputInvariants); ok {
+		for _, v := range iv.CheckOutputs(pc.Params, pc.Inputs, out, num) {
+			vr.AddFailure(v.Output, v.Check, v.Reason)
 		}
 	}
 	if guard != nil {
