@@ -85,8 +85,9 @@ func (decodeAttention) DimSpecs() []DimSpec {
 }
 
 // Dists: uniform, normal, special (zeros, −0, subnormals, ties) fill q and
-// the caches; peaked scales q by 8 so the softmax concentrates on a few
-// positions.
+// the caches; peaked scales q by 512 so scores reach the hundreds: the softmax
+// concentrates on a few positions, and exp without max subtraction
+// overflows.
 func (decodeAttention) Dists() []string {
 	return []string{DistUniform, DistNormal, DistPeaked, DistSpecial}
 }
@@ -151,7 +152,7 @@ func (op decodeAttention) Generate(p Params, g Gen) (map[string]*tensor.Tensor, 
 	for i := range q.Len() {
 		v := kvSample(rng, dist)
 		if g.Dist == DistPeaked {
-			v *= 8
+			v *= 512
 		}
 		q.SetFloat64(i, v, generationNumerics)
 	}

@@ -279,8 +279,9 @@ func kvDims(op Op, g Gen, paged bool) (kvGenDims, error) {
 // seq_ids is a shuffled choice of distinct sequences with every fourth
 // entry padding (−1); block tables are a shuffled permutation of the
 // physical blocks, entries beyond what a sequence needs (after its write
-// position) left −1 half of the time. When write, no length is L for a
-// batch entry's sequence half of the time, so most entries write.
+// position) left −1 half of the time. The first five sequences have the
+// lengths BS, 0, L, BS+1 and 2·BS−1 (contiguous: BS = 16), so a batch
+// covering them meets every block-boundary case and a full sequence.
 func kvGenIndices(rng *rand.Rand, g KVGeom, b int, write bool) (lens, ids, bt *tensor.Tensor) {
 	lens = tensor.MustNew(tensor.Int32, g.S)
 	ids = tensor.MustNew(tensor.Int32, b)
@@ -288,28 +289,31 @@ func kvGenIndices(rng *rand.Rand, g KVGeom, b int, write bool) (lens, ids, bt *t
 	if !g.Paged {
 		bs = 16
 	}
+	// The first sequences take the lengths where kernels break: a block
+	// multiple, empty, full, one past and one short of a block boundary.
+	designated := []int{bs, 0, g.L, bs + 1, 2*bs - 1}
 	for s := range g.S {
 		var n int
-		switch rng.IntN(8) {
-		case 0:
-			n = 0
-		case 1:
-			n = g.L
-		case 2, 3:
+		switch {
+		case s < len(designated):
+			n = designated[s]
+		case rng.IntN(4) == 0:
 			n = (rng.IntN(g.L/bs+1))*bs + []int{0, 1, bs - 1}[rng.IntN(3)]
 		default:
 			n = rng.IntN(g.L + 1)
 		}
-		if write && n == g.L && rng.IntN(2) == 0 {
+		if write && s >= len(designated) && n >= g.L && rng.IntN(2) == 0 {
 			n = g.L - 1
 		}
 		lens.I32()[s] = int32(min(max(n, 0), g.L))
 	}
 	perm := rng.Perm(g.S)
+	k := 0
 	for i := range b {
 		ids.I32()[i] = -1
-		if i%4 != 3 && i < len(perm) {
-			ids.I32()[i] = int32(perm[i])
+		if i%4 != 3 && k < len(perm) {
+			ids.I32()[i] = int32(perm[k])
+			k++
 		}
 	}
 	if !g.Paged {
@@ -317,7 +321,7 @@ func kvGenIndices(rng *rand.Rand, g KVGeom, b int, write bool) (lens, ids, bt *t
 	}
 	bt = tensor.MustNew(tensor.Int32, g.S, g.MB)
 	phys := rng.Perm(g.NB)
-	k := 0
+	k = 0
 	for s := range g.S {
 		need := (int(lens.I32()[s]) + 1 + g.BS - 1) / g.BS // through the write position
 		for j := range g.MB {
@@ -417,4 +421,10 @@ func parseKVScale(op Op, v string) (float64, error) {
 		return 0, fmt.Errorf("%s: param %q: must be finite and positive, got %q", op.Name(), "scale", v)
 	}
 	return x, nil
+}
+
+// KVGeomOf returns the cache geometry of op's validated params and inputs
+// (which should hold to its contract).
+func KVGeomOf(op Op, p Params, in map[string]*tensor.Tensor) (KVGeom, error) {
+	return kvGeom(op, p, in)
 }
