@@ -219,15 +219,33 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 			}
 			return nil
 		}
-		elem := func(i int, kscale bool, r daRun) float32 { // dequantised element i of the loaded tile
+		tf := make([]float32, P*d) // the loaded tile after the vector unit's Cast / dequantisation
+		qf := make([]float32, grp*d)
+		// decode casts the loaded tile of r.n rows to fp32 (fp16: exact;
+		// int8: RN32(code·scale)); isK says which scale applies.
+		decode := func(r daRun, isK bool, kvh int) {
+			n := r.n * d
 			if !g.Int8 {
-				return kb.F16()[i].Float32()
+				for i, v := range kb.F16()[:n] {
+					tf[i] = f16ToF32(v)
+				}
+				c.ChargeVector(n * 2)
+				return
 			}
-			v := float32(kb.I8()[i])
-			if kscale && f.Has(FaultDAScaleDropped) {
-				return v
+			codes, scales := kb.I8()[:n], ksb.F32()[:r.n]
+			for j := range r.n {
+				s := scales[j]
+				switch {
+				case isK && f.Has(FaultDAScaleDropped):
+					s = 1
+				case !isK && f.Has(FaultDAVByKScale):
+					s = in["k_scale"].F32()[(r.row+j)*g.H+kvh]
+				}
+				for i, q := range codes[j*d : (j+1)*d] {
+					tf[j*d+i] = float32(q) * s
+				}
 			}
-			return v * ksb.F32()[i/d]
+			c.ChargeVector(n * 4)
 		}
 		for _, it := range t.cores[c.BlockIdx] {
 			item := t.items[it]
@@ -241,6 +259,9 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 			if n > 0 {
 				if err := c.DataCopyPadIn(qb, in["q"], qoff, nq*d); err != nil {
 					return err
+				}
+				for i, v := range qb.F16()[:nq*d] {
+					qf[i] = f16ToF32(v)
 				}
 			}
 			for h := range nq {
@@ -263,12 +284,14 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 					if err := load("k_cache", "k_scale", r, item.kvh); err != nil {
 						return err
 					}
+					decode(r, true, item.kvh)
 					for h := range nq {
-						qr := qb.F16()[h*d : (h+1)*d]
+						qr := qf[h*d : (h+1)*d]
 						for j := range r.n {
 							var acc float32
-							for i := range d {
-								acc += float32(qr[i].Float32() * elem(j*d+i, true, r))
+							kr := tf[j*d : (j+1)*d]
+							for i, qv := range qr {
+								acc += float32(qv * kr[i])
 							}
 							sc[h][r.pos-p0+j] = acc * sigma
 						}
@@ -315,15 +338,13 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 					if err := load("v_cache", "v_scale", r, item.kvh); err != nil {
 						return err
 					}
+					decode(r, false, item.kvh)
 					for h := range nq {
+						acc := np[h][:d]
 						for j := range r.n {
 							e := sc[h][r.pos-p0+j]
-							for i := range d {
-								v := elem(j*d+i, false, r)
-								if g.Int8 && f.Has(FaultDAVByKScale) {
-									v = float32(kb.I8()[j*d+i]) * in["k_scale"].F32()[(r.row+j)*g.H+item.kvh]
-								}
-								np[h][i] += float32(e * v)
+							for i, v := range tf[j*d : (j+1)*d] {
+								acc[i] += float32(e * v)
 							}
 						}
 					}
@@ -356,3 +377,15 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 		return nil
 	}
 }
+
+// f16Table maps every fp16 bit pattern to its fp32 value (exact).
+var f16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = float16.Frombits(uint16(i)).Float32()
+	}
+	return &t
+}()
+
+// f16ToF32 is the vector unit's exact fp16 → fp32 Cast.
+func f16ToF32(v float16.Float16) float32 { return f16Table[v.Bits()] }
