@@ -76,7 +76,7 @@ func newDecodeAttentionTiling(prof npu.Profile, d int, items []daItem, opt Decod
 		}
 		t.Schedule = opt.Schedule
 	}
-	t.BlockDim = min(prof.AICores, max(len(items), 1))
+	t.BlockDim = min(prof.AICores, prof.VectorCores, max(len(items), 1))
 	if opt.BlockDim > 0 {
 		t.BlockDim = min(opt.BlockDim, prof.VectorCores)
 	}

@@ -44,9 +44,9 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	x := in["x"]
 	b := x.Shape[0]
 	prof := dev.Profile()
-	blockDim := min(prof.AICores, max(b, 1))
+	blockDim := min(prof.AICores, prof.VectorCores, max(b, 1))
 	if opt.BlockDim > 0 {
-		blockDim = opt.BlockDim
+		blockDim = min(opt.BlockDim, prof.VectorCores)
 	}
 	outs := map[string]*npu.GuardedOutput{}
 	alloc := func(name string, dt tensor.DType, shape []int, from *tensor.Tensor) error {
