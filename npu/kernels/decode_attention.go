@@ -287,7 +287,20 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 					decode(r, true, item.kvh)
 					for h := range nq {
 						qr := qf[h*d : (h+1)*d]
-						for j := range r.n {
+						j := 0
+						for ; j+4 <= r.n; j += 4 { // four keys per pass over q; each sum still i ascending
+							k0, k1, k2, k3 := tf[j*d:(j+1)*d], tf[(j+1)*d:(j+2)*d], tf[(j+2)*d:(j+3)*d], tf[(j+3)*d:(j+4)*d]
+							var a0, a1, a2, a3 float32
+							for i, qv := range qr {
+								a0 += float32(qv * k0[i])
+								a1 += float32(qv * k1[i])
+								a2 += float32(qv * k2[i])
+								a3 += float32(qv * k3[i])
+							}
+							o := sc[h][r.pos-p0+j:]
+							o[0], o[1], o[2], o[3] = a0*sigma, a1*sigma, a2*sigma, a3*sigma
+						}
+						for ; j < r.n; j++ {
 							var acc float32
 							kr := tf[j*d : (j+1)*d]
 							for i, qv := range qr {
@@ -341,7 +354,15 @@ func decodeAttentionDevice(g ops.KVGeom, t DecodeAttentionTiling, in map[string]
 					decode(r, false, item.kvh)
 					for h := range nq {
 						acc := np[h][:d]
-						for j := range r.n {
+						j := 0
+						for ; j+2 <= r.n; j += 2 { // two rows per pass; each element still adds row j, then j+1
+							e0, e1 := sc[h][r.pos-p0+j], sc[h][r.pos-p0+j+1]
+							v0, v1 := tf[j*d:(j+1)*d], tf[(j+1)*d:(j+2)*d]
+							for i := range acc {
+								acc[i] = float32(float32(acc[i]+float32(e0*v0[i])) + float32(e1*v1[i]))
+							}
+						}
+						for ; j < r.n; j++ {
 							e := sc[h][r.pos-p0+j]
 							for i, v := range tf[j*d : (j+1)*d] {
 								acc[i] += float32(e * v)
