@@ -126,6 +126,9 @@ void parse_case(const char *path, casefile *c) {
 	const char *pe = match(pb);
 	get_string(pb, pe, "dtype", c->dtype, sizeof c->dtype);
 	get_string(pb, pe, "mode", c->mode, sizeof c->mode);
+	get_string(pb, pe, "layout", c->layout, sizeof c->layout);
+	get_string(pb, pe, "cache_dtype", c->cache_dtype, sizeof c->cache_dtype);
+	get_string(pb, pe, "scale", c->scale, sizeof c->scale);
 	if (!get_string(pb, pe, "alpha", c->alpha, sizeof c->alpha)) strcpy(c->alpha, "1");
 	if (!get_string(pb, pe, "beta", c->beta, sizeof c->beta)) strcpy(c->beta, "0");
 	const char *nb = find_key(js, end, "numerics");
@@ -136,8 +139,8 @@ void parse_case(const char *path, casefile *c) {
 		if (get_string(nb, ne, "subnormals", v, sizeof v)) c->num.flush = !strcmp(v, "flush");
 		if (get_string(nb, ne, "int8_rounding", v, sizeof v)) c->num.half_away = !strcmp(v, "half_away");
 	}
-	c->nin = get_entries(js, "inputs", c->in, 8);
-	c->nout = get_entries(js, "outputs", c->out, 8);
+	c->nin = get_entries(js, "inputs", c->in, (int)(sizeof c->in / sizeof c->in[0]));
+	c->nout = get_entries(js, "outputs", c->out, (int)(sizeof c->out / sizeof c->out[0]));
 	free(js);
 }
 

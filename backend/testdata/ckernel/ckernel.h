@@ -23,8 +23,9 @@ typedef struct {
 typedef struct {
 	char op[64];
 	char dtype[16], mode[32], alpha[64], beta[64];
+	char layout[16], cache_dtype[16], scale[64]; /* KV-cache ops ("" = default) */
 	numerics num;
-	entry in[8], out[8];
+	entry in[12], out[12];
 	int nin, nout;
 } casefile;
 
@@ -46,5 +47,7 @@ int8_t store_i8(float v, const numerics *nm);
 /* one kernel per op, in <op>.c */
 void vector_add(const casefile *c);
 void gemm(const casefile *c);
+void kv_update(const casefile *c);
+void decode_attention(const casefile *c);
 
 #endif

@@ -1,5 +1,6 @@
-/* ckernel: an independent implementation of vector_add and gemm
- * (every mode) behind the npuverify exec backend protocol (docs/exec-backend.md).
+/* ckernel: an independent implementation of vector_add, gemm (every
+ * mode), kv_update and decode_attention (both layouts, fp16 and int8
+ * caches) behind the npuverify exec backend protocol (docs/exec-backend.md).
  *
  *   ckernel DIR        reads DIR/case.json and the input .npy files, writes
  *                      DIR/out/<output>.npy and DIR/out/timing.json
@@ -30,6 +31,8 @@ static const struct {
 } kernels[] = {
 	{"vector_add", vector_add},
 	{"gemm", gemm},
+	{"kv_update", kv_update},
+	{"decode_attention", decode_attention},
 };
 
 int main(int argc, char **argv) {
