@@ -1,5 +1,5 @@
-/* ckernel: an independent implementation of vector_add and gemm
- * (every mode) behind the npuverify exec backend protocol (docs/exec-backend.md).
+/* ckernel: an independent implementation of vector_add, gemm (every
+ * mode), sparse24_prune, gemm24 and sparse_compress behind the npuverify exec backend protocol (docs/exec-backend.md).
  *
  *   ckernel DIR        reads DIR/case.json and the input .npy files, writes
  *                      DIR/out/<output>.npy and DIR/out/timing.json
@@ -30,6 +30,9 @@ static const struct {
 } kernels[] = {
 	{"vector_add", vector_add},
 	{"gemm", gemm},
+	{"sparse24_prune", sparse24_prune},
+	{"gemm24", gemm24},
+	{"sparse_compress", sparse_compress},
 };
 
 int main(int argc, char **argv) {
