@@ -10,7 +10,12 @@
  * (lane k mod 4, in the mode's accumulator format) combined pairwise at
  * the end -- a summation order
  * different from both of the emulator's models, which the bound policy
- * must accept.
+ * must accept. gemm24 uses the same lanes over its kept k (so it equals
+ * this gemm on the decompressed operand bit for bit); sparse24_prune ranks
+ * each group by insertion sort; sparse_compress sums k² in four lanes and
+ * selects by a full sort on a packed 64-bit key, which may resolve
+ * near-ties differently from the emulator inside the tie-aware judge's
+ * band.
  *
  * Exit status: 0 done, 1 I/O or format error, 2 unsupported case.
  * Build: cc -O2 -std=c11 -o ckernel *.c -lm
