@@ -196,17 +196,7 @@ func (op decodeAttention) Inputs(p Params, in map[string]*tensor.Tensor) ([]Tens
 	if err != nil {
 		return nil, err
 	}
-	specs := []TensorSpec{{Name: "q", DType: tensor.Float16, Shape: []int{b, hq, g.D}}}
-	specs = append(specs, kvCacheSpecs(g)...)
-	specs = append(specs,
-		TensorSpec{Name: "seq_lens", DType: tensor.Int32, Shape: []int{g.S}},
-		TensorSpec{Name: "seq_ids", DType: tensor.Int32, Shape: []int{b}})
-	if matchesSpecs(specs, in) {
-		if err := kvCheckIndices(op, g, in, false, true); err != nil {
-			return nil, err
-		}
-	}
-	return specs, nil
+	return kvInputs(op, g, b, []TensorSpec{{Name: "q", DType: tensor.Float16, Shape: []int{b, hq, g.D}}}, in, false, true)
 }
 
 func (op decodeAttention) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {

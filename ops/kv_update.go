@@ -137,21 +137,11 @@ func (op kvUpdate) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec,
 	if err != nil {
 		return nil, err
 	}
-	specs := []TensorSpec{
+	return kvInputs(op, g, b, []TensorSpec{
 		{Name: "x", DType: tensor.Float16, Shape: []int{b, g.H, g.D}},
 		{Name: "w_k", DType: tensor.Float16, Shape: []int{g.H, g.D, g.D}},
 		{Name: "w_v", DType: tensor.Float16, Shape: []int{g.H, g.D, g.D}},
-	}
-	specs = append(specs, kvCacheSpecs(g)...)
-	specs = append(specs,
-		TensorSpec{Name: "seq_lens", DType: tensor.Int32, Shape: []int{g.S}},
-		TensorSpec{Name: "seq_ids", DType: tensor.Int32, Shape: []int{b}})
-	if matchesSpecs(specs, in) {
-		if err := kvCheckIndices(op, g, in, true, false); err != nil {
-			return nil, err
-		}
-	}
-	return specs, nil
+	}, in, true, false)
 }
 
 func (op kvUpdate) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {

@@ -154,6 +154,22 @@ func kvCacheSpecs(g KVGeom) []TensorSpec {
 
 // matchesSpecs reports whether every spec'd input is present with its
 // dtype and shape, so value checks can read them.
+// kvInputs completes an op's input contract, head (its own tensors),
+// with the caches, seq_lens [S] and seq_ids [B], and, once in matches
+// that contract, checks the index tensors (kvCheckIndices).
+func kvInputs(op Op, g KVGeom, b int, head []TensorSpec, in map[string]*tensor.Tensor, write, dupOK bool) ([]TensorSpec, error) {
+	specs := append(head, kvCacheSpecs(g)...)
+	specs = append(specs,
+		TensorSpec{Name: "seq_lens", DType: tensor.Int32, Shape: []int{g.S}},
+		TensorSpec{Name: "seq_ids", DType: tensor.Int32, Shape: []int{b}})
+	if matchesSpecs(specs, in) {
+		if err := kvCheckIndices(op, g, in, write, dupOK); err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
+}
+
 func matchesSpecs(specs []TensorSpec, in map[string]*tensor.Tensor) bool {
 	for _, s := range specs {
 		t, ok := in[s.Name]

@@ -164,27 +164,11 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 		if err != nil {
 			return err
 		}
-		l0c, err := alloc(npu.L0C, t.BaseM*t.BaseN*4)
+		bufs, err := allocEpilogue(core, t)
 		if err != nil {
 			return err
 		}
-		accUB, err := core.AllocUB(t.ChunkRows * t.BaseN * 4)
-		if err != nil {
-			return err
-		}
-		outUB, err := core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size())
-		if err != nil {
-			return err
-		}
-		var saUB, sbUB *npu.Buffer
-		if t.Int8 {
-			if saUB, err = core.AllocUB(t.BaseM * 4); err != nil {
-				return err
-			}
-			if sbUB, err = core.AllocUB(t.BaseN * 4); err != nil {
-				return err
-			}
-		}
+		l0c := bufs.l0c
 		ping, l0 := 0, 0
 		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
 			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
@@ -238,7 +222,7 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 				}
 				ping = (ping + 1) % 2
 			}
-			if err := gemmEpilogue(core, gemmFaults{}, t, l0c, accUB, outUB, nil, saUB, sbUB, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, gemmFaults{}, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}
