@@ -181,7 +181,7 @@ func (s *Summary) Markdown(w io.Writer) error {
 			fmt.Fprintf(ew, "- … and %d more (see Cases below)\n", len(failing)-maxListed)
 			break
 		}
-		fmt.Fprintf(ew, "- [%s](#%s): %s — %s\n", c.ID, anchor(c.ID), c.Verdict, cell(firstLine(c.why())))
+		fmt.Fprintf(ew, "- [%s](#%s): %s — %s\n", c.ID, anchor(c.ID), c.Verdict, cell(firstLine(c.Why())))
 	}
 	fmt.Fprintln(ew)
 	return ew.err
@@ -198,8 +198,9 @@ func (s *Summary) failing() []*Case {
 	return out
 }
 
-// why is the case's error, failure report or first failed check.
-func (c *Case) why() string {
+// Why is the case's error, failure report or first failed check: the
+// one line a list of failing cases shows for it.
+func (c *Case) Why() string {
 	switch {
 	case c.Error != "":
 		return c.Error
