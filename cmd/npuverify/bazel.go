@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/npuverify/npuverify/safefile"
 )
 
 // Bazel test sharding (docs/scale-out.md). Under `bazel test` with
@@ -49,7 +52,12 @@ func bazelShard(getenv func(string) string) (shard, shards int, status string, o
 // now; it is opened without following a symlink and without blocking on a
 // FIFO, and anything but a regular file is refused rather than written.
 func touchStatusFile(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	// Read-only: a FIFO then opens at once (and is refused below) instead
+	// of failing with ENXIO for want of a reader.
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s: is a symbolic link (not followed), not a regular file", safefile.Quote(path))
+	}
 	if err != nil {
 		return err
 	}
@@ -59,7 +67,7 @@ func touchStatusFile(path string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+		return fmt.Errorf("%s: not a regular file (%s)", safefile.Quote(path), fi.Mode().Type())
 	}
 	now := time.Now()
 	return os.Chtimes(path, now, now)
