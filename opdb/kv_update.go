@@ -48,7 +48,7 @@ func kvName(p ops.Params) string { return p["layout"] + "_" + p["cache_dtype"] }
 // kvUpdateGolden: per layout and cache dtype, uniform and special values
 // at b = s+2 (every sequence, two padding entries: block-multiple, empty,
 // full, ±1 around a block boundary lengths), D = 16 and an odd D = 5 with
-// block size 4.
+// block size 4; and, as recipes, the large sizes (kvRecipes).
 func kvUpdateGolden() []ops.Case {
 	const op = "kv_update"
 	var out []ops.Case
@@ -62,7 +62,23 @@ func kvUpdateGolden() []ops.Case {
 		out = append(out, ops.NewCase(op, kvName(p)+"_normal_d5", p.Clone(), dims, ops.DistNormal,
 			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
 	}
-	return out
+	return append(out, kvRecipes(op)...)
+}
+
+// kvRecipes are the large sizes of the default set, stored as golden
+// recipes (case.json with hashes, no .npy; docs/golden.md): the cases of
+// kvMutationCases, a paged cache of 2^17 one-slot blocks (page ids past
+// 2^16; 2^21 elements in each cache, megabytes as files) and, for
+// decode_attention, contexts longer than one UB partition, labelled ST.
+func kvRecipes(op string) []ops.Case {
+	cs, err := kvMutationCases(op)(npu.Ascend910B())
+	if err != nil {
+		panic(err) // the default profile's partition is a package invariant
+	}
+	for i := range cs {
+		cs[i].Labels[0], cs[i].Recipe = "ST", true
+	}
+	return cs
 }
 
 // kvMutationCases adds the sizes the golden set is too small for: a paged
