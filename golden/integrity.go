@@ -64,13 +64,19 @@ func (s *Store) verifyCase(c *StoredCase) []error {
 	// Listed files: existence, hash, dtype, shape; then nothing stray.
 	listed := map[string]bool{CaseJSON: true}
 	stored := map[string]*tensor.Tensor{}
+	// An output may share an input's name (an in-place update): names are
+	// unique within each list.
 	names := map[string]bool{}
-	for _, e := range slices.Concat(cf.Inputs, cf.Outputs) {
+	for i, e := range slices.Concat(cf.Inputs, cf.Outputs) {
 		if cf.Recipe {
-			if names[e.Name] {
-				bad("recipe tensor %q is listed twice", e.Name)
+			kind := "input"
+			if i >= len(cf.Inputs) {
+				kind = "output"
 			}
-			names[e.Name] = true
+			if names[kind+" "+e.Name] {
+				bad("recipe %s %q is listed twice", kind, e.Name)
+			}
+			names[kind+" "+e.Name] = true
 			continue // a recipe stores no files: its hashes are checked below
 		}
 		p := s.path(c.ID + "/" + e.File)
