@@ -23,7 +23,11 @@
 //     same for a value known only as reference ± bound).
 package bound
 
-import "math"
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/tensor"
+)
 
 // Special is a set of non-finite outcomes.
 type Special uint8
@@ -72,7 +76,11 @@ func (s Special) String() string {
 // implementation may return:
 //
 //   - a finite g is accepted iff Ref[i] is finite and |g − Ref[i]| ≤ Bound[i];
-//   - a non-finite g is accepted iff its class is in Alt[i].
+//   - a non-finite g is accepted iff its class is in Alt[i];
+//   - an exact element (IsExact(i), set by SetExact) accepts one value only:
+//     Rounded[i], the numerics profile's rounding of the exact result, bit
+//     for bit (−0 ≠ +0; a NaN accepts any NaN, whatever its sign or
+//     payload).
 //
 // Ref is the float64 reference already passed through the output's
 // numerics profile (so it is the value a perfectly rounded result would
@@ -80,13 +88,38 @@ func (s Special) String() string {
 // and whose Alt is non-empty is overflow-ambiguous: an intermediate may or
 // may not overflow depending on the order of evaluation, and both outcomes
 // are legal. A non-finite Ref has Bound NaN: no finite value is accepted.
+//
+// # Exact elements
+//
+// Where the contract fixes the bits, because the output is one rounding
+// of an exactly known value (vector_add for every dtype, copies and
+// casts, int8 quantisation), a bound is too weak: half an ulp around the
+// exact value accepts both neighbours at a tie, so a kernel that rounds
+// half away from zero, or truncates a tie, would pass. Expect marks such
+// elements with SetExact(i, r, dtype, numerics) instead of assigning Ref,
+// Bound and Alt: Ref, Bound and Alt are then Output(r, 0, dtype,
+// numerics) (the half-ulp bound, so metrics and tightness still show the
+// error against the exact value in ulps), and Rounded[i] =
+// numerics.Round(r, dtype) is the only value accepted. r must round like
+// the exact value: r exact in float64, or a float64 sum, difference,
+// product or quotient of values of a format of at most 25 significant bits
+// (fp32, fp16, bf16), which rounds to such a format exactly as the exact
+// result does (double rounding through p' ≥ 2p + 2 bits is innocuous:
+// Figueroa, "When is double rounding innocuous?", 1995).
+//
+// Exact and Rounded are nil until SetExact is first called (no exact
+// elements); once allocated they have one entry per element.
 type Expected struct {
 	Ref   []float64
 	Bound []float64
 	Alt   []Special
+	// Exact marks the elements whose only acceptable value is Rounded[i].
+	Exact []bool
+	// Rounded is, at an exact element, the value it must take.
+	Rounded []float64
 }
 
-// NewExpected allocates an Expected for n elements.
+// NewExpected allocates an Expected for n elements, none of them exact.
 func NewExpected(n int) *Expected {
 	return &Expected{Ref: make([]float64, n), Bound: make([]float64, n), Alt: make([]Special, n)}
 }
@@ -94,8 +127,37 @@ func NewExpected(n int) *Expected {
 // Len is the number of elements described.
 func (e *Expected) Len() int { return len(e.Ref) }
 
+// SetExact makes element i exact: its only acceptable value is num's
+// rounding of r into d, bit for bit. r must round like the exact result
+// (see Exact elements above); Ref, Bound and Alt become Output(r, 0, d,
+// num), which every correctly rounded value meets.
+func (e *Expected) SetExact(i int, r float64, d tensor.DType, num tensor.Numerics) {
+	if e.Exact == nil {
+		e.Exact = make([]bool, len(e.Ref))
+		e.Rounded = make([]float64, len(e.Ref))
+	}
+	e.Ref[i], e.Bound[i], e.Alt[i] = Output(r, 0, d, num)
+	e.Exact[i], e.Rounded[i] = true, num.Round(r, d)
+}
+
+// IsExact reports whether element i accepts only Rounded[i].
+func (e *Expected) IsExact(i int) bool { return e.Exact != nil && e.Exact[i] }
+
+// Identical reports whether g and w are the same value bit for bit as a
+// numerics profile stores them: equal with the same sign (so −0 ≠ +0), or
+// both NaN (a NaN's sign and payload are unspecified).
+func Identical(g, w float64) bool {
+	if math.IsNaN(g) || math.IsNaN(w) {
+		return math.IsNaN(g) && math.IsNaN(w)
+	}
+	return g == w && math.Signbit(g) == math.Signbit(w)
+}
+
 // Accepts reports whether g is an acceptable value for element i.
 func (e *Expected) Accepts(i int, g float64) bool {
+	if e.IsExact(i) {
+		return Identical(g, e.Rounded[i])
+	}
 	if c := Of(g); c != 0 {
 		return e.Alt[i]&c != 0
 	}

@@ -29,6 +29,28 @@ func Growth(n int, u float64) float64 {
 	return math.Expm1(float64(n)*math.Log1p(u)) * (1 + 0x1p-40)
 }
 
+// MagUp returns an upper bound on S = Σ_k s_k given s, the float64 sum,
+// in any order, of n ≤ 2^52 non-negative terms s_k that are themselves
+// exact float64 values (a product of two values of at most 26 significant
+// bits and float64's exponent range is: every fp32, fp16, bf16 and int8
+// product). s itself may lie below S: each term passes through at most
+// n−1 roundings to nearest, each a factor of at least 1 − 2^-53, so
+// s ≥ (1 − 2^-53)^(n−1)·S and, as (1 − u)^m ≥ 1 − m·u,
+//
+//	S ≤ s·(1 + γ_{n−1}(2^-53)).
+//
+// (n = 2^14 terms of 1 and 2^-53 summed in that order give s = 1, below
+// S by 2^-39.) The float64 evaluation of that product rounds γ, 1 + γ and
+// the product, at most 5·2^-53 relative in all for γ ≤ 1; the extra 2^-50
+// covers them, so the result is rigorous. A zero, infinite or NaN s is
+// returned unchanged.
+func MagUp(s float64, n int) float64 {
+	if n <= 1 || s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return s
+	}
+	return s * (1 + Gamma(n-1, 0x1p-53) + 0x1p-50)
+}
+
 // Dot is the accumulation of N terms (products, or the terms of a sum)
 // into an accumulator format, in any order, tiling or split: whatever the
 // order, each term reaches the result through at most N roundings of the
@@ -81,13 +103,14 @@ type Terms struct {
 	// non-finite Ref carries the class of the exact terms' IEEE sum: ±Inf
 	// when the infinite terms share a sign, NaN otherwise.
 	Ref float64
-	// Mag is Σ|t_k| over the finite terms' references.
+	// Mag is an upper bound on Σ|t_k| over the finite terms' references
+	// (a float64 sum may lie below it: round it up with MagUp).
 	Mag float64
 	// Err is the terms' total error Σe_k (0 for exact products).
 	Err float64
-	// PosNeg returns the sum of the positive finite terms and the sum of
-	// the magnitudes of the negative ones; Sum calls it only when a
-	// partial sum might overflow.
+	// PosNeg returns upper bounds on the sum of the positive finite terms
+	// and on the sum of the magnitudes of the negative ones (MagUp); Sum
+	// calls it only when a partial sum might overflow.
 	PosNeg func() (pos, neg float64)
 }
 

@@ -424,7 +424,8 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			idx := i*n + j
-			el := gemmOperands{d: d[idx], s: s[idx], sa: 1, sb: 1, a: a, b: b, i: i, j: j, k: k, n: n}
+			// s[idx] is a float64 sum of k exact products: round it up (gemm_bound.go).
+			el := gemmOperands{d: d[idx], s: bound.MagUp(s[idx], k), sa: 1, sb: 1, a: a, b: b, i: i, j: j, k: k, n: n}
 			if c != nil {
 				el.c = c[idx]
 			}
@@ -445,9 +446,10 @@ func gemmScaleAt(s []float64, i int) float64 {
 	return s[i]
 }
 
-// dotPosNeg returns the sums of the positive products and of the
-// magnitudes of the negative products of row i of a and column j of b,
-// skipping non-finite products.
+// dotPosNeg returns upper bounds on the sum of the positive products and
+// on the sum of the magnitudes of the negative products of row i of a and
+// column j of b, skipping non-finite products: their float64 sums rounded
+// up by bound.MagUp (the products are exact in float64, gemm_bound.go).
 func dotPosNeg(a, b []float64, i, j, k, n int) (pos, neg float64) {
 	for kk := 0; kk < k; kk++ {
 		p := a[i*k+kk] * b[kk*n+j]
@@ -458,5 +460,5 @@ func dotPosNeg(a, b []float64, i, j, k, n int) (pos, neg float64) {
 			neg -= p
 		}
 	}
-	return pos, neg
+	return bound.MagUp(pos, k), bound.MagUp(neg, k)
 }

@@ -30,6 +30,14 @@ import (
 // reference d itself is within γ_K(2^-53)·S of the exact value; that is
 // added too.
 //
+// S itself. S is summed in float64 (reference.MatMul) and may lie below
+// the true Σ|a_k||b_k| by up to γ_{K−1}(2^-53)·S: every product of two
+// fp32, fp16, bf16 or int8 values is exact in float64, but the K−1
+// additions round, and a bound built on a value below S is not rigorous
+// (the shortfall g·γ_{K−1}(2^-53)·S grows as K²), so S is rounded up (bound.MagUp: s·(1 + γ_{K−1}(2^-53)) plus the
+// float64 evaluation's own rounding), and so are the positive and negative
+// sums of the overflow test below.
+//
 // Epilogue. Every rounding of an intermediate y known to within e (the
 // int32→fp32 conversion when |acc| > 2^24, RN32(scale_a·scale_b), the
 // dequantising product, RN_E(alpha), the alpha product, RN_E(beta), the

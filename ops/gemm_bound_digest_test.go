@@ -122,11 +122,18 @@ func gemmCaseDigest(c ops.Case, num tensor.Numerics) (string, error) {
 // numerics profile, on every case of the gemm UT suite, and on all of
 // them again under each of the four overflow × subnormal profiles.
 //
-// The pinned digests in testdata/gemm_bound.sha256 were derived from the
-// implementation before the bound algebra moved into package bound (the
-// private interval code of ops/gemm_bound.go at commit 3feaef0): the
-// refactoring onto the public algebra must leave every one unchanged.
-// One line per case, so a failure names the case.
+// The pinned digests in testdata/gemm_bound.sha256 were first derived
+// from the implementation before the bound algebra moved into package
+// bound (the private interval code of ops/gemm_bound.go at commit
+// 3feaef0), and the refactoring onto the public algebra left every one
+// unchanged. They were regenerated once, deliberately, when S = Σ|a||b|
+// and the positive and negative sums of the overflow test began to be
+// rounded up (bound.MagUp): computed in float64 they may lie below the
+// true sums by γ_{K−1}(2^-53) relative, so the old bounds were not
+// strictly rigorous (TestGEMMMagnitudeRoundedUp shows such a case). Every
+// changed bound is larger, by that relative amount of its S terms; the
+// references and special classes are unchanged. One line per case, so a
+// failure names the case.
 func TestGEMMBoundDigest(t *testing.T) {
 	var cases []ops.Case
 	for _, c := range golden.DefaultCases() {

@@ -23,13 +23,21 @@ type HTMLSection interface {
 	HTML(w io.Writer) error
 }
 
-// HTML writes the whole report as one self-contained HTML page: the title
-// and meta, then each section in order; plots are inline SVG, styles are
-// inline, and there is no script.
+// sectionNames are the names of the known sections in the page's table of
+// contents; any other section is listed by its key.
+var sectionNames = map[string]string{
+	"summary": "Summary", "gemm_precision_modes": "GEMM precision modes", "performance": "Performance checklist",
+	"plots": "Plots", "cases": "Cases",
+}
+
+// HTML writes the whole report as one self-contained HTML page: the title,
+// meta and a table of contents, then each section in order; plots are
+// inline SVG, styles are inline, and the one script opens a collapsed case
+// when a link points into it.
 func (r *Report) HTML(w io.Writer) error {
 	type kv struct{ K, V string }
 	type sec struct {
-		ID       string
+		ID, Name string
 		Body     template.HTML
 		Markdown string
 	}
@@ -41,9 +49,12 @@ func (r *Report) HTML(w io.Writer) error {
 	for _, k := range slices.Sorted(maps.Keys(r.Meta)) {
 		page.Meta = append(page.Meta, kv{k, r.Meta[k]})
 	}
-	for _, s := range r.Sections {
+	for _, s := range r.all() {
 		var b bytes.Buffer
-		v := sec{ID: "section-" + s.Key()}
+		v := sec{ID: "section-" + s.Key(), Name: sectionNames[s.Key()]}
+		if v.Name == "" {
+			v.Name = s.Key()
+		}
 		if h, ok := s.(HTMLSection); ok {
 			if err := h.HTML(&b); err != nil {
 				return fmt.Errorf("report: section %s: %w", s.Key(), err)
@@ -60,29 +71,116 @@ func (r *Report) HTML(w io.Writer) error {
 	return htmlTemplates.ExecuteTemplate(w, "page", page)
 }
 
-// HTML implements HTMLSection: the totals, the tightness plot and the
-// table, each case linking to its details.
+// HTML implements HTMLSection: the totals, the matrix (each cell links to
+// its worst case) and the failing cases.
 func (s *Summary) HTML(w io.Writer) error {
-	plot, err := tightnessPlot(s.Cases)
-	if err != nil {
-		return err
+	type cellView struct {
+		Text, Class, Link string
+		Empty             bool
 	}
-	type row struct{ ID, Anchor, Verdict, Class, Tightness, Cycles string }
+	type rowView struct {
+		Op    string
+		Cells []cellView
+	}
+	m := s.Matrix()
+	anchors := anchorMap(s.Cases)
 	v := struct {
-		Totals map[string]int
-		Plot   template.HTML
-		Rows   []row
-	}{Totals: s.Totals(), Plot: plot}
-	anchors := htmlAnchors(s.Cases)
-	for i := range s.Cases {
-		c := &s.Cases[i]
-		v.Rows = append(v.Rows, row{c.ID, anchors[i], c.Verdict(), verdictClass(c.Verdict()), num(c.Tightness()), cycles(c)})
+		Totals   map[string]int
+		Variants []string
+		Rows     []rowView
+		Failing  []row
+		More     int
+	}{Totals: s.Totals(), Variants: m.Variants}
+	for _, op := range m.Ops {
+		r := rowView{Op: op}
+		for _, variant := range m.Variants {
+			c := m.Cell(op, variant)
+			if c == nil {
+				r.Cells = append(r.Cells, cellView{Empty: true})
+				continue
+			}
+			class := "pass"
+			switch {
+			case c.Errors > 0:
+				class = "error"
+			case c.Fail > 0:
+				class = "fail"
+			}
+			r.Cells = append(r.Cells, cellView{Text: c.text(func(s string) string { return s }), Class: class, Link: anchors[c.WorstCase]})
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	for i, c := range s.failing() {
+		if i == maxListed {
+			v.More = len(s.failing()) - maxListed
+			break
+		}
+		v.Failing = append(v.Failing, row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Why: firstLine(c.why())})
 	}
 	return htmlTemplates.ExecuteTemplate(w, "summary", v)
 }
 
-// HTML implements HTMLSection: per case its facts, the metrics and
-// verdicts of every output, extra checks, the cost and the failure report.
+// row is one case in a list of cases.
+type row struct{ ID, Anchor, Verdict, Class, Tightness, Cycles, Why string }
+
+// HTML implements HTMLSection: the tallies per op and target.
+func (p *Performance) HTML(w io.Writer) error {
+	type cellView struct{ Text, Class string }
+	type rowView struct {
+		Op    string
+		Cells []cellView
+	}
+	v := struct {
+		Intro   string
+		Targets []Target
+		Rows    []rowView
+		Notes   []string
+	}{Intro: perfIntro, Targets: Targets}
+	tl := p.tallies()
+	for i := 0; i < len(tl); i += len(Targets) {
+		r := rowView{Op: tl[i].Op}
+		for j := range Targets {
+			t := &tl[i+j]
+			class := "pass"
+			switch {
+			case t.Fail > 0:
+				class = "fail"
+			case t.Pass == 0:
+				class = "na"
+			}
+			r.Cells = append(r.Cells, cellView{t.text(func(s string) string { return s }), class})
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	for _, t := range tl {
+		if r := t.reasons(); r != "" {
+			v.Notes = append(v.Notes, t.Op+", "+t.Metric+" n/a: "+r)
+		}
+	}
+	for _, t := range Targets {
+		if t.NotModelled != "" {
+			v.Notes = append(v.Notes, t.Metric+": not modelled ("+t.NotModelled+")")
+		}
+	}
+	return htmlTemplates.ExecuteTemplate(w, "performance", v)
+}
+
+// HTML implements HTMLSection: the charts.
+func (p *Plots) HTML(w io.Writer) error {
+	hist, heat, cyc, note, err := p.charts()
+	if err != nil {
+		return err
+	}
+	v := struct {
+		Hist, Heat, Cycles []Chart
+		HeatNote           string
+	}{hist, heat, cyc, note}
+	return htmlTemplates.ExecuteTemplate(w, "plots", v)
+}
+
+// HTML implements HTMLSection: an index of the cases, then per case,
+// collapsed, its facts, the metrics and verdicts of every output, extra
+// checks, the cost, its performance checklist and the failure report.
 func (d *Details) HTML(w io.Writer) error {
 	type output struct {
 		Name                                                            string
@@ -97,32 +195,25 @@ func (d *Details) HTML(w io.Writer) error {
 		Cycles, GMIn, GMOut, Vector, Cube, Overlap, Balance, UBPeak, Cores string
 	}
 	type caseView struct {
-		ID, Anchor, Verdict, Class          string
+		row
 		Op, Params, Dims, Dist, Seed, Error string
 		Numerics, Labels, Failure           string
 		Outputs                             []output
 		Verdicts                            []verdict
 		Cost                                *cost
+		Checklist                           []Item
 	}
-	anchors := htmlAnchors(d.Cases)
+	anchors := anchorMap(d.Cases)
 	views := make([]caseView, len(d.Cases))
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		hc := c.Ran()
 		v := caseView{
-			ID: c.ID, Anchor: anchors[i], Verdict: c.Verdict(), Class: verdictClass(c.Verdict()),
-			Op: hc.Op, Params: params(c), Dims: dims(hc.Dims), Dist: hc.Dist, Seed: strconv.FormatUint(hc.Seed, 10),
-			Labels: strings.Join(hc.Labels, ", "),
+			row: row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Tightness: num(c.Tightness()), Cycles: cycles(c)},
+			Op:  c.Op, Params: params(c), Dims: dims(c.Dims), Dist: c.Dist, Seed: strconv.FormatUint(c.Seed, 10),
+			Labels: strings.Join(c.Labels, ", "), Error: c.Error, Numerics: c.Numerics, Failure: c.Failure,
 		}
-		if c.Err != nil {
-			v.Error = c.Err.Error()
-		}
-		if c.Result != nil {
-			v.Numerics = c.Result.Numerics.String()
-		}
-		if c.Err == nil && c.Result != nil && c.Result.Verify != nil {
-			vr := c.Result.Verify
-			for _, o := range vr.Outputs {
+		if c.Error == "" {
+			for _, o := range c.Outputs {
 				m := o.Metrics
 				v.Outputs = append(v.Outputs, output{
 					Name:   fmt.Sprintf("%s %s%v", o.Name, o.DType, o.Shape),
@@ -137,11 +228,11 @@ func (d *Details) HTML(w io.Writer) error {
 			for _, k := range c.Checks {
 				v.Verdicts = append(v.Verdicts, verdict{"—", k.Name, k.Detail, k.Pass})
 			}
-			v.Failure = vr.Failure()
-			if k := c.Result.Cost; k != nil {
+			if k := c.Cost; k != nil {
 				i64 := func(x int64) string { return strconv.FormatInt(x, 10) }
-				v.Cost = &cost{i64(k.Cycles), i64(k.GMBytesIn), i64(k.GMBytesOut), num(k.VectorUtil), num(k.CubeUtil),
-					num(k.Overlap), num(k.LoadBalance), i64(k.UBPeakBytes), strconv.Itoa(k.BlockDim)}
+				v.Cost = &cost{i64(k.Cycles), i64(k.GMBytesIn), i64(k.GMBytesOut), num(float64(k.VectorUtil)), num(float64(k.CubeUtil)),
+					num(float64(k.Overlap)), num(float64(k.LoadBalance)), i64(k.UBPeakBytes), strconv.Itoa(k.BlockDim)}
+				v.Checklist = checklist(c)
 			}
 		}
 		views[i] = v
@@ -177,10 +268,10 @@ func (t *PrecisionTable) HTML(w io.Writer) error {
 	return htmlTemplates.ExecuteTemplate(w, "precision", v)
 }
 
-// htmlAnchors returns a unique element id per case: "case-" and the
+// anchorMap returns a unique element id per case ID: "case-" and the
 // Markdown anchor, with "-2", "-3", ... on collisions.
-func htmlAnchors(cases []harness.Outcome) []string {
-	out := make([]string, len(cases))
+func anchorMap(cases []Case) map[string]string {
+	out := map[string]string{}
 	seen := map[string]bool{}
 	for i := range cases {
 		base := "case-" + anchor(cases[i].ID)
@@ -189,7 +280,7 @@ func htmlAnchors(cases []harness.Outcome) []string {
 			a = base + "-" + strconv.Itoa(n)
 		}
 		seen[a] = true
-		out[i] = a
+		out[cases[i].ID] = a
 	}
 	return out
 }
@@ -213,22 +304,33 @@ var htmlTemplates = template.Must(template.New("report").Parse(`
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1, h2, h3 { line-height: 1.2; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-h3 { margin-top: 1.6em; }
+h1 { margin-bottom: .2em; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: .6em 0 1em; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; vertical-align: top; }
 th { background: #f4f4f4; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr:nth-child(even) { background: #fafafa; }
+table.matrix td { text-align: center; white-space: nowrap; }
+table.matrix td.pass { background: #e6f4ea; }
+table.matrix td.fail, table.matrix td.error { background: #fde7e9; }
+table.matrix td.na { color: #666; }
 .pass { color: #1a7f37; }
 .fail, .error { color: #cf222e; font-weight: bold; }
 pre { background: #f6f8fa; padding: .6em; overflow-x: auto; font-size: 12px; }
 code { font-size: 12px; }
-figure { margin: 1em 0; }
+figure { margin: .5em 1em .5em 0; display: inline-block; vertical-align: top; }
+figcaption { font-size: 12px; color: #555; }
 svg { max-width: 100%; height: auto; }
-ul.meta { list-style: none; padding: 0; color: #555; }
+ul.meta { list-style: none; padding: 0; margin: 0; color: #555; display: flex; gap: 1.5em; flex-wrap: wrap; }
+nav { margin: .6em 0; font-size: 13px; }
+nav a { margin-right: 1em; }
+details { border: 1px solid #e4e4e4; border-radius: 4px; margin: .3em 0; padding: .2em .6em; }
+details > summary { cursor: pointer; }
+details[open] { background: #fcfcfc; }
+p.note { color: #555; font-size: 13px; }
 </style>
 </head>
 <body>
@@ -240,38 +342,109 @@ ul.meta { list-style: none; padding: 0; color: #555; }
 {{- end}}
 </ul>
 {{- end}}
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Name}}</a>{{end}}</nav>
 {{- range .Sections}}
 <section id="{{.ID}}">
 {{if .Body}}{{.Body}}{{else}}<pre class="markdown">{{.Markdown}}</pre>
 {{end -}}
 </section>
 {{- end}}
+<script>
+// Open the collapsed case a link points to, so that following it shows it.
+function openTarget(hash) {
+  var id = decodeURIComponent((typeof hash === "string" ? hash : location.hash).slice(1));
+  var el = id && document.getElementById(id);
+  if (el && el.tagName === "DETAILS") { el.open = true; }
+}
+window.addEventListener("hashchange", openTarget);
+document.addEventListener("click", function (e) {
+  var a = e.target.closest && e.target.closest("a[href^='#']");
+  if (a) { openTarget(a.getAttribute("href")); }
+});
+openTarget();
+</script>
 </body>
 </html>
 {{end -}}
 
 {{- define "summary" -}}
 <h2>Summary</h2>
-<p>{{index .Totals "cases"}} cases: {{index .Totals "pass"}} pass, {{index .Totals "fail"}} fail, {{index .Totals "input error"}} input error, {{index .Totals "backend error"}} backend error.</p>
-{{- if .Plot}}
-<figure>{{.Plot}}</figure>
-{{- end}}
-<table>
-<thead><tr><th>case</th><th>verdict</th><th>tightness</th><th>cycles</th></tr></thead>
+<p>{{index .Totals "cases"}} cases: <span class="pass">{{index .Totals "pass"}} pass</span>, {{index .Totals "fail"}} fail, {{index .Totals "input error"}} input error, {{index .Totals "backend error"}} backend error.
+Each cell: cases passing, and the worst bound tightness (max |err|/bound over the outputs; above 1 is out of bound); it links to that case.</p>
+<table class="matrix">
+<thead><tr><th>op</th>{{range .Variants}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr><td><a href="#{{.Anchor}}">{{.ID}}</a></td><td class="{{.Class}}">{{.Verdict}}</td><td class="n">{{.Tightness}}</td><td class="n">{{.Cycles}}</td></tr>
+<tr><th>{{.Op}}</th>{{range .Cells}}{{if .Empty}}<td></td>{{else}}<td class="{{.Class}}"><a href="#{{.Link}}">{{.Text}}</a></td>{{end}}{{end}}</tr>
 {{- end}}
 </tbody>
 </table>
+{{- if .Failing}}
+<p>Failing cases:</p>
+<ul>
+{{- range .Failing}}
+<li><a href="#{{.Anchor}}">{{.ID}}</a>: <span class="{{.Class}}">{{.Verdict}}</span> — {{.Why}}</li>
+{{- end}}
+{{- if .More}}
+<li>… and {{.More}} more (see Cases)</li>
+{{- end}}
+</ul>
+{{- else}}
+<p class="pass">No case fails.</p>
+{{- end}}
+{{end -}}
+
+{{- define "performance" -}}
+<h2>Performance checklist</h2>
+<p class="note">{{.Intro}}</p>
+<table class="matrix">
+<thead><tr><th>op</th>{{range .Targets}}<th>{{.Metric}} {{.Target}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr><th>{{.Op}}</th>{{range .Cells}}<td class="{{.Class}}">{{.Text}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+<ul class="notes">
+{{- range .Notes}}
+<li>{{.}}</li>
+{{- end}}
+</ul>
+{{end -}}
+
+{{- define "plots" -}}
+<h2>Plots</h2>
+<h3>Error in ulps per op and dtype/mode</h3>
+{{- range .Hist}}
+<figure id="{{.ID}}" class="plot">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{- end}}
+<h3>Error heatmaps of failing cases</h3>
+{{- range .Heat}}
+<figure id="{{.ID}}" class="plot">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{- end}}
+{{- if .HeatNote}}
+<p class="note">{{.HeatNote}}</p>
+{{- end}}
+<h3>Modeled cycles against size, with the roofline</h3>
+{{- range .Cycles}}
+<figure id="{{.ID}}" class="plot">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{- end}}
 {{end -}}
 
 {{- define "details" -}}
 <h2>Cases</h2>
+<table>
+<thead><tr><th>case</th><th>verdict</th><th>tightness</th><th>cycles</th></tr></thead>
+<tbody>
 {{- range .}}
-<h3 id="{{.Anchor}}">{{.ID}}</h3>
+<tr><td><a href="#{{.Anchor}}">{{.ID}}</a></td><td class="{{.Class}}">{{.Verdict}}</td><td class="n">{{.Tightness}}</td><td class="n">{{.Cycles}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- range .}}
+<details id="{{.Anchor}}" class="case">
+<summary><b>{{.ID}}</b> — <span class="{{.Class}}">{{.Verdict}}</span>, tightness {{.Tightness}}, cycles {{.Cycles}}</summary>
 <ul>
-<li>verdict: <span class="{{.Class}}">{{.Verdict}}</span></li>
 <li>op <code>{{.Op}}</code>, params <code>{{.Params}}</code>, dims <code>{{.Dims}}</code>, dist <code>{{.Dist}}</code>, seed {{.Seed}}</li>
 {{- if .Numerics}}
 <li>numerics: {{.Numerics}}</li>
@@ -311,12 +484,15 @@ ul.meta { list-style: none; padding: 0; color: #555; }
 {{- else}}{{if not .Error}}
 <p>No cost model (the backend reports none).</p>
 {{- end}}{{end}}
+{{- if .Checklist}}
+<p>Performance checklist: {{range $i, $it := .Checklist}}{{if $i}}; {{end}}{{$it.Metric}} <span class="{{$it.Status}}">{{$it.Status}}</span>{{if $it.Reason}} ({{$it.Reason}}){{end}}{{end}}.</p>
+{{- end}}
 {{- if .Failure}}
 <pre>{{.Failure}}</pre>
 {{- end}}
+</details>
 {{- end}}
 {{end -}}
-
 {{- define "precision" -}}
 <h2>GEMM precision modes</h2>
 <p>One float64 source A [{{.C.M}}×{{.C.K}}], B [{{.C.K}}×{{.C.N}}] per distribution (seed {{.C.Seed}}), cast to each mode's input dtype

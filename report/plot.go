@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"html/template"
 	"image/color"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/npuverify/npuverify/harness"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -27,9 +25,7 @@ import (
 // is what makes the SVG safe to insert into the page as template.HTML.
 
 var (
-	colorPass = color.RGBA{R: 0x46, G: 0x82, B: 0xb4, A: 0xff} // steel blue
-	colorFail = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // red
-	palette   = []color.Color{
+	palette = []color.Color{
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 		color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
@@ -54,105 +50,6 @@ func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 		return "", fmt.Errorf("report: plot %q: no <svg> element", p.Title.Text)
 	}
 	return template.HTML(s[i:]), nil // vgsvg escapes all text
-}
-
-// tightnessPlot is a dot chart of bound tightness per case, sorted by
-// tightness (largest on top), with a line at 1.0; cases without a result
-// (errors) are left out. It returns "" when no case has a tightness.
-func tightnessPlot(cases []harness.Outcome) (template.HTML, error) {
-	p, w, h, err := tightnessChart(cases)
-	if p == nil || err != nil {
-		return "", err
-	}
-	return svgOf(p, w, h)
-}
-
-func tightnessChart(cases []harness.Outcome) (p *plot.Plot, w, h vg.Length, err error) {
-	type point struct {
-		id   string
-		t    float64
-		pass bool
-	}
-	var pts []point
-	maxT := 0.0
-	for i := range cases {
-		c := &cases[i]
-		t := c.Tightness()
-		if math.IsNaN(t) {
-			continue
-		}
-		pts = append(pts, point{c.ID, t, c.Verdict() == harness.VerdictPass})
-		if !math.IsInf(t, 1) {
-			maxT = math.Max(maxT, t)
-		}
-	}
-	if len(pts) == 0 {
-		return nil, 0, 0, nil
-	}
-	// Ascending from the bottom; among equals, IDs read alphabetically
-	// from the top.
-	slices.SortStableFunc(pts, func(a, b point) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return strings.Compare(b.id, a.id)
-	})
-	// Beyond 2 the chart says only "far out of bound": such cases sit at the
-	// right end with their value in the label, so that one wild case does
-	// not squash the rest against 0.
-	xmax := math.Min(math.Max(1.1, maxT*1.05), 2)
-	d := &dots{}
-	var ticks []plot.Tick
-	for i, pt := range pts {
-		col := colorPass
-		if !pt.pass {
-			col = colorFail
-		}
-		d.vals = append(d.vals, pt.t)
-		d.colors = append(d.colors, col)
-		label := pt.id
-		if pt.t > xmax {
-			label += " (" + num(pt.t) + ")"
-		}
-		ticks = append(ticks, plot.Tick{Value: float64(i), Label: label})
-	}
-	n := float64(len(pts))
-	p = plot.New()
-	p.Title.Text = "Bound tightness per case (max err/bound over outputs; > 1 is out of bound)"
-	p.X.Label.Text = "tightness"
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Tick.Label.Font.Size = 7
-	p.Add(plotter.NewGrid())
-	p.Add(d)
-	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: n - 0.5}})
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	one.Color = colorFail
-	one.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(one)
-	p.X.Min, p.X.Max = 0, xmax
-	p.Y.Min, p.Y.Max = -0.5, n-0.5
-	return p, 16 * vg.Centimeter, vg.Length(n)*vg.Points(9) + vg.Points(70), nil
-}
-
-// dots is a horizontal lollipop chart: value vals[i] at y = i, drawn as a
-// line from x = 0 and a dot; values beyond the axis are drawn at its end.
-type dots struct {
-	vals   []float64
-	colors []color.Color
-}
-
-// Plot implements plot.Plotter.
-func (d *dots) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for i, v := range d.vals {
-		v = math.Min(math.Max(v, p.X.Min), p.X.Max)
-		x0, x, y := trX(math.Max(0, p.X.Min)), trX(v), trY(float64(i))
-		ls := draw.LineStyle{Color: d.colors[i], Width: vg.Points(1)}
-		c.StrokeLine2(ls, x0, y, x, y)
-		c.DrawGlyph(draw.GlyphStyle{Color: d.colors[i], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}, vg.Point{X: x, Y: y})
-	}
 }
 
 // rmsePlot is a grouped bar chart of RMSE (log scale) per mode, one bar per

@@ -2,10 +2,13 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
@@ -92,46 +95,70 @@ func (t *PrecisionTable) Markdown(w io.Writer) error {
 // in every mode on b: each run is judged like any other case (the mode's
 // own bound, inputs unchanged, guard bands), and its output is also
 // measured against the float64 product of the source (reference.MatMul).
+//
+// The runs are independent, so they run concurrently (one per CPU); rows
+// keep the order distribution by distribution, mode by mode.
 func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg PrecisionConfig) (*PrecisionTable, error) {
 	t := &PrecisionTable{Config: cfg, Backend: b.Name()}
-	for _, dist := range cfg.Dists {
+	modes := ops.GEMMModes()
+	t.Rows = make([]PrecisionRow, len(cfg.Dists)*len(modes))
+	errs := make([]error, len(t.Rows))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for d, dist := range cfg.Dists {
 		a64, b64, err := precisionSource(cfg, dist)
 		if err != nil {
 			return nil, err
 		}
 		truth, _ := reference.MatMul(cfg.M, cfg.K, cfg.N, a64.F64(), b64.F64())
 		vsTruth := &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))}
-		for _, mode := range ops.GEMMModes() {
-			c := ops.Case{
-				Name: "precision_" + mode.Name + "_" + dist, Op: "gemm", Params: ops.Params{"mode": mode.Name},
-				Dims: map[string]int{"m": cfg.M, "k": cfg.K, "n": cfg.N}, Dist: dist, Seed: cfg.Seed,
-			}
-			pc, err := harness.PrepareInputs(c, castInputs(mode, a64, b64, cfg))
-			if err != nil {
-				return nil, fmt.Errorf("precision table: %s: %w", c.Subject(), err)
-			}
-			res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num})
-			if err != nil {
-				return nil, fmt.Errorf("precision table: %w", err)
-			}
-			i := slices.IndexFunc(res.Verify.Outputs, func(o verify.OutputResult) bool { return o.Name == "out" })
-			if i < 0 {
-				return nil, fmt.Errorf("precision table: %s: no verdict on output \"out\"", c.Subject())
-			}
-			own := res.Verify.Outputs[i].Metrics
-			vs := verify.Compute(res.Outputs["out"], vsTruth)
-			row := PrecisionRow{
-				Dist: dist, Mode: mode.Name,
-				MaxRel: verify.Float(vs.MaxRel), MERE: verify.Float(vs.MERE), RMSE: verify.Float(vs.RMSE), Cosine: verify.Float(vs.Cosine),
-				BoundPassed: res.Pass(), Tightness: verify.Float(own.Tightness),
-			}
-			if cost := res.Cost; cost != nil {
-				row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
-			}
-			t.Rows = append(t.Rows, row)
+		for m, mode := range modes {
+			i := d*len(modes) + m
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				t.Rows[i], errs[i] = precisionRow(ctx, b, num, cfg, dist, mode, a64, b64, vsTruth)
+			}()
 		}
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// precisionRow runs one mode on one distribution's source.
+func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg PrecisionConfig, dist string, mode ops.GEMMMode,
+	a64, b64 *tensor.Tensor, vsTruth *bound.Expected) (PrecisionRow, error) {
+	c := ops.Case{
+		Name: "precision_" + mode.Name + "_" + dist, Op: "gemm", Params: ops.Params{"mode": mode.Name},
+		Dims: map[string]int{"m": cfg.M, "k": cfg.K, "n": cfg.N}, Dist: dist, Seed: cfg.Seed,
+	}
+	pc, err := harness.PrepareInputs(c, castInputs(mode, a64, b64, cfg))
+	if err != nil {
+		return PrecisionRow{}, fmt.Errorf("precision table: %s: %w", c.Subject(), err)
+	}
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num})
+	if err != nil {
+		return PrecisionRow{}, fmt.Errorf("precision table: %w", err)
+	}
+	i := slices.IndexFunc(res.Verify.Outputs, func(o verify.OutputResult) bool { return o.Name == "out" })
+	if i < 0 {
+		return PrecisionRow{}, fmt.Errorf("precision table: %s: no verdict on output \"out\"", c.Subject())
+	}
+	own := res.Verify.Outputs[i].Metrics
+	vs := verify.Compute(res.Outputs["out"], vsTruth)
+	row := PrecisionRow{
+		Dist: dist, Mode: mode.Name,
+		MaxRel: verify.Float(vs.MaxRel), MERE: verify.Float(vs.MERE), RMSE: verify.Float(vs.RMSE), Cosine: verify.Float(vs.Cosine),
+		BoundPassed: res.Pass(), Tightness: verify.Float(own.Tightness),
+	}
+	if cost := res.Cost; cost != nil {
+		row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
+	}
+	return row, nil
 }
 
 func infs(n int) []float64 {

@@ -59,7 +59,7 @@ func TestParsePolicy(t *testing.T) {
 	}
 
 	for in, msg := range map[string]string{
-		"nope":                     "unknown policy \"nope\" (want one of bound, exact, allclose[:rtol=R,atol=A], ulp[:N], ascend-thousandth[:n=N], ascend-mere, ascend-mixed)",
+		"nope":                     "unknown policy \"nope\" (want one of bound, exact, allclose[:rtol=R,atol=A], ulp[:N], ascend-thousandth[:n=N], ascend-mere, ascend-mixed, ascend-dual)",
 		"allclose:tol=1":           "unknown option \"tol\" (want rtol, atol",
 		"allclose:rtol=1,rtol=2":   "option rtol given twice",
 		"allclose:rtol=x":          "bad number \"x\"",
@@ -78,7 +78,7 @@ func TestParsePolicy(t *testing.T) {
 		}
 	}
 
-	want := []string{"bound", "exact", "allclose", "ulp", "ascend-thousandth", "ascend-mere", "ascend-mixed"}
+	want := []string{"bound", "exact", "allclose", "ulp", "ascend-thousandth", "ascend-mere", "ascend-mixed", "ascend-dual"}
 	if got := PolicyNames(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("PolicyNames() = %v, want %v", got, want)
 	}

@@ -28,8 +28,13 @@
 // With e = |g − r| for finite g and r, and d the output dtype:
 //
 //   - bound (default): every element accepted by Expected.Accepts
-//     (e ≤ Expected.Bound[i]), under the non-finite rule above. Element
-//     bound: Expected.Bound.
+//     (e ≤ Expected.Bound[i]), under the non-finite rule above; an exact
+//     element (Expected.IsExact: one rounding of an exactly known value)
+//     must moreover be bit for bit Expected.Rounded[i], the profile's
+//     rounding of the exact value, ties and the sign of zero included
+//     (Metrics.NotRounded counts those that are not). Element bound:
+//     Expected.Bound (half an ulp at exact elements, so tightness still
+//     shows their error in half-ulps).
 //
 //   - exact: the output's dtype, shape and every bit pattern equal the
 //     golden tensor's (−0 ≠ +0, NaN payloads compared). Without a golden
@@ -80,7 +85,17 @@
 //     |r| above about 1/8, never for fp32, where the cap alone decides.
 //     Element bound: the tolerance, or the cap for elements over it.
 //
+//   - ascend-dual: the dual benchmark. The bound policy passes, and on
+//     the same inputs the output's MERE and RMSE are at most 2× and its
+//     MARE at most 10× those of the trusted outputs Input.Golden (the
+//     emulator's, the golden expected bits), each limit taken as
+//     factor × max(trusted metric, floor), floor u/2 for MERE and MARE and
+//     u/2·rms(Ref) for RMSE, u the unit roundoff of d: against a perfect
+//     trusted result a correctly rounded one still passes (see dual.go).
+//     Without trusted outputs it fails, saying so. Element bound:
+//     Expected.Bound when the bound fails, else limit·(|r| + 1e-7).
+//
 // The Ascend standards are defined for floating outputs; on integer
-// outputs (indices, masks, counters, int8 caches) all three require every
-// value to equal the reference.
+// outputs (indices, masks, counters, int8 caches) all four require every
+// value to equal the reference (ascend-dual also the bound).
 package verify

@@ -132,6 +132,7 @@ type metricsJSON struct {
 	Ambiguous         int            `json:"ambiguous"`
 	AmbiguousTaken    int            `json:"ambiguous_taken"`
 	OutOfBound        int            `json:"out_of_bound"`
+	NotRounded        int            `json:"not_rounded"`
 	Worst             []Element      `json:"worst"`
 }
 
@@ -144,7 +145,7 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 		RMSE: Float(m.RMSE), Cosine: Float(m.Cosine), UlpHist: m.UlpHist,
 		ErrRatio1e3: Float(m.ErrRatio1e3), ErrRatio5e3: Float(m.ErrRatio5e3), Tightness: Float(m.Tightness),
 		NonFiniteMismatch: m.NonFiniteMismatch, Ambiguous: m.Ambiguous, AmbiguousTaken: m.AmbiguousTaken,
-		OutOfBound: m.OutOfBound, Worst: m.Worst,
+		OutOfBound: m.OutOfBound, NotRounded: m.NotRounded, Worst: m.Worst,
 	}
 	if j.UlpHist == nil {
 		j.UlpHist = map[string]int{}
@@ -167,7 +168,7 @@ func (m *Metrics) UnmarshalJSON(b []byte) error {
 		RMSE: float64(j.RMSE), Cosine: float64(j.Cosine), UlpHist: j.UlpHist,
 		ErrRatio1e3: float64(j.ErrRatio1e3), ErrRatio5e3: float64(j.ErrRatio5e3), Tightness: float64(j.Tightness),
 		NonFiniteMismatch: j.NonFiniteMismatch, Ambiguous: j.Ambiguous, AmbiguousTaken: j.AmbiguousTaken,
-		OutOfBound: j.OutOfBound, Worst: j.Worst,
+		OutOfBound: j.OutOfBound, NotRounded: j.NotRounded, Worst: j.Worst,
 	}
 	if len(m.Worst) == 0 {
 		m.Worst = nil

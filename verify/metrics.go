@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/npuverify/npuverify/bound"
@@ -40,13 +41,21 @@ var UlpBuckets = []string{"0", "1", "2", "3-4", "5-8", "9-16", ">16", "nonfinite
 //   - Tightness = max e/b (0/0 = 0, e/0 = +Inf, a NaN bound = +Inf):
 //     above 1 exactly when some compared element is out of bound, so it
 //     is reported for failing outputs too.
-//   - OutOfBound counts compared elements with e > b (or b NaN);
-//     OutOfBound + NonFiniteMismatch is the number of elements the
-//     `bound` policy rejects.
+//   - OutOfBound counts compared elements with e > b (or b NaN).
+//   - NotRounded counts the exact elements (bound.Expected.IsExact) that
+//     are otherwise accepted (within b, or an accepted non-finite class)
+//     but are not bit for bit the correctly rounded value
+//     Expected.Rounded: a tie broken the wrong way, a zero of the wrong
+//     sign. At an exact element b is half an ulp around the exact value r,
+//     so e/b is the error in half-ulps: a correctly rounded result has
+//     e/b ≤ 1, a wrong tie e/b = 1 too (counted here, not in OutOfBound).
+//     OutOfBound + NonFiniteMismatch + NotRounded is the number of
+//     elements the `bound` policy rejects.
 //
 // Worst holds up to WorstCount elements, class mismatches first, then by
-// e/b and then by e, both descending; accepted elements with e = 0 and
-// accepted non-finite elements are never listed. Metrics of different policies on
+// e/b and then by e, both descending, with not-rounded elements ranked
+// just above e/b = 1 and noted ("not the correctly rounded …"); accepted
+// elements with e = 0 and accepted non-finite elements are never listed. Metrics of different policies on
 // one output share UlpHist: treat it as read-only.
 type Metrics struct {
 	N        int // elements judged
@@ -64,8 +73,30 @@ type Metrics struct {
 	Ambiguous         int // overflow-ambiguous elements (bound.Expected.Ambiguous)
 	AmbiguousTaken    int // of those, how many took an allowed non-finite outcome
 	OutOfBound        int
+	NotRounded        int // exact elements accepted by value but not bit for bit the rounded one
 
 	Worst []Element
+}
+
+// notRoundedRank ranks a not-rounded element in Metrics.Worst: above
+// every accepted element (e/b ≤ 1), below the elements out of bound.
+var notRoundedRank = math.Nextafter(1, 2)
+
+// notRoundedElement describes exact element i, whose value g is accepted
+// by value but is not the correctly rounded want.Rounded[i]: its note
+// names that value and how many ulps of d g is from it.
+func notRoundedElement(d tensor.DType, want *bound.Expected, i int, g float64) Element {
+	w := want.Rounded[i]
+	el := Element{Index: i, Got: g, Ref: want.Ref[i], Bound: want.Bound[i], Alt: want.Alt[i]}
+	switch {
+	case g == w: // equal values, different bits: the sign of a zero
+		el.Note = "not the correctly rounded " + FormatValue(w) + " (sign of zero)"
+	case bound.Of(g) != 0 || bound.Of(w) != 0:
+		el.Note = "not the correctly rounded " + FormatValue(w)
+	default:
+		el.Note = fmt.Sprintf("not the correctly rounded %s (%.3g ulp from it)", FormatValue(w), math.Abs(g-w)/ulpOf(d, w))
+	}
+	return el
 }
 
 // ulpBucket maps an error in ulps to its UlpHist key.
@@ -137,6 +168,10 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 			if amb {
 				m.AmbiguousTaken++
 			}
+			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
+				m.NotRounded++
+				worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, math.Inf(1))
+			}
 			continue
 		}
 		m.Compared++
@@ -166,10 +201,14 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		t := ratio(e, b)
 		m.Tightness = math.Max(m.Tightness, t)
 		out := !(e <= b)
-		if out {
+		switch {
+		case out:
 			m.OutOfBound++
-		}
-		if e > 0 || out {
+			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
+			m.NotRounded++
+			worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, e)
+		case e > 0:
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
 	}

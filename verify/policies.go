@@ -30,6 +30,17 @@ func mismatchText(n int) string {
 	return fmt.Sprintf("; %d non-finite class mismatches", n)
 }
 
+// notRoundedText renders "; K exact elements not correctly rounded" or "".
+func notRoundedText(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 exact element not correctly rounded"
+	}
+	return fmt.Sprintf("; %d exact elements not correctly rounded", n)
+}
+
 // ambiguousText renders the overflow-ambiguous count, or "".
 func ambiguousText(m *Metrics) string {
 	if m.Ambiguous == 0 {
@@ -94,17 +105,17 @@ func (boundPolicy) judge(in Input, m *Metrics) Verdict {
 	// prefix of Worst is the worst WorstCount rejected elements.
 	var fails []Element
 	for _, e := range m.Worst {
-		if e.Note != "" || !(math.Abs(e.Got-e.Ref) <= e.Bound) {
+		if e.Note != "" || !(math.Abs(e.Got-e.Ref) <= e.Bound) { // a note marks a class mismatch or a not-rounded element
 			fails = append(fails, e)
 		}
 	}
-	bad := m.OutOfBound + m.NonFiniteMismatch
+	bad := m.OutOfBound + m.NonFiniteMismatch + m.NotRounded
 	v := Verdict{Pass: bad == 0, Failures: fails}
 	if v.Pass {
 		v.Reason = fmt.Sprintf("all %d elements within bound (tightness %.3g)%s", m.N, m.Tightness, ambiguousText(m))
 	} else {
-		v.Reason = fmt.Sprintf("%d of %d elements out of bound (tightness %.3g)%s%s",
-			m.OutOfBound, m.N, m.Tightness, mismatchText(m.NonFiniteMismatch), ambiguousText(m))
+		v.Reason = fmt.Sprintf("%d of %d elements out of bound (tightness %.3g)%s%s%s",
+			m.OutOfBound, m.N, m.Tightness, mismatchText(m.NonFiniteMismatch), notRoundedText(m.NotRounded), ambiguousText(m))
 	}
 	return v
 }

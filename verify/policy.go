@@ -26,8 +26,10 @@ type Policy interface {
 type Input struct {
 	Got  *tensor.Tensor
 	Want *bound.Expected
-	// Golden holds the expected bits for `exact`; nil when there is none
-	// (exact then fails, saying so). Other policies ignore it.
+	// Golden holds the expected bits for `exact`, and the trusted outputs
+	// (the emulator's, on the same inputs) whose error metrics
+	// `ascend-dual` compares with; nil when there is none (both then fail,
+	// saying so). Other policies ignore it.
 	Golden *tensor.Tensor
 }
 
@@ -67,6 +69,9 @@ func validate(in Input, needWant bool) string {
 	}
 	if len(w.Bound) != len(w.Ref) || len(w.Alt) != len(w.Ref) {
 		return fmt.Sprintf("malformed expected set: %d refs, %d bounds, %d alts", len(w.Ref), len(w.Bound), len(w.Alt))
+	}
+	if w.Exact != nil && (len(w.Exact) != len(w.Ref) || len(w.Rounded) != len(w.Ref)) {
+		return fmt.Sprintf("malformed expected set: %d refs, %d exact flags, %d rounded values", len(w.Ref), len(w.Exact), len(w.Rounded))
 	}
 	if in.Got.Len() != w.Len() {
 		return fmt.Sprintf("got %s with %d elements, want %d elements", in.Got, in.Got.Len(), w.Len())
@@ -132,6 +137,7 @@ var specs = []policySpec{
 		}},
 	{name: "ascend-mere", usage: "ascend-mere", make: func(map[string]float64) (Policy, error) { return merePolicy{}, nil }},
 	{name: "ascend-mixed", usage: "ascend-mixed", make: func(map[string]float64) (Policy, error) { return mixedPolicy{}, nil }},
+	{name: "ascend-dual", usage: "ascend-dual", make: func(map[string]float64) (Policy, error) { return dualPolicy{}, nil }},
 }
 
 // DefaultULP is N for a bare "ulp": one unit in the last place of the
@@ -168,6 +174,7 @@ func DefaultPolicy() Policy { return boundPolicy{} }
 //	ascend-thousandth | ascend-thousandth:n=N   (N > 0, default 1)
 //	ascend-mere
 //	ascend-mixed
+//	ascend-dual                   (needs the trusted outputs: Input.Golden)
 //
 // Options may also be written in parentheses, as Name() renders them:
 // "allclose(rtol=0.001,atol=1e-05)". Values are decimal numbers or powers

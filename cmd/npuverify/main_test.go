@@ -313,8 +313,9 @@ func TestCheckFailureAndBackendError(t *testing.T) {
 func TestReport(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rep")
 	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json") + ", " + filepath.Join(dir, "report.html")}, "report", "--out", dir, "--precision", "32x64x16")
-	if !strings.Contains(e, "PASS") || !strings.Contains(e, "vector_add/fp16_uniform_n0") {
-		t.Errorf("no progress on stderr:\n%s", e)
+	// Progress is for a terminal only (progress_test.go); a pipe stays quiet.
+	if e != "" {
+		t.Errorf("stderr is not a terminal, yet the report wrote to it:\n%s", e)
 	}
 	lines := strings.Split(strings.TrimSpace(o), "\n")
 	if !strings.HasPrefix(lines[len(lines)-1], "wrote ") {
@@ -324,7 +325,7 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"# npuverify report", "## Summary", "| case | verdict | tightness | cycles |", "## Cases", "MERE", "load balance", "budget cycles", "## GEMM precision modes", "| cancel | int8_int32acc |"} {
+	for _, s := range []string{"# npuverify report", "## Summary", "| case | verdict | tightness | cycles |", "## Cases", "MERE", "load balance", "budget cycles", "## GEMM precision modes", "| cancel | int8_int32acc |", "## Performance checklist"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("report.md lacks %q", s)
 		}

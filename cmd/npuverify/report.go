@@ -7,30 +7,39 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/report"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--backend B] [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--merge FILE.json...] [--backend B] [--profile P] [--timeout D]"
 
-// cmdReport runs the embedded default cases through the backend (as check
-// does: the emulator is also held to the stored bits and budgets) and
-// writes DIR/report.md, DIR/report.json and DIR/report.html (by default).
-// Progress goes to stderr; the last line on stdout names the files
-// written. The exit code is check's: the report is written either way.
+// cmdReport writes DIR/report.md, DIR/report.json and DIR/report.html (by
+// default) on the embedded default cases. Without --merge it runs them
+// through the backend (as check does: the emulator is also held to the
+// stored bits and budgets); with --merge it renders the `check --json`
+// results named as arguments instead (e.g. the shards of one check run),
+// which gives the report the unsharded run would. The GEMM precision-mode
+// table is computed on the backend either way. Progress goes to stderr
+// when it is a terminal; the last line on stdout names the files written.
+// The exit code is check's: the report is written either way.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	const where = "report"
 	fs := newFlagSet(where, reportSynopsis, stdout)
 	out := fs.String("out", "out/report", "directory to write report.<format> to")
 	formats := fs.String("format", "md,json,html", "comma-separated formats: "+strings.Join(report.Formats, ", "))
 	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
+	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
 	var dev deviceFlags
 	dev.register(fs)
 	pos, err := parse(fs, where, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usageErr(where, "unexpected argument %q", pos[0])
+	switch {
+	case *merge && len(pos) == 0:
+		return usageErr(where, "--merge: no result files given (want FILE.json...)")
+	case !*merge && len(pos) > 0:
+		return usageErr(where, "unexpected argument %q (result files need --merge)", pos[0])
 	}
 	fmts, err := report.ParseFormats(*formats)
 	if err != nil {
@@ -46,39 +55,102 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), Progress: stderr}
-	if !recordingProfile(prof) {
-		opt.Exact, opt.NoBudgets = golden.ExactNever, true
+	var res *report.Results
+	if *merge {
+		if res, err = readShards(pos); err != nil {
+			return inputErr(where, fmt.Errorf("--merge: %w", err))
+		}
+	} else {
+		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b)}
+		if !recordingProfile(prof) {
+			opt.Exact, opt.NoBudgets = golden.ExactNever, true
+		}
+		store := golden.Embedded()
+		if p := newProgress(stderr, "npuverify report", len(store.Cases())); p != nil {
+			opt.Progress = p
+			defer p.Done()
+		}
+		outcomes, err := golden.Check(context.Background(), store, b, opt)
+		if err != nil {
+			return harnessErr(where, err)
+		}
+		res = &report.Results{Meta: map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}}
+		for i := range outcomes {
+			res.Cases = append(res.Cases, report.FromOutcome(&outcomes[i]))
+		}
 	}
-	store := golden.Embedded()
-	fmt.Fprintf(stderr, "npuverify report: %d cases on %s (profile %s)\n", len(store.Cases()), b.Name(), prof.Name)
-	results, err := golden.Check(context.Background(), store, b, opt)
-	if err != nil {
-		return harnessErr(where, err)
-	}
-	rep := report.New("npuverify report", results)
-	rep.Meta = map[string]string{"backend": b.Name(), "profile": prof.Name, "cases": store.Where()}
+	rep := report.FromCases("npuverify report", res.Cases)
+	rep.Meta = res.Meta
 	if *precision != "off" {
-		fmt.Fprintf(stderr, "npuverify report: GEMM precision-mode table %dx%dx%d\n", pcfg.M, pcfg.K, pcfg.N)
 		tab, err := report.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
 		if err != nil {
 			return harnessErr(where, err)
 		}
-		rep.Add(tab)
+		if err := rep.InsertAfter("summary", tab); err != nil {
+			return err
+		}
 	}
 	paths, err := rep.WriteFiles(*out, fmts)
 	if err != nil {
 		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
 	}
-	fmt.Fprintf(stdout, "%s\n", summaryLine(results))
+	fmt.Fprintf(stdout, "%s\n", casesLine(res.Cases))
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
-	if code := exitFor(results); code != 0 {
-		for i := range results {
-			if r := &results[i]; !r.Pass() {
-				fmt.Fprintf(stderr, "npuverify: report: %s\n", r.Failure())
-			}
+	code := exitPass
+	for i := range res.Cases {
+		c := &res.Cases[i]
+		switch c.Verdict {
+		case harness.VerdictPass:
+			continue
+		case harness.VerdictBackendError:
+			code = max(code, exitBackend)
+		case harness.VerdictInputError:
+			code = max(code, exitUsage)
+		default:
+			code = max(code, exitFail)
 		}
+		fmt.Fprintf(stderr, "npuverify: report: %s: %s\n", c.ID, firstLine(caseWhy(c)))
+	}
+	if code != exitPass {
 		return failed{code}
 	}
 	return nil
+}
+
+// readShards reads and merges the result files of `check --json` runs.
+func readShards(files []string) (*report.Results, error) {
+	rs := make([]*report.Results, len(files))
+	for i, f := range files {
+		r, err := report.ReadResults(f)
+		if err != nil {
+			return nil, err
+		}
+		rs[i] = r
+	}
+	return report.Merge(rs, files)
+}
+
+// casesLine is summaryLine for report cases.
+func casesLine(cs []report.Case) string {
+	n := map[string]int{}
+	for i := range cs {
+		n[cs[i].Verdict]++
+	}
+	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(cs),
+		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
+}
+
+func caseWhy(c *report.Case) string {
+	switch {
+	case c.Error != "":
+		return c.Error
+	case c.Failure != "":
+		return c.Failure
+	}
+	for _, k := range c.Checks {
+		if !k.Pass {
+			return k.Name + ": " + k.Detail
+		}
+	}
+	return c.Verdict
 }

@@ -1,0 +1,103 @@
+package ops
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// bigSum returns Σ xs exactly (big.Float with enough bits for float64
+// values whose exponents span less than 2000).
+func bigSum(xs []float64) *big.Float {
+	s := new(big.Float).SetPrec(4096)
+	for _, x := range xs {
+		s.Add(s, big.NewFloat(x))
+	}
+	return s
+}
+
+// TestGEMMMagnitudeRoundedUp: with K = 2^14 crafted fp32 magnitudes (one
+// product 1, then K−1 products 2^-53, each a tie that rounds back to 1),
+// the float64 S = Σ|a||b| of reference.MatMul, and the float64 positive
+// and negative sums, lie below the true sums (big.Float), so a bound built
+// on them is not rigorous; bound.MagUp, which Expect and dotPosNeg apply,
+// lies at or above the truth. Seeded random orders of such terms (K up to
+// 2^15) confirm it for other placements.
+func TestGEMMMagnitudeRoundedUp(t *testing.T) {
+	const k = 1 << 14
+	// a [1,K], b [K,2]: column 0 has positive products, column 1 negative.
+	a, b := make([]float64, k), make([]float64, 2*k)
+	a[0], b[0], b[1] = 1, 1, -1
+	for kk := 1; kk < k; kk++ {
+		a[kk] = math.Ldexp(1, -27) // fp32 values: the product 2^-53 is exact
+		b[2*kk], b[2*kk+1] = math.Ldexp(1, -26), -math.Ldexp(1, -26)
+	}
+	terms := make([]float64, k)
+	for kk := range terms {
+		terms[kk] = math.Abs(a[kk] * b[2*kk])
+	}
+	truth := bigSum(terms)
+	_, s := reference.MatMul(1, k, 2, a, b)
+	for j := 0; j < 2; j++ {
+		if new(big.Float).SetFloat64(s[j]).Cmp(truth) >= 0 {
+			t.Errorf("gemm K=%d column %d: float64 S = %g, true S = %s: want the old computation below the truth (the crafted case must undershoot)", k, j, s[j], truth.Text('g', 20))
+		}
+		if up := bound.MagUp(s[j], k); new(big.Float).SetFloat64(up).Cmp(truth) < 0 {
+			t.Errorf("gemm K=%d column %d: got MagUp(S) = %s / want ≥ true S = %s", k, j, big.NewFloat(up).Text('g', 20), truth.Text('g', 20))
+		}
+	}
+	pos, _ := dotPosNeg(a, b, 0, 0, k, 2)
+	_, neg := dotPosNeg(a, b, 0, 1, k, 2)
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"positive sum", pos}, {"negative sum", neg}} {
+		if new(big.Float).SetFloat64(x.v).Cmp(truth) < 0 {
+			t.Errorf("gemm K=%d: dotPosNeg %s: got %s / want ≥ true %s", k, x.name, big.NewFloat(x.v).Text('g', 20), truth.Text('g', 20))
+		}
+	}
+
+	// The bound Expect gives this element grows with the rounded-up S.
+	in := map[string]*tensor.Tensor{"a": tensor.MustNew(tensor.Float32, 1, k), "b": tensor.MustNew(tensor.Float32, k, 2)}
+	for i, v := range a {
+		in["a"].SetFloat64(i, v, tensor.Numerics{})
+	}
+	for i, v := range b {
+		in["b"].SetFloat64(i, v, tensor.Numerics{})
+	}
+	p, _ := GEMM.Validate(Params{"mode": "fp32"})
+	exp, err := GEMM.Expect(p, in, tensor.Numerics{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := bound.NewDot(k, tensor.Float32, tensor.Numerics{}).Sum(bound.Terms{Ref: exp["out"].Ref[0], Mag: s[0]})
+	if got := exp["out"].Bound[0]; !(got > old.Err) {
+		t.Errorf("gemm mode=fp32 K=%d: bound %g, want above the accumulation error %g on the unrounded S", k, got, old.Err)
+	}
+
+	// Seeded random placements: a few large terms among many tiny ones.
+	rng := rand.New(rand.NewPCG(2024, 9))
+	for trial := 0; trial < 20; trial++ {
+		n := 1<<14 + rng.IntN(1<<14)
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = math.Ldexp(1+float64(rng.IntN(1<<20))/(1<<20), -53-rng.IntN(3))
+			if rng.IntN(64) == 0 {
+				xs[i] = math.Ldexp(1, rng.IntN(3))
+			}
+		}
+		var f float64
+		for _, x := range xs {
+			f += x
+		}
+		tr := bigSum(xs)
+		if up := bound.MagUp(f, n); new(big.Float).SetFloat64(up).Cmp(tr) < 0 {
+			t.Errorf("MagUp seed=2024 trial %d n=%d: got %s / want ≥ true %s (float64 sum %g)", trial, n, big.NewFloat(up).Text('g', 20), tr.Text('g', 20), f)
+		}
+	}
+}
