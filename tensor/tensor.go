@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
 )
 
@@ -175,11 +177,54 @@ func (t *Tensor) Float64(i int) float64 {
 // Float64s returns all elements as exact float64 values in a new slice.
 func (t *Tensor) Float64s() []float64 {
 	out := make([]float64, t.Len())
-	for i := range out {
-		out[i] = t.Float64(i)
-	}
+	t.Float64sInto(out)
 	return out
 }
+
+// Float64sInto stores the first len(dst) elements into dst as exact
+// float64 values (dst must not be longer than the tensor). It converts
+// by dtype in typed loops (fp16 by a table of all 2^16 values), over all
+// cores for large tensors: the verification path reads every tensor
+// this way.
+func (t *Tensor) Float64sInto(dst []float64) {
+	const grain = 1 << 16
+	switch s := t.data.(type) {
+	case []float64:
+		copy(dst, s)
+	case []float32:
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = float64(v)
+			}
+		})
+	case []float16.Float16:
+		tab := f16Table()
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = tab[v]
+			}
+		})
+	case []BF16:
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = float64(math.Float32frombits(uint32(v) << 16))
+			}
+		})
+	default:
+		for i := range dst {
+			dst[i] = t.Float64(i)
+		}
+	}
+}
+
+// f16Table holds every fp16 value as a float64, indexed by bit pattern.
+var f16Table = sync.OnceValue(func() *[1 << 16]float64 {
+	var tab [1 << 16]float64
+	for b := range tab {
+		tab[b] = float64(float16.Frombits(uint16(b)).Float32())
+	}
+	return &tab
+})
 
 // SetFloat64 stores v at element i after rounding it to the tensor's
 // dtype by the profile num (see Numerics.Round).

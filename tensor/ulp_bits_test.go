@@ -1,0 +1,86 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ulpLdexp is Format.Ulp as the plain Frexp/Ldexp formula the bit-built
+// one replaced.
+func ulpLdexp(f Format, x float64) float64 {
+	x = math.Abs(x)
+	if math.IsNaN(x) {
+		return x
+	}
+	e := f.Emin
+	if math.IsInf(x, 0) {
+		e = f.Emax
+	} else if x != 0 {
+		_, exp := math.Frexp(x)
+		e = max(e, exp-1)
+	}
+	return math.Ldexp(1, min(e, f.Emax)-f.P+1)
+}
+
+// TestFormatBitsMatchLdexp checks Ulp, MaxFinite, MinNormal and
+// MinSubnormal, built from bits, against the Ldexp formulas on every
+// format: powers of two and their neighbours across float64's whole
+// range (subnormals included), ±0, ±Inf, NaN and seeded random values.
+func TestFormatBitsMatchLdexp(t *testing.T) {
+	const seed = 3
+	r := rand.New(rand.NewPCG(seed, 0))
+	xs := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), math.SmallestNonzeroFloat64, math.MaxFloat64}
+	for e := -1074; e <= 1023; e++ {
+		p := math.Ldexp(1, e)
+		xs = append(xs, p, -p, math.Nextafter(p, 0), math.Nextafter(p, math.Inf(1)))
+	}
+	for range 10000 {
+		xs = append(xs, math.Float64frombits(r.Uint64()))
+	}
+	for _, d := range DTypes() {
+		f, ok := d.FloatFormat()
+		if !ok {
+			continue
+		}
+		if got, want := f.MaxFinite(), math.Ldexp(2-math.Ldexp(1, 1-f.P), f.Emax); got != want {
+			t.Errorf("tensor %s MaxFinite seed=%d: got %g / want %g", d, seed, got, want)
+		}
+		if got, want := f.MinNormal(), math.Ldexp(1, f.Emin); got != want {
+			t.Errorf("tensor %s MinNormal seed=%d: got %g / want %g", d, seed, got, want)
+		}
+		if got, want := f.MinSubnormal(), math.Ldexp(1, f.Emin-f.P+1); got != want {
+			t.Errorf("tensor %s MinSubnormal seed=%d: got %g / want %g", d, seed, got, want)
+		}
+		for _, x := range xs {
+			got, want := f.Ulp(x), ulpLdexp(f, x)
+			if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("tensor %s Ulp(%g) seed=%d: got %g / want %g", d, x, seed, got, want)
+			}
+		}
+	}
+}
+
+// TestFloat64sMatchesFloat64 checks the typed, table-driven, parallel
+// Float64s against Float64(i) bit for bit: every fp16 and bf16 bit
+// pattern (NaN payloads included), seeded fp32 and int values.
+func TestFloat64sMatchesFloat64(t *testing.T) {
+	const seed = 4
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, d := range DTypes() {
+		x := MustNew(d, 1<<18+3)
+		for i := range x.Len() {
+			b := r.Uint64()
+			if d == Float16 || d == BFloat16 {
+				b = uint64(i) // every pattern, then again
+			}
+			x.SetBits(i, b)
+		}
+		got := x.Float64s()
+		for i, g := range got {
+			if w := x.Float64(i); math.Float64bits(g) != math.Float64bits(w) {
+				t.Fatalf("tensor %s Float64s seed=%d: element %d (bits %#x): got %#x / want %#x", d, seed, i, x.Bits(i), math.Float64bits(g), math.Float64bits(w))
+			}
+		}
+	}
+}
