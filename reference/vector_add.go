@@ -10,8 +10,15 @@ package reference
 // sum (53 ≥ 2·24 + 2, so rounding twice is innocuous).
 func VectorAdd(x, y []float64) []float64 {
 	z := make([]float64, len(x))
-	for i := range x {
+	VectorAddInto(z, x, y)
+	return z
+}
+
+// VectorAddInto is VectorAdd into z (len(z) ≤ len(x), len(y)), for callers
+// that work through long vectors a block at a time.
+func VectorAddInto(z, x, y []float64) {
+	x, y = x[:len(z)], y[:len(z)]
+	for i := range z {
 		z[i] = x[i] + y[i]
 	}
-	return z
 }

@@ -177,27 +177,28 @@ func (t *Tensor) Float64(i int) float64 {
 // Float64s returns all elements as exact float64 values in a new slice.
 func (t *Tensor) Float64s() []float64 {
 	out := make([]float64, t.Len())
-	t.Float64sInto(out)
+	t.Float64sFrom(0, out)
 	return out
 }
 
-// Float64sInto stores the first len(dst) elements into dst as exact
-// float64 values (dst must not be longer than the tensor). It converts
-// by dtype in typed loops (fp16 by a table of all 2^16 values), over all
-// cores for large tensors: the verification path reads every tensor
-// this way.
-func (t *Tensor) Float64sInto(dst []float64) {
+// Float64sFrom stores elements off, off+1, … off+len(dst)−1 into dst as
+// exact float64 values (they must exist). It converts by dtype in typed
+// loops (fp16 by a table of all 2^16 values), over all cores for large
+// ranges: the verification path reads every tensor this way.
+func (t *Tensor) Float64sFrom(off int, dst []float64) {
 	const grain = 1 << 16
 	switch s := t.data.(type) {
 	case []float64:
-		copy(dst, s)
+		copy(dst, s[off:off+len(dst)])
 	case []float32:
+		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
 			for i, v := range s[lo:hi] {
 				dst[lo+i] = float64(v)
 			}
 		})
 	case []float16.Float16:
+		s = s[off : off+len(dst)]
 		tab := f16Table()
 		parallel.For(len(dst), grain, func(lo, hi int) {
 			for i, v := range s[lo:hi] {
@@ -205,6 +206,7 @@ func (t *Tensor) Float64sInto(dst []float64) {
 			}
 		})
 	case []BF16:
+		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
 			for i, v := range s[lo:hi] {
 				dst[lo+i] = float64(math.Float32frombits(uint32(v) << 16))
@@ -212,7 +214,7 @@ func (t *Tensor) Float64sInto(dst []float64) {
 		})
 	default:
 		for i := range dst {
-			dst[i] = t.Float64(i)
+			dst[i] = t.Float64(off + i)
 		}
 	}
 }

@@ -77,6 +77,13 @@ func TestFloat64sMatchesFloat64(t *testing.T) {
 			x.SetBits(i, b)
 		}
 		got := x.Float64s()
+		part := make([]float64, 1000)
+		x.Float64sFrom(777, part)
+		for i, g := range part {
+			if w := got[777+i]; math.Float64bits(g) != math.Float64bits(w) {
+				t.Fatalf("tensor %s Float64sFrom(777) seed=%d: element %d: got %#x / want %#x", d, seed, 777+i, math.Float64bits(g), math.Float64bits(w))
+			}
+		}
 		for i, g := range got {
 			if w := x.Float64(i); math.Float64bits(g) != math.Float64bits(w) {
 				t.Fatalf("tensor %s Float64s seed=%d: element %d (bits %#x): got %#x / want %#x", d, seed, i, x.Bits(i), math.Float64bits(g), math.Float64bits(w))

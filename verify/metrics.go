@@ -161,7 +161,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
 	m.N = n
 	gv := make([]float64, n)
-	got.Float64sInto(gv)
+	got.Float64sFrom(0, gv)
 
 	const grain = 1 << 14
 	var parts []*metricsPart
