@@ -170,6 +170,19 @@ func (f Format) RoundNearestEven(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
 	}
+	if b := math.Float64bits(x); f.P >= 2 && f.P < 53 && int(b>>52&0x7FF)-1023 >= f.Emin {
+		// |x| ≥ MinNormal: the format's quantum is x's own exponent's, so
+		// round the float64 bits to p significant bits in place, ties to
+		// even (a carry out of the fraction steps the exponent, as it
+		// should). This sits in every element's bound and store.
+		shift := uint(53 - f.P)
+		b += 1<<(shift-1) - 1 + b>>shift&1
+		r := math.Float64frombits(b &^ (1<<shift - 1))
+		if math.Abs(r) > f.MaxFinite() {
+			return math.Copysign(math.Inf(1), x)
+		}
+		return r
+	}
 	q := f.Ulp(x)
 	// x/q and r·q are exact: q is a power of two and the quotient stays
 	// well inside float64's range for every format narrower than float64.

@@ -336,12 +336,51 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 	if a.DType != b.DType || !a.SameShape(b.Shape) {
 		return false, -1
 	}
-	for i := 0; i < a.Len(); i++ {
-		if a.Bits(i) != b.Bits(i) {
-			return false, i
-		}
+	i := -1
+	switch x := a.data.(type) {
+	case []float64:
+		y := b.data.([]float64)
+		i = firstDiffBy(x, y, math.Float64bits)
+	case []float32:
+		y := b.data.([]float32)
+		i = firstDiffBy(x, y, math.Float32bits)
+	case []float16.Float16: // integer-backed types: == compares the bits
+		i = firstDiff(x, b.data.([]float16.Float16))
+	case []BF16:
+		i = firstDiff(x, b.data.([]BF16))
+	case []int8:
+		i = firstDiff(x, b.data.([]int8))
+	case []int32:
+		i = firstDiff(x, b.data.([]int32))
+	case []uint8:
+		i = firstDiff(x, b.data.([]uint8))
+	}
+	if i >= 0 {
+		return false, i
 	}
 	return true, 0
+}
+
+// firstDiff returns the first index where x and y (same length) differ, or −1.
+func firstDiff[T comparable](x, y []T) int {
+	y = y[:len(x)]
+	for i := range x {
+		if x[i] != y[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstDiffBy is firstDiff comparing bits(x[i]) with bits(y[i]).
+func firstDiffBy[T any, B comparable](x, y []T, bits func(T) B) int {
+	y = y[:len(x)]
+	for i := range x {
+		if bits(x[i]) != bits(y[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // String describes dtype and shape, e.g. "fp16[4 8]".

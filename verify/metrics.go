@@ -274,25 +274,25 @@ func computePart(d tensor.DType, gv []float64, want *bound.Expected, lo, hi int)
 		}
 		p.compared++
 		e := math.Abs(g - r)
-		p.scaleV = math.Max(p.scaleV, math.Max(math.Abs(g), math.Abs(r)))
-		p.scaleE = math.Max(p.scaleE, e)
-		p.maxAbs = math.Max(p.maxAbs, e)
+		p.scaleV = maxNonNeg(p.scaleV, maxNonNeg(math.Abs(g), math.Abs(r)))
+		p.scaleE = maxNonNeg(p.scaleE, e)
+		p.maxAbs = maxNonNeg(p.maxAbs, e)
 		rel := relErr(g, r)
-		p.maxRel = math.Max(p.maxRel, rel)
+		p.maxRel = maxNonNeg(p.maxRel, rel)
 		if rel > 1e-3 {
 			p.over1e3++
 		}
 		if rel > 5e-3 {
 			p.over5e3++
 		}
-		p.mare = math.Max(p.mare, e/(math.Abs(r)+mereGuard))
+		p.mare = maxNonNeg(p.mare, e/(math.Abs(r)+mereGuard))
 		ulp := 1.0
 		if isFloat {
 			ulp = f.Ulp(r)
 		}
 		p.hist[ulpBucketIndex(e/ulp)]++
 		t := ratio(e, b)
-		p.tightness = math.Max(p.tightness, t)
+		p.tightness = maxNonNeg(p.tightness, t)
 		switch {
 		case !(e <= b):
 			p.outOfBound++
@@ -300,9 +300,19 @@ func computePart(d tensor.DType, gv []float64, want *bound.Expected, lo, hi int)
 		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
 			p.notRounded++
 			p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, e)
-		case e > 0:
+		case e > 0 && p.worst.takes(t, e, i):
 			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
 	}
 	return p
+}
+
+// maxNonNeg is math.Max for the non-negative, non-NaN figures of
+// computePart (absolute values and their ratios, +0 never −0), where it
+// is a plain comparison.
+func maxNonNeg(x, y float64) float64 {
+	if y > x {
+		return y
+	}
+	return x
 }

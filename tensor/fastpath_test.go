@@ -91,3 +91,78 @@ func TestFloat64sMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// rneQuantum is Format.RoundNearestEven as the quantum formula (the only
+// path below MinNormal, the reference for the bit path above it).
+func rneQuantum(f Format, x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	q := f.Ulp(x)
+	r := math.RoundToEven(x/q) * q
+	if math.Abs(r) > f.MaxFinite() {
+		return math.Copysign(math.Inf(1), x)
+	}
+	return r
+}
+
+// TestRoundNearestEvenBitsMatchQuantum checks the bit-rounding path of
+// RoundNearestEven against the quantum formula on every format: exact
+// ties and their neighbours at every exponent of the format (the carry
+// into the exponent, MaxFinite and the overflow threshold included),
+// subnormals, and seeded random float64 values.
+func TestRoundNearestEvenBitsMatchQuantum(t *testing.T) {
+	const seed = 5
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, d := range []DType{Float32, Float16, BFloat16} {
+		f, _ := d.FloatFormat()
+		var xs []float64
+		for e := f.Emin - f.P - 2; e <= f.Emax+2; e++ {
+			for _, m := range []float64{1, 1.5, 2 - math.Ldexp(1, 1-f.P)} {
+				v := math.Ldexp(m, e)
+				half := f.Ulp(v) / 2
+				for _, y := range []float64{v, v + half, v - half, v + 3*half, math.Nextafter(v+half, 0), math.Nextafter(v+half, math.Inf(1))} {
+					xs = append(xs, y, -y)
+				}
+			}
+		}
+		thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
+		xs = append(xs, thr, math.Nextafter(thr, 0), -thr, math.MaxFloat64, math.SmallestNonzeroFloat64)
+		for range 200000 {
+			xs = append(xs, math.Float64frombits(r.Uint64()), math.Ldexp(r.NormFloat64(), r.IntN(2*(f.Emax+f.P))-f.Emax-f.P))
+		}
+		for _, x := range xs {
+			got, want := f.RoundNearestEven(x), rneQuantum(f, x)
+			if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("tensor %s RoundNearestEven(%x) seed=%d: got %g / want %g", d, math.Float64bits(x), seed, got, want)
+			}
+		}
+	}
+}
+
+// TestBitsEqualTyped checks the typed BitsEqual: a copy is equal, and a
+// change of one bit anywhere (the sign of a zero, a NaN payload) is found
+// at its index, for every dtype.
+func TestBitsEqualTyped(t *testing.T) {
+	const seed = 6
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, d := range DTypes() {
+		x := MustNew(d, 1000)
+		for i := range x.Len() {
+			x.SetBits(i, r.Uint64())
+		}
+		x.SetBits(3, 0) // +0 (or integer 0)
+		for _, at := range []int{0, 3, 999} {
+			for _, bit := range []uint{0, uint(d.Size()*8 - 1)} {
+				y := x.Clone()
+				if ok, i := BitsEqual(x, y); !ok {
+					t.Fatalf("tensor %s BitsEqual(copy) seed=%d: got different at %d / want equal", d, seed, i)
+				}
+				y.SetBits(at, y.Bits(at)^1<<bit)
+				if ok, i := BitsEqual(x, y); ok || i != at {
+					t.Fatalf("tensor %s BitsEqual seed=%d, bit %d of element %d flipped: got %v, %d / want false, %d", d, seed, bit, at, ok, i, at)
+				}
+			}
+		}
+	}
+}
