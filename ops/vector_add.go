@@ -124,9 +124,7 @@ func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 			x.Float64sFrom(b0, xb[:k])
 			y.Float64sFrom(b0, yb[:k])
 			reference.VectorAddInto(zb[:k], xb[:k], yb[:k])
-			for j, r := range zb[:k] {
-				e.SetExact(b0+j, r, d, num)
-			}
+			e.SetExactBlock(b0, zb[:k], d, num)
 		}
 	}
 	setExactRange(0, 1)

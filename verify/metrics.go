@@ -160,14 +160,11 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	}
 	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
 	m.N = n
-	gv := make([]float64, n)
-	got.Float64sFrom(0, gv)
-
 	const grain = 1 << 14
 	var parts []*metricsPart
 	var mu sync.Mutex
 	parallel.For(n, grain, func(lo, hi int) {
-		p := computePart(got.DType, gv, want, lo, hi)
+		p := computePart(got, want, lo, hi)
 		mu.Lock()
 		parts = append(parts, p)
 		mu.Unlock()
@@ -207,21 +204,26 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	// The sums, in index order; the scales keep the sums of squares from
 	// overflowing for fp64 outputs.
 	var sumMere, sumSq, sgr, sgg, srr float64
-	for i, g := range gv {
-		r := want.Ref[i]
-		if bound.Of(g) != 0 || bound.Of(r) != 0 {
-			continue
-		}
-		e := math.Abs(g - r)
-		sumMere += e / (math.Abs(r) + mereGuard)
-		if scaleE > 0 {
-			sumSq += (e / scaleE) * (e / scaleE)
-		}
-		if scaleV > 0 {
-			gs, rs := g/scaleV, r/scaleV
-			sgr += gs * rs
-			sgg += gs * gs
-			srr += rs * rs
+	var gb [block]float64
+	for b0 := 0; b0 < n; b0 += block {
+		gv := gb[:min(block, n-b0)]
+		got.Float64sFrom(b0, gv)
+		for j, g := range gv {
+			r := want.Ref[b0+j]
+			if bound.Of(g) != 0 || bound.Of(r) != 0 {
+				continue
+			}
+			e := math.Abs(g - r)
+			sumMere += e / (math.Abs(r) + mereGuard)
+			if scaleE > 0 {
+				sumSq += (e / scaleE) * (e / scaleE)
+			}
+			if scaleV > 0 {
+				gs, rs := g/scaleV, r/scaleV
+				sgr += gs * rs
+				sgg += gs * gs
+				srr += rs * rs
+			}
 		}
 	}
 	if m.Compared > 0 {
@@ -243,13 +245,29 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	return m
 }
 
-// computePart gathers the order-free metrics of elements [lo, hi) of the
-// got values gv against want (output dtype d).
-func computePart(d tensor.DType, gv []float64, want *bound.Expected, lo, hi int) *metricsPart {
+// block is how many got values Compute converts to float64 at a time.
+const block = 2048
+
+// computePart gathers the order-free metrics of elements [lo, hi) of got
+// against want.
+func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsPart {
 	p := &metricsPart{worst: newRanked(WorstCount)}
+	d := got.DType
 	f, isFloat := d.FloatFormat()
-	for i := lo; i < hi; i++ {
-		g, r, b := gv[i], want.Ref[i], want.Bound[i]
+	var gb [block]float64
+	for b0 := lo; b0 < hi; b0 += block {
+		gv := gb[:min(block, hi-b0)]
+		got.Float64sFrom(b0, gv)
+		p.addBlock(d, f, isFloat, gv, want, b0)
+	}
+	return p
+}
+
+// addBlock gathers elements b0, b0+1, … whose got values are gv.
+func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, want *bound.Expected, b0 int) {
+	for j, g := range gv {
+		i := b0 + j
+		r, b := want.Ref[i], want.Bound[i]
 		amb := want.Ambiguous(i)
 		if amb {
 			p.ambiguous++
@@ -304,7 +322,6 @@ func computePart(d tensor.DType, gv []float64, want *bound.Expected, lo, hi int)
 			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
 	}
-	return p
 }
 
 // maxNonNeg is math.Max for the non-negative, non-NaN figures of
