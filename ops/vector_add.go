@@ -117,10 +117,11 @@ func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 	// copies of whole inputs); SetExact on element 0 first allocates the
 	// exact marks, so the ranges then only write their own elements.
 	setExactRange := func(lo, hi int) {
-		const block = 2048
-		var xb, yb, zb [block]float64
-		for b0 := lo; b0 < hi; b0 += block {
-			k := min(block, hi-b0)
+		bl := min(2048, hi-lo) // sized to the range: small inputs allocate little
+		buf := make([]float64, 3*bl)
+		xb, yb, zb := buf[:bl], buf[bl:2*bl], buf[2*bl:]
+		for b0 := lo; b0 < hi; b0 += bl {
+			k := min(bl, hi-b0)
 			x.Float64sFrom(b0, xb[:k])
 			y.Float64sFrom(b0, yb[:k])
 			reference.VectorAddInto(zb[:k], xb[:k], yb[:k])

@@ -204,7 +204,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	// The sums, in index order; the scales keep the sums of squares from
 	// overflowing for fp64 outputs.
 	var sumMere, sumSq, sgr, sgg, srr float64
-	var gb [block]float64
+	gb := make([]float64, min(block, n))
 	for b0 := 0; b0 < n; b0 += block {
 		gv := gb[:min(block, n-b0)]
 		got.Float64sFrom(b0, gv)
@@ -254,7 +254,7 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	p := &metricsPart{worst: newRanked(WorstCount)}
 	d := got.DType
 	f, isFloat := d.FloatFormat()
-	var gb [block]float64
+	gb := make([]float64, min(block, hi-lo))
 	for b0 := lo; b0 < hi; b0 += block {
 		gv := gb[:min(block, hi-b0)]
 		got.Float64sFrom(b0, gv)
