@@ -197,14 +197,16 @@ func roundUp(n, m int) int { return (n + m - 1) / m * m }
 // stream of small launches (a fuzzer's) would then allocate and clear
 // every core's memories again after each collection.
 type memPool struct {
-	mu   sync.Mutex
-	free [numSpaces][]*[]uint64
+	mu    sync.Mutex
+	free  [numSpaces][]*[]uint64
+	bytes int // held in free
 }
 
-// memPoolMax bounds each space's free list: enough for every core of a
-// launch on the shipped profiles (at most 48), so that back-to-back
-// launches find all their stores; a larger launch allocates the rest.
-const memPoolMax = 64
+// memPoolBytes bounds what a device's free lists hold: the stores of a
+// stream of small launches (a few cores' UB) stay, while a big launch
+// (24 cores' L1, L0 and UB, some 24 MiB) does not keep its memories
+// alive after it ends, which would only add to the peak of a run.
+const memPoolBytes = 8 << 20
 
 func (d *Device) getMem(s Space, size int) []byte {
 	p := &d.pool
@@ -213,6 +215,7 @@ func (d *Device) getMem(s Space, size int) []byte {
 	if n := len(p.free[s]); n > 0 {
 		w = p.free[s][n-1]
 		p.free[s] = p.free[s][:n-1]
+		p.bytes -= len(*w) * 8
 	}
 	p.mu.Unlock()
 	if w != nil && len(*w)*8 == size {
@@ -229,8 +232,9 @@ func (d *Device) putMem(s Space, mem []byte) {
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)/8)
 	p := &d.pool
 	p.mu.Lock()
-	if len(p.free[s]) < memPoolMax {
+	if p.bytes+len(mem) <= memPoolBytes {
 		p.free[s] = append(p.free[s], &words)
+		p.bytes += len(mem)
 	}
 	p.mu.Unlock()
 }

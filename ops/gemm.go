@@ -416,12 +416,15 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	if cfg.Mode.Int8() {
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 	}
-	d, s := reference.MatMul(m, k, n, a, b)
 	ev, err := newGEMMEval(cfg, k, num)
 	if err != nil {
 		return nil, err
 	}
 	e := bound.NewExpected(m * n)
+	// d and s go straight into Ref and Bound: each element reads its own
+	// d and s before it writes its outcome over them.
+	d, s := e.Ref, e.Bound
+	reference.MatMulInto(m, k, n, a, b, d, s)
 	// Rows over all cores: each element reads only the inputs and its own
 	// d, s, and writes only its own entries.
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {

@@ -33,16 +33,25 @@ import (
 func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
 	d = make([]float64, m*n)
 	s = make([]float64, m*n)
+	MatMulInto(m, k, n, a, b, d, s)
+	return d, s
+}
+
+// MatMulInto is MatMul into d and s (each of length m·n, overwritten), for
+// callers that have somewhere to put them already.
+func MatMulInto(m, k, n int, a, b, d, s []float64) {
+	d, s = d[:m*n], s[:m*n]
+	clear(d)
+	clear(s)
 	if m == 0 || n == 0 || k == 0 {
-		return d, s
+		return
 	}
 	if !allFinite(a[:m*k]) || !allFinite(b[:k*n]) {
 		matMulLoop(m, k, n, a, b, d, s)
-		return d, s
+		return
 	}
 	dgemm(m, k, n, a, b, d)
 	dgemm(m, k, n, absCopy(a[:m*k]), absCopy(b[:k*n]), s)
-	return d, s
 }
 
 // dgemm sets c = a·b with gonum's Dgemm (alpha 1, beta 0: c starts at +0).
