@@ -60,6 +60,8 @@ compile_native_go_fuzzer_v2 $module/fuzz FuzzGEMM fuzz_gemm
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparse24Prune fuzz_sparse24_prune
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseGEMM24 fuzz_sparse_gemm24
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseCompress fuzz_sparse_compress
+compile_native_go_fuzzer_v2 $module/fuzz FuzzKVUpdate fuzz_kv_update
+compile_native_go_fuzzer_v2 $module/fuzz FuzzDecodeAttention fuzz_decode_attention
 
 # compile_native_go_fuzzer_v2 only prints a message when it cannot find a
 # target; a fuzzer missing from $OUT is a build failure here.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npuverify/npuverify/backend"
@@ -35,13 +39,23 @@ const ReferenceBackend = "emulator"
 type CheckOptions struct {
 	// Op restricts the run to one op ("" = every op).
 	Op string
+	// Run, when set, is a regular expression (Go syntax, unanchored, like
+	// go test -run) a case's ID "<op>/<name>" must match to run.
+	Run string
 	// Policy replaces each case's accuracy policy ("" = the case's own).
 	Policy string
 	// Shard and Shards split the sorted case list: with Shards = N > 0,
 	// only cases whose index i (0-based, in ID order) has i mod N = Shard−1
 	// run, so shards 1/N … N/N together cover every case exactly once.
-	// Shards = 0 runs every case.
+	// Shards = 0 runs every case. The split is of the cases Op and Run
+	// select, so shards of a filtered run still cover it exactly once.
 	Shard, Shards int
+	// Jobs is how many cases run at once (≤ 1: one at a time). Results
+	// come back in ID order whatever the order they finish in.
+	Jobs int
+	// Repeat is how many times each case runs (≤ 1: once). Outputs whose
+	// bits differ between runs are reported in Outcome.Nondeterministic.
+	Repeat int
 	// Exact decides whether outputs must equal the stored bits.
 	Exact ExactMode
 	// NoBudgets skips the performance budgets (a backend with another
@@ -74,12 +88,20 @@ func budgetCheck(name string, got, budget int64, pass bool) harness.Check {
 	return harness.Check{Name: "budget " + name, Pass: pass, Detail: d}
 }
 
-// Select returns the cases of s that opt selects (op and shard), in ID
-// order. It fails on an unknown op or an invalid shard.
+// Select returns the cases of s that opt selects (op, run and shard), in
+// ID order. It fails on an unknown op, an invalid regular expression or an
+// invalid shard.
 func Select(s *Store, opt CheckOptions) ([]*StoredCase, error) {
 	if opt.Op != "" {
 		if _, err := opdb.Op(opt.Op); err != nil {
 			return nil, &harness.InputError{Err: fmt.Errorf("--op: %w", err)}
+		}
+	}
+	var re *regexp.Regexp
+	if opt.Run != "" {
+		var err error
+		if re, err = regexp.Compile(opt.Run); err != nil {
+			return nil, &harness.InputError{Err: fmt.Errorf("--run %q: %w", opt.Run, err)}
 		}
 	}
 	if opt.Shards < 0 || (opt.Shards > 0 && (opt.Shard < 1 || opt.Shard > opt.Shards)) || (opt.Shards == 0 && opt.Shard != 0) {
@@ -88,6 +110,9 @@ func Select(s *Store, opt CheckOptions) ([]*StoredCase, error) {
 	var out []*StoredCase
 	for _, c := range s.cases {
 		if opt.Op != "" && opOf(c.ID) != opt.Op {
+			continue
+		}
+		if re != nil && !re.MatchString(c.ID) {
 			continue
 		}
 		out = append(out, c)
@@ -127,6 +152,14 @@ func noneSelected(s *Store, opt CheckOptions) error {
 	if opt.Op != "" {
 		of = " of --op " + opt.Op
 	}
+	if opt.Run != "" {
+		sel, err := Select(s, CheckOptions{Op: opt.Op, Run: opt.Run})
+		if err == nil && len(sel) == 0 {
+			return fmt.Errorf("no cases selected: --run %s matches none of the %d cases%s in %s", opt.Run, nop, of, s.where)
+		}
+		nop = len(sel)
+		of += " matching --run " + opt.Run
+	}
 	return fmt.Errorf("no cases selected: --shard %d/%d selects none of the %d cases%s in %s", opt.Shard, opt.Shards, nop, of, s.where)
 }
 
@@ -139,8 +172,9 @@ func opOf(id string) string {
 	return id
 }
 
-// Check runs backend b over the cases of s that opt selects, in ID order,
-// with inputs read from the store (Verify proves they match their seeds).
+// Check runs backend b over the cases of s that opt selects, with inputs
+// read from the store (Verify proves they match their seeds), opt.Jobs
+// cases at a time, and returns their outcomes in ID order.
 //
 // Every output is judged by the case's policy (or opt.Policy); with
 // ExactAuto the emulator is also held bit-exactly to expected/ (the exact
@@ -148,12 +182,15 @@ func opOf(id string) string {
 // by the accuracy policy alone, because a valid kernel may sum in another
 // order (docs/golden.md). When the backend reports a cost and the case has
 // budgets, modeled cycles must not exceed the recorded cycles and GM bytes
-// (in + out) must equal the recorded ones.
+// (in + out) must equal the recorded ones. With opt.Repeat = N > 1 each
+// case runs N times: every run is judged, and outputs whose bits differ
+// between runs make the case nondeterministic (Outcome.Nondeterministic).
 //
 // A case that cannot be judged (broken store entry, backend failure) is a
 // harness.Outcome with Err; the run goes on. Check itself fails only on invalid
-// options (unknown op, policy or shard: a harness.InputError) or when ctx
-// is done.
+// options (unknown op, policy, pattern or shard: a harness.InputError) or
+// when ctx is done; it then returns the outcomes of the cases that
+// finished, still in ID order.
 func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) ([]harness.Outcome, error) {
 	var override verify.Policy
 	if opt.Policy != "" {
@@ -171,18 +208,45 @@ func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) (
 		return nil, &harness.InputError{Err: noneSelected(s, opt)}
 	}
 	exact := opt.Exact == ExactAlways || (opt.Exact == ExactAuto && b.Name() == ReferenceBackend)
-	results := make([]harness.Outcome, 0, len(cases))
-	for _, c := range cases {
-		if err := ctx.Err(); err != nil {
-			return results, err
+	results := make([]harness.Outcome, len(cases))
+	done := make([]bool, len(cases))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var progress sync.Mutex
+	for range min(max(opt.Jobs, 1), len(cases)) {
+		wg.Go(func() {
+			for i := range next {
+				start := time.Now()
+				r := s.checkCase(ctx, cases[i], b, override, exact, opt)
+				r.Elapsed = time.Since(start)
+				if opt.Progress != nil {
+					progress.Lock()
+					fmt.Fprintf(opt.Progress, "%-13s %s (%s)\n", strings.ToUpper(r.Verdict()), r.ID, r.Elapsed.Round(time.Millisecond))
+					progress.Unlock()
+				}
+				results[i], done[i] = r, true
+			}
+		})
+	}
+	for i := range cases {
+		if ctx.Err() != nil {
+			break
 		}
-		start := time.Now()
-		r := s.checkCase(ctx, c, b, override, exact, opt)
-		r.Elapsed = time.Since(start)
-		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "%-13s %s (%s)\n", strings.ToUpper(r.Verdict()), r.ID, r.Elapsed.Round(time.Millisecond))
+		select {
+		case next <- i:
+		case <-ctx.Done():
 		}
-		results = append(results, r)
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		var finished []harness.Outcome
+		for i := range results {
+			if done[i] {
+				finished = append(finished, results[i])
+			}
+		}
+		return finished, err
 	}
 	return results, nil
 }
@@ -228,12 +292,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: outputs: %w", cj, err)}
 		return r
 	}
-	if opt.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
-		defer cancel()
-	}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected})
+	res, err := runRepeated(ctx, &r, b, pc, harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected}, opt)
 	if err != nil {
 		r.Err = err
 		return r
@@ -250,4 +309,72 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		}
 	}
 	return r
+}
+
+// runRepeated runs pc max(opt.Repeat, 1) times, each run under its own
+// timeout, and returns the result to report: the first run that failed
+// its checks, else the first run. Outputs whose bits differ from the first
+// run's are recorded in r.Nondeterministic, one line per output (the first
+// run that differs, the first differing element and how many differ). An
+// error of any run ends the case: it could not be judged.
+func runRepeated(ctx context.Context, r *harness.Outcome, b backend.Backend, pc *harness.Prepared, hopt harness.Options, opt CheckOptions) (*harness.Result, error) {
+	n := max(opt.Repeat, 1)
+	r.Runs = n
+	var first, report *harness.Result
+	differs := map[string]bool{}
+	for k := 1; k <= n; k++ {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if opt.Timeout > 0 {
+			rctx, cancel = context.WithTimeout(ctx, opt.Timeout)
+		}
+		res, err := harness.RunPrepared(rctx, b, pc, hopt)
+		cancel()
+		if err != nil {
+			if n > 1 {
+				return nil, fmt.Errorf("run %d of %d: %w", k, n, err)
+			}
+			return nil, err
+		}
+		if first == nil {
+			first, report = res, res
+		} else if report.Pass() && !res.Pass() {
+			report = res
+		}
+		if k == 1 {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(first.Outputs)) {
+			if differs[name] {
+				continue
+			}
+			if d := outputDiff(name, first.Outputs[name], res.Outputs[name], k); d != "" {
+				differs[name] = true
+				r.Nondeterministic = append(r.Nondeterministic, d)
+			}
+		}
+	}
+	return report, nil
+}
+
+// outputDiff describes how output name of run k differs bitwise from run
+// 1's ("" when it does not).
+func outputDiff(name string, a, b *tensor.Tensor, k int) string {
+	if b == nil {
+		return fmt.Sprintf("output %q: run %d returned none, run 1 %s", name, k, a)
+	}
+	eq, at := tensor.BitsEqual(a, b)
+	switch {
+	case eq:
+		return ""
+	case at < 0:
+		return fmt.Sprintf("output %q: run %d returned %s, run 1 %s", name, k, b, a)
+	}
+	count := 0
+	for i := range a.Len() {
+		if a.Bits(i) != b.Bits(i) {
+			count++
+		}
+	}
+	return fmt.Sprintf("output %q: run %d differs bitwise from run 1 in %d of %d elements, first at element %d: run 1 %v (bits %#x), run %d %v (bits %#x)",
+		name, k, count, a.Len(), at, a.Float64(at), a.Bits(at), k, b.Float64(at), b.Bits(at))
 }

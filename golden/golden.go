@@ -379,7 +379,10 @@ func (s *Store) Load(c *StoredCase) (inputs, expected map[string]*tensor.Tensor,
 // its bytes.
 func (s *Store) readTensor(c *StoredCase, e FileEntry) (*tensor.Tensor, string, error) {
 	p := c.ID + "/" + e.File
-	b, err := fs.ReadFile(s.fsys, p)
+	// No link, FIFO or device, and no more bytes than case.json's dtype and
+	// shape allow: a file linked to /dev/zero or a sparse 3 GiB file is
+	// refused before it is read (it was read whole, to hash it).
+	b, err := safefile.ReadFS(s.fsys, p, maxNpyBytes(e))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: tensor %q: %w", s.path(p), e.Name, err)
 	}
@@ -392,6 +395,23 @@ func (s *Store) readTensor(c *StoredCase, e FileEntry) (*tensor.Tensor, string, 
 		return nil, "", fmt.Errorf("%s: tensor %q: shape %v, case.json says %v", s.path(p), e.Name, t.Shape, e.Shape)
 	}
 	return t, hex.EncodeToString(sum[:]), nil
+}
+
+// maxNpyBytes is the largest .npy file that can hold e: its data (at
+// most tensor.MaxElements elements, however large the shape claims) after
+// a header of at most 64 KiB (numpy's headers are a few hundred bytes;
+// the reader's own cap on header length) and the 12-byte prefix.
+func maxNpyBytes(e FileEntry) int64 {
+	n := int64(1)
+	for _, d := range e.Shape {
+		if d < 0 || (d > 0 && n > tensor.MaxElements/int64(d)) {
+			n = tensor.MaxElements
+			break
+		}
+		n *= int64(d)
+	}
+	size := max(int64(e.DType.Size()), 1)
+	return 12 + 64<<10 + min(n, tensor.MaxElements)*size
 }
 
 // validName reports whether s can name an op or case directory.

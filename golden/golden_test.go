@@ -375,6 +375,9 @@ func TestCheckOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
+		if r.Case.Numerics != nil {
+			continue // a profile override this backend cannot set: an input error, by design
+		}
 		if slices.Contains(r.Policies, "exact") || !r.Pass() {
 			t.Errorf("%s: policies %v pass %v\n%s", r.ID, r.Policies, r.Pass(), r.Failure())
 		}

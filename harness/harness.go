@@ -155,8 +155,10 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // failure); an inaccurate result is a Result whose Verify does not pass.
 // Besides the accuracy policies, every run checks that the inputs came
 // back bit-identical (CheckInputsUnchanged; an exec kernel that wrote into
-// its input files is reported by the backend, backend.InputsModifiedError)
-// and, when the backend reports
+// its input files is reported by the backend, backend.InputsModifiedError),
+// the op's output invariants when it has any (ops.OutputInvariants: e.g.
+// every cache element a KV update must not write is bit-identical) and,
+// when the backend reports
 // a *npu.GuardError with its outputs, fails CheckGuardBand on each output
 // whose guard was written.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
@@ -216,6 +218,11 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if modified != nil {
 		for _, name := range slices.Sorted(maps.Keys(modified.Inputs)) {
 			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend: %s", name, modified.Inputs[name]))
+		}
+	}
+	if iv, ok := pc.Op.(ops.OutputInvariants); ok {
+		for _, v := range iv.CheckOutputs(pc.Params, pc.Inputs, out, num) {
+			vr.AddFailure(v.Output, v.Check, v.Reason)
 		}
 	}
 	if guard != nil {

@@ -29,6 +29,13 @@ type Outcome struct {
 	Err error
 	// Elapsed is the wall time of the case.
 	Elapsed time.Duration
+	// Runs is how many times the case ran (check --repeat); 0 or 1 for once.
+	Runs int
+	// Nondeterministic describes each output whose bits differed between
+	// runs of the case (empty when it ran once or every run agreed). It is
+	// a finding of its own, not an accuracy failure: every run may be
+	// inside the bound and still disagree with the others.
+	Nondeterministic []string
 }
 
 // Check is a verdict beyond the accuracy policies, e.g. a performance
@@ -39,18 +46,23 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// The four verdicts of an Outcome.
+// The verdicts of an Outcome.
 const (
 	VerdictPass         = "pass"
 	VerdictFail         = "fail"
 	VerdictInputError   = "input error"
 	VerdictBackendError = "backend error"
+	// VerdictNondeterministic is a case whose every run passed but whose
+	// outputs differed bitwise between runs (Nondeterministic).
+	VerdictNondeterministic = "nondeterministic"
 )
 
-// Verdict is VerdictPass, VerdictFail, VerdictInputError or
-// VerdictBackendError. An error that is not an InputError counts as the
-// backend's: the case could not be judged, and nothing says the case is
-// at fault.
+// Verdict is VerdictPass, VerdictFail, VerdictInputError,
+// VerdictBackendError or VerdictNondeterministic, in this precedence: a
+// case that could not be judged, then one that failed a check, then one
+// that passed but disagreed with itself between runs. An error that is not
+// an InputError counts as the backend's: the case could not be judged, and
+// nothing says the case is at fault.
 func (o *Outcome) Verdict() string {
 	switch {
 	case o.Err != nil && !IsInput(o.Err):
@@ -64,6 +76,9 @@ func (o *Outcome) Verdict() string {
 		if !k.Pass {
 			return VerdictFail
 		}
+	}
+	if len(o.Nondeterministic) > 0 {
+		return VerdictNondeterministic
 	}
 	return VerdictPass
 }
@@ -95,8 +110,8 @@ func (o *Outcome) Tightness() float64 {
 }
 
 // Failure renders why the case failed ("" when it passed): the error, or
-// the verifier's failure report followed by one line per failed check,
-// each naming the case.
+// the verifier's failure report followed by one line per failed check and
+// one per output that differed between runs, each naming the case.
 func (o *Outcome) Failure() string {
 	if o.Pass() {
 		return ""
@@ -115,6 +130,12 @@ func (o *Outcome) Failure() string {
 			}
 			s += fmt.Sprintf("%s: %s: %s: %s", o.Ran().Subject(), o.ID, k.Name, k.Detail)
 		}
+	}
+	for _, d := range o.Nondeterministic {
+		if s != "" {
+			s += "\n"
+		}
+		s += fmt.Sprintf("%s: %s: nondeterministic: %s", o.Ran().Subject(), o.ID, d)
 	}
 	return s
 }

@@ -115,7 +115,7 @@ func (s *Summary) HTML(w io.Writer) error {
 			v.More = len(s.failing()) - maxListed
 			break
 		}
-		v.Failing = append(v.Failing, row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Why: firstLine(c.why())})
+		v.Failing = append(v.Failing, row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Why: firstLine(c.Why())})
 	}
 	return htmlTemplates.ExecuteTemplate(w, "summary", v)
 }

@@ -87,8 +87,8 @@ func matrixOf(cases []Case) *Matrix {
 		switch c.Verdict {
 		case harness.VerdictPass:
 			cell.Pass++
-		case harness.VerdictFail:
-			cell.Fail++
+		case harness.VerdictFail, harness.VerdictNondeterministic:
+			cell.Fail++ // a nondeterministic kernel is a finding, like a failure (exit 1)
 		default:
 			cell.Errors++
 		}
@@ -150,8 +150,12 @@ func (c *Cell) text(bold func(string) string) string {
 func (s *Summary) Markdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	t := s.Totals()
-	fmt.Fprintf(ew, "## Summary\n\n%d cases: %d pass, %d fail, %d input error, %d backend error.\n\n",
+	fmt.Fprintf(ew, "## Summary\n\n%d cases: %d pass, %d fail, %d input error, %d backend error",
 		t["cases"], t[harness.VerdictPass], t[harness.VerdictFail], t[harness.VerdictInputError], t[harness.VerdictBackendError])
+	if n := t[harness.VerdictNondeterministic]; n > 0 {
+		fmt.Fprintf(ew, ", %d nondeterministic", n)
+	}
+	fmt.Fprint(ew, ".\n\n")
 	m := s.Matrix()
 	fmt.Fprintln(ew, "Verdicts by op and dtype/mode: cases passing, and the worst bound tightness (max |err|/bound over the outputs; above 1 is out of bound).")
 	fmt.Fprintln(ew)
@@ -181,7 +185,7 @@ func (s *Summary) Markdown(w io.Writer) error {
 			fmt.Fprintf(ew, "- … and %d more (see Cases below)\n", len(failing)-maxListed)
 			break
 		}
-		fmt.Fprintf(ew, "- [%s](#%s): %s — %s\n", c.ID, anchor(c.ID), c.Verdict, cell(firstLine(c.why())))
+		fmt.Fprintf(ew, "- [%s](#%s): %s — %s\n", c.ID, anchor(c.ID), c.Verdict, cell(firstLine(c.Why())))
 	}
 	fmt.Fprintln(ew)
 	return ew.err
@@ -198,8 +202,9 @@ func (s *Summary) failing() []*Case {
 	return out
 }
 
-// why is the case's error, failure report or first failed check.
-func (c *Case) why() string {
+// Why is the case's error, failure report or first failed check: the
+// one line a list of failing cases shows for it.
+func (c *Case) Why() string {
 	switch {
 	case c.Error != "":
 		return c.Error

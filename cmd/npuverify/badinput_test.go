@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +42,12 @@ import (
 //	{store}  a golden store holding a copy of the entry's case (store)
 //	{case}   that case's directory in {store}
 //	{id}     that case's ID, "<op>/<name>"
+//	{kernels} the absolute path of backend/testdata/kernels
+//
+// Every entry runs with TMPDIR set to a fresh directory, which must be
+// empty afterwards (no exec case directory left behind), and neither
+// stdout nor stderr may carry a raw escape (ESC) or carriage return: what
+// the harness quotes of a kernel or a path is escaped.
 
 // badInput is one catalogue entry.
 type badInput struct {
@@ -80,6 +87,19 @@ type badInput struct {
 	// stdout lists substrings stdout must contain (entries exiting 0 or 1
 	// are judged by it or by unchanged).
 	stdout []string
+	// fifos are named pipes made before the run (after remove), links
+	// symbolic links (path → target), both placeholder-expanded.
+	fifos []string
+	links map[string]string
+	// sizes extends (or cuts) files to a size after they are written: a
+	// sparse file that claims gigabytes and costs nothing on disk.
+	sizes map[string]int64
+	// env is set for the run (placeholder-expanded), e.g. the $PIDFILE of
+	// a testdata kernel or Bazel's sharding variables.
+	env map[string]string
+	// pidfiles hold the pid of a process a kernel started; after the run
+	// every one must be gone (no leak).
+	pidfiles []string
 }
 
 const (
@@ -337,7 +357,7 @@ func badInputCatalogue() []badInput {
 		{name: "exec/check: timeout", store: vectorCase, files: map[string][]byte{"{dir}/kernel.sh": sh("sleep 30")},
 			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh", "--timeout", "1s"), code: 3,
 			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", "timed out after 1s; killed its process group"}},
-	}, storeBadInputs()...)
+	}, append(storeBadInputs(), execBadInputs()...)...)
 }
 
 // storeMarker is the content golden update writes to a new store's marker.
@@ -424,6 +444,10 @@ func TestBadInputCatalogue(t *testing.T) {
 	t.Logf("bad-input catalogue: %d situations", len(cat))
 	shared := t.TempDir()
 	x, y, _, _ := writeInputs(t, shared, "fp16", 17)
+	kernels, err := filepath.Abs(filepath.Join("..", "..", "backend", "testdata", "kernels"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sources := map[string]string{
 		vectorCase: filepath.Join("..", "..", "golden", "cases"),
 		gemmCase:   gemmStore(t),
@@ -439,7 +463,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			vars := []string{"{dir}", dir, "{out}", filepath.Join(dir, "out"), "{x}", x, "{y}", y}
+			vars := []string{"{dir}", dir, "{out}", filepath.Join(dir, "out"), "{x}", x, "{y}", y, "{kernels}", kernels}
 			if c.store != "" {
 				store := t.TempDir()
 				copyCase(t, sources[c.store], store, c.store)
@@ -482,9 +506,32 @@ func TestBadInputCatalogue(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			for name, size := range c.sizes {
+				if err := os.Truncate(r.Replace(name), size); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range c.fifos {
+				if err := syscall.Mkfifo(r.Replace(p), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for p, target := range c.links {
+				if err := os.Symlink(r.Replace(target), r.Replace(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.rehash {
 				rehashCase(t, r.Replace("{case}"))
 			}
+			for k, v := range c.env {
+				t.Setenv(k, r.Replace(v))
+			}
+			work := filepath.Join(dir, "tmp")
+			if err := os.Mkdir(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("TMPDIR", work)
 			digests := map[string]map[string]string{}
 			for _, p := range expand(c.unchanged) {
 				digests[p] = treeDigest(t, p)
@@ -527,6 +574,8 @@ func TestBadInputCatalogue(t *testing.T) {
 				}
 			}
 			noPanic(t, cmdline, stdout.String()+e)
+			noRawControl(t, cmdline, stdout.String()+e)
+			noLeak(t, cmdline, work, expand(c.pidfiles))
 			if c.maxAlloc > 0 {
 				if got := after.TotalAlloc - before.TotalAlloc; got > c.maxAlloc {
 					t.Errorf("%s: allocated %d bytes, want at most %d", cmdline, got, c.maxAlloc)
@@ -567,6 +616,39 @@ func noPanic(t *testing.T, cmdline, output string) {
 	for _, s := range []string{"panic", "goroutine ", "internal error"} {
 		if strings.Contains(output, s) {
 			t.Errorf("%s: output contains %q:\n%s", cmdline, s, output)
+		}
+	}
+}
+
+// noRawControl fails when output carries an escape or a carriage return:
+// a kernel's stderr or a path printed raw could forge a line of the harness
+// or rewrite the terminal.
+func noRawControl(t *testing.T, cmdline, output string) {
+	t.Helper()
+	if i := strings.IndexAny(output, "\x1b\r"); i >= 0 {
+		t.Errorf("%s: output carries a raw control character %q at byte %d:\n%q", cmdline, output[i], i, output)
+	}
+}
+
+// noLeak fails when the run left an entry in work (its TMPDIR, where the
+// exec backend makes case directories) or a process whose pid a kernel
+// recorded in one of pidfiles is still in /proc (alive, or dead and not
+// reaped) 3 s after the run.
+func noLeak(t *testing.T, cmdline, work string, pidfiles []string) {
+	t.Helper()
+	if left, err := os.ReadDir(work); err != nil || len(left) > 0 {
+		t.Errorf("%s: left in its TMPDIR %s: %v %v", cmdline, work, left, err)
+	}
+	for _, pf := range pidfiles {
+		b, err := os.ReadFile(pf)
+		pid, err2 := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || err2 != nil {
+			t.Errorf("%s: the kernel recorded no pid in %s (%v %v): the leak check cannot run", cmdline, pf, err, err2)
+			continue
+		}
+		if !gone(pid) {
+			t.Errorf("%s: process %d (from %s) outlived the run", cmdline, pid, pf)
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

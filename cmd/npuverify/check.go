@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,20 +19,24 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--policy P] [--shard I/N] [--json FILE] [--junit FILE] [--timeout D]"
+const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--run REGEX] [--policy P] [--shard I/N] [--jobs N] [--repeat N] [--json FILE] [--junit FILE] [--timeout D]"
 
 // cmdCheck verifies golden cases against a backend: a table on stdout
-// (case, verdict, policy, tightness, cycles), then the failure reports;
-// cases that could not be judged are reported on stderr. The emulator is
-// held to the stored bits and budgets, any other backend to the case's
-// accuracy policy (golden.Check).
+// (case, verdict, policy, tightness, cycles), then the failure reports and,
+// under --repeat, the outputs that differed between runs; cases that could
+// not be judged are reported on stderr. The emulator is held to the stored
+// bits and budgets, any other backend to the case's accuracy policy
+// (golden.Check). --jobs cases run at once; the table keeps case order.
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	const where = "check"
 	fs := newFlagSet(where, checkSynopsis, stdout)
 	dir := fs.String("golden", "", "golden store directory (default: the set embedded in this binary)")
 	opName := fs.String("op", "", "check only this op's cases")
+	runRE := fs.String("run", "", "check only the cases whose name <op>/<case> matches this regular expression")
 	policy := fs.String("policy", "", "judge every case by this policy instead of its own ("+strings.Join(verify.PolicyNames(), ", ")+")")
-	shard := fs.String("shard", "", "run shard I of N (I/N, 1 ≤ I ≤ N) of the sorted cases")
+	shard := fs.String("shard", "", "run shard I of N (I/N, 1 ≤ I ≤ N) of the sorted cases (default: from Bazel's TEST_SHARD_INDEX and TEST_TOTAL_SHARDS when set)")
+	jobs := fs.Int("jobs", 0, "run this many cases at once (default: the number of CPUs)")
+	repeat := fs.Int("repeat", 1, "run each case N times; outputs that differ bitwise between runs are NONDETERMINISTIC")
 	jsonOut := fs.String("json", "", "also write the results as JSON to FILE")
 	junitOut := fs.String("junit", "", "also write the results as JUnit XML to FILE")
 	var dev deviceFlags
@@ -42,10 +48,27 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr(where, "unexpected argument %q", pos[0])
 	}
-	opt := golden.CheckOptions{Op: *opName, Policy: *policy}
+	switch {
+	case *jobs < 0:
+		return usageErr(where, "--jobs %d: want at least 1 (or 0: the number of CPUs)", *jobs)
+	case *jobs == 0:
+		*jobs = runtime.NumCPU()
+	}
+	if *repeat < 1 {
+		return usageErr(where, "--repeat %d: want at least 1", *repeat)
+	}
+	opt := golden.CheckOptions{Op: *opName, Run: *runRE, Policy: *policy, Jobs: *jobs, Repeat: *repeat}
+	var bazelStatus string
 	if *shard != "" {
 		if opt.Shard, opt.Shards, err = parseShard(*shard); err != nil {
 			return usageErr(where, "%v", err)
+		}
+	} else {
+		var ok bool
+		if opt.Shard, opt.Shards, bazelStatus, ok, err = bazelShard(os.Getenv); err != nil {
+			return usageErr(where, "Bazel sharding: %v", err)
+		} else if ok {
+			fmt.Fprintf(stderr, "npuverify: check: shard %d/%d from %s=%s, %s=%s\n", opt.Shard, opt.Shards, envShardIndex, os.Getenv(envShardIndex), envTotalShards, os.Getenv(envTotalShards))
 		}
 	}
 	prof, b, err := dev.build(where)
@@ -62,6 +85,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return inputErr(where, err)
 	}
 	defer store.Close() // holds the store's shared lock for the whole run
+	if bazelStatus != "" {
+		if err := touchStatusFile(bazelStatus); err != nil {
+			return inputErr(where, fmt.Errorf("%s: %w", envShardStatus, err))
+		}
+	}
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
 	results, err := golden.Check(intr.ctx, store, b, opt)
@@ -69,29 +97,41 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return harnessErr(where, err)
 	}
 	printTable(stdout, results)
-	var fails []string
+	var fails, nondet []string
 	for i := range results {
 		r := &results[i]
 		switch {
 		case r.Err != nil:
 			fmt.Fprintf(stderr, "npuverify: check: %s: %v\n", r.ID, r.Err)
-		case !r.Pass():
+		case r.Verdict() == harness.VerdictFail:
 			fails = append(fails, r.Failure())
+		}
+		for _, d := range r.Nondeterministic {
+			nondet = append(nondet, r.ID+": "+d)
 		}
 	}
 	if len(fails) > 0 {
 		fmt.Fprintf(stdout, "\nFailures:\n\n%s\n", strings.Join(fails, "\n\n"))
 	}
+	if len(nondet) > 0 {
+		fmt.Fprintf(stdout, "\nNondeterministic (outputs that differ between the %d runs of a case):\n\n%s\n", opt.Repeat, strings.Join(nondet, "\n"))
+	}
 	code := exitFor(results)
-	fmt.Fprintf(stdout, "\n%s (backend %s, profile %s, store %s)\n", summaryLine(results), b.Name(), prof.Name, store.Where())
+	fmt.Fprintf(stdout, "\n%s%s (backend %s, profile %s, store %s)\n", summaryLine(results), repeatSummary(results, opt.Repeat), b.Name(), prof.Name, store.Where())
 
 	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}
+	if opt.Repeat > 1 {
+		meta["repeat"] = strconv.Itoa(opt.Repeat)
+	}
 	if sig := intr.signal(); sig != 0 {
 		meta["interrupted"] = fmt.Sprintf("%s after %d cases", signalName(sig), len(results))
 	}
 	if *jsonOut != "" {
 		rep := report.New("npuverify check", results)
 		rep.Meta = meta
+		if opt.Repeat > 1 {
+			rep.Add(determinism{Repeat: opt.Repeat, Cases: results})
+		}
 		if err := safefile.Write(*jsonOut, 0o644, rep.JSON); err != nil {
 			return inputErr(where, fmt.Errorf("--json: %w", err))
 		}
@@ -129,7 +169,8 @@ func openStore(dir string) (*golden.Store, error) {
 
 // exitFor maps the outcomes of a run over cases to the CLI's exit code
 // (docs/cli.md): 3 if any case hit a backend failure, else 2 if any could
-// not be judged because of its input, else 1 if any failed, else 0.
+// not be judged because of its input, else 1 if any failed or was
+// nondeterministic, else 0.
 func exitFor(outcomes []harness.Outcome) int {
 	code := exitPass
 	for i := range outcomes {
@@ -138,7 +179,7 @@ func exitFor(outcomes []harness.Outcome) int {
 			code = max(code, exitBackend)
 		case harness.VerdictInputError:
 			code = max(code, exitUsage)
-		case harness.VerdictFail:
+		case harness.VerdictFail, harness.VerdictNondeterministic:
 			code = max(code, exitFail)
 		}
 	}
@@ -181,6 +222,22 @@ func summaryLine(results []harness.Outcome) string {
 	}
 	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(results),
 		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
+}
+
+// repeatSummary is the summary line's tail under --repeat (repeat > 1):
+// how many cases had outputs that differed between runs, whatever their
+// verdict ("" without --repeat, so the line is as it always was).
+func repeatSummary(results []harness.Outcome, repeat int) string {
+	if repeat <= 1 {
+		return ""
+	}
+	n := 0
+	for i := range results {
+		if len(results[i].Nondeterministic) > 0 {
+			n++
+		}
+	}
+	return fmt.Sprintf(", %d nondeterministic in %d runs each", n, repeat)
 }
 
 func policyNames(vs []verify.Verdict) []string {

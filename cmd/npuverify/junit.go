@@ -15,7 +15,8 @@ import (
 // JUnit XML, the dialect CI systems (Jenkins, GitLab, GitHub actions
 // reporters) read: one testsuite, one testcase per golden case with the op
 // as classname; a failed verification is a <failure>, a case that could not
-// be judged an <error>.
+// be judged an <error>. A case whose outputs differed between the runs of
+// check --repeat is a <failure> of type "nondeterministic".
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -80,7 +81,11 @@ func writeJUnit(w io.Writer, results []harness.Outcome, meta map[string]string) 
 		case !r.Pass():
 			s.Failures++
 			f := r.Failure()
-			c.Failure = &junitMessage{Message: firstLine(f), Type: "verification", Text: f}
+			typ := "verification"
+			if r.Verdict() == harness.VerdictNondeterministic {
+				typ = "nondeterministic"
+			}
+			c.Failure = &junitMessage{Message: firstLine(f), Type: typ, Text: f}
 		}
 		s.Cases = append(s.Cases, c)
 	}

@@ -109,7 +109,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		default:
 			code = max(code, exitFail)
 		}
-		fmt.Fprintf(stderr, "npuverify: report: %s: %s\n", c.ID, firstLine(caseWhy(c)))
+		fmt.Fprintf(stderr, "npuverify: report: %s: %s\n", c.ID, firstLine(c.Why()))
 	}
 	if code != exitPass {
 		return failed{code}
@@ -138,19 +138,4 @@ func casesLine(cs []report.Case) string {
 	}
 	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(cs),
 		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
-}
-
-func caseWhy(c *report.Case) string {
-	switch {
-	case c.Error != "":
-		return c.Error
-	case c.Failure != "":
-		return c.Failure
-	}
-	for _, k := range c.Checks {
-		if !k.Pass {
-			return k.Name + ": " + k.Detail
-		}
-	}
-	return c.Verdict
 }

@@ -23,3 +23,38 @@ var GEMM24Faults = []FaultInfo{
 	{FaultG24SecondIgnored, "gemm24", "second kept index ignored: both values multiply the first kept row"},
 	{FaultG24GroupOffset, "gemm24", "group offset off by one: group g decoded against base 4·(g−1)"},
 }
+
+// gemm24Faults is gemm24's fault plan for one launch (GEMM24Kernel builds
+// it from the launch's context), consulted by the meta decode through
+// decodeGroup. The zero value is the correct kernel.
+type gemm24Faults struct {
+	metaBitsSwapped, secondIgnored, groupOffset bool
+}
+
+func newGEMM24Faults(fs npu.Faults) gemm24Faults {
+	return gemm24Faults{
+		metaBitsSwapped: fs.Has(FaultG24MetaBitsSwapped),
+		secondIgnored:   fs.Has(FaultG24SecondIgnored),
+		groupOffset:     fs.Has(FaultG24GroupOffset),
+	}
+}
+
+// decodeGroup turns meta byte b of group g of a slice into the two B-row
+// indices relative to the slice's first k: 4·g + first, 4·g + second, with
+// the fields swapped (meta-bits-swapped), the second replaced by the
+// first (second-index-ignored) or the base taken from group g−1
+// (group-offset-off-by-one).
+func (f gemm24Faults) decodeGroup(b uint8, g int) (uint8, uint8) {
+	first, second := b&3, b>>2&3
+	if f.metaBitsSwapped {
+		first, second = second, first
+	}
+	if f.secondIgnored {
+		second = first
+	}
+	base := uint8(4 * g)
+	if f.groupOffset && g > 0 {
+		base -= 4
+	}
+	return base + first, base + second
+}

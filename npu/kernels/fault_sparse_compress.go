@@ -1,6 +1,12 @@
 package kernels
 
-import "github.com/npuverify/npuverify/npu"
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/x448/float16"
+)
 
 // sparse_compress faults.
 const (
@@ -29,4 +35,87 @@ var SparseCompressFaults = []FaultInfo{
 	{FaultSCWrongHead, "sparse_compress", "k row copied from the wrong head"},
 	{FaultSCMaskOffByOne, "sparse_compress", "mask off by one"},
 	{FaultSCNaNFirst, "sparse_compress", "NaN scores ranked first"},
+}
+
+// sparseCompressFaults is sparse_compress's fault plan for one launch
+// (SparseCompressKernel builds it from the launch's context), consulted
+// through the hooks below at the spot of each bug. The zero value is the
+// correct kernel.
+type sparseCompressFaults struct {
+	tiesHigh, sinkDropped, absNotSquare, fp16Accum bool
+	wrongHead, maskOffByOne, nanFirst              bool
+}
+
+func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
+	return sparseCompressFaults{
+		tiesHigh:     fs.Has(FaultSCTiesHigh),
+		sinkDropped:  fs.Has(FaultSCSinkDropped),
+		absNotSquare: fs.Has(FaultSCAbsNotSquare),
+		fp16Accum:    fs.Has(FaultSCFP16Accum),
+		wrongHead:    fs.Has(FaultSCWrongHead),
+		maskOffByOne: fs.Has(FaultSCMaskOffByOne),
+		nanFirst:     fs.Has(FaultSCNaNFirst),
+	}
+}
+
+// square is the per-element term of the importance: v², or |v| under
+// abs-not-square.
+func (f sparseCompressFaults) square(v float32) float32 {
+	if f.absNotSquare {
+		return float32(math.Abs(float64(v)))
+	}
+	return v * v
+}
+
+// fp16Sum reports whether the sum over D runs in an fp16 accumulator
+// (fp16-accumulation), and returns that sum of xs when it does.
+func (f sparseCompressFaults) fp16Sum(xs []float32) (float32, bool) {
+	if !f.fp16Accum {
+		return 0, false
+	}
+	var s float32
+	for _, x := range xs {
+		s = float16.Fromfloat32(s + x).Float32()
+	}
+	return s, true
+}
+
+// reservedSinks is how many leading tokens the selection reserves: s, or
+// one fewer when keep < L under sink-dropped.
+func (f sparseCompressFaults) reservedSinks(s, keep, l int) int {
+	if f.sinkDropped && keep < l && s > 0 {
+		return s - 1
+	}
+	return s
+}
+
+// beats is the selection's ranking of token i (score si) against j:
+// reference.Rank, with a NaN first (nan-ranked-first) or equal scores to
+// the higher index (ties-to-higher-index).
+func (f sparseCompressFaults) beats(si float64, i int, sj float64, j int) bool {
+	if f.nanFirst && math.IsNaN(si) != math.IsNaN(sj) {
+		return math.IsNaN(si)
+	}
+	if f.tiesHigh && si == sj {
+		return i > j
+	}
+	return reference.Rank(si, i, sj, j)
+}
+
+// kSourceHead is the head whose k rows the copy of head hh reads: the
+// next head under row-from-wrong-head.
+func (f sparseCompressFaults) kSourceHead(hh, h int) int {
+	if f.wrongHead && h > 1 {
+		return (hh + 1) % h
+	}
+	return hh
+}
+
+// maskIndex is the mask position marked for kept token i: i+1 under
+// mask-off-by-one.
+func (f sparseCompressFaults) maskIndex(i, l int) int {
+	if f.maskOffByOne && i+1 < l {
+		return i + 1
+	}
+	return i
 }

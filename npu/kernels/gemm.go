@@ -158,32 +158,11 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				return err
 			}
 		}
-		l0c, err := alloc(npu.L0C, t.BaseM*t.BaseN*4)
+		bufs, err := allocEpilogue(core, t)
 		if err != nil {
 			return err
 		}
-		accUB, err := core.AllocUB(t.ChunkRows * t.BaseN * 4)
-		if err != nil {
-			return err
-		}
-		outUB, err := core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size())
-		if err != nil {
-			return err
-		}
-		var cUB, saUB, sbUB *npu.Buffer
-		if t.HasC {
-			if cUB, err = core.AllocUB(t.ChunkRows * t.BaseN * t.CDType.Size()); err != nil {
-				return err
-			}
-		}
-		if t.Int8 {
-			if saUB, err = core.AllocUB(t.BaseM * 4); err != nil {
-				return err
-			}
-			if sbUB, err = core.AllocUB(t.BaseN * 4); err != nil {
-				return err
-			}
-		}
+		l0c := bufs.l0c
 		fr := t.Frac
 		ping, l0 := 0, 0
 		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
@@ -247,7 +226,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				}
 				ping = (ping + 1) % nL1
 			}
-			if err := gemmEpilogue(core, f, t, l0c, accUB, outUB, cUB, saUB, sbUB, c, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, f, t, bufs, c, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}

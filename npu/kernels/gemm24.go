@@ -81,7 +81,8 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 		return nil, nil, fmt.Errorf("gemm24: input \"b\": %w", err)
 	}
 	defer gb.Release()
-	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemm24Kernel(t, ga, in["a_meta"], gb, sa, sb, out))
+	f := newGEMM24Faults(npu.FaultsFrom(ctx))
+	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemm24Kernel(t, f, ga, in["a_meta"], gb, sa, sb, out))
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: %w", err)
 	}
@@ -96,8 +97,9 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 // (UB, ld metaLd, from column metaCol) into uint8 B-row indices [rows × 2·groups] (UB, ld
 // idxLd), relative to the slice's first k; padding positions (rows past
 // rows, positions past 2·groups up to idxLd) index row 2t, which meets a
-// zero value. The fault hooks are the decode bugs of the catalogue.
-func decodeMeta24(core *npu.Core, f npu.Faults, idx, meta *npu.Buffer, rows, padRows, groups, metaLd, metaCol, idxLd int) {
+// zero value. The fault plan's decodeGroup holds the decode bugs of the
+// catalogue.
+func decodeMeta24(core *npu.Core, f gemm24Faults, idx, meta *npu.Buffer, rows, padRows, groups, metaLd, metaCol, idxLd int) {
 	ix, mb := idx.U8(), meta.U8()
 	for r := 0; r < padRows; r++ {
 		for t := 0; t < idxLd; t++ {
@@ -107,27 +109,14 @@ func decodeMeta24(core *npu.Core, f npu.Faults, idx, meta *npu.Buffer, rows, pad
 			continue
 		}
 		for g := 0; g < groups; g++ {
-			b := mb[r*metaLd+metaCol+g]
-			first, second := b&3, b>>2&3
-			if f.Has(FaultG24MetaBitsSwapped) {
-				first, second = second, first
-			}
-			if f.Has(FaultG24SecondIgnored) {
-				second = first
-			}
-			base := uint8(4 * g)
-			if f.Has(FaultG24GroupOffset) && g > 0 {
-				base -= 4
-			}
-			ix[r*idxLd+2*g], ix[r*idxLd+2*g+1] = base+first, base+second
+			ix[r*idxLd+2*g], ix[r*idxLd+2*g+1] = f.decodeGroup(mb[r*metaLd+metaCol+g], g)
 		}
 	}
 	core.VectorWork(padRows*groups + padRows*idxLd)
 }
 
-func gemm24Kernel(t GEMMTiling, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMMatrix, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
+func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMMatrix, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
 	return func(core *npu.Core) error {
-		f := core.Faults()
 		blocks := t.BlocksM * t.BlocksN
 		if core.BlockIdx >= blocks {
 			return nil
@@ -175,27 +164,11 @@ func gemm24Kernel(t GEMMTiling, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMM
 		if err != nil {
 			return err
 		}
-		l0c, err := alloc(npu.L0C, t.BaseM*t.BaseN*4)
+		bufs, err := allocEpilogue(core, t)
 		if err != nil {
 			return err
 		}
-		accUB, err := core.AllocUB(t.ChunkRows * t.BaseN * 4)
-		if err != nil {
-			return err
-		}
-		outUB, err := core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size())
-		if err != nil {
-			return err
-		}
-		var saUB, sbUB *npu.Buffer
-		if t.Int8 {
-			if saUB, err = core.AllocUB(t.BaseM * 4); err != nil {
-				return err
-			}
-			if sbUB, err = core.AllocUB(t.BaseN * 4); err != nil {
-				return err
-			}
-		}
+		l0c := bufs.l0c
 		ping, l0 := 0, 0
 		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
 			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
@@ -249,7 +222,7 @@ func gemm24Kernel(t GEMMTiling, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMM
 				}
 				ping = (ping + 1) % 2
 			}
-			if err := gemmEpilogue(core, gemmFaults{}, t, l0c, accUB, outUB, nil, saUB, sbUB, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, gemmFaults{}, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}

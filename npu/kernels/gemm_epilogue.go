@@ -17,11 +17,49 @@ import (
 // profile's numerics. The fused steps are vector instructions the kernel
 // defines (npu.Core.VectorFused); the cost model counts each as one.
 
+// epilogueBuffers are a core's buffers for the output side of a GEMM
+// tiling: the L0C accumulator of one output block and the UB chunks the
+// epilogue works in (c, sa and sb only when the tiling has a C term or
+// int8 scales).
+type epilogueBuffers struct {
+	l0c, acc, out, c, sa, sb *npu.Buffer
+}
+
+// allocEpilogue allocates t's epilogue buffers on core.
+func allocEpilogue(core *npu.Core, t GEMMTiling) (epilogueBuffers, error) {
+	var b epilogueBuffers
+	var err error
+	if b.l0c, err = core.Alloc(npu.L0C, max(t.BaseM*t.BaseN*4, 1)); err != nil {
+		return b, err
+	}
+	if b.acc, err = core.AllocUB(t.ChunkRows * t.BaseN * 4); err != nil {
+		return b, err
+	}
+	if b.out, err = core.AllocUB(t.ChunkRows * t.BaseN * t.OutDType.Size()); err != nil {
+		return b, err
+	}
+	if t.HasC {
+		if b.c, err = core.AllocUB(t.ChunkRows * t.BaseN * t.CDType.Size()); err != nil {
+			return b, err
+		}
+	}
+	if t.Int8 {
+		if b.sa, err = core.AllocUB(t.BaseM * 4); err != nil {
+			return b, err
+		}
+		if b.sb, err = core.AllocUB(t.BaseN * 4); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
 // gemmEpilogue moves one output block's accumulators L0C → UB in row
 // chunks, applies the epilogue and stores the real rows and columns (GM
 // row out.BaseRow()+i holds output row i).
-func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, l0c, accUB, outUB, cUB, saUB, sbUB *npu.Buffer,
+func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffers,
 	c, sa, sb *tensor.Tensor, out *npu.GuardedOutput, m0, n0, mr, nr, mc, nc int) error {
+	l0c, accUB, outUB, cUB, saUB, sbUB := bufs.l0c, bufs.acc, bufs.out, bufs.c, bufs.sa, bufs.sb
 	if t.Int8 {
 		sa, sb = f.scales(sa, sb)
 		saN, sbN := mr, nr

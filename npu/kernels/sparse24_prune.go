@@ -64,8 +64,8 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 		return map[string]*tensor.Tensor{"values": vals.Tensor(), "meta": meta.Tensor()}, dev.ZeroCost(), nil
 	}
 	per := ceilDiv(ceilDiv(groups, blockGroups), blockDim) * blockGroups
+	f := newSparse24PruneFaults(npu.FaultsFrom(ctx))
 	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
-		f := c.Faults()
 		g0 := c.BlockIdx * per
 		g1 := min(groups, g0+per)
 		if g0 >= g1 {
@@ -123,26 +123,20 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 
 // prune24Group ranks one group's fp16 bit patterns by magnitude (the
 // sign bit cleared, a NaN above every number, ties to the lower index)
-// and returns the two kept indices ascending. The fault hooks change the
-// tie rule and the NaN rank.
-func prune24Group(f npu.Faults, bits ...uint16) (first, second int) {
+// and returns the two kept indices ascending. The fault plan's hooks give
+// the NaN key and the tie rule.
+func prune24Group(f sparse24PruneFaults, bits ...uint16) (first, second int) {
 	key := func(i int) int32 {
 		a := int32(bits[i] & 0x7fff)
 		if a > 0x7c00 { // NaN
-			if f.Has(FaultP24NaNNotLargest) {
-				return -1
-			}
-			return 0x7c01
+			return f.nanKey()
 		}
 		return a
 	}
 	beats := func(i, j int) bool {
 		ki, kj := key(i), key(j)
 		if ki == kj {
-			if f.Has(FaultP24TiesHigh) {
-				return i > j
-			}
-			return i < j
+			return f.tieBeats(i, j)
 		}
 		return ki > kj
 	}

@@ -3,7 +3,6 @@ package kernels
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/npuverify/npuverify/npu"
@@ -54,8 +53,8 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 	if opt.BlockDim > 0 {
 		blockDim = min(h, opt.BlockDim)
 	}
+	f := newSparseCompressFaults(npu.FaultsFrom(ctx))
 	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
-		f := c.Faults()
 		scores := make([]float32, l) // UB score array
 		if _, err := c.AllocUB(l * 8); err != nil {
 			return fmt.Errorf("head scores of L=%d tokens: %w", l, err)
@@ -74,17 +73,10 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 			c.VectorWork(l * d * 4 * 2)
 			sel := select32(f, scores, cfg.Sinks, keep, opt.Pairwise)
 			c.VectorWork(l * 8 * max(1, bitsLen(l)))
-			src := hh
-			if f.Has(FaultSCWrongHead) && h > 1 {
-				src = (hh + 1) % h
-			}
+			src := f.kSourceHead(hh, h)
 			for t, i := range sel {
 				outs["indices"].I32()[hh*keep+t] = int32(i)
-				m := i
-				if f.Has(FaultSCMaskOffByOne) && i+1 < l {
-					m = i + 1
-				}
-				outs["mask"].U8()[hh*l+m] = 1
+				outs["mask"].U8()[hh*l+f.maskIndex(i, l)] = 1
 				for _, kv := range []struct {
 					in  *tensor.Tensor
 					out string
@@ -116,26 +108,19 @@ func bitsLen(n int) int {
 }
 
 // importance32 is one token's mean of k² in fp32: squares (exact) summed
-// in order (or pairwise), one division. Faults: |k| for k², an fp16
-// accumulator.
-func importance32(f npu.Faults, row []float16.Float16, pairwise bool) float32 {
+// in order (or pairwise), one division. The fault plan's hooks give the
+// per-element term and the fp16 accumulator.
+func importance32(f sparseCompressFaults, row []float16.Float16, pairwise bool) float32 {
 	xs := make([]float32, len(row))
 	for j, x := range row {
-		v := x.Float32()
-		xs[j] = v * v
-		if f.Has(FaultSCAbsNotSquare) {
-			xs[j] = float32(math.Abs(float64(v)))
-		}
+		xs[j] = f.square(x.Float32())
 	}
 	var s float32
-	switch {
-	case f.Has(FaultSCFP16Accum):
-		for _, x := range xs {
-			s = float16.Fromfloat32(s + x).Float32()
-		}
-	case pairwise:
+	if s16, ok := f.fp16Sum(xs); ok {
+		s = s16
+	} else if pairwise {
 		s = pairSum(xs)
-	default:
+	} else {
 		for _, x := range xs {
 			s += x
 		}
@@ -156,23 +141,13 @@ func pairSum(xs []float32) float32 {
 	return pairSum(xs[:len(xs)/2]) + pairSum(xs[len(xs)/2:])
 }
 
-// select32 returns the kept indices ascending. Faults: ties to the
-// higher index, NaN ranked first, a sink dropped when keep < L.
-func select32(f npu.Faults, scores []float32, sinks, keep int, maxima bool) []int {
+// select32 returns the kept indices ascending. The fault plan's hooks give
+// the sinks reserved and the ranking.
+func select32(f sparseCompressFaults, scores []float32, sinks, keep int, maxima bool) []int {
 	l := len(scores)
-	s := min(sinks, l)
-	if f.Has(FaultSCSinkDropped) && keep < l && s > 0 {
-		s--
-	}
+	s := f.reservedSinks(min(sinks, l), keep, l)
 	beats := func(i, j int) bool {
-		si, sj := float64(scores[i]), float64(scores[j])
-		if f.Has(FaultSCNaNFirst) && math.IsNaN(si) != math.IsNaN(sj) {
-			return math.IsNaN(si)
-		}
-		if f.Has(FaultSCTiesHigh) && si == sj {
-			return i > j
-		}
-		return reference.Rank(si, i, sj, j)
+		return f.beats(float64(scores[i]), i, float64(scores[j]), j)
 	}
 	out := make([]int, 0, keep)
 	for i := 0; i < s; i++ {

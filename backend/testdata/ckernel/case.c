@@ -124,8 +124,13 @@ void parse_case(const char *path, casefile *c) {
 	const char *pb = find_key(js, end, "params");
 	if (!pb || *pb != '{') die(1, "case.json: no params object");
 	const char *pe = match(pb);
+	if ((size_t)(pe - pb + 1) >= sizeof c->params) die(1, "case.json: params object too long");
+	memcpy(c->params, pb, (size_t)(pe - pb + 1));
 	get_string(pb, pe, "dtype", c->dtype, sizeof c->dtype);
 	get_string(pb, pe, "mode", c->mode, sizeof c->mode);
+	get_string(pb, pe, "layout", c->layout, sizeof c->layout);
+	get_string(pb, pe, "cache_dtype", c->cache_dtype, sizeof c->cache_dtype);
+	get_string(pb, pe, "scale", c->scale, sizeof c->scale);
 	if (!get_string(pb, pe, "alpha", c->alpha, sizeof c->alpha)) strcpy(c->alpha, "1");
 	if (!get_string(pb, pe, "beta", c->beta, sizeof c->beta)) strcpy(c->beta, "0");
 	const char *nb = find_key(js, end, "numerics");
@@ -136,9 +141,15 @@ void parse_case(const char *path, casefile *c) {
 		if (get_string(nb, ne, "subnormals", v, sizeof v)) c->num.flush = !strcmp(v, "flush");
 		if (get_string(nb, ne, "int8_rounding", v, sizeof v)) c->num.half_away = !strcmp(v, "half_away");
 	}
-	c->nin = get_entries(js, "inputs", c->in, 8);
-	c->nout = get_entries(js, "outputs", c->out, 8);
+	c->nin = get_entries(js, "inputs", c->in, (int)(sizeof c->in / sizeof c->in[0]));
+	c->nout = get_entries(js, "outputs", c->out, (int)(sizeof c->out / sizeof c->out[0]));
 	free(js);
+}
+
+/* case_param copies the string value of params key into out; 0 when
+ * the case has no such param. */
+int case_param(const casefile *c, const char *key, char *out, size_t n) {
+	return get_string(c->params, c->params + strlen(c->params), key, out, n);
 }
 
 static const entry *lookup(const entry *e, int n, const char *name) {

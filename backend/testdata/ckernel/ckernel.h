@@ -23,8 +23,10 @@ typedef struct {
 typedef struct {
 	char op[64];
 	char dtype[16], mode[32], alpha[64], beta[64];
+	char layout[16], cache_dtype[16], scale[64]; /* KV-cache ops ("" = default) */
+	char params[4096]; /* the params object's text, for case_param */
 	numerics num;
-	entry in[8], out[8];
+	entry in[12], out[12];
 	int nin, nout;
 } casefile;
 
@@ -32,6 +34,7 @@ extern const char *case_dir;
 
 _Noreturn void die(int code, const char *fmt, ...);
 void parse_case(const char *path, casefile *c);
+int case_param(const casefile *c, const char *key, char *out, size_t n);
 void read_input(const casefile *c, const char *name, const char *descr, npy_array *a);
 void write_output(const casefile *c, const char *name, const char *descr, int ndim,
                   const long *shape, const void *data, size_t itemsize);
@@ -46,5 +49,10 @@ int8_t store_i8(float v, const numerics *nm);
 /* one kernel per op, in <op>.c */
 void vector_add(const casefile *c);
 void gemm(const casefile *c);
+void kv_update(const casefile *c);
+void decode_attention(const casefile *c);
+void sparse24_prune(const casefile *c);
+void gemm24(const casefile *c);
+void sparse_compress(const casefile *c);
 
 #endif

@@ -8,7 +8,7 @@
 static size_t descr_itemsize(const char *d) {
 	if (!strcmp(d, "<f2") || !strcmp(d, "<u2")) return 2;
 	if (!strcmp(d, "<f4") || !strcmp(d, "<i4")) return 4;
-	if (!strcmp(d, "|i1")) return 1;
+	if (!strcmp(d, "|i1") || !strcmp(d, "|u1")) return 1;
 	return 0;
 }
 

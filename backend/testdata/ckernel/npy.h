@@ -1,6 +1,6 @@
 /* Minimal .npy (NEP 1) reader and writer for the ckernel test kernel.
  * Little-endian hosts only; C order only; descrs '<f2', '<u2', '<f4',
- * '|i1', '<i4'. Independent of the Go implementation on purpose. */
+ * '|i1', '|u1', '<i4'. Independent of the Go implementation on purpose. */
 #ifndef CKERNEL_NPY_H
 #define CKERNEL_NPY_H
 

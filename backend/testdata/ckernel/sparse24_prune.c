@@ -1,0 +1,58 @@
+/* sparse24_prune.c: 2:4 pruning of an fp16 w [M,K] (see main.c). Each
+ * group of four is ranked with an insertion sort on _Float16 magnitudes
+ * (a NaN above every number, equal magnitudes and NaNs among themselves
+ * to the lower index); the top two are emitted in index order as bit
+ * copies, and meta packs first | second << 2. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckernel.h"
+
+/* outranks reports whether element i of the group x ranks above j. */
+static int outranks(const _Float16 *x, int i, int j) {
+	float a = fabsf((float)x[i]), b = fabsf((float)x[j]);
+	int na = isnan(a), nb = isnan(b);
+	if (na != nb) return na;
+	if (na || a == b) return i < j;
+	return a > b;
+}
+
+void sparse24_prune(const casefile *c) {
+	npy_array w;
+	read_input(c, "w", "<f2", &w);
+	if (w.ndim != 2 || w.shape[1] % 4 != 0) die(1, "sparse24_prune: w must be [M,K] with K a multiple of 4");
+	size_t M = (size_t)w.shape[0], K = (size_t)w.shape[1], G = M * K / 4;
+	const uint16_t *bits = w.data;
+	uint16_t *vals = malloc(2 * G * sizeof(uint16_t) + 1);
+	uint8_t *meta = malloc(G + 1);
+	if (!vals || !meta) die(1, "out of memory");
+	double t0 = now_ns();
+	for (size_t g = 0; g < G; g++) {
+		_Float16 x[4];
+		memcpy(x, bits + 4 * g, sizeof x);
+		int order[4] = {0, 1, 2, 3};
+		for (int a = 1; a < 4; a++)
+			for (int b = a; b > 0 && outranks(x, order[b], order[b - 1]); b--) {
+				int t = order[b];
+				order[b] = order[b - 1];
+				order[b - 1] = t;
+			}
+		int lo = order[0] < order[1] ? order[0] : order[1];
+		int hi = order[0] ^ order[1] ^ lo;
+		vals[2 * g] = bits[4 * g + lo];
+		vals[2 * g + 1] = bits[4 * g + hi];
+		meta[g] = (uint8_t)(lo | hi << 2);
+	}
+	double t1 = now_ns();
+	long vs[2] = {(long)M, (long)(K / 2)}, ms[2] = {(long)M, (long)(K / 4)};
+	write_output(c, "values", "<f2", 2, vs, vals, 2);
+	write_output(c, "meta", "|u1", 2, ms, meta, 1);
+	write_timing(t1 - t0);
+	free(vals);
+	free(meta);
+	npy_free(&w);
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/npuverify/npuverify/safefile"
+)
+
+// Bazel test sharding (docs/scale-out.md). Under `bazel test` with
+// shard_count = N, Bazel starts N processes and tells each which one it is
+// through the environment; check takes its shard from there when --shard
+// is absent. TEST_SHARD_INDEX is 0-based, --shard I/N 1-based: index i is
+// shard i+1 of N, the same split as --shard, so Bazel's shards and
+// --shard's cover the cases identically.
+const (
+	envTotalShards = "TEST_TOTAL_SHARDS"
+	envShardIndex  = "TEST_SHARD_INDEX"
+	envShardStatus = "TEST_SHARD_STATUS_FILE"
+)
+
+// bazelShard returns the 1-based shard and the shard count that Bazel's
+// environment (read through getenv) asks for, and the status file to
+// touch (may be ""); ok is false when TEST_TOTAL_SHARDS is unset or
+// empty. Malformed or inconsistent values are an error naming the
+// variable: running every case, or the wrong shard, would silently run
+// each case N times or never.
+func bazelShard(getenv func(string) string) (shard, shards int, status string, ok bool, err error) {
+	total := getenv(envTotalShards)
+	if total == "" {
+		return 0, 0, "", false, nil
+	}
+	n, err := strconv.Atoi(total)
+	if err != nil || n < 1 {
+		return 0, 0, "", true, fmt.Errorf("%s=%q: want a positive shard count", envTotalShards, total)
+	}
+	index := getenv(envShardIndex)
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= n {
+		return 0, 0, "", true, fmt.Errorf("%s=%q: want a 0-based shard index below %s=%d", envShardIndex, index, envTotalShards, n)
+	}
+	return i + 1, n, getenv(envShardStatus), true, nil
+}
+
+// touchStatusFile tells Bazel that this test honours its sharding: Bazel
+// checks that the file exists (recent versions fail a sharded test that
+// does not create it). The file is created if missing and its times set to
+// now; it is opened without following a symlink and without blocking on a
+// FIFO, and anything but a regular file is refused rather than written.
+func touchStatusFile(path string) error {
+	// Read-only: a FIFO then opens at once (and is refused below) instead
+	// of failing with ENXIO for want of a reader.
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s: is a symbolic link (not followed), not a regular file", safefile.Quote(path))
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (%s)", safefile.Quote(path), fi.Mode().Type())
+	}
+	now := time.Now()
+	return os.Chtimes(path, now, now)
+}

@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// decodeInputs builds a contiguous fp16 decode_attention input set with
+// every sequence b of length lens[b] (seq_ids = 0..B−1), seeded values.
+func decodeInputs(seed uint64, hq, hkv, d, l int, lens []int) map[string]*tensor.Tensor {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	b := len(lens)
+	fill := func(t *tensor.Tensor) *tensor.Tensor {
+		for i := range t.Len() {
+			t.SetFloat64(i, 2*rng.Float64()-1, tensor.Numerics{})
+		}
+		return t
+	}
+	in := map[string]*tensor.Tensor{
+		"q":        fill(tensor.MustNew(tensor.Float16, b, hq, d)),
+		"k_cache":  fill(tensor.MustNew(tensor.Float16, b, l, hkv, d)),
+		"v_cache":  fill(tensor.MustNew(tensor.Float16, b, l, hkv, d)),
+		"seq_lens": tensor.MustNew(tensor.Int32, b),
+		"seq_ids":  tensor.MustNew(tensor.Int32, b),
+	}
+	for i, n := range lens {
+		in["seq_lens"].I32()[i], in["seq_ids"].I32()[i] = int32(n), int32(i)
+	}
+	return in
+}
+
+// TestDecodeAttentionLPTBalance: on a skewed length mix (8 long contexts
+// among 48 sequences, placed so that the static schedule stacks two long
+// ones on each of the first cores) the LPT schedule's modeled load
+// balance is at least the static one's and its makespan no longer.
+func TestDecodeAttentionLPTBalance(t *testing.T) {
+	lens := make([]int, 48)
+	for i := range lens {
+		lens[i] = 64
+	}
+	for _, i := range []int{0, 1, 2, 3, 24, 25, 26, 27} {
+		lens[i] = 1024
+	}
+	in := decodeInputs(7, 1, 1, 64, 1024, lens)
+	p, err := ops.DecodeAttention.Validate(ops.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := npu.MustNewDevice(npu.Ascend910B())
+	run := func(sched string) *npu.Cost {
+		ctx := WithVariant(context.Background(), Variant{Name: sched, Op: "decode_attention", Options: DecodeAttentionOptions{Schedule: sched}})
+		_, cost, err := DecodeAttentionKernel(ctx, dev, p, in)
+		if err != nil {
+			t.Fatalf("decode_attention %s schedule=%s: %v", p, sched, err)
+		}
+		return cost
+	}
+	lpt, static := run(ScheduleLPT), run(ScheduleStatic)
+	t.Logf("load balance: lpt %.3f (makespan %d cycles), static %.3f (makespan %d cycles)", lpt.LoadBalance, lpt.Cycles, static.LoadBalance, static.Cycles)
+	if lpt.LoadBalance < static.LoadBalance || lpt.Cycles > static.Cycles {
+		t.Errorf("decode_attention %s skewed lengths: got lpt balance %.3f makespan %d, want ≥ static balance %.3f and ≤ makespan %d",
+			p, lpt.LoadBalance, lpt.Cycles, static.LoadBalance, static.Cycles)
+	}
+}
+
+// BenchmarkDecodeAttention runs the emulated kernel at B=16, Hq=32,
+// Hkv=8, D=128, L=2048 (every context full), fp16 contiguous cache; the
+// MB/s column is cache bytes (K and V) read per second of wall time.
+func BenchmarkDecodeAttention(b *testing.B) {
+	const bsz, hq, hkv, d, l = 16, 32, 8, 128, 2048
+	lens := make([]int, bsz)
+	for i := range lens {
+		lens[i] = l
+	}
+	in := decodeInputs(1, hq, hkv, d, l, lens)
+	p, err := ops.DecodeAttention.Validate(ops.Params{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dev := npu.MustNewDevice(npu.Ascend910B())
+	b.SetBytes(int64(bsz * hkv * l * d * 2 * 2))
+	runtime.GC() // the generator's garbage is not the kernel's
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := DecodeAttentionKernel(context.Background(), dev, p, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

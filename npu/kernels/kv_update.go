@@ -1,0 +1,275 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// kv_update: per batch entry and head, project x[b,h] with w_k[h] and
+// w_v[h] (the cube: a 1×D by D×D matrix product, fp32 accumulator, k
+// ascending), round to fp16 (new_k, new_v), quantise to int8 on the
+// vector unit when the cache is int8, and copy the row (and scale) to the
+// cache row of the sequence's write position; then bump seq_lens.
+//
+// Host side, KVUpdateTiling deals the batch entries over the cores (each
+// entry costs the same, H projections). The caches are updated in place:
+// the host hands the kernel GM copies of the input caches between guard
+// bands (the harness's inputs stay untouched) and the kernel writes only
+// the rows it owns. Device side, per entry: DataCopyPad x[b,h] and w[h]
+// into UB, matrix-vector product, cast, copy out.
+
+// KVUpdateOptions overrides the tiling; zero fields take the default.
+type KVUpdateOptions struct {
+	// BlockDim is the number of cores (default: min(cube cores, B)).
+	BlockDim int
+}
+
+// KVUpdateKernel is kv_update's KernelFunc.
+func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	const op = "kv_update"
+	if err := ops.CheckInputs(ops.KVUpdate, p, in); err != nil {
+		return nil, nil, err
+	}
+	g, writes, err := ops.KVUpdateWrites(p, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := variantOptions[KVUpdateOptions](ctx)
+	x := in["x"]
+	b := x.Shape[0]
+	prof := dev.Profile()
+	blockDim := min(prof.AICores, prof.VectorCores, max(b, 1))
+	if opt.BlockDim > 0 {
+		blockDim = min(opt.BlockDim, prof.VectorCores)
+	}
+	outs := map[string]*npu.GuardedOutput{}
+	alloc := func(name string, dt tensor.DType, shape []int, from *tensor.Tensor) error {
+		o, err := npu.NewGuardedOutput(name, dt, shape...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if from != nil { // the in-place buffer starts as the input
+			for i := range from.Len() {
+				o.GM().SetBits(o.Base()+i, from.Bits(i))
+			}
+		}
+		outs[name] = o
+		return nil
+	}
+	for _, n := range []string{"new_k", "new_v"} {
+		if err := alloc(n, tensor.Float16, x.Shape, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := alloc("written", tensor.Uint8, []int{b}, nil); err != nil {
+		return nil, nil, err
+	}
+	inPlace := []string{"k_cache", "v_cache", "seq_lens"}
+	if g.Int8 {
+		inPlace = append(inPlace, "k_scale", "v_scale")
+	}
+	for _, n := range inPlace {
+		if err := alloc(n, in[n].DType, in[n].Shape, in[n]); err != nil {
+			return nil, nil, err
+		}
+	}
+	rowOf := make([]int, b) // cache row per batch entry, −1: no write
+	for i := range rowOf {
+		rowOf[i] = -1
+	}
+	for _, w := range writes {
+		rowOf[w.B] = w.Row
+	}
+	var cost *npu.Cost
+	if b == 0 {
+		cost = dev.ZeroCost()
+	} else {
+		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, in, outs, rowOf, blockDim))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	res := map[string]*tensor.Tensor{}
+	var list []*npu.GuardedOutput
+	for n, o := range outs {
+		res[n] = o.Tensor()
+		list = append(list, o)
+	}
+	if err := npu.CheckGuards(list...); err != nil {
+		return res, cost, fmt.Errorf("%s: %w", op, err)
+	}
+	return res, cost, nil
+}
+
+// kvUpdateDevice is the device side: core c owns batch entries c,
+// c+blockDim, … (every entry costs the same).
+func kvUpdateDevice(g ops.KVGeom, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim int) npu.Kernel {
+	return func(c *npu.Core) error {
+		f := c.Faults()
+		d := g.D
+		align := c.Profile().UBAlign()
+		xb, err := c.AllocUB(roundUp(d*2, align))
+		if err != nil {
+			return err
+		}
+		wb, err := c.AllocUB(roundUp(d*d*2, align))
+		if err != nil {
+			return err
+		}
+		ob, err := c.AllocUB(roundUp(d*2, align)) // fp16 row
+		if err != nil {
+			return err
+		}
+		qb, err := c.AllocUB(roundUp(d, align)) // int8 row
+		if err != nil {
+			return err
+		}
+		sb, err := c.AllocUB(align) // scale / seq_len / flag
+		if err != nil {
+			return err
+		}
+		acc := make([]float32, d)
+		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
+		var bt []int32
+		if g.Paged {
+			bt = in["block_tables"].I32()
+		}
+		for b := c.BlockIdx; b < len(rowOf); b += blockDim {
+			c.BeginTile()
+			s := ids[b]
+			row := rowOf[b]
+			flag := uint8(0)
+			if row >= 0 {
+				flag = 1
+			}
+			if s >= 0 && row >= 0 {
+				pos := int(lens[s])
+				if f.Has(FaultKVBlockBoundary) && g.Paged && pos%g.BS == 0 && pos > 0 {
+					row = g.Row(bt, int(s), pos-1) + 1 // block index from pos−1: one slot past the previous block
+				}
+				if f.Has(FaultKVPageIndexU16) && g.Paged {
+					row = int(uint16(bt[int(s)*g.MB+pos/g.BS]))*g.BS + pos%g.BS
+				}
+			}
+			if s >= 0 && row < 0 && int(lens[s]) >= g.L && f.Has(FaultKVFullOverwritten) {
+				row = g.Row(bt, int(s), g.L-1) // clamps the write position instead of skipping
+			}
+			if s < 0 && f.Has(FaultKVPaddingSlot0) {
+				row = 0 // slot_mapping −1 taken as slot 0
+			}
+			if f.Has(FaultKVWrittenWrong) && s >= 0 {
+				flag = 1
+			}
+			for _, kv := range []struct{ w, newName, cache, scale string }{
+				{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
+			} {
+				for h := range g.H {
+					src := (b*g.H + h) * d
+					if s < 0 {
+						clear(ob.Bytes())
+					} else {
+						if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
+							return err
+						}
+						if err := c.DataCopyPadIn(wb, in[kv.w], h*d*d, d*d); err != nil {
+							return err
+						}
+						kvProject(c, acc, xb.F16()[:d], wb.F16()[:d*d], ob.F16()[:d])
+					}
+					if err := c.DataCopyPadOut(outs[kv.newName].GM(), outs[kv.newName].Base()+src, ob, d); err != nil {
+						return err
+					}
+					if row < 0 {
+						continue
+					}
+					dst := (row*g.H + h) * d
+					cache := outs[kv.cache]
+					if !g.Int8 {
+						if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, ob, d); err != nil {
+							return err
+						}
+						continue
+					}
+					num := c.Profile().Numerics
+					sc := kvQuantise(c, num, ob.F16()[:d], qb.I8()[:d])
+					sb.F32()[0] = sc
+					if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
+						return err
+					}
+					si := row*g.H + h
+					if f.Has(FaultKVScaleWrongToken) {
+						si = (row-1)*g.H + h
+						if si < 0 {
+							si = (row+1)*g.H + h
+						}
+					}
+					if err := c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1); err != nil {
+						return err
+					}
+				}
+			}
+			sb.U8()[0] = flag
+			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, sb, 1); err != nil {
+				return err
+			}
+			if rowOf[b] >= 0 && !f.Has(FaultKVSeqLensStale) {
+				sb.I32()[0] = lens[s] + 1
+				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), sb, 1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// kvProject is the cube's 1×D by D×D product: one fp32 accumulator per
+// output column, k ascending (fp16 products are exact in fp32, so
+// multiply-then-add rounds as the fused step), then the fp16 cast.
+func kvProject(c *npu.Core, acc []float32, x, w, out []float16.Float16) {
+	d := len(x)
+	clear(acc)
+	for i, xi := range x {
+		xv := xi.Float32()
+		row := w[i*d : (i+1)*d]
+		for j, wv := range row {
+			acc[j] += xv * wv.Float32()
+		}
+	}
+	num := c.Profile().Numerics
+	for j, a := range acc {
+		out[j] = float16.Fromfloat32(float32(num.Round(float64(a), tensor.Float16)))
+	}
+	c.ChargeCube(1, d, d, true)
+	c.ChargeVector(d * 4)
+}
+
+// kvQuantise is the vector unit's symmetric per-row int8 quantisation of
+// one fp16 row, in fp32: Abs and ReduceMax, one divide by 127 for the
+// scale, Div of the row by the scale, Cast to int8 with the profile's
+// rounding, clamped to ±127. An all-zero row gives scale 0 and codes 0.
+func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8) float32 {
+	var amax float32
+	for _, x := range v {
+		amax = max(amax, float32(math.Abs(float64(x.Float32()))))
+	}
+	c.ChargeVector(len(v) * 2) // abs + reduce max
+	if amax == 0 {
+		clear(q)
+		return 0
+	}
+	sc := amax / 127
+	for i, x := range v {
+		r := num.Round(float64(x.Float32()/sc), tensor.Int8)
+		q[i] = int8(max(-127, min(127, r)))
+	}
+	c.ChargeVector(len(v) * 4) // divide
+	c.ChargeVector(len(v) * 4) // cast to int8
+	return sc
+}

@@ -1,0 +1,55 @@
+package opdb
+
+import (
+	"fmt"
+
+	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/ops"
+)
+
+// DecodeAttention is decode_attention's record.
+var DecodeAttention = Register(&Info{
+	Op:            ops.DecodeAttention,
+	Kernel:        kernels.DecodeAttentionKernel,
+	Faults:        kernels.DecodeAttentionFaults,
+	Variants:      decodeAttentionVariants,
+	GoldenCases:   decodeAttentionGolden,
+	MutationCases: kvMutationCases("decode_attention"),
+	FuzzTarget:    "FuzzDecodeAttention",
+	// Header bytes: layout, cache dtype, b, s, h, d, l, bs, dist|group<<4, seed.
+	FuzzSeeds: [][]byte{
+		{0, 0, 6, 6, 2, 16, 40, 8, 0x10, 1},
+		{1, 1, 9, 7, 1, 8, 63, 4, 0x32, 2},
+		{1, 0, 3, 2, 3, 5, 16, 16, 0x21, 3},
+		{0, 1, 5, 4, 2, 31, 50, 3, 0x13, 4},
+	},
+	FuzzDecode: kvFuzz("decode_attention"),
+})
+
+// decodeAttentionVariants: partitions of 16 positions (every golden
+// context spans several, so the flash-decoding combine runs), and the
+// static round-robin core schedule on 3 cores.
+var decodeAttentionVariants = []kernels.Variant{
+	{Name: "partition-16", Op: "decode_attention", Options: kernels.DecodeAttentionOptions{PartitionLen: 16}},
+	{Name: "static-schedule", Op: "decode_attention", Options: kernels.DecodeAttentionOptions{Schedule: kernels.ScheduleStatic, BlockDim: 3}},
+}
+
+// decodeAttentionGolden: per layout and cache dtype, GQA (Hq 8, Hkv 2)
+// with uniform, peaked (scores in the hundreds) and special values, the
+// lengths of the first sequences at the block edges; plain MHA at an odd
+// D = 5 with block size 4.
+func decodeAttentionGolden() []ops.Case {
+	const op = "decode_attention"
+	var out []ops.Case
+	for _, p := range kvLayouts {
+		for _, dist := range []string{ops.DistUniform, ops.DistPeaked, ops.DistSpecial} {
+			dims := map[string]int{"b": 8, "s": 6, "hq": 8, "h": 2, "d": 16, "l": 40, "bs": 8}
+			out = append(out, ops.NewCase(op, fmt.Sprintf("%s_%s_gqa8x2_d16", kvName(p), dist), p.Clone(), dims, dist,
+				"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "dist:"+dist))
+		}
+		dims := map[string]int{"b": 7, "s": 5, "hq": 3, "h": 3, "d": 5, "l": 12, "bs": 4}
+		out = append(out, ops.NewCase(op, kvName(p)+"_normal_mha_d5", p.Clone(), dims, ops.DistNormal,
+			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
+	}
+	return out
+}

@@ -1,0 +1,326 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// DecodeAttention is the decode_attention contract.
+var DecodeAttention Op = decodeAttention{}
+
+// decodeAttention is the contract of decode_attention: single-query
+// attention of every batch entry over its sequence's KV cache,
+//
+//	out[b,h] = Σ_{j<n} softmax_j(σ·q[b,h]·k_j)·v_j,  n = seq_lens[seq_ids[b]],
+//
+// with k_j, v_j the cache rows of kv head h/(Hq/Hkv) (grouped-query
+// attention) and σ = RN32(scale). Padding entries (seq_id −1) and empty
+// sequences give zero rows. Positions ≥ n are never read (the generator
+// fills them with NaN). Cache layouts and int8 scales: ops/kvcache.go.
+//
+// Evaluation model (fp32 throughout, any order and any split of the
+// context into partitions combined flash-decoding style): int8 values
+// dequantised as RN32(code·scale) (or the scale applied after the dot
+// product); scores ŝ_j = σ·(q·k_j) with one fp32 accumulator; max
+// subtraction; exp with relative error at most DecodeExpRelErr; the sum
+// Z and the weighted sum N in fp32; out = RN16(RN32(N/Z)). Partitions may
+// rescale their partial (m_p, Z_p, N_p) by exp(m_p − M): one more
+// subtraction, exp and multiplication per weight.
+//
+// Bound (per output element; u = u32 = 2^-24, derivation in
+// decodeAttentionBound): with p_j the exact weights, o the exact output,
+// S_j = σ·Σ_i|q_i·k_ji|:
+//
+//  1. score error: |ŝ_j − s_j| ≤ Δ_j = γ_{D+2}(u)·S_j (γ_{D+3} for int8: the
+//     dequantisation rounding);
+//  2. the shift by the computed maximum cancels in the softmax; the two
+//     subtractions (ŝ_j − m_p, m_p − M) add at most 2u·(|s_j − m| + 2Δ),
+//     Δ = max Δ_j; so every unnormalised weight is exp(s_j − m)·(1+ρ_j)
+//     with |ρ_j| ≤ R_j = exp(Δ_j + 2u(|s_j−m|+2Δ))·(1+u_e)²·(1+u)² − 1
+//     (two exps, two rescaling products);
+//  3. normalising weights perturbed by ρ: |õ − o| = |Σ p_jρ_j(v_j − o)| /
+//     (1 + Σ p_jρ_j) ≤ Σ p_j R_j |v_j − o| / (1 − R), R = max R_j
+//     (Σ p_j(v_j − o) = 0);
+//  4. the sums N and Z in fp32 over n terms plus the partition combine:
+//     each within γ_{n+4}(u) (γ_{n+5} for int8 v) relative to Σ|terms|,
+//     so |N̂/Ẑ − Ñ/Z̃| ≤ 2γ/(1−γ)·Σ p̃_j|v_j| ≤ 2γ/(1−γ)·A·(1+R)/(1−R),
+//     A = Σ p_j|v_j|;
+//  5. the fp32 division adds u·(|o| + bound), the fp16 store half an ulp
+//     (bound.Output).
+//
+// Ascend's fp16 attention standard (|g − r| ≤ 2^-8·max(1, |r|)) is
+// reported beside the bound by AscendAttentionRatio.
+type decodeAttention struct{}
+
+// DecodeExpRelErr is the relative error the contract allows the vector
+// unit's fp32 exp: 4 units in the last place (4·2^-24).
+const DecodeExpRelErr = 4.0 / (1 << 24)
+
+func (decodeAttention) Name() string { return "decode_attention" }
+
+func (decodeAttention) Doc() string {
+	return "single-query (decode) attention over a contiguous or paged, fp16 or int8 KV cache, grouped-query heads, fp32 softmax, fp16 out"
+}
+
+func (decodeAttention) ParamSpecs() []ParamSpec {
+	return append(kvParamSpecs(), ParamSpec{Name: "scale", Doc: "score scale σ (positive; default 1/√D), rounded to fp32"})
+}
+
+func (decodeAttention) DimSpecs() []DimSpec {
+	return []DimSpec{
+		{Name: "b", Doc: "batch entries (every fourth is padding)"},
+		{Name: "s", Doc: "sequences S in the cache"},
+		{Name: "hq", Doc: "query heads Hq (a multiple of h)"},
+		{Name: "h", Doc: "kv heads Hkv"},
+		{Name: "d", Doc: "head size D"},
+		{Name: "l", Doc: "positions per sequence L (paged: rounded up to a multiple of bs)"},
+		{Name: "bs", Doc: "paged: positions per block BS"},
+		{Name: "nb", Doc: "paged: physical blocks NB (default S·MB + 2)"},
+	}
+}
+
+// Dists: uniform, normal, special (zeros, −0, subnormals, ties) fill q and
+// the caches; peaked scales q by 512 so scores reach the hundreds: the softmax
+// concentrates on a few positions, and exp without max subtraction
+// overflows.
+func (decodeAttention) Dists() []string {
+	return []string{DistUniform, DistNormal, DistPeaked, DistSpecial}
+}
+
+func (op decodeAttention) Validate(p Params) (Params, error) {
+	v, err := validate(op, p)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := v["scale"]; ok {
+		x, err := parseKVScale(op, s)
+		if err != nil {
+			return nil, err
+		}
+		v["scale"] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return v, nil
+}
+
+// DecodeScale returns σ = RN32(scale) for validated params and head size d.
+func DecodeScale(p Params, d int) float64 {
+	if s, ok := p["scale"]; ok {
+		x, _ := strconv.ParseFloat(s, 64)
+		return float64(float32(x))
+	}
+	return float64(float32(1 / math.Sqrt(float64(d))))
+}
+
+func (op decodeAttention) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
+	if err := checkDist(op, g.Dist); err != nil {
+		return nil, err
+	}
+	geo := KVGeom{Paged: p["layout"] == KVPaged, Int8: p["cache_dtype"] == KVInt8}
+	d, err := kvDims(op, g, geo.Paged)
+	if err != nil {
+		return nil, err
+	}
+	hq, err := dim(op, g, "hq")
+	if err != nil {
+		return nil, err
+	}
+	h, err := dim(op, g, "h")
+	if err != nil {
+		return nil, err
+	}
+	if h == 0 || hq%h != 0 {
+		return nil, fmt.Errorf("%s: generation sizes: hq=%d is not a multiple of h=%d", op.Name(), hq, h)
+	}
+	geo.S, geo.L, geo.H, geo.D, geo.NB, geo.BS = d.S, d.L, h, d.D, d.NB, d.BS
+	if geo.Paged {
+		geo.MB = geo.L / geo.BS
+	}
+	if n, err := tensor.NumElements(append(geo.CacheShape(), 1)); err != nil || n > tensor.MaxElements/2 {
+		return nil, fmt.Errorf("%s: cache %v too large", op.Name(), geo.CacheShape())
+	}
+	rng := g.Rand()
+	dist := g.Dist
+	if dist == DistPeaked {
+		dist = DistUniform
+	}
+	q := tensor.MustNew(tensor.Float16, d.B, hq, d.D)
+	for i := range q.Len() {
+		v := kvSample(rng, dist)
+		if g.Dist == DistPeaked {
+			v *= 512
+		}
+		q.SetFloat64(i, v, generationNumerics)
+	}
+	in := map[string]*tensor.Tensor{"q": q}
+	lens, ids, bt := kvGenIndices(rng, geo, d.B, false)
+	in["seq_lens"], in["seq_ids"] = lens, ids
+	if bt != nil {
+		in["block_tables"] = bt
+	}
+	in["k_cache"], in["k_scale"] = kvGenCache(rng, dist, geo, lens, bt)
+	in["v_cache"], in["v_scale"] = kvGenCache(rng, dist, geo, lens, bt)
+	if !geo.Int8 {
+		delete(in, "k_scale")
+		delete(in, "v_scale")
+	}
+	return in, nil
+}
+
+// decodeGeom reads the geometry, B and Hq; Hq must be a multiple of Hkv.
+func decodeGeom(op Op, p Params, in map[string]*tensor.Tensor) (KVGeom, int, int, error) {
+	g, err := kvGeom(op, p, in)
+	if err != nil {
+		return g, 0, 0, err
+	}
+	q, ok := in["q"]
+	if !ok || q == nil {
+		return g, 0, 0, fmt.Errorf("%s: input %q is missing", op.Name(), "q")
+	}
+	if len(q.Shape) != 3 {
+		return g, 0, 0, fmt.Errorf("%s: input %q: shape %v, want [B,Hq,D]", op.Name(), "q", q.Shape)
+	}
+	hq := q.Shape[1]
+	if g.H == 0 || hq%g.H != 0 {
+		return g, 0, 0, fmt.Errorf("%s: input %q: Hq = %d query heads is not a multiple of Hkv = %d (input \"k_cache\" %v)", op.Name(), "q", hq, g.H, in["k_cache"].Shape)
+	}
+	return g, q.Shape[0], hq, nil
+}
+
+func (op decodeAttention) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	g, b, hq, err := decodeGeom(op, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return kvInputs(op, g, b, []TensorSpec{{Name: "q", DType: tensor.Float16, Shape: []int{b, hq, g.D}}}, in, false, true)
+}
+
+func (op decodeAttention) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
+	g, b, hq, err := decodeGeom(op, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return []TensorSpec{{Name: "out", DType: tensor.Float16, Shape: []int{b, hq, g.D}}}, nil
+}
+
+// KVRows returns the dequantised K or V rows (exact: code·scale in
+// float64) of kv head h for positions [0, n) of sequence s.
+func KVRows(g KVGeom, in map[string]*tensor.Tensor, cache, scale string, s, n, h int) [][]float64 {
+	var bt []int32
+	if g.Paged {
+		bt = in["block_tables"].I32()
+	}
+	c := in[cache]
+	rows := make([][]float64, n)
+	for pos := range n {
+		r := g.Row(bt, s, pos)
+		off := (r*g.H + h) * g.D
+		row := make([]float64, g.D)
+		sc := 1.0
+		if g.Int8 {
+			sc = in[scale].Float64(r*g.H + h)
+		}
+		for i := range row {
+			row[i] = c.Float64(off+i) * sc
+		}
+		rows[pos] = row
+	}
+	return rows
+}
+
+// Expect: see the type's doc and decodeAttentionBound.
+func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, err
+	}
+	g, b, hq, _ := decodeGeom(op, p, in)
+	sigma := DecodeScale(p, g.D)
+	grp := hq / g.H
+	lens, ids := in["seq_lens"].I32(), in["seq_ids"].I32()
+	e := bound.NewExpected(b * hq * g.D)
+	qv := in["q"].Float64s()
+	for bb, s := range ids {
+		if s < 0 || lens[s] == 0 {
+			continue // zero row, exactly
+		}
+		n := int(lens[s])
+		for h := range g.H {
+			k := KVRows(g, in, "k_cache", "k_scale", int(s), n, h)
+			v := KVRows(g, in, "v_cache", "v_scale", int(s), n, h)
+			for hh := h * grp; hh < (h+1)*grp; hh++ {
+				off := (bb*hq + hh) * g.D
+				o, sc, pr, mag := reference.Attention(qv[off:off+g.D], k, v, sigma)
+				bnd := decodeAttentionBound(g, o, sc, pr, mag, v)
+				for i := range g.D {
+					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(o[i], bnd[i], tensor.Float16, num)
+				}
+			}
+		}
+	}
+	return map[string]*bound.Expected{"out": e}, nil
+}
+
+// decodeAttentionBound returns the per-element bound (before the fp16
+// store) of one head's output o, from the exact scores s, weights p,
+// score magnitudes mag and values v, by steps 1–5 of the type's doc.
+func decodeAttentionBound(g KVGeom, o, s, p, mag []float64, v [][]float64) []float64 {
+	u := tensor.Float32.UnitRoundoff()
+	n := len(s)
+	extra := 0
+	if g.Int8 {
+		extra = 1
+	}
+	gs := bound.Gamma(g.D+2+extra, u)
+	m := math.Inf(-1)
+	delta := 0.0
+	for j := range n {
+		m = math.Max(m, s[j])
+		delta = math.Max(delta, gs*mag[j])
+	}
+	rj := make([]float64, n)
+	rmax := 0.0
+	for j := range n {
+		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
+		rj[j] = math.Exp(hj)*math.Pow(1+DecodeExpRelErr, 2)*math.Pow(1+u, 2) - 1
+		rmax = math.Max(rmax, rj[j])
+	}
+	gn := bound.Gamma(n+4+extra, u)
+	out := make([]float64, len(o))
+	if rmax >= 1 || gn >= 1 {
+		for i := range out {
+			out[i] = math.Inf(1)
+		}
+		return out
+	}
+	for i := range o {
+		var t3, a float64
+		for j := range n {
+			t3 += p[j] * rj[j] * math.Abs(v[j][i]-o[i])
+			a += p[j] * math.Abs(v[j][i])
+		}
+		t := (t3 + 2*gn/(1-gn)*a*(1+rmax)/(1-rmax)) / (1 - rmax)
+		// fp32 division; the float64 evaluation of this bound is far below
+		// its last term, but round up by one part in 2^40 to keep it above.
+		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
+	}
+	return out
+}
+
+// AscendAttentionRatio is Ascend's fp16 attention standard as a ratio:
+// max over finite elements of |g − r| / (2^-8·max(1, |r|)); the standard
+// holds when it is ≤ 1. Reported beside the bound, never instead of it.
+func AscendAttentionRatio(got *tensor.Tensor, want *bound.Expected) float64 {
+	worst := 0.0
+	for i := range want.Len() {
+		r, gv := want.Ref[i], got.Float64(i)
+		if math.IsNaN(r) || math.IsInf(r, 0) || math.IsNaN(gv) || math.IsInf(gv, 0) {
+			continue
+		}
+		worst = math.Max(worst, math.Abs(gv-r)/(math.Ldexp(1, -8)*math.Max(1, math.Abs(r))))
+	}
+	return worst
+}
