@@ -33,14 +33,21 @@ func fuzzOp(f *testing.F, name string) {
 // the device keeps its core memories pooled, so an exec reuses the last
 // one's instead of allocating and clearing them again (the harness keeps
 // an emulator whose numerics are the case's, Emulator.WithNumerics).
-var emulators sync.Map // string → *backend.Emulator
+var emulators sync.Map // emulatorKey → *backend.Emulator
+
+// emulatorKey names a cached emulator: its numerics and kernel variant
+// ("" for none).
+type emulatorKey struct {
+	num     tensor.Numerics
+	variant string
+}
 
 // emulatorFor returns the cached Ascend910B emulator under num running
 // variant v (nil: none).
 func emulatorFor(v *kernels.Variant, num tensor.Numerics) *backend.Emulator {
-	key := num.String()
+	key := emulatorKey{num: num}
 	if v != nil {
-		key += fmt.Sprintf(" %s/%s/%#v", v.Op, v.Name, v.Options)
+		key.variant = fmt.Sprintf("%s/%s/%#v", v.Op, v.Name, v.Options)
 	}
 	if e, ok := emulators.Load(key); ok {
 		return e.(*backend.Emulator)
