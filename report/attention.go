@@ -102,9 +102,10 @@ var attentionTemplate = template.Must(template.New("attention").Parse(`<h2>Atten
 {{- end}}
 `))
 
-// errorChart plots relative error against keep_ratio: one colour per
-// distribution, solid for the importance selection, dashed for the
-// oracle. Keep ratio 1 (error 0) is on a linear axis, so it is drawn.
+// errorChart plots relative error against keep_ratio on a log scale
+// (peaked errors are orders of magnitude below random ones): one colour
+// per distribution, solid for the importance selection, dashed for the
+// oracle. An error of 0 (keep_ratio 1) has no place on it and is not drawn.
 func (a *AttentionQuality) errorChart() *plot.Plot {
 	rows := a.Table.Rows
 	if len(rows) == 0 {
@@ -113,10 +114,12 @@ func (a *AttentionQuality) errorChart() *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "Attention error against keep_ratio"
 	p.X.Label.Text = "keep_ratio"
-	p.Y.Label.Text = "relative error ‖o_c − o‖/‖o‖"
+	p.Y.Label.Text = "relative error ‖o_c − o‖/‖o‖ (log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = decades{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, false
-	hi := 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for j, dist := range a.Table.Config.Dists {
 		for _, s := range []struct {
 			name   string
@@ -125,9 +128,9 @@ func (a *AttentionQuality) errorChart() *plot.Plot {
 		}{{"importance", func(r quality.Row) float64 { return r.ImportanceErr }, false}, {"oracle", func(r quality.Row) float64 { return r.OracleErr }, true}} {
 			var xy plotter.XYs
 			for _, r := range rows {
-				if r.Dist == dist && !math.IsNaN(s.get(r)) {
-					xy = append(xy, plotter.XY{X: r.KeepRatio, Y: s.get(r)})
-					hi = math.Max(hi, s.get(r))
+				if v := s.get(r); r.Dist == dist && v > 0 && !math.IsInf(v, 1) {
+					xy = append(xy, plotter.XY{X: r.KeepRatio, Y: v})
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
 				}
 			}
 			if len(xy) == 0 {
@@ -150,8 +153,12 @@ func (a *AttentionQuality) errorChart() *plot.Plot {
 			p.Legend.Add(dist+", "+s.name, l, pts)
 		}
 	}
+	if math.IsInf(lo, 1) {
+		return nil // nothing but zeros
+	}
 	p.X.Min, p.X.Max = 0, 1.05
-	p.Y.Min, p.Y.Max = 0, math.Max(hi*1.35, 1e-3) // room for the legend
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi))+1) // a decade for the legend
 	return p
 }
 
