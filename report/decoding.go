@@ -352,7 +352,7 @@ func (t *DecodingTable) cyclesChart() *plot.Plot {
 		addLine(p, s.name, xy, palette[j])
 	}
 	p.X.Min, p.X.Max = float64(t.Rows[0].L)/1.2, float64(t.Rows[len(t.Rows)-1].L)*1.2
-	p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi))+0.5)
+	p.Y.Min, p.Y.Max = lo/2, hi*6 // room above the data for the legend
 	return p
 }
 
