@@ -29,10 +29,11 @@ func kernel(t *testing.T, name string) string {
 	return quoteArg(p)
 }
 
-// exited waits up to 3 s for pid to be gone from /proc: killed and reaped
+// exited waits up to 10 s (a loaded 2-core CI machine schedules the reaper
+// late) for pid to be gone from /proc: killed and reaped
 // (a zombie left unreaped by the harness, which adopted it, is a leak).
 func exited(pid int) bool {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
 			return true

@@ -103,8 +103,12 @@ var _ Backend = (*Emulator)(nil)
 func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }
 
 // WithNumerics returns an emulator of the same device, options included,
-// under numerics num.
+// under numerics num: e itself when it already computes under num (its
+// device keeps its pooled memories, see npu.memPool).
 func (e *Emulator) WithNumerics(num tensor.Numerics) Backend {
+	if num == e.prof.Numerics {
+		return e
+	}
 	p := e.prof
 	p.Numerics = num
 	return NewEmulator(p, e.opts...)

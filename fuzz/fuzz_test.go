@@ -2,13 +2,17 @@ package fuzz_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // fuzzOp is the one fuzz body every op's target runs: the op's seeds, its
@@ -22,28 +26,75 @@ func fuzzOp(f *testing.F, name string) {
 	for _, s := range info.FuzzSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		in, ok := info.FuzzDecode(data)
-		if !ok {
-			return
-		}
-		num := in.Numerics
-		c := ops.Case{Name: "fuzz", Op: name, Params: in.Params, Numerics: &num}
-		if err := ops.CheckInputs(info.Op, in.Params, in.Inputs); err != nil {
-			t.Fatalf("%s: fuzz inputs break the contract: %v", c.Subject(), err)
-		}
-		var opts []backend.Option
-		if in.Variant != nil {
-			opts = append(opts, backend.WithVariant(*in.Variant))
-		}
-		b := backend.NewEmulator(npu.Ascend910B(), opts...)
-		pc := &harness.Prepared{Case: c, Op: info.Op, Params: in.Params, Inputs: in.Inputs}
-		r, err := harness.RunPrepared(context.Background(), b, pc, harness.Options{})
-		if err != nil {
-			t.Fatalf("%s numerics=%s variant=%v: %v", c.Subject(), num, in.Variant, err)
-		}
-		if !r.Pass() {
-			t.Fatalf("numerics=%s variant=%v\n%s", num, in.Variant, r.Verify.Failure())
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzBody(t, info, name, data) })
+}
+
+// emulators caches one emulator per kernel variant and numerics profile:
+// the device keeps its core memories pooled, so an exec reuses the last
+// one's instead of allocating and clearing them again (the harness keeps
+// an emulator whose numerics are the case's, Emulator.WithNumerics).
+var emulators sync.Map // emulatorKey → *backend.Emulator
+
+// emulatorKey names a cached emulator: its numerics and kernel variant
+// ("" for none).
+type emulatorKey struct {
+	num     tensor.Numerics
+	variant string
+}
+
+// emulatorFor returns the cached Ascend910B emulator under num running
+// variant v (nil: none).
+func emulatorFor(v *kernels.Variant, num tensor.Numerics) *backend.Emulator {
+	key := emulatorKey{num: num}
+	if v != nil {
+		key.variant = fmt.Sprintf("%s/%s/%#v", v.Op, v.Name, v.Options)
+	}
+	if e, ok := emulators.Load(key); ok {
+		return e.(*backend.Emulator)
+	}
+	var opts []backend.Option
+	if v != nil {
+		opts = append(opts, backend.WithVariant(*v))
+	}
+	prof := npu.Ascend910B()
+	prof.Numerics = num
+	e, _ := emulators.LoadOrStore(key, backend.NewEmulator(prof, opts...))
+	return e.(*backend.Emulator)
+}
+
+// fuzzBody judges one fuzz input of op name.
+func fuzzBody(t testing.TB, info *opdb.Info, name string, data []byte) {
+	in, ok := info.FuzzDecode(data)
+	if !ok {
+		return
+	}
+	num := in.Numerics
+	c := ops.Case{Name: "fuzz", Op: name, Params: in.Params, Numerics: &num}
+	if err := ops.CheckInputs(info.Op, in.Params, in.Inputs); err != nil {
+		t.Fatalf("%s: fuzz inputs break the contract: %v", c.Subject(), err)
+	}
+	b := emulatorFor(in.Variant, num)
+	pc := &harness.Prepared{Case: c, Op: info.Op, Params: in.Params, Inputs: in.Inputs}
+	r, err := harness.RunPrepared(context.Background(), b, pc, harness.Options{})
+	if err != nil {
+		t.Fatalf("%s numerics=%s variant=%v: %v", c.Subject(), num, in.Variant, err)
+	}
+	if !r.Pass() {
+		t.Fatalf("numerics=%s variant=%v\n%s", num, in.Variant, r.Verify.Failure())
+	}
+}
+
+// BenchmarkFuzzVectorAddBody is the per-input cost of FuzzVectorAdd: its
+// body on each seed in turn (a fuzzing worker's execs/s is about 1/op).
+func BenchmarkFuzzVectorAddBody(b *testing.B) {
+	info, err := opdb.Lookup("vector_add")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		fuzzBody(b, info, "vector_add", info.FuzzSeeds[i%len(info.FuzzSeeds)])
+		i++
+	}
 }

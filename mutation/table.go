@@ -86,7 +86,7 @@ func describe(v any) string {
 	s := strings.Trim(fmt.Sprintf("%+v", v), "{}")
 	var out []string
 	for _, f := range strings.Fields(s) {
-		if !strings.HasSuffix(f, ":0") && !strings.HasSuffix(f, ":false") {
+		if !strings.HasSuffix(f, ":0") && !strings.HasSuffix(f, ":false") && !strings.HasSuffix(f, ":") {
 			out = append(out, strings.Replace(f, ":", "=", 1))
 		}
 	}

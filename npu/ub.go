@@ -191,13 +191,35 @@ func fillPattern(b, pat []byte) {
 
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
-// memPool recycles local-memory backing stores across launches, one pool
-// per space (the sizes are fixed by the profile).
-type memPool [numSpaces]sync.Pool
+// memPool recycles local-memory backing stores across launches, one free
+// list per space (the sizes are fixed by the profile). It is a bounded
+// list rather than a sync.Pool, which the garbage collector empties: a
+// stream of small launches (a fuzzer's) would then allocate and clear
+// every core's memories again after each collection.
+type memPool struct {
+	mu    sync.Mutex
+	free  [numSpaces][]*[]uint64
+	bytes int // held in free
+}
+
+// memPoolBytes bounds what a device's free lists hold: the stores of a
+// stream of small launches (a few cores' UB) stay, while a big launch
+// (24 cores' L1, L0 and UB, some 24 MiB) does not keep its memories
+// alive after it ends, which would only add to the peak of a run.
+const memPoolBytes = 8 << 20
 
 func (d *Device) getMem(s Space, size int) []byte {
-	if p, ok := d.pool[s].Get().(*[]uint64); ok && len(*p)*8 == size {
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*p))), size)
+	p := &d.pool
+	p.mu.Lock()
+	var w *[]uint64
+	if n := len(p.free[s]); n > 0 {
+		w = p.free[s][n-1]
+		p.free[s] = p.free[s][:n-1]
+		p.bytes -= len(*w) * 8
+	}
+	p.mu.Unlock()
+	if w != nil && len(*w)*8 == size {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*w))), size)
 	}
 	words := make([]uint64, (size+7)/8)
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
@@ -208,7 +230,13 @@ func (d *Device) putMem(s Space, mem []byte) {
 		return
 	}
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), len(mem)/8)
-	d.pool[s].Put(&words)
+	p := &d.pool
+	p.mu.Lock()
+	if p.bytes+len(mem) <= memPoolBytes {
+		p.free[s] = append(p.free[s], &words)
+		p.bytes += len(mem)
+	}
+	p.mu.Unlock()
 }
 
 // checkBuf verifies that b is a live buffer of core c in space s holding

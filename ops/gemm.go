@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -415,13 +416,26 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	if cfg.Mode.Int8() {
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 	}
-	d, s := reference.MatMul(m, k, n, a, b)
 	ev, err := newGEMMEval(cfg, k, num)
 	if err != nil {
 		return nil, err
 	}
 	e := bound.NewExpected(m * n)
-	for i := 0; i < m; i++ {
+	// d and s go straight into Ref and Bound: each element reads its own
+	// d and s before it writes its outcome over them.
+	d, s := e.Ref, e.Bound
+	reference.MatMulInto(m, k, n, a, b, d, s)
+	// Rows over all cores: each element reads only the inputs and its own
+	// d, s, and writes only its own entries.
+	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {
+		ev.rows(e, lo, hi, d, s, a, b, c, sa, sb, k, n)
+	})
+	return map[string]*bound.Expected{"out": e}, nil
+}
+
+// rows sets the expected outcome of output rows [lo, hi).
+func (ev *gemmEval) rows(e *bound.Expected, lo, hi int, d, s, a, b, c, sa, sb []float64, k, n int) {
+	for i := lo; i < hi; i++ {
 		for j := 0; j < n; j++ {
 			idx := i*n + j
 			// s[idx] is a float64 sum of k exact products: round it up (gemm_bound.go).
@@ -435,7 +449,6 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 			e.Ref[idx], e.Bound[idx], e.Alt[idx] = ev.element(&el)
 		}
 	}
-	return map[string]*bound.Expected{"out": e}, nil
 }
 
 // gemmScaleAt returns scale s for row or column i ([1] broadcasts).

@@ -1,5 +1,12 @@
 package reference
 
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
 // MatMul returns, for row-major a [m,k] and b [k,n], the float64 products
 // d[i,j] = Σ_k a[i,k]·b[k,j] (k ascending) and the magnitudes
 // s[i,j] = Σ_k |a[i,k]|·|b[k,j]| that error bounds scale with.
@@ -10,9 +17,50 @@ package reference
 // |d − exact| ≤ γ_k(2^-53)·s. For int8 inputs with k ≤ 2^37 everything is
 // an integer below 2^53 and d is exact. Non-finite inputs follow IEEE
 // float64 arithmetic (Inf·0 = NaN, Inf + −Inf = NaN).
+//
+// The summation order is the contract, not the loop: every element starts
+// from +0 and adds its products one at a time, k ascending, each product
+// rounded to float64 and then added (no fused multiply-add on amd64). With
+// finite inputs MatMul runs gonum's blocked, parallel Dgemm (and a second
+// Dgemm on |a|, |b| for s), which keeps exactly that order per element: it
+// walks each block of C along k in order and adds a[i,k]·b[k,j] by an
+// axpy. Dgemm skips a zero a[i,k]; with b finite that product is ±0, and
+// adding ±0 to an accumulator that started at +0 and was never −0 (a
+// rounded sum is −0 only when both addends are) changes nothing, so the
+// bits are those of the plain loop. Inputs holding an Inf or NaN, where
+// 0·Inf = NaN must not be skipped, take the plain loop (matMulLoop);
+// TestMatMulPathsAgree checks the two bit for bit.
 func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
 	d = make([]float64, m*n)
 	s = make([]float64, m*n)
+	MatMulInto(m, k, n, a, b, d, s)
+	return d, s
+}
+
+// MatMulInto is MatMul into d and s (each of length m·n, overwritten), for
+// callers that have somewhere to put them already.
+func MatMulInto(m, k, n int, a, b, d, s []float64) {
+	d, s = d[:m*n], s[:m*n]
+	clear(d)
+	clear(s)
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	if !allFinite(a[:m*k]) || !allFinite(b[:k*n]) {
+		matMulLoop(m, k, n, a, b, d, s)
+		return
+	}
+	dgemm(m, k, n, a, b, d)
+	dgemm(m, k, n, absCopy(a[:m*k]), absCopy(b[:k*n]), s)
+}
+
+// dgemm sets c = a·b with gonum's Dgemm (alpha 1, beta 0: c starts at +0).
+func dgemm(m, k, n int, a, b, c []float64) {
+	blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, k, b, n, 0, c, n)
+}
+
+// matMulLoop is MatMul as the plain loop, into zeroed d and s.
+func matMulLoop(m, k, n int, a, b, d, s []float64) {
 	for i := 0; i < m; i++ {
 		di, si := d[i*n:(i+1)*n], s[i*n:(i+1)*n]
 		// i-k-j order: each d[i,j] still sums its terms with k ascending.
@@ -21,11 +69,29 @@ func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
 			brow := b[kk*n : (kk+1)*n]
 			for j, bkj := range brow {
 				di[j] += aik * bkj
-				si[j] += abs(aik) * abs(bkj)
+				si[j] += math.Abs(aik) * math.Abs(bkj)
 			}
 		}
 	}
-	return d, s
+}
+
+// allFinite reports whether x holds no Inf or NaN.
+func allFinite(x []float64) bool {
+	for _, v := range x {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// absCopy returns |x| element-wise in a new slice.
+func absCopy(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = math.Abs(v)
+	}
+	return out
 }
 
 // GEMM returns out[i,j] = alpha·((sa[i]·sb[j])·d[i,j]) + beta·c[i,j] in
@@ -65,9 +131,4 @@ func scaleAt(s []float64, i int) float64 {
 	return s[i]
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
+func abs(x float64) float64 { return math.Abs(x) }

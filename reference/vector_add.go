@@ -1,7 +1,8 @@
 // Package reference holds the float64 implementations of the operators:
 // the truth that every backend is judged against. Each is the plainest
-// correct code for its contract, on the exact values of the inputs; speed
-// is not a goal.
+// correct code for its contract, on the exact values of the inputs. Where
+// a faster form is used (MatMul's blocked BLAS), it computes the plain
+// loop's bits, and a test holds the two together.
 package reference
 
 // VectorAdd returns x[i] + y[i] in float64. For fp16, bf16 and int8
@@ -10,8 +11,15 @@ package reference
 // sum (53 ≥ 2·24 + 2, so rounding twice is innocuous).
 func VectorAdd(x, y []float64) []float64 {
 	z := make([]float64, len(x))
-	for i := range x {
+	VectorAddInto(z, x, y)
+	return z
+}
+
+// VectorAddInto is VectorAdd into z (len(z) ≤ len(x), len(y)), for callers
+// that work through long vectors a block at a time.
+func VectorAddInto(z, x, y []float64) {
+	x, y = x[:len(z)], y[:len(z)]
+	for i := range z {
 		z[i] = x[i] + y[i]
 	}
-	return z
 }

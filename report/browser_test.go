@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,10 +96,12 @@ func TestReportInBrowser(t *testing.T) {
 	var (
 		plots           []map[string]float64
 		caseIDs, broken []string
+		figures         []string
 		nLinks          int
 		opened, escaped bool
 	)
 	eval(&plots, `[...document.querySelectorAll("figure svg")].map(s => { const r = s.getBoundingClientRect(); return {w: r.width, h: r.height}; })`)
+	eval(&figures, `[...document.querySelectorAll("figure[id]")].filter(f => { const r = f.querySelector("svg").getBoundingClientRect(); return r.width > 0 && r.height > 0; }).map(f => f.id)`)
 	eval(&caseIDs, `[...document.querySelectorAll("details.case > summary > b")].map(b => b.textContent)`)
 	eval(&broken, `[...document.querySelectorAll("a[href^='#']")].map(a => a.getAttribute("href").slice(1)).filter(id => !document.getElementById(decodeURIComponent(id)))`)
 	eval(&nLinks, `document.querySelectorAll("a[href^='#']").length`)
@@ -109,8 +112,13 @@ func TestReportInBrowser(t *testing.T) {
 	if len(consoleErrs) > 0 {
 		t.Errorf("console errors: %v", consoleErrs)
 	}
-	if len(plots) < 3 {
-		t.Errorf("%d plots drawn, want ≥ 3 (precision RMSE, ulps, cycles)", len(plots))
+	if len(plots) < 3+len(modelPlots) {
+		t.Errorf("%d plots drawn, want ≥ %d (precision RMSE, ulps, cycles, attention quality, decoding)", len(plots), 3+len(modelPlots))
+	}
+	for _, id := range modelPlots {
+		if !slices.Contains(figures, id) {
+			t.Errorf("figure %q is missing or drawn with zero size (drawn: %q)", id, figures)
+		}
 	}
 	for i, p := range plots {
 		if p["w"] <= 0 || p["h"] <= 0 {

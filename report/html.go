@@ -27,7 +27,7 @@ type HTMLSection interface {
 // contents; any other section is listed by its key.
 var sectionNames = map[string]string{
 	"summary": "Summary", "gemm_precision_modes": "GEMM precision modes", "performance": "Performance checklist",
-	"plots": "Plots", "cases": "Cases",
+	"plots": "Plots", "cases": "Cases", "attention_quality": "Attention quality", "incremental_decoding": "Incremental decoding",
 }
 
 // HTML writes the whole report as one self-contained HTML page: the title,
@@ -160,6 +160,9 @@ func (p *Performance) HTML(w io.Writer) error {
 	for _, t := range Targets {
 		if t.NotModelled != "" {
 			v.Notes = append(v.Notes, t.Metric+": not modelled ("+t.NotModelled+")")
+		}
+		if t.Note != "" {
+			v.Notes = append(v.Notes, t.Metric+": "+t.Note)
 		}
 	}
 	return htmlTemplates.ExecuteTemplate(w, "performance", v)

@@ -18,6 +18,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/quality"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -38,8 +39,26 @@ func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 		t.Fatal(err)
 	}
 	r.Add(precisionTable{rows: [][2]string{{"<i>mode</i>", "0.01"}}})
+	qc := quality.DefaultConfig()
+	qc.Tokens, qc.Queries = 64, 4
+	qt, err := quality.AttentionQuality(qc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Add(&AttentionQuality{Table: qt})
+	dc := smallDecodingConfig()
+	dc.Lengths = []int{64, 128}
+	dt, err := IncrementalVsRecompute(context.Background(), npu.Ascend910B(), dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Add(dt)
 	return r
 }
+
+// modelPlots are the figures of the attention-quality and decoding
+// sections, which every rendering of htmlReport must hold.
+var modelPlots = []string{"plot-attention-1", "plot-attention-2", "plot-decoding-1", "plot-decoding-2"}
 
 func htmlCases(t *testing.T) []harness.Outcome {
 	cs := cases(t)
@@ -141,7 +160,8 @@ func TestReportHTML(t *testing.T) {
 			t.Errorf("page holds unescaped %q", s)
 		}
 	}
-	for _, s := range []string{"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;", "<title>npuverify &lt;report&gt;</title>", "<section id=\"section-gemm_precision_modes\">"} {
+	for _, s := range []string{"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;", "<title>npuverify &lt;report&gt;</title>", "<section id=\"section-gemm_precision_modes\">",
+		"<section id=\"section-attention_quality\">", "<section id=\"section-incremental_decoding\">"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}
@@ -166,6 +186,11 @@ func TestReportHTML(t *testing.T) {
 	// Precision RMSE plot, then the ulp histogram and cycles of vector_add.
 	if !strings.Contains(svgs[0], "int8_int32acc") || !strings.Contains(svgs[1], "share of elements") || !strings.Contains(svgs[2], "roofline bound") {
 		t.Error("plots lack their labels")
+	}
+	for _, id := range modelPlots {
+		if !ids[id] {
+			t.Errorf("no figure %q", id)
+		}
 	}
 	// One case fails, a 1-D output: no heatmap, and the page says why not.
 	if !strings.Contains(page, "<h3>Error heatmaps of failing cases</h3>") {

@@ -1,7 +1,9 @@
 // Package report renders accuracy and performance reports from case
 // results, summary first: an op × dtype/mode matrix of verdicts with the
 // worst bound tightness, sections a caller adds (the GEMM precision-mode
-// table), the performance checklist per op from the cost model, and plots
+// table; after the checklist, the attention quality under KV compression
+// and incremental decoding against full recompute, each with its plots),
+// the performance checklist per op from the cost model, and plots
 // (ulp histograms, error heatmaps of failing cases, modeled cycles against
 // the roofline). The per-case detail follows at the end: per case the op,
 // params, dims, distribution and seed, the metrics of every output (max

@@ -7,6 +7,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // DType names a storage format. The zero value is invalid so that a
@@ -118,37 +119,47 @@ func (d DType) UnitRoundoff() float64 {
 // MaxFinite is the largest finite value of a floating format,
 // (2 − 2^(1−p))·2^Emax.
 func (f Format) MaxFinite() float64 {
-	return math.Ldexp(2-math.Ldexp(1, 1-f.P), f.Emax)
+	if f.P < 1 || f.P > 53 || f.Emax < -1022 || f.Emax > 1023 {
+		return math.Ldexp(2-math.Ldexp(1, 1-f.P), f.Emax)
+	}
+	// Exponent Emax, the top p−1 fraction bits set: built from bits, as
+	// this sits in every element's bound.
+	return math.Float64frombits(uint64(f.Emax+1023)<<52 | (1<<(f.P-1)-1)<<(53-f.P))
+}
+
+// pow2 is 2^e, exactly (math.Ldexp(1, e)), from bits when 2^e is a normal
+// float64.
+func pow2(e int) float64 {
+	if e >= -1022 && e <= 1023 {
+		return math.Float64frombits(uint64(e+1023) << 52)
+	}
+	return math.Ldexp(1, e)
 }
 
 // MinNormal is 2^Emin, the smallest positive normal value.
-func (f Format) MinNormal() float64 { return math.Ldexp(1, f.Emin) }
+func (f Format) MinNormal() float64 { return pow2(f.Emin) }
 
 // MinSubnormal is 2^(Emin−p+1), the smallest positive subnormal value and
 // the spacing of the subnormal range.
-func (f Format) MinSubnormal() float64 { return math.Ldexp(1, f.Emin-f.P+1) }
+func (f Format) MinSubnormal() float64 { return pow2(f.Emin - f.P + 1) }
 
 // Ulp returns the spacing of the format at |x|: 2^(min(max(e,Emin),Emax)−p+1)
 // where 2^e ≤ |x| < 2^(e+1). Ulp(0) is MinSubnormal; values beyond the
 // range, ±Inf included, get the spacing at MaxFinite; Ulp(NaN) is NaN.
 func (f Format) Ulp(x float64) float64 {
-	x = math.Abs(x)
-	if math.IsNaN(x) {
-		return x
-	}
+	b := math.Float64bits(x) &^ (1 << 63) // |x|
 	e := f.Emin
-	if math.IsInf(x, 0) {
+	switch {
+	case b > 0x7FF0000000000000: // NaN
+		return math.Float64frombits(b)
+	case b == 0x7FF0000000000000: // ±Inf
 		e = f.Emax
-	} else if x != 0 {
-		_, exp := math.Frexp(x) // x = frac·2^exp, 0.5 ≤ frac < 1
-		if exp-1 > e {
-			e = exp - 1
-		}
+	case b >= 1<<52: // normal: 2^e ≤ |x| < 2^(e+1) with e the exponent field
+		e = max(e, int(b>>52)-1023)
+	case b != 0: // float64 subnormal
+		e = max(e, bits.Len64(b)-1-1074)
 	}
-	if e > f.Emax {
-		e = f.Emax
-	}
-	return math.Ldexp(1, e-f.P+1)
+	return pow2(min(e, f.Emax) - f.P + 1)
 }
 
 // RoundNearestEven rounds x to the nearest value of the format, ties to
@@ -158,6 +169,19 @@ func (f Format) Ulp(x float64) float64 {
 func (f Format) RoundNearestEven(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
+	}
+	if b := math.Float64bits(x); f.P >= 2 && f.P < 53 && int(b>>52&0x7FF)-1023 >= f.Emin {
+		// |x| ≥ MinNormal: the format's quantum is x's own exponent's, so
+		// round the float64 bits to p significant bits in place, ties to
+		// even (a carry out of the fraction steps the exponent, as it
+		// should). This sits in every element's bound and store.
+		shift := uint(53 - f.P)
+		b += 1<<(shift-1) - 1 + b>>shift&1
+		r := math.Float64frombits(b &^ (1<<shift - 1))
+		if math.Abs(r) > f.MaxFinite() {
+			return math.Copysign(math.Inf(1), x)
+		}
+		return r
 	}
 	q := f.Ulp(x)
 	// x/q and r·q are exact: q is a power of two and the quotient stays

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
 )
 
@@ -175,11 +177,56 @@ func (t *Tensor) Float64(i int) float64 {
 // Float64s returns all elements as exact float64 values in a new slice.
 func (t *Tensor) Float64s() []float64 {
 	out := make([]float64, t.Len())
-	for i := range out {
-		out[i] = t.Float64(i)
-	}
+	t.Float64sFrom(0, out)
 	return out
 }
+
+// Float64sFrom stores elements off, off+1, … off+len(dst)−1 into dst as
+// exact float64 values (they must exist). It converts by dtype in typed
+// loops (fp16 by a table of all 2^16 values), over all cores for large
+// ranges: the verification path reads every tensor this way.
+func (t *Tensor) Float64sFrom(off int, dst []float64) {
+	const grain = 1 << 16
+	switch s := t.data.(type) {
+	case []float64:
+		copy(dst, s[off:off+len(dst)])
+	case []float32:
+		s = s[off : off+len(dst)]
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = float64(v)
+			}
+		})
+	case []float16.Float16:
+		s = s[off : off+len(dst)]
+		tab := f16Table()
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = tab[v]
+			}
+		})
+	case []BF16:
+		s = s[off : off+len(dst)]
+		parallel.For(len(dst), grain, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				dst[lo+i] = float64(math.Float32frombits(uint32(v) << 16))
+			}
+		})
+	default:
+		for i := range dst {
+			dst[i] = t.Float64(off + i)
+		}
+	}
+}
+
+// f16Table holds every fp16 value as a float64, indexed by bit pattern.
+var f16Table = sync.OnceValue(func() *[1 << 16]float64 {
+	var tab [1 << 16]float64
+	for b := range tab {
+		tab[b] = float64(float16.Frombits(uint16(b)).Float32())
+	}
+	return &tab
+})
 
 // SetFloat64 stores v at element i after rounding it to the tensor's
 // dtype by the profile num (see Numerics.Round).
@@ -289,12 +336,51 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 	if a.DType != b.DType || !a.SameShape(b.Shape) {
 		return false, -1
 	}
-	for i := 0; i < a.Len(); i++ {
-		if a.Bits(i) != b.Bits(i) {
-			return false, i
-		}
+	i := -1
+	switch x := a.data.(type) {
+	case []float64:
+		y := b.data.([]float64)
+		i = firstDiffBy(x, y, math.Float64bits)
+	case []float32:
+		y := b.data.([]float32)
+		i = firstDiffBy(x, y, math.Float32bits)
+	case []float16.Float16: // integer-backed types: == compares the bits
+		i = firstDiff(x, b.data.([]float16.Float16))
+	case []BF16:
+		i = firstDiff(x, b.data.([]BF16))
+	case []int8:
+		i = firstDiff(x, b.data.([]int8))
+	case []int32:
+		i = firstDiff(x, b.data.([]int32))
+	case []uint8:
+		i = firstDiff(x, b.data.([]uint8))
+	}
+	if i >= 0 {
+		return false, i
 	}
 	return true, 0
+}
+
+// firstDiff returns the first index where x and y (same length) differ, or −1.
+func firstDiff[T comparable](x, y []T) int {
+	y = y[:len(x)]
+	for i := range x {
+		if x[i] != y[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstDiffBy is firstDiff comparing bits(x[i]) with bits(y[i]).
+func firstDiffBy[T any, B comparable](x, y []T, bits func(T) B) int {
+	y = y[:len(x)]
+	for i := range x {
+		if bits(x[i]) != bits(y[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // String describes dtype and shape, e.g. "fp16[4 8]".

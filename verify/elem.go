@@ -122,6 +122,12 @@ func (a rankedItem) worse(b rankedItem) bool {
 	return a.e.Index < b.e.Index
 }
 
+// takes reports whether an element with these keys and index would enter
+// the list: callers check it before building the Element.
+func (r *ranked) takes(key1, key2 float64, index int) bool {
+	return len(r.items) < r.k || (rankedItem{e: Element{Index: index}, key1: nanToInf(key1), key2: nanToInf(key2)}).worse(r.items[len(r.items)-1])
+}
+
 func (r *ranked) add(e Element, key1, key2 float64) {
 	it := rankedItem{e: e, key1: nanToInf(key1), key2: nanToInf(key2)}
 	if len(r.items) == r.k && !it.worse(r.items[len(r.items)-1]) {

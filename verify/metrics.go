@@ -3,8 +3,10 @@ package verify
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -100,29 +102,53 @@ func notRoundedElement(d tensor.DType, want *bound.Expected, i int, g float64) E
 }
 
 // ulpBucket maps an error in ulps to its UlpHist key.
-func ulpBucket(u float64) string {
+func ulpBucket(u float64) string { return UlpBuckets[ulpBucketIndex(u)] }
+
+// ulpBucketIndex maps an error in ulps to its index in UlpBuckets.
+func ulpBucketIndex(u float64) int {
 	k := math.Ceil(u)
 	switch {
 	case k <= 0:
-		return "0"
+		return 0
 	case k <= 1:
-		return "1"
+		return 1
 	case k <= 2:
-		return "2"
+		return 2
 	case k <= 4:
-		return "3-4"
+		return 3
 	case k <= 8:
-		return "5-8"
+		return 4
 	case k <= 16:
-		return "9-16"
+		return 5
 	}
-	return ">16"
+	return 6
+}
+
+// nonFiniteBucket is the index of "nonfinite" in UlpBuckets.
+const nonFiniteBucket = 7
+
+// metricsPart is what Compute gathers over one range of elements:
+// counts, maxima, the histogram and the worst elements, none of which
+// depends on the order the ranges are merged in (ranked is a total
+// order). The sums (MERE, RMSE, cosine) are not here: Compute adds them
+// in one pass in index order, so that their rounding is the same however
+// the work is split.
+type metricsPart struct {
+	ambiguous, ambiguousTaken, mismatch, notRounded, outOfBound int
+	compared, over1e3, over5e3                                  int
+	maxAbs, maxRel, mare, tightness, scaleV, scaleE             float64
+	hist                                                        [8]int
+	worst                                                       *ranked
 }
 
 // Compute returns the metrics of got against want. The output dtype (for
 // ulps) is got's. Only the elements present in both got and want are
 // judged; Check rejects a length mismatch before computing. A nil want
 // gives Metrics with only N set.
+//
+// The per-element work runs over all cores in contiguous ranges; the
+// floating sums run in index order, so the result is the same as a
+// single loop's, bit for bit.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1}
 	if got == nil {
@@ -134,82 +160,70 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	}
 	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
 	m.N = n
+	const grain = 1 << 14
+	var parts []*metricsPart
+	var mu sync.Mutex
+	parallel.For(n, grain, func(lo, hi int) {
+		p := computePart(got, want, lo, hi)
+		mu.Lock()
+		parts = append(parts, p)
+		mu.Unlock()
+	})
 	worst := newRanked(WorstCount)
-
-	// Two passes: the first finds scales so that sums of squares cannot
-	// overflow for fp64 outputs.
+	var over1e3, over5e3 int
 	var scaleV, scaleE float64
-	for i := 0; i < n; i++ {
-		g, r := got.Float64(i), want.Ref[i]
-		if classify(want, i, g) != classFinite {
-			continue
+	var hist [8]int
+	for _, p := range parts {
+		m.Ambiguous += p.ambiguous
+		m.AmbiguousTaken += p.ambiguousTaken
+		m.NonFiniteMismatch += p.mismatch
+		m.NotRounded += p.notRounded
+		m.OutOfBound += p.outOfBound
+		m.Compared += p.compared
+		over1e3 += p.over1e3
+		over5e3 += p.over5e3
+		m.MaxAbs = math.Max(m.MaxAbs, p.maxAbs)
+		m.MaxRel = math.Max(m.MaxRel, p.maxRel)
+		m.MARE = math.Max(m.MARE, p.mare)
+		m.Tightness = math.Max(m.Tightness, p.tightness)
+		scaleV = math.Max(scaleV, p.scaleV)
+		scaleE = math.Max(scaleE, p.scaleE)
+		for i, c := range p.hist {
+			hist[i] += c
 		}
-		scaleV = math.Max(scaleV, math.Max(math.Abs(g), math.Abs(r)))
-		scaleE = math.Max(scaleE, math.Abs(g-r))
+		for _, it := range p.worst.items {
+			worst.add(it.e, it.key1, it.key2)
+		}
+	}
+	for i, c := range hist {
+		if c > 0 {
+			m.UlpHist[UlpBuckets[i]] = c
+		}
 	}
 
+	// The sums, in index order; the scales keep the sums of squares from
+	// overflowing for fp64 outputs.
 	var sumMere, sumSq, sgr, sgg, srr float64
-	var over1e3, over5e3 int
-	for i := 0; i < n; i++ {
-		g, r, b := got.Float64(i), want.Ref[i], want.Bound[i]
-		amb := want.Ambiguous(i)
-		if amb {
-			m.Ambiguous++
-		}
-		switch classify(want, i, g) {
-		case classMismatch:
-			m.UlpHist["nonfinite"]++
-			m.NonFiniteMismatch++
-			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
-				math.Inf(1), math.Inf(1))
-			continue
-		case classNonFinite:
-			m.UlpHist["nonfinite"]++
-			if amb {
-				m.AmbiguousTaken++
+	gb := make([]float64, min(block, n))
+	for b0 := 0; b0 < n; b0 += block {
+		gv := gb[:min(block, n-b0)]
+		got.Float64sFrom(b0, gv)
+		for j, g := range gv {
+			r := want.Ref[b0+j]
+			if bound.Of(g) != 0 || bound.Of(r) != 0 {
+				continue
 			}
-			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
-				m.NotRounded++
-				worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, math.Inf(1))
+			e := math.Abs(g - r)
+			sumMere += e / (math.Abs(r) + mereGuard)
+			if scaleE > 0 {
+				sumSq += (e / scaleE) * (e / scaleE)
 			}
-			continue
-		}
-		m.Compared++
-		e := math.Abs(g - r)
-		m.MaxAbs = math.Max(m.MaxAbs, e)
-		rel := relErr(g, r)
-		m.MaxRel = math.Max(m.MaxRel, rel)
-		if rel > 1e-3 {
-			over1e3++
-		}
-		if rel > 5e-3 {
-			over5e3++
-		}
-		mr := e / (math.Abs(r) + mereGuard)
-		sumMere += mr
-		m.MARE = math.Max(m.MARE, mr)
-		if scaleE > 0 {
-			sumSq += (e / scaleE) * (e / scaleE)
-		}
-		if scaleV > 0 {
-			gs, rs := g/scaleV, r/scaleV
-			sgr += gs * rs
-			sgg += gs * gs
-			srr += rs * rs
-		}
-		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
-		t := ratio(e, b)
-		m.Tightness = math.Max(m.Tightness, t)
-		out := !(e <= b)
-		switch {
-		case out:
-			m.OutOfBound++
-			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
-		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
-			m.NotRounded++
-			worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, e)
-		case e > 0:
-			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+			if scaleV > 0 {
+				gs, rs := g/scaleV, r/scaleV
+				sgr += gs * rs
+				sgg += gs * gs
+				srr += rs * rs
+			}
 		}
 	}
 	if m.Compared > 0 {
@@ -229,4 +243,93 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	}
 	m.Worst = worst.elements()
 	return m
+}
+
+// block is how many got values Compute converts to float64 at a time.
+const block = 2048
+
+// computePart gathers the order-free metrics of elements [lo, hi) of got
+// against want.
+func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsPart {
+	p := &metricsPart{worst: newRanked(WorstCount)}
+	d := got.DType
+	f, isFloat := d.FloatFormat()
+	gb := make([]float64, min(block, hi-lo))
+	for b0 := lo; b0 < hi; b0 += block {
+		gv := gb[:min(block, hi-b0)]
+		got.Float64sFrom(b0, gv)
+		p.addBlock(d, f, isFloat, gv, want, b0)
+	}
+	return p
+}
+
+// addBlock gathers elements b0, b0+1, … whose got values are gv.
+func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, want *bound.Expected, b0 int) {
+	for j, g := range gv {
+		i := b0 + j
+		r, b := want.Ref[i], want.Bound[i]
+		amb := want.Ambiguous(i)
+		if amb {
+			p.ambiguous++
+		}
+		switch classify(want, i, g) {
+		case classMismatch:
+			p.hist[nonFiniteBucket]++
+			p.mismatch++
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
+				math.Inf(1), math.Inf(1))
+			continue
+		case classNonFinite:
+			p.hist[nonFiniteBucket]++
+			if amb {
+				p.ambiguousTaken++
+			}
+			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
+				p.notRounded++
+				p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, math.Inf(1))
+			}
+			continue
+		}
+		p.compared++
+		e := math.Abs(g - r)
+		p.scaleV = maxNonNeg(p.scaleV, maxNonNeg(math.Abs(g), math.Abs(r)))
+		p.scaleE = maxNonNeg(p.scaleE, e)
+		p.maxAbs = maxNonNeg(p.maxAbs, e)
+		rel := relErr(g, r)
+		p.maxRel = maxNonNeg(p.maxRel, rel)
+		if rel > 1e-3 {
+			p.over1e3++
+		}
+		if rel > 5e-3 {
+			p.over5e3++
+		}
+		p.mare = maxNonNeg(p.mare, e/(math.Abs(r)+mereGuard))
+		ulp := 1.0
+		if isFloat {
+			ulp = f.Ulp(r)
+		}
+		p.hist[ulpBucketIndex(e/ulp)]++
+		t := ratio(e, b)
+		p.tightness = maxNonNeg(p.tightness, t)
+		switch {
+		case !(e <= b):
+			p.outOfBound++
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
+			p.notRounded++
+			p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, e)
+		case e > 0 && p.worst.takes(t, e, i):
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+		}
+	}
+}
+
+// maxNonNeg is math.Max for the non-negative, non-NaN figures of
+// computePart (absolute values and their ratios, +0 never −0), where it
+// is a plain comparison.
+func maxNonNeg(x, y float64) float64 {
+	if y > x {
+		return y
+	}
+	return x
 }

@@ -8,10 +8,12 @@ import (
 
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/quality"
 	"github.com/npuverify/npuverify/report"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--merge FILE.json...] [--backend B] [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge FILE.json...] [--backend B] [--profile P] [--timeout D]"
 
 // cmdReport writes DIR/report.md, DIR/report.json and DIR/report.html (by
 // default) on the embedded default cases. Without --merge it runs them
@@ -19,7 +21,10 @@ const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision 
 // stored bits and budgets); with --merge it renders the `check --json`
 // results named as arguments instead (e.g. the shards of one check run),
 // which gives the report the unsharded run would. The GEMM precision-mode
-// table is computed on the backend either way. Progress goes to stderr
+// table is computed on the backend either way, and the attention-quality
+// table (float64) and the incremental-decoding comparison (the emulator's
+// cost model on the device profile) here too: none of them comes from
+// case results, so a merged report has them as the unsharded one does. Progress goes to stderr
 // when it is a terminal; the last line on stdout names the files written.
 // The exit code is check's: the report is written either way.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
@@ -28,6 +33,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "out/report", "directory to write report.<format> to")
 	formats := fs.String("format", "md,json,html", "comma-separated formats: "+strings.Join(report.Formats, ", "))
 	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
+	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression (about 0.2 s): on or off")
+	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context (about 1 s): on or off")
 	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
 	var dev deviceFlags
 	dev.register(fs)
@@ -49,6 +56,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if *precision != "off" {
 		if _, err := fmt.Sscanf(*precision, "%dx%dx%d", &pcfg.M, &pcfg.K, &pcfg.N); err != nil || pcfg.M <= 0 || pcfg.K <= 0 || pcfg.N <= 0 {
 			return usageErr(where, "--precision %q: want MxKxN with positive sizes, or off", *precision)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"attention", *attention}, {"decoding", *decoding}} {
+		if f.v != "on" && f.v != "off" {
+			return usageErr(where, "--%s %q: want on or off", f.name, f.v)
 		}
 	}
 	prof, b, err := dev.build(where)
@@ -90,6 +102,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if err := addModelSections(rep, prof, *attention == "on", *decoding == "on"); err != nil {
+		return harnessErr(where, err)
+	}
 	paths, err := rep.WriteFiles(*out, fmts)
 	if err != nil {
 		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
@@ -113,6 +128,33 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	if code != exitPass {
 		return failed{code}
+	}
+	return nil
+}
+
+// addModelSections inserts the attention-quality table and the
+// incremental-decoding comparison after the performance checklist.
+func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding bool) error {
+	after := "performance"
+	if attention {
+		tab, err := quality.AttentionQuality(quality.DefaultConfig())
+		if err != nil {
+			return err
+		}
+		s := &report.AttentionQuality{Table: tab}
+		if err := rep.InsertAfter(after, s); err != nil {
+			return err
+		}
+		after = s.Key()
+	}
+	if decoding {
+		tab, err := report.IncrementalVsRecompute(context.Background(), prof, report.DefaultDecodingConfig())
+		if err != nil {
+			return err
+		}
+		if err := rep.InsertAfter(after, tab); err != nil {
+			return err
+		}
 	}
 	return nil
 }

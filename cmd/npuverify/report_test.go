@@ -59,6 +59,12 @@ func TestReportMergeEqualsUnsharded(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: merged report (%d bytes) differs from the unsharded one (%d bytes) at byte %d", f, len(b), len(a), firstDiff(a, b))
 		}
+		// The sections the report command computes itself are in both.
+		for _, s := range []string{"attention_quality", "incremental_decoding"} {
+			if f == "report.json" && !bytes.Contains(b, []byte(`"`+s+`": {`)) {
+				t.Errorf("%s: merged report lacks section %q", f, s)
+			}
+		}
 	}
 	var full1 struct {
 		Cases []struct {
@@ -85,6 +91,8 @@ func TestReportMergeEqualsUnsharded(t *testing.T) {
 	os.WriteFile(other, bytes.Replace(b, []byte(`"profile": "ascend910b"`), []byte(`"profile": "other"`), 1), 0o644)
 	wantCLI(t, 2, []string{"npuverify: report: --merge: ", "meta profile"}, "report", "--out", merged, "--precision", "off", "--merge", shards[0], other)
 	wantCLI(t, 2, []string{"npuverify: report: --merge: no result files"}, "report", "--out", merged, "--merge")
+	wantCLI(t, 2, []string{`npuverify: report: --decoding "maybe": want on or off`}, "report", "--out", merged, "--decoding", "maybe", "--merge", shards[0])
+	wantCLI(t, 2, []string{`npuverify: report: --attention "1": want on or off`}, "report", "--out", merged, "--attention", "1", "--merge", shards[0])
 	wantCLI(t, 2, []string{"npuverify: report: unexpected argument", "--merge"}, "report", "--out", merged, shards[0])
 	notReport := filepath.Join(dir, "x.json")
 	os.WriteFile(notReport, []byte(`{"a": 1}`), 0o644)

@@ -43,9 +43,10 @@ func waitFile(t *testing.T, path string) string {
 	return ""
 }
 
-// gone waits up to 3 s for pid to be gone from /proc, killed and reaped.
+// gone waits up to 10 s (a loaded 2-core CI machine schedules the
+// reaper late) for pid to be gone from /proc, killed and reaped.
 func gone(pid int) bool {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
 			return true

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// benchNpy writes a seeded standard-normal fp16 tensor of the given shape
+// to dir/name.npy, as ../shared/bench/vs_numpy.py does, and returns the path.
+func benchNpy(b *testing.B, dir, name string, seed uint64, shape ...int) string {
+	b.Helper()
+	t := tensor.MustNew(tensor.Float16, shape...)
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range t.Len() {
+		t.SetFloat64(i, r.NormFloat64(), tensor.Numerics{})
+	}
+	p := filepath.Join(dir, name+".npy")
+	if err := tensor.WriteNpyFile(p, t); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// benchRun times the whole `npuverify run` (read, emulate, reference,
+// bound, verify, write) in process, the path vs_numpy.py measures.
+func benchRun(b *testing.B, args ...string) {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "o")
+	args = append(args, "--out", out)
+	b.ResetTimer()
+	for b.Loop() {
+		if code := run(args, io.Discard, io.Discard); code != 0 {
+			b.Fatalf("npuverify %v: exit %d", args, code)
+		}
+	}
+}
+
+// BenchmarkRunGEMM is `run gemm` fp16_fp32acc on n×n×n standard normal inputs.
+func BenchmarkRunGEMM(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := b.TempDir()
+			a, bb := benchNpy(b, dir, "a", 1, n, n), benchNpy(b, dir, "b", 2, n, n)
+			benchRun(b, "run", "gemm", "--param", "mode=fp16_fp32acc", "--in", "a="+a, "--in", "b="+bb)
+			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkRunVectorAdd is `run vector_add` fp16 on 2^24 standard normal elements.
+func BenchmarkRunVectorAdd(b *testing.B) {
+	const n = 1 << 24
+	dir := b.TempDir()
+	x, y := benchNpy(b, dir, "x", 1, n), benchNpy(b, dir, "y", 2, n)
+	benchRun(b, "run", "vector_add", "--param", "dtype=fp16", "--in", "x="+x, "--in", "y="+y)
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
+}

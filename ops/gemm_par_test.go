@@ -1,0 +1,50 @@
+package ops
+
+import (
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// TestGEMMExpectMatchesSerial holds gemm's Expect, split by rows over
+// cores, to one serial pass over all rows, bit for bit, in every mode and
+// dist (special values take the reference's exact loop), with alpha and
+// beta, on a shape large enough to be split.
+func TestGEMMExpectMatchesSerial(t *testing.T) {
+	const m, k, n, seed = 130, 40, 70, 17
+	for _, mode := range GEMMModes() {
+		for _, dist := range GEMM.Dists() {
+			p, err := GEMM.Validate(Params{"mode": mode.Name, "alpha": "0.75", "beta": "-1.5"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := GEMM.Generate(p, Gen{Dims: map[string]int{"m": m, "k": k, "n": n}, Dist: dist, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			num := tensor.Numerics{}
+			got, err := GEMM.Expect(p, in, num)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := gemmConfig(p)
+			a, b, c := in["a"].Float64s(), in["b"].Float64s(), in["c"].Float64s()
+			var sa, sb []float64
+			if mode.Int8() {
+				sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+			}
+			d, s := reference.MatMul(m, k, n, a, b)
+			ev, err := newGEMMEval(cfg, k, num)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := bound.NewExpected(m * n)
+			ev.rows(want, 0, m, d, s, a, b, c, sa, sb, k, n)
+			if i := firstExpectedDiff(got["out"], want); i >= 0 {
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
+			}
+		}
+	}
+}
