@@ -450,18 +450,15 @@ var f16Table = func() *[1 << 16]float32 {
 // f16ToF32 is the vector unit's exact fp16 → fp32 Cast.
 func f16ToF32(v float16.Float16) float32 { return f16Table[v.Bits()] }
 
-// f16sToF32 sets dst[i] = f16ToF32(src[i]). A normal fp16 value moves
-// into fp32 by shifting its exponent and fraction into place and rebiasing
-// the exponent (15 → 127), which needs no table; zeros, subnormals, Inf
-// and NaN take the table (TestF16sToF32 checks every bit pattern).
+// f16sToF32 sets dst[i] = f16ToF32(src[i]): one load from the table per
+// element, its pointer held in a register (the global would be reloaded
+// every iteration) and the uint16 index needing no bounds check. Measured
+// faster than rebuilding normal values by shifting and rebiasing their
+// bits, which has to branch out for zeros, subnormals, Inf and NaN.
 func f16sToF32(dst []float32, src []float16.Float16) {
 	dst = dst[:len(src)]
+	t := f16Table
 	for i, h := range src {
-		u := uint32(h)
-		if e := u & 0x7c00; e == 0 || e == 0x7c00 {
-			dst[i] = f16Table[u]
-			continue
-		}
-		dst[i] = math.Float32frombits((u&0x8000)<<16 | ((u&0x7fff)<<13 + 112<<23))
+		dst[i] = t[uint16(h)]
 	}
 }
