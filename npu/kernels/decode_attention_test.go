@@ -96,8 +96,8 @@ func BenchmarkDecodeAttention(b *testing.B) {
 	}
 }
 
-// TestF16sToF32: the hot loops' fp16 → fp32 Cast agrees with the table
-// (float16's conversion) on every bit pattern, NaN payloads included.
+// TestF16sToF32: the hot loops' fp16 → fp32 Cast agrees with float16's
+// conversion on every bit pattern, NaN payloads included.
 func TestF16sToF32(t *testing.T) {
 	src := make([]float16.Float16, 1<<16)
 	for i := range src {
