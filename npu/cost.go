@@ -53,9 +53,11 @@ type Cost struct {
 	//     both sources (2·n·size), Cast its source (n·from size), Duplicate
 	//     nothing; VectorFused reads its operands' ReadBytes;
 	//     ChargeVector and VectorWork, given only a byte count, read it once
-	//     (one operand stream, a lower bound); MmadSparse reads its index
-	//     (M·K/2 bytes) when the index is in UB. The cube otherwise reads L0A
-	//     and L0B, filled from L1, never from UB; FixpipeToUB writes UB.
+	//     (one operand stream, a lower bound); ChargeCube, a product the
+	//     kernel computes on its UB buffers, reads both operands
+	//     ((m·k + k·n)·input size); MmadSparse reads its index (M·K/2
+	//     bytes) when the index is in UB. Mmad reads L0A and L0B, filled
+	//     from L1, never from UB; FixpipeToUB writes UB.
 	//   - UBOutBytes: bytes DMA'd out of UB to GM (DataCopyOut,
 	//     DataCopyPadOut, DataCopy2DOut), counted separately and left out
 	//     of the ratio: a store is not compute, and counting it would give
