@@ -17,22 +17,61 @@ type CoreCost struct {
 	// CubeUsefulMACs/CubeMACs.
 	CubeUsefulMACs int64 `json:"cube_useful_macs"`
 	UBPeakBytes    int64 `json:"ub_peak_bytes"`
+	// UBLoadBytes, UBReadBytes and UBOutBytes are the UB traffic that
+	// Cost.UBReuse is derived from; see there for what each counts.
+	UBLoadBytes int64 `json:"ub_load_bytes"`
+	UBReadBytes int64 `json:"ub_read_bytes"`
+	UBOutBytes  int64 `json:"ub_out_bytes"`
 }
 
 // Cost is the deterministic cost of one kernel launch, derived from the
 // per-core counters and the device profile.
 type Cost struct {
-	Device      string     `json:"device"`
-	BlockDim    int        `json:"block_dim"`     // cores launched
-	Cycles      int64      `json:"cycles"`        // max over cores: the modeled kernel time
-	Seconds     float64    `json:"seconds"`       // Cycles / clock
-	CoreCycles  []int64    `json:"core_cycles"`   // per core
-	GMBytesIn   int64      `json:"gm_bytes_in"`   // summed over cores
-	GMBytesOut  int64      `json:"gm_bytes_out"`  // summed over cores
-	UBPeakBytes int64      `json:"ub_peak_bytes"` // max over cores
-	VectorUtil  float64    `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
-	CubeUtil    float64    `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)
-	Overlap     float64    `json:"overlap"`       // DMA/compute overlap: hidden cycles / min(DMA, compute), in [0,1]
-	LoadBalance float64    `json:"load_balance"`  // min/max core cycles over launched cores, 1 when balanced
+	Device      string  `json:"device"`
+	BlockDim    int     `json:"block_dim"`     // cores launched
+	Cycles      int64   `json:"cycles"`        // max over cores: the modeled kernel time
+	Seconds     float64 `json:"seconds"`       // Cycles / clock
+	CoreCycles  []int64 `json:"core_cycles"`   // per core
+	GMBytesIn   int64   `json:"gm_bytes_in"`   // summed over cores
+	GMBytesOut  int64   `json:"gm_bytes_out"`  // summed over cores
+	UBPeakBytes int64   `json:"ub_peak_bytes"` // max over cores
+	VectorUtil  float64 `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
+	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)
+	Overlap     float64 `json:"overlap"`       // DMA/compute overlap: hidden cycles / min(DMA, compute), in [0,1]
+	LoadBalance float64 `json:"load_balance"`  // min/max core cycles over launched cores, 1 when balanced
+	// UBReuse is the fraction of compute's reads of UB served without a
+	// fresh GM load: 1 − UBLoadBytes / UBReadBytes, clamped to [0, 1], and
+	// 0 when compute reads no UB (UBReadBytes = 0; a judge must look at
+	// UBReadBytes before reading 0 as "no reuse"). The counters, summed
+	// over cores, are pure bookkeeping (they add no cycles):
+	//
+	//   - UBLoadBytes: GM bytes DMA'd into UB (DataCopyIn, DataCopyPadIn
+	//     and DataCopy2DIn with a UB destination), GM bytes only, not the
+	//     UB padding a pad copy zero-fills. Copies into L1 are not UB
+	//     loads.
+	//   - UBReadBytes: bytes compute reads out of UB. Add, Sub and Mul read
+	//     both sources (2·n·size), Cast its source (n·from size), Duplicate
+	//     nothing; VectorFused reads its operands' ReadBytes;
+	//     ChargeVector and VectorWork, given only a byte count, read it once
+	//     (one operand stream, a lower bound); ChargeCube, a product the
+	//     kernel computes on its UB buffers, reads both operands
+	//     ((m·k + k·n)·input size); MmadSparse reads its index (M·K/2
+	//     bytes) when the index is in UB. Mmad reads L0A and L0B, filled
+	//     from L1, never from UB; FixpipeToUB writes UB.
+	//   - UBOutBytes: bytes DMA'd out of UB to GM (DataCopyOut,
+	//     DataCopyPadOut, DataCopy2DOut), counted separately and left out
+	//     of the ratio: a store is not compute, and counting it would give
+	//     a pure streaming kernel (load, one instruction, store) reuse it
+	//     does not have.
+	//
+	// So a streaming kernel that loads every operand it reads scores 0,
+	// and one whose compute reads data produced on chip (vector results,
+	// accumulators moved from L0C after a K loop) or reads a loaded byte
+	// more than once scores higher. Bytes a kernel loads and never reads
+	// can push 1 − load/read below 0, hence the clamp.
+	UBReuse     float64    `json:"ub_reuse"`
+	UBLoadBytes int64      `json:"ub_load_bytes"` // summed over cores; see UBReuse
+	UBReadBytes int64      `json:"ub_read_bytes"` // summed over cores; see UBReuse
+	UBOutBytes  int64      `json:"ub_out_bytes"`  // summed over cores; see UBReuse
 	Cores       []CoreCost `json:"cores,omitempty"`
 }

@@ -131,15 +131,20 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 	steps := int64(p.M/fr.M) * int64(kh/fr.K) * int64(p.N/fr.N)
 	c.chargeCube(steps, int64(p.M)*int64(kh)*int64(p.N), int64(p.UsefulM)*int64(p.UsefulK)*int64(p.UsefulN))
 	c.charge(StageCompute, int64((p.M*kh+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
+	if idx.space == UB {
+		c.readUB(p.M * kh) // the cube's one read of UB (Cost.UBReuse)
+	}
 	return nil
 }
 
 // VectorWork charges one vector instruction sequence over bytes of UB
 // data that a kernel emulates in Go because no primitive models it
 // (a compare-and-select, a gather, a bit decode): VectorIssueCycles +
-// ceil(bytes / VectorBytesPerCycle), like every vector primitive.
+// ceil(bytes / VectorBytesPerCycle), like every vector primitive. Like
+// ChargeVector it counts bytes as read from UB once (Cost.UBReuse).
 func (c *Core) VectorWork(bytes int) {
 	if bytes > 0 {
 		c.chargeVector(bytes)
+		c.readUB(bytes)
 	}
 }

@@ -360,6 +360,23 @@ func (c *Core) chargeVector(bytes int) int64 {
 	return cyc
 }
 
+// readUB counts bytes compute reads out of UB (Cost.UBReuse). It adds no
+// cycles: the primitive that reads charges them.
+func (c *Core) readUB(bytes int) {
+	if bytes > 0 {
+		c.cost.UBReadBytes += int64(bytes)
+	}
+}
+
+// UBReuse is Cost.UBReuse of the given counters: 1 − load/read clamped to
+// [0, 1], 0 when read is 0.
+func UBReuse(load, read int64) float64 {
+	if read <= 0 {
+		return 0
+	}
+	return max(0, 1-float64(load)/float64(read))
+}
+
 // chargeCube counts cube work: cycles of the cube unit, MACs issued
 // (including fractal padding) and the useful ones. Cube primitives call it.
 func (c *Core) chargeCube(cycles, macs, usefulMACs int64) {
@@ -416,6 +433,9 @@ func (d *Device) deriveCost(cores []*Core) *Cost {
 		cost.GMBytesIn += cc.GMBytesIn
 		cost.GMBytesOut += cc.GMBytesOut
 		cost.UBPeakBytes = max(cost.UBPeakBytes, cc.UBPeakBytes)
+		cost.UBLoadBytes += cc.UBLoadBytes
+		cost.UBReadBytes += cc.UBReadBytes
+		cost.UBOutBytes += cc.UBOutBytes
 		vec += float64(cc.VectorCycles)
 		if cc.CubeMACs > 0 {
 			cube += float64(cc.CubeCycles) * float64(cc.CubeUsefulMACs) / float64(cc.CubeMACs)
@@ -436,5 +456,6 @@ func (d *Device) deriveCost(cores []*Core) *Cost {
 	if overlappable > 0 {
 		cost.Overlap = min(1, hidden/overlappable)
 	}
+	cost.UBReuse = UBReuse(cost.UBLoadBytes, cost.UBReadBytes)
 	return cost
 }

@@ -268,6 +268,7 @@ func TestLoadBalanceCost(t *testing.T) {
 	want := &Cost{
 		Device: "unit", BlockDim: 3, Cycles: 64, Seconds: 64e-9, CoreCycles: []int64{64, 32, 32},
 		GMBytesIn: 128, UBPeakBytes: 64, LoadBalance: 0.5,
+		UBLoadBytes: 128, // loaded, never read: UBReuse stays 0
 	}
 	got := *cost
 	got.Cores = nil

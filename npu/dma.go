@@ -17,7 +17,8 @@ import (
 // GMBytesOut and DMALatencyCycles + ceil(bytes / per-core HBM share)
 // cycles to DMACycles and to the current tile's in or out stage. A copy of
 // zero elements is free. Copies into UB or L1 are allowed; copies out are
-// from UB.
+// from UB. A copy into UB adds its GM bytes to UBLoadBytes, a copy out
+// to UBOutBytes (Cost.UBReuse).
 
 // DataCopyIn copies n elements of src starting at element off into the
 // start of dst. off·size and n·size must be multiples of the alignment.
@@ -72,6 +73,9 @@ func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pa
 	copy(dst.data, gm[off*size:off*size+bytes])
 	clear(dst.data[bytes:local])
 	c.chargeDMA(true, bytes)
+	if space == UB {
+		c.cost.UBLoadBytes += int64(bytes)
+	}
 	return nil
 }
 
@@ -95,6 +99,7 @@ func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n in
 	}
 	copy(gm[off*size:off*size+bytes], src.data)
 	c.chargeDMA(false, bytes)
+	c.cost.UBOutBytes += int64(bytes)
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 // local tile, the copies of the cube's operand panels (GM → L1) and of the
 // GEMM store (UB → GM). Each call is one DMA transfer, like DataCopyIn/Out,
 // whatever the number of rows; only the block's rows·cols elements count
-// as GM bytes.
+// as GM bytes (and as UB load or out bytes when the local side is UB,
+// Cost.UBReuse).
 
 // DataCopy2DIn copies the [rows × cols] block at (row0, col0) of the
 // row-major GM matrix src (ld elements per row) into dst (UB or L1) as a
@@ -44,6 +45,9 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 		}
 	}
 	c.chargeDMA(true, rows*cols*size)
+	if dst.space == UB {
+		c.cost.UBLoadBytes += int64(rows * cols * size)
+	}
 	return nil
 }
 
@@ -67,6 +71,7 @@ func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int,
 		copy(gm[d:d+cols*size], src.data[r*srcLd*size:])
 	}
 	c.chargeDMA(false, rows*cols*size)
+	c.cost.UBOutBytes += int64(rows * cols * size)
 	return nil
 }
 

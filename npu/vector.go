@@ -21,7 +21,9 @@ import (
 //
 // Each instruction costs VectorIssueCycles + ceil(n·size / 256) cycles
 // (256 = VectorBytesPerCycle on ascend910b), charged to the compute stage
-// of the current tile. dst may alias a source.
+// of the current tile. dst may alias a source. The bytes each reads from
+// UB (its sources; a fill reads none) count in UBReadBytes
+// (Cost.UBReuse).
 
 type binOp uint8
 
@@ -92,6 +94,7 @@ func (c *Core) binary(op binOp, dt tensor.DType, dst, a, b *Buffer, n int) error
 		binI8(op, dst.I8()[:n], a.I8()[:n], b.I8()[:n])
 	}
 	c.chargeVector(bytes)
+	c.readUB(2 * bytes) // both sources, even when they alias
 	return nil
 }
 
@@ -343,6 +346,7 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 		}
 	}
 	c.chargeVector(n * max(to.Size(), from.Size()))
+	c.readUB(n * from.Size())
 	return nil
 }
 
@@ -353,6 +357,13 @@ type VectorOperand struct {
 	Name  string // names the operand in errors
 	Buf   *Buffer
 	Bytes int
+	// ReadBytes is how many of those bytes the instruction reads (a
+	// source, or a destination it also reads; 0 for an operand it only
+	// writes), at most Bytes: they count in UBReadBytes (Cost.UBReuse).
+	// The zero default means "written only", so a forgotten count
+	// undercounts reads, which can only lower the reuse figure, never
+	// flatter it.
+	ReadBytes int
 }
 
 // VectorFused runs one vector instruction whose elementwise arithmetic
@@ -367,8 +378,8 @@ func (c *Core) VectorFused(op string, bytes int, body func(), operands ...Vector
 		return fmt.Errorf("%s: negative byte count %d", op, bytes)
 	}
 	for _, o := range operands {
-		if o.Bytes < 0 {
-			return fmt.Errorf("%s: %s: negative byte count %d", op, o.Name, o.Bytes)
+		if o.Bytes < 0 || o.ReadBytes < 0 || o.ReadBytes > o.Bytes {
+			return fmt.Errorf("%s: %s: byte count %d or read count %d outside [0, bytes]", op, o.Name, o.Bytes, o.ReadBytes)
 		}
 		if err := c.checkBuf(op+": "+o.Name, o.Buf, UB, o.Bytes); err != nil {
 			return err
@@ -376,5 +387,8 @@ func (c *Core) VectorFused(op string, bytes int, body func(), operands ...Vector
 	}
 	body()
 	c.chargeVector(bytes)
+	for _, o := range operands {
+		c.readUB(o.ReadBytes)
+	}
 	return nil
 }

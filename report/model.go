@@ -70,6 +70,12 @@ type Cost struct {
 	LoadBalance verify.Float `json:"load_balance"`
 	UBPeakBytes int64        `json:"ub_peak_bytes"`
 	BlockDim    int          `json:"block_dim"`
+	// UBReuse is npu.Cost.UBReuse, NaN when compute reads no UB
+	// (UBReadBytes = 0), where the ratio has nothing to measure.
+	UBReuse     verify.Float `json:"ub_reuse"`
+	UBLoadBytes int64        `json:"ub_load_bytes"` // npu.Cost.UBLoadBytes
+	UBReadBytes int64        `json:"ub_read_bytes"` // npu.Cost.UBReadBytes
+	UBOutBytes  int64        `json:"ub_out_bytes"`  // npu.Cost.UBOutBytes
 
 	// Summed over cores.
 	DMACycles      int64 `json:"dma_cycles"`
@@ -153,6 +159,10 @@ func costOf(k *npu.Cost) *Cost {
 		Device: k.Device, Cycles: k.Cycles, Seconds: verify.Float(k.Seconds), GMBytesIn: k.GMBytesIn, GMBytesOut: k.GMBytesOut,
 		VectorUtil: verify.Float(k.VectorUtil), CubeUtil: verify.Float(k.CubeUtil), Overlap: verify.Float(k.Overlap),
 		LoadBalance: verify.Float(k.LoadBalance), UBPeakBytes: k.UBPeakBytes, BlockDim: k.BlockDim,
+		UBReuse: verify.Float(k.UBReuse), UBLoadBytes: k.UBLoadBytes, UBReadBytes: k.UBReadBytes, UBOutBytes: k.UBOutBytes,
+	}
+	if k.UBReadBytes == 0 {
+		c.UBReuse = verify.Float(math.NaN())
 	}
 	lat := int64(-1)
 	if p, err := npu.ProfileByName(k.Device); err == nil {

@@ -156,8 +156,9 @@ func dequantI32(core *npu.Core, dst, src, sa, sb *npu.Buffer, rows, cols, saOff 
 	}
 	n := rows * cols
 	saN, sbN := saOff+rows, cols
+	saR := rows // the scales read: rows saOff.. of sa
 	if saBcst {
-		saN = 1
+		saN, saR = 1, 1
 	}
 	if sbBcst {
 		sbN = 1
@@ -179,8 +180,8 @@ func dequantI32(core *npu.Core, dst, src, sa, sb *npu.Buffer, rows, cols, saOff 
 				out[i*cols+j] = float32(float64(s) * float64(v))
 			}
 		}
-	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4},
-		npu.VectorOperand{Name: "scale_a", Buf: sa, Bytes: saN * 4}, npu.VectorOperand{Name: "scale_b", Buf: sb, Bytes: sbN * 4})
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4, ReadBytes: n * 4},
+		npu.VectorOperand{Name: "scale_a", Buf: sa, Bytes: saN * 4, ReadBytes: saR * 4}, npu.VectorOperand{Name: "scale_b", Buf: sb, Bytes: sbN * 4, ReadBytes: sbN * 4})
 }
 
 // scaleRound sets dst[i] = RN_E(RN_E(s)·src[i]) for the first n
@@ -192,7 +193,7 @@ func scaleRound(core *npu.Core, e tensor.DType, dst, src *npu.Buffer, s float64,
 		for i, v := range in {
 			out[i] = roundTo(e, sh*float64(v))
 		}
-	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4})
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4, ReadBytes: n * 4})
 }
 
 // addScaledRound sets dst[i] = RN_E(src[i] + RN_E(RN_E(beta)·x[i])) for
@@ -226,6 +227,6 @@ func addScaledRound(core *npu.Core, e tensor.DType, dst, src, x *npu.Buffer, xd 
 			// is innocuous.
 			out[i] = roundTo(e, float64(v)+t)
 		}
-	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4},
-		npu.VectorOperand{Name: "x", Buf: x, Bytes: n * xd.Size()})
+	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4, ReadBytes: n * 4},
+		npu.VectorOperand{Name: "x", Buf: x, Bytes: n * xd.Size(), ReadBytes: n * xd.Size()})
 }
