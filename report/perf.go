@@ -173,6 +173,14 @@ func judge(c *Case, t Target) Item {
 			it.Reason = "no compute reads UB"
 			return it
 		}
+		if k.UBLoadBytes >= k.UBReadBytes {
+			// Every byte compute reads was loaded for that one read: an
+			// element-wise pass, whose only way to reuse UB would be to
+			// read the same bytes again for nothing. Like a roofline cap,
+			// the target does not apply to it.
+			it.Reason = "compute reads each UB byte once, as loaded: no reuse to gain"
+			return it
+		}
 		return verdict(float64(k.UBReuse))
 	case "load balance":
 		if k.BlockDim <= 1 {
