@@ -10,12 +10,13 @@ import (
 
 // GEMM is gemm's record.
 var GEMM = Register(&Info{
-	Op:          ops.GEMM,
-	Kernel:      kernels.GEMMKernel,
-	Faults:      kernels.GEMMFaults,
-	Variants:    gemmVariants,
-	GoldenCases: gemmGolden,
-	FuzzTarget:  "FuzzGEMM",
+	Op:            ops.GEMM,
+	Kernel:        kernels.GEMMKernel,
+	Faults:        kernels.GEMMFaults,
+	Variants:      gemmVariants,
+	GoldenCases:   gemmGolden,
+	MutationCases: gemmMutationCases,
+	FuzzTarget:    "FuzzGEMM",
 	// Header bytes: mode, accumulate, alpha/beta pair, m, k, n, numerics;
 	// then the element bit patterns.
 	FuzzSeeds: [][]byte{
