@@ -276,7 +276,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 	for _, p := range policies {
 		r.Policies = append(r.Policies, p.Name())
 	}
-	in, expected, err := s.Load(c)
+	in, expected, err := s.loadForCheck(c)
 	if err != nil {
 		r.Err = &harness.InputError{Err: err}
 		return r
@@ -288,15 +288,18 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: %w", cj, err)}
 		return r
 	}
-	if err := harness.CheckOutputs(pc.Op, pc.Params, pc.Inputs, expected); err != nil {
+	if err := checkRecorded(c, pc, expected); err != nil {
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: outputs: %w", cj, err)}
 		return r
 	}
-	res, err := runRepeated(ctx, &r, b, pc, harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected}, opt)
+	ho := harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected}
+	recipeVerdicts := s.recipeGolden(ctx, c, pc, &ho) // a recipe's expected bits come from its hashes
+	res, err := runRepeated(ctx, &r, b, pc, ho, opt)
 	if err != nil {
 		r.Err = err
 		return r
 	}
+	recipeVerdicts(res)
 	r.Result = res
 	// Budgets are figures of the emulator's cost model; another backend's
 	// cost (at most measured kernel time) is reported, not budgeted.

@@ -441,6 +441,14 @@ func (b offByOne) Run(ctx context.Context, op string, p ops.Params, in map[strin
 	return out, cost, nil
 }
 
+// Numerics and WithNumerics forward to the emulator, so the saturate cases
+// run whichever shard they fall in.
+func (b offByOne) Numerics() tensor.Numerics { return b.Backend.(harness.NumericsBackend).Numerics() }
+
+func (b offByOne) WithNumerics(n tensor.Numerics) backend.Backend {
+	return offByOne{b.Backend.(harness.NumericsBackend).WithNumerics(n)}
+}
+
 type failing struct{}
 
 func (failing) Name() string { return "failing" }

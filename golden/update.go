@@ -96,13 +96,19 @@ type generated struct {
 
 // Generate runs c on b and renders its case directory in memory: the
 // inputs, the outputs as expected/, and case.json with the metrics and
-// budgets of this run. A result that does not pass the case's policy is an
+// budgets of this run; for a recipe (c.Recipe), case.json alone, with the
+// sha256 of every tensor (recipe.go). A result that does not pass the case's policy is an
 // error: a golden must never record a wrong answer.
 func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, error) {
 	if !validName(c.Op) || !validName(c.Name) {
 		return nil, fmt.Errorf("case %q of op %q: names must be non-empty, not start with '.', and contain no '/'", c.Name, c.Op)
 	}
 	id := c.Op + "/" + c.Name
+	if c.Recipe {
+		if err := recordsRecipes(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+	}
 	pc, err := harness.Prepare(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
@@ -133,8 +139,7 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		cf.Inputs = append(cf.Inputs, e)
-		files[e.File] = data
+		cf.Inputs, files = appendEntry(cf.Inputs, files, e, data, c.Recipe)
 	}
 	outSpecs, err := pc.Op.Outputs(pc.Params, pc.Inputs)
 	if err != nil {
@@ -145,8 +150,7 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		cf.Outputs = append(cf.Outputs, e)
-		files[e.File] = data
+		cf.Outputs, files = appendEntry(cf.Outputs, files, e, data, c.Recipe)
 	}
 	for _, o := range res.Verify.Outputs {
 		cf.Metrics[o.Name] = summarize(o.Metrics)
@@ -163,6 +167,17 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 	}
 	files[CaseJSON] = js
 	return &generated{id: id, file: cf, files: files}, nil
+}
+
+// appendEntry lists a tensor in case.json and adds its file to the case
+// directory, or, in a recipe, lists it with its sha256 and no file.
+func appendEntry(list []FileEntry, files map[string][]byte, e FileEntry, data []byte, recipe bool) ([]FileEntry, map[string][]byte) {
+	if recipe {
+		e.File = ""
+	} else {
+		files[e.File] = data
+	}
+	return append(list, e), files
 }
 
 func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {

@@ -37,7 +37,7 @@ var decodeAttentionVariants = []kernels.Variant{
 // decodeAttentionGolden: per layout and cache dtype, GQA (Hq 8, Hkv 2)
 // with uniform, peaked (scores in the hundreds) and special values, the
 // lengths of the first sequences at the block edges; plain MHA at an odd
-// D = 5 with block size 4.
+// D = 5 with block size 4; and, as recipes, the large sizes (kvRecipes).
 func decodeAttentionGolden() []ops.Case {
 	const op = "decode_attention"
 	var out []ops.Case
@@ -51,5 +51,5 @@ func decodeAttentionGolden() []ops.Case {
 		out = append(out, ops.NewCase(op, kvName(p)+"_normal_mha_d5", p.Clone(), dims, ops.DistNormal,
 			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
 	}
-	return out
+	return append(out, kvRecipes(op)...)
 }

@@ -48,7 +48,10 @@ var gemmVariants = []kernels.Variant{
 //     magnitudes (overflow, overflow-ambiguous fp16 accumulation) on
 //     16×16×16, cancellation on 8×64×8;
 //   - a long K (16×512×16) where accumulation error dominates;
-//   - special values again under the saturate numerics profile.
+//   - special values again under the saturate numerics profile;
+//   - as recipes (large, stored as hashes): K = 4097 on 17×33, m = 1025
+//     under blocked16, and, for some modes, more output tiles than twice
+//     the cores (gemmTilesShape).
 //
 // Names are <mode>_<what>_<M>x<K>x<N>[_<accumulate>][_sat].
 func gemmGolden() []ops.Case {
@@ -85,9 +88,32 @@ func gemmGolden() []ops.Case {
 		add("cancel", [3]int{8, 64, 8}, ops.DistCancel, nil, false)
 		add("longk", [3]int{16, 512, 16}, ops.DistUniform, nil, false)
 		add("special", [3]int{16, 16, 16}, ops.DistSpecial, nil, true)
+		// The large classes, as recipes (docs/golden.md): K in the
+		// thousands, and m ≥ 1024 under blocked16, every dimension one past
+		// a multiple of 16 or 32 (a remainder in every tile and K slice).
+		add("deepk", [3]int{17, 4097, 33}, ops.DistUniform, nil, false)
+		out[len(out)-1].Recipe = true
+		add("tall", [3]int{1025, 67, 47}, ops.DistUniform, ops.Params{"accumulate": ops.GEMMBlocked16}, false)
+		out[len(out)-1].Recipe = true
+		if gemmTilesModes[mode.Name] {
+			add("tiles", gemmTilesShape, ops.DistUniform, ops.Params{"accumulate": ops.GEMMBlocked16}, false)
+			out[len(out)-1].Recipe = true
+		}
 	}
 	return out
 }
+
+// gemmTilesShape has more output tiles than twice the AI cores (72 base
+// blocks of 144×176, or 70 of 112×224 for int8, on ascend910b's 24 cores:
+// the tiler picks the largest blocks L0C holds, so this takes about 1.5 M
+// outputs), n ≥ 1024 and a remainder in every dimension: each core loops
+// over three output tiles. Its reference, bound and metrics cost 1.5–2 s
+// per mode in every default check, so it is recorded for two modes, the
+// default one and int8, whose 16×32 fractal tiles differently
+// (gemmTilesModes): the tile loop does not depend on the mode otherwise.
+var gemmTilesShape = [3]int{513, 17, 3073}
+
+var gemmTilesModes = map[string]bool{"fp16_fp32acc": true, "int8_int32acc": true}
 
 var gemmFuzzAlphaBeta = [][2]string{{"1", "0"}, {"0.5", "0"}, {"-1.25", "1"}, {"3", "-0.5"}}
 

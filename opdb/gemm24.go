@@ -52,6 +52,12 @@ func gemm24Golden() []ops.Case {
 		add(ops.DistLarge, 16, 64, 16, ops.GEMMSequential)
 		add(ops.DistNormal, 8, 4, 3, ops.GEMMSequential)
 		add(ops.DistUniform, 16, 512, 16, ops.GEMMBlocked16)
+		// Recipes (large, stored as hashes; docs/golden.md): K in the
+		// thousands, and m ≥ 1024, with a remainder in every dimension.
+		add(ops.DistUniform, 17, 4100, 33, ops.GEMMSequential)
+		out[len(out)-1].Recipe = true
+		add(ops.DistUniform, 1025, 132, 47, ops.GEMMBlocked16)
+		out[len(out)-1].Recipe = true
 	}
 	return out
 }

@@ -48,7 +48,7 @@ func kvName(p ops.Params) string { return p["layout"] + "_" + p["cache_dtype"] }
 // kvUpdateGolden: per layout and cache dtype, uniform and special values
 // at b = s+2 (every sequence, two padding entries: block-multiple, empty,
 // full, ±1 around a block boundary lengths), D = 16 and an odd D = 5 with
-// block size 4.
+// block size 4; and, as recipes, the large sizes (kvRecipes).
 func kvUpdateGolden() []ops.Case {
 	const op = "kv_update"
 	var out []ops.Case
@@ -61,6 +61,35 @@ func kvUpdateGolden() []ops.Case {
 		dims := map[string]int{"b": 7, "s": 5, "h": 3, "d": 5, "l": 12, "bs": 4}
 		out = append(out, ops.NewCase(op, kvName(p)+"_normal_d5", p.Clone(), dims, ops.DistNormal,
 			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
+	}
+	return append(out, kvRecipes(op)...)
+}
+
+// kvRecipes are the large sizes of the default set, stored as golden
+// recipes (case.json with hashes, no .npy; docs/golden.md), taken from
+// kvMutationCases and labelled ST: a paged cache of 2^17 one-slot blocks
+// (page ids past 2^16; 2^21 elements in each cache, megabytes as files),
+// with an fp16 cache for kv_update and an int8 one for decode_attention
+// (the page walk is the same for both dtypes, and each such case costs a
+// few tenths of a second in every default check), and, for
+// decode_attention, every layout with a context longer than one UB
+// partition.
+func kvRecipes(op string) []ops.Case {
+	cs, err := kvMutationCases(op)(npu.Ascend910B())
+	if err != nil {
+		panic(err) // the default profile's partition is a package invariant
+	}
+	skip := "paged_" + ops.KVInt8 + "_nb131072"
+	if op == "decode_attention" {
+		skip = "paged_" + ops.KVFP16 + "_nb131072"
+	}
+	var out []ops.Case
+	for _, c := range cs {
+		if c.Name == skip {
+			continue
+		}
+		c.Labels[0], c.Recipe = "ST", true
+		out = append(out, c)
 	}
 	return out
 }

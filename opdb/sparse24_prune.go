@@ -47,6 +47,12 @@ func sparse24PruneGolden() []ops.Case {
 	add(ops.DistTies, 17, 64)
 	add(ops.DistSpecial, 16, 64)
 	add(ops.DistNormal, 96, 256)
+	// A recipe (large, stored as hashes; docs/golden.md): 363943 groups,
+	// past the 48 cores × 7552 groups of one UB tile each (the kernel's
+	// tile: w, values and meta double-buffered in the 192 KiB UB), so each
+	// core loops over a second tile; w has 1.46 M elements.
+	add(ops.DistUniform, 1031, 1412)
+	out[len(out)-1].Recipe = true
 	return out
 }
 

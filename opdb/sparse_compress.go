@@ -53,6 +53,13 @@ func sparseCompressGolden() []ops.Case {
 	add("duplicated_rows", ops.DistDupRows, 3, 48, 8, "0.4", "2")
 	add("special_nan_inf", ops.DistSpecial, 3, 40, 4, "0.5", "1")
 	add("heads_past_cores", ops.DistUniform, 50, 12, 8, "0.5", "2")
+	// A recipe (large, stored as hashes; docs/golden.md): the longest L the
+	// kernel takes, 24572 tokens, whose fp32 score array (8 B per token
+	// with the indices) and one row buffer fill the 192 KiB UB; the kernel
+	// keeps a head's scores in UB, so it refuses longer sequences (L past
+	// 2^16 is not reachable).
+	add("longest_l", ops.DistUniform, 3, 24572, 8, "0.5", "4")
+	out[len(out)-1].Recipe = true
 	return out
 }
 

@@ -92,7 +92,8 @@ var saturate = tensor.Numerics{Overflow: tensor.OverflowSaturate}
 //   - uniform inputs at every edge, tile and pass size (VectorAddSizes);
 //   - special values (±0, ±inf, NaN, subnormals, max, sums that
 //     overflow), cancellation (x ≈ −y) and large magnitudes at n = 257;
-//   - special and large again under the saturate numerics profile.
+//   - special and large again under the saturate numerics profile;
+//   - the large sizes of vectorAddRecipeSizes, as recipes.
 //
 // Names are <dtype>_<dist>_n<N>, with a _sat suffix for saturate.
 func vectorAddGolden() []ops.Case {
@@ -131,8 +132,28 @@ func vectorAddGolden() []ops.Case {
 			num := saturate
 			add(dist, 257, &num, "values:"+dist)
 		}
+		for _, n := range vectorAddRecipeSizes[d] {
+			add(ops.DistUniform, n, nil, "size:large")
+			out[len(out)-1].Recipe = true
+		}
 	}
 	return out
+}
+
+// vectorAddRecipeSizes are the large sizes of the default set, stored as
+// golden recipes (case.json with hashes, no .npy; docs/golden.md): for
+// fp16, around 2^16 elements, where a 16-bit index wraps (65535, 65536,
+// 65537), 10^6 and 2^20 + 1, past the one-tile-per-core boundary
+// (48·Tile + 1 = 786433), and 1000, an unaligned size no other case has;
+// for every other dtype 2^16 + 1, so each dtype has a size past 2^16.
+// The larger sizes cost about a second each in every default check, so
+// they are not repeated per dtype (the mutation score's generated cases
+// take every dtype past its tile loop boundary).
+var vectorAddRecipeSizes = map[tensor.DType][]int{
+	tensor.Float16:  {1000, 1<<16 - 1, 1 << 16, 1<<16 + 1, 1000000, 1<<20 + 1},
+	tensor.BFloat16: {1<<16 + 1},
+	tensor.Float32:  {1<<16 + 1},
+	tensor.Int8:     {1<<16 + 1},
 }
 
 // vectorAddMutationCases adds, per dtype, the multi-tile size

@@ -22,6 +22,15 @@ type Case struct {
 	// Numerics, when set, overrides the backend's numerics profile for this
 	// case (e.g. the saturate cases).
 	Numerics *tensor.Numerics `json:"numerics,omitempty"`
+	// Recipe marks a large case (10^6 elements, K in the thousands, more
+	// output tiles than cores) that the golden store keeps as a recipe:
+	// case.json alone, with the sha256 of every input and expected output
+	// and no .npy files, so the checked-in store stays small while the
+	// sizes where kernels change behaviour are still checked by default.
+	// Its inputs are regenerated from the seed (Gen.Rand) and held to the
+	// recorded hashes (docs/golden.md, "Recipes"). Nothing outside the
+	// golden store reads it.
+	Recipe bool `json:"recipe,omitempty"`
 }
 
 // Subject is how failure messages name the case: op, params and seed.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // decodeInputs builds a contiguous fp16 decode_attention input set with
@@ -90,6 +92,22 @@ func BenchmarkDecodeAttention(b *testing.B) {
 	for range b.N {
 		if _, _, err := DecodeAttentionKernel(context.Background(), dev, p, in); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestF16sToF32: the hot loops' fp16 → fp32 Cast agrees with float16's
+// conversion on every bit pattern, NaN payloads included.
+func TestF16sToF32(t *testing.T) {
+	src := make([]float16.Float16, 1<<16)
+	for i := range src {
+		src[i] = float16.Frombits(uint16(i))
+	}
+	dst := make([]float32, len(src))
+	f16sToF32(dst, src)
+	for i, got := range dst {
+		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("f16sToF32 fp16 bits %#04x: got %#08x (%g) / want %#08x (%g)", i, math.Float32bits(got), got, math.Float32bits(want), want)
 		}
 	}
 }

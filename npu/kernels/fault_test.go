@@ -34,19 +34,22 @@ func TestFaultCatalogue(t *testing.T) {
 // never wired to a hook (or wired to another fault's) fails here.
 func TestFaultPlansCoverCatalogue(t *testing.T) {
 	plans := map[string]func(npu.Faults) any{
-		"vector_add":      func(f npu.Faults) any { return newVectorAddFaults(f) },
-		"gemm":            func(f npu.Faults) any { return newGEMMFaults(f) },
-		"gemm24":          func(f npu.Faults) any { return newGEMM24Faults(f) },
-		"sparse24_prune":  func(f npu.Faults) any { return newSparse24PruneFaults(f) },
-		"sparse_compress": func(f npu.Faults) any { return newSparseCompressFaults(f) },
+		"vector_add":       func(f npu.Faults) any { return newVectorAddFaults(f) },
+		"gemm":             func(f npu.Faults) any { return newGEMMFaults(f) },
+		"gemm24":           func(f npu.Faults) any { return newGEMM24Faults(f) },
+		"sparse24_prune":   func(f npu.Faults) any { return newSparse24PruneFaults(f) },
+		"sparse_compress":  func(f npu.Faults) any { return newSparseCompressFaults(f) },
+		"kv_update":        func(f npu.Faults) any { return newKVUpdateFaults(f) },
+		"decode_attention": func(f npu.Faults) any { return newDecodeAttentionFaults(f) },
 	}
 	if newVectorAddFaults(npu.Faults{}) != (vectorAddFaults{}) || newGEMMFaults(npu.Faults{}) != (gemmFaults{}) ||
 		newGEMM24Faults(npu.Faults{}) != (gemm24Faults{}) || newSparse24PruneFaults(npu.Faults{}) != (sparse24PruneFaults{}) ||
-		newSparseCompressFaults(npu.Faults{}) != (sparseCompressFaults{}) {
+		newSparseCompressFaults(npu.Faults{}) != (sparseCompressFaults{}) || newKVUpdateFaults(npu.Faults{}) != (kvUpdateFaults{}) ||
+		newDecodeAttentionFaults(npu.Faults{}) != (decodeAttentionFaults{}) {
 		t.Error("the plan of no fault is not the zero plan (the correct kernel)")
 	}
 	var cat []FaultInfo
-	for _, c := range [][]FaultInfo{VectorAddFaults, GEMMFaults, GEMM24Faults, Sparse24PruneFaults, SparseCompressFaults} {
+	for _, c := range [][]FaultInfo{VectorAddFaults, GEMMFaults, GEMM24Faults, Sparse24PruneFaults, SparseCompressFaults, KVUpdateFaults, DecodeAttentionFaults} {
 		cat = append(cat, c...)
 	}
 	seen := map[any]npu.Fault{}

@@ -90,7 +90,7 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	if b == 0 {
 		cost = dev.ZeroCost()
 	} else {
-		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, in, outs, rowOf, blockDim))
+		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, newKVUpdateFaults(npu.FaultsFrom(ctx)), in, outs, rowOf, blockDim))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -109,9 +109,8 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 
 // kvUpdateDevice is the device side: core c owns batch entries c,
 // c+blockDim, … (every entry costs the same).
-func kvUpdateDevice(g ops.KVGeom, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim int) npu.Kernel {
+func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim int) npu.Kernel {
 	return func(c *npu.Core) error {
-		f := c.Faults()
 		d := g.D
 		align := c.Profile().UBAlign()
 		xb, err := c.AllocUB(roundUp(d*2, align))
@@ -149,23 +148,10 @@ func kvUpdateDevice(g ops.KVGeom, in map[string]*tensor.Tensor, outs map[string]
 				flag = 1
 			}
 			if s >= 0 && row >= 0 {
-				pos := int(lens[s])
-				if f.Has(FaultKVBlockBoundary) && g.Paged && pos%g.BS == 0 && pos > 0 {
-					row = g.Row(bt, int(s), pos-1) + 1 // block index from pos−1: one slot past the previous block
-				}
-				if f.Has(FaultKVPageIndexU16) && g.Paged {
-					row = int(uint16(bt[int(s)*g.MB+pos/g.BS]))*g.BS + pos%g.BS
-				}
+				row = f.slot(g, bt, int(s), int(lens[s]), row)
 			}
-			if s >= 0 && row < 0 && int(lens[s]) >= g.L && f.Has(FaultKVFullOverwritten) {
-				row = g.Row(bt, int(s), g.L-1) // clamps the write position instead of skipping
-			}
-			if s < 0 && f.Has(FaultKVPaddingSlot0) {
-				row = 0 // slot_mapping −1 taken as slot 0
-			}
-			if f.Has(FaultKVWrittenWrong) && s >= 0 {
-				flag = 1
-			}
+			row = f.skippedRow(g, bt, lens, int(s), row)
+			flag = f.written(flag, int(s))
 			for _, kv := range []struct{ w, newName, cache, scale string }{
 				{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
 			} {
@@ -202,13 +188,7 @@ func kvUpdateDevice(g ops.KVGeom, in map[string]*tensor.Tensor, outs map[string]
 					if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
 						return err
 					}
-					si := row*g.H + h
-					if f.Has(FaultKVScaleWrongToken) {
-						si = (row-1)*g.H + h
-						if si < 0 {
-							si = (row+1)*g.H + h
-						}
-					}
+					si := f.scaleIndex(row, h, g.H)
 					if err := c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1); err != nil {
 						return err
 					}
@@ -218,7 +198,7 @@ func kvUpdateDevice(g ops.KVGeom, in map[string]*tensor.Tensor, outs map[string]
 			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, sb, 1); err != nil {
 				return err
 			}
-			if rowOf[b] >= 0 && !f.Has(FaultKVSeqLensStale) {
+			if rowOf[b] >= 0 && f.bumpsSeqLen() {
 				sb.I32()[0] = lens[s] + 1
 				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), sb, 1); err != nil {
 					return err

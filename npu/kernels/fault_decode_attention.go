@@ -1,0 +1,142 @@
+package kernels
+
+import (
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// decode_attention faults.
+const (
+	// FaultDAReadsPastLen: the context loop runs to seq_len inclusive (an
+	// off-by-one bound), reading the unwritten position seq_len.
+	FaultDAReadsPastLen npu.Fault = "decode_attention/reads-past-seq-len"
+	// FaultDAGQAMod: query head h reads kv head h mod Hkv instead of
+	// h / (Hq/Hkv).
+	FaultDAGQAMod npu.Fault = "decode_attention/gqa-head-h-mod-hkv"
+	// FaultDANoMaxSub: softmax exponentiates the raw scores, without
+	// subtracting the maximum (overflows for large scores).
+	FaultDANoMaxSub npu.Fault = "decode_attention/softmax-without-max-subtraction"
+	// FaultDAScaleDropped: int8 K codes are used without their scale.
+	FaultDAScaleDropped npu.Fault = "decode_attention/int8-scale-dropped-on-dequant"
+	// FaultDAVByKScale: int8 V is dequantised with the K scale.
+	FaultDAVByKScale npu.Fault = "decode_attention/v-scaled-by-k-scale"
+	// FaultDAPageIndexU16: the physical block index is held in 16 bits.
+	FaultDAPageIndexU16 npu.Fault = "decode_attention/page-index-truncated-past-2^16"
+	// FaultDACombineNoRescale: the flash-decoding combine adds the
+	// partitions' partial sums without rescaling them by exp(m_p − M).
+	FaultDACombineNoRescale npu.Fault = "decode_attention/combine-without-rescale"
+)
+
+// DecodeAttentionFaults is decode_attention's fault catalogue.
+var DecodeAttentionFaults = []FaultInfo{
+	{FaultDAReadsPastLen, "decode_attention", "context loop reads position seq_len (past the written tail)"},
+	{FaultDAGQAMod, "decode_attention", "GQA query head mapped to kv head h mod Hkv instead of h / g"},
+	{FaultDANoMaxSub, "decode_attention", "softmax without max subtraction"},
+	{FaultDAScaleDropped, "decode_attention", "int8 K scale dropped on dequantisation"},
+	{FaultDAVByKScale, "decode_attention", "int8 V dequantised with the K scale"},
+	{FaultDAPageIndexU16, "decode_attention", "page index truncated to 16 bits past 2^16 blocks"},
+	{FaultDACombineNoRescale, "decode_attention", "flash-decoding partitions combined without exp(m_p − M) rescale"},
+}
+
+// decodeAttentionFaults is decode_attention's fault plan for one launch:
+// which of its catalogue faults are on, resolved once from the launch's
+// context (DecodeAttentionKernel builds it) and consulted through the
+// hooks below, each called at the spot of the kernel where its real bug
+// would sit. The zero value is the correct kernel: every hook returns what
+// the kernel uses anyway.
+type decodeAttentionFaults struct {
+	readsPastLen, gqaMod, noMaxSub, scaleDropped bool
+	vByKScale, pageIndexU16, combineNoRescale    bool
+}
+
+func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
+	return decodeAttentionFaults{
+		readsPastLen:     fs.Has(FaultDAReadsPastLen),
+		gqaMod:           fs.Has(FaultDAGQAMod),
+		noMaxSub:         fs.Has(FaultDANoMaxSub),
+		scaleDropped:     fs.Has(FaultDAScaleDropped),
+		vByKScale:        fs.Has(FaultDAVByKScale),
+		pageIndexU16:     fs.Has(FaultDAPageIndexU16),
+		combineNoRescale: fs.Has(FaultDACombineNoRescale),
+	}
+}
+
+// daHeads is one group of query heads [q0, q0+nq) sharing kv head kvh.
+type daHeads struct{ kvh, q0, nq int }
+
+// headGroups maps the hq query heads onto the hkv kv heads: g = hq/hkv
+// consecutive query heads per kv head (h / g), or under gqa-head-h-mod-hkv
+// each query head h on its own, reading kv head h mod hkv.
+func (f decodeAttentionFaults) headGroups(hq, hkv int) []daHeads {
+	var gs []daHeads
+	if f.gqaMod {
+		for h := range hq {
+			gs = append(gs, daHeads{kvh: h % hkv, q0: h, nq: 1})
+		}
+		return gs
+	}
+	grp := hq / hkv
+	for h := range hkv {
+		gs = append(gs, daHeads{kvh: h, q0: h * grp, nq: grp})
+	}
+	return gs
+}
+
+// row is the cache row of position pos of sequence s (−1: unallocated),
+// its physical block index wrapped at 2^16 under
+// page-index-truncated-past-2^16.
+func (f decodeAttentionFaults) row(g ops.KVGeom, bt []int32, s, pos int) int {
+	if f.pageIndexU16 && g.Paged {
+		return int(uint16(bt[s*g.MB+pos/g.BS]))*g.BS + pos%g.BS
+	}
+	return g.Row(bt, s, pos)
+}
+
+// contextLen is how many positions the context loop of sequence s (n
+// written) runs over: n, or n+1 under reads-past-seq-len when position n
+// is in the cache.
+func (f decodeAttentionFaults) contextLen(g ops.KVGeom, bt []int32, s, n int) int {
+	if f.readsPastLen && s >= 0 && n > 0 && n < g.L && f.row(g, bt, s, n) >= 0 {
+		return n + 1
+	}
+	return n
+}
+
+// scaleSource is the GM tensor the dequantisation scales of V are loaded
+// from: v_scale, or k_scale under v-scaled-by-k-scale.
+func (f decodeAttentionFaults) scaleSource(in map[string]*tensor.Tensor, scale string) *tensor.Tensor {
+	if f.vByKScale && scale == "v_scale" {
+		return in["k_scale"]
+	}
+	return in[scale]
+}
+
+// dequantScale is the scale a loaded row's int8 codes are multiplied by:
+// its scale s, or 1 for K under int8-scale-dropped-on-dequant.
+func (f decodeAttentionFaults) dequantScale(isK bool, s float32) float32 {
+	if f.scaleDropped && isK {
+		return 1
+	}
+	return s
+}
+
+// maxSubtracted is the maximum the softmax subtracts before exp (a
+// partition's m_p or the running M): 0 under
+// softmax-without-max-subtraction.
+func (f decodeAttentionFaults) maxSubtracted(m float32) float32 {
+	if f.noMaxSub {
+		return 0
+	}
+	return m
+}
+
+// rescale is the combine's pair of factors exp(M − M′) for the running
+// sums and exp(m_p − M′) for the partition's: 1 and 1 under
+// combine-without-rescale.
+func (f decodeAttentionFaults) rescale(a, b float32) (float32, float32) {
+	if f.combineNoRescale {
+		return 1, 1
+	}
+	return a, b
+}

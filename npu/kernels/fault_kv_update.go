@@ -1,0 +1,122 @@
+package kernels
+
+import (
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+)
+
+// kv_update faults.
+const (
+	// FaultKVPaddingSlot0: a padding entry (seq_id −1, slot_mapping −1)
+	// is not skipped but written to cache row 0, as when the −1 is cast
+	// to an unsigned slot and masked, or clamped to 0.
+	FaultKVPaddingSlot0 npu.Fault = "kv_update/padding-slot-written-to-slot-0"
+	// FaultKVBlockBoundary: at the first slot of a new block (pos mod BS
+	// = 0) the physical block is looked up for pos−1 and the offset taken
+	// one past it: off by one at a block boundary.
+	FaultKVBlockBoundary npu.Fault = "kv_update/block-boundary-off-by-one"
+	// FaultKVScaleWrongToken: the int8 scale is stored at the previous
+	// token's row (scale index computed before the increment).
+	FaultKVScaleWrongToken npu.Fault = "kv_update/int8-scale-at-wrong-token"
+	// FaultKVSeqLensStale: seq_lens is not incremented after the write.
+	FaultKVSeqLensStale npu.Fault = "kv_update/seq-lens-not-incremented"
+	// FaultKVFullOverwritten: a full sequence (seq_len = L) is not skipped;
+	// its write position is clamped to L−1, overwriting its last token.
+	FaultKVFullOverwritten npu.Fault = "kv_update/full-sequence-overwritten"
+	// FaultKVPageIndexU16: the physical block index is held in 16 bits,
+	// so pages past 2^16 wrap (a uint16 page id in the slot computation).
+	FaultKVPageIndexU16 npu.Fault = "kv_update/page-index-truncated-past-2^16"
+	// FaultKVWrittenWrong: written is set for every non-padding entry,
+	// full sequences included.
+	FaultKVWrittenWrong npu.Fault = "kv_update/written-flags-wrong"
+)
+
+// KVUpdateFaults is kv_update's fault catalogue.
+var KVUpdateFaults = []FaultInfo{
+	{FaultKVPaddingSlot0, "kv_update", "padding entry (seq_id −1) written to slot 0"},
+	{FaultKVBlockBoundary, "kv_update", "write one slot off at a block boundary (block looked up for pos−1)"},
+	{FaultKVScaleWrongToken, "kv_update", "int8 scale stored at the previous token's row"},
+	{FaultKVSeqLensStale, "kv_update", "seq_lens not incremented after the write"},
+	{FaultKVFullOverwritten, "kv_update", "full sequence's last token overwritten instead of skipped"},
+	{FaultKVPageIndexU16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
+	{FaultKVWrittenWrong, "kv_update", "written flag set for full sequences"},
+}
+
+// kvUpdateFaults is kv_update's fault plan for one launch: which of its
+// catalogue faults are on, resolved once from the launch's context
+// (KVUpdateKernel builds it) and consulted through the hooks below, each
+// called at the spot of the kernel where its real bug would sit. The zero
+// value is the correct kernel: every hook returns what the kernel uses
+// anyway.
+type kvUpdateFaults struct {
+	paddingSlot0, blockBoundary, scaleWrongToken, seqLensStale bool
+	fullOverwritten, pageIndexU16, writtenWrong                bool
+}
+
+func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
+	return kvUpdateFaults{
+		paddingSlot0:    fs.Has(FaultKVPaddingSlot0),
+		blockBoundary:   fs.Has(FaultKVBlockBoundary),
+		scaleWrongToken: fs.Has(FaultKVScaleWrongToken),
+		seqLensStale:    fs.Has(FaultKVSeqLensStale),
+		fullOverwritten: fs.Has(FaultKVFullOverwritten),
+		pageIndexU16:    fs.Has(FaultKVPageIndexU16),
+		writtenWrong:    fs.Has(FaultKVWrittenWrong),
+	}
+}
+
+// slot is the cache row the slot computation gives for write position pos
+// of sequence s, whose correct row is row: under block-boundary-off-by-one
+// the first slot of a new block is looked up through pos−1's block, one
+// past it; under page-index-truncated-past-2^16 the physical block index
+// wraps at 2^16.
+func (f kvUpdateFaults) slot(g ops.KVGeom, bt []int32, s, pos, row int) int {
+	if f.blockBoundary && g.Paged && pos%g.BS == 0 && pos > 0 {
+		row = g.Row(bt, s, pos-1) + 1
+	}
+	if f.pageIndexU16 && g.Paged {
+		row = int(uint16(bt[s*g.MB+pos/g.BS]))*g.BS + pos%g.BS
+	}
+	return row
+}
+
+// skippedRow is the row an entry the kernel must skip (row < 0) is
+// written to after all: a full sequence s (seq_len ≥ L) has its write
+// position clamped to L−1 (full-sequence-overwritten), a padding entry
+// (s < 0) has its slot −1 taken as 0 (padding-slot-written-to-slot-0).
+// Otherwise row, unchanged.
+func (f kvUpdateFaults) skippedRow(g ops.KVGeom, bt, lens []int32, s, row int) int {
+	switch {
+	case s < 0 && f.paddingSlot0:
+		return 0
+	case s >= 0 && row < 0 && f.fullOverwritten && int(lens[s]) >= g.L:
+		return g.Row(bt, s, g.L-1)
+	}
+	return row
+}
+
+// written is the written flag of an entry of sequence s whose correct flag
+// is flag: 1 for every non-padding entry under written-flags-wrong.
+func (f kvUpdateFaults) written(flag uint8, s int) uint8 {
+	if f.writtenWrong && s >= 0 {
+		return 1
+	}
+	return flag
+}
+
+// scaleIndex is the scale element the int8 scale of head h at cache row
+// row is stored to: the previous token's (the next one's at row 0) under
+// int8-scale-at-wrong-token.
+func (f kvUpdateFaults) scaleIndex(row, h, heads int) int {
+	if !f.scaleWrongToken {
+		return row*heads + h
+	}
+	if row == 0 {
+		return heads + h
+	}
+	return (row-1)*heads + h
+}
+
+// bumpsSeqLen reports whether the kernel stores seq_len+1 after a write:
+// never under seq-lens-not-incremented.
+func (f kvUpdateFaults) bumpsSeqLen() bool { return !f.seqLensStale }
