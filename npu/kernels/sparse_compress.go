@@ -74,9 +74,10 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 			sel := select32(f, scores, cfg.Sinks, keep, opt.Pairwise)
 			c.VectorWork(l * 8 * max(1, bitsLen(l)))
 			src := f.kSourceHead(hh, h)
+			oh := f.outHead(hh, c.BlockIdx)
 			for t, i := range sel {
-				outs["indices"].I32()[hh*keep+t] = int32(i)
-				outs["mask"].U8()[hh*l+f.maskIndex(i, l)] = 1
+				outs["indices"].I32()[oh*keep+t] = int32(i)
+				outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
 				for _, kv := range []struct {
 					in  *tensor.Tensor
 					out string
@@ -85,8 +86,13 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 					if err := c.DataCopyPadIn(rowUB, kv.in, (kv.hd*l+i)*d, d); err != nil {
 						return err
 					}
-					if err := c.DataCopyPadOut(outs[kv.out], (hh*keep+t)*d, rowUB, d); err != nil {
+					if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, rowUB, d); err != nil {
 						return err
+					}
+					if dst, off := f.kInPlaceAt(kv.in, hh, l, t, d); dst != nil && kv.out == "k_out" {
+						if err := c.DataCopyPadOut(dst, off, rowUB, d); err != nil {
+							return err
+						}
 					}
 				}
 			}

@@ -54,3 +54,27 @@ func gemmMutationCases(prof npu.Profile) ([]ops.Case, error) {
 	}
 	return out, nil
 }
+
+// gemm24MutationCases adds gemm24's deep K (17×4100×33, fp16_fp32acc,
+// sequential, uniform: 17 L1 panels past kernels.GEMMSplitK), judged by
+// ascend-dual like gemm's: the stored recipe of that size is left out of
+// the mutation score, and the split-K faults act only there.
+func gemm24MutationCases(npu.Profile) ([]ops.Case, error) {
+	const op, mode = "gemm24", "fp16_fp32acc"
+	name := fmt.Sprintf("%s_deepk_17x%dx33", mode, kernels.GEMMSplitK+4)
+	c := ops.NewCase(op, name, ops.Params{"mode": mode, "accumulate": ops.GEMMSequential},
+		map[string]int{"m": 17, "k": kernels.GEMMSplitK + 4, "n": 33}, ops.DistUniform, "mode:"+mode, "size:deepk")
+	c.Labels[0], c.Policy = "UT", GEMMDualPolicy
+	return []ops.Case{c}, nil
+}
+
+// sparse24PruneMutationCases adds w past 2^16 elements (257×260 = 66820,
+// uniform): the checked-in set stops at 24576 elements and the stored
+// recipe is left out of the mutation score, so a 16-bit element offset
+// would never wrap there.
+func sparse24PruneMutationCases(npu.Profile) ([]ops.Case, error) {
+	const op = "sparse24_prune"
+	c := ops.NewCase(op, "uniform_257x260", ops.Params{}, map[string]int{"m": 257, "k": 260}, ops.DistUniform, "dtype:fp16", "size:past-2^16")
+	c.Labels[0] = "UT"
+	return []ops.Case{c}, nil
+}
