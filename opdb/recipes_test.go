@@ -102,16 +102,27 @@ func TestGEMMRecipeClasses(t *testing.T) {
 	}
 }
 
-// The recipe of sparse_compress is the longest sequence its kernel takes
-// (the head's score array fills the UB): one token more is refused.
+// The recipes of sparse_compress hit both of its kernel's paths: the
+// longest sequence the in-UB path takes (the head's score array fills the
+// UB: one token more goes to the chunked path), and one past 2^16 tokens
+// (a 16-bit index wraps) on the chunked path, scores spilled to GM.
 func TestSparseCompressRecipeAtUBLimit(t *testing.T) {
+	ub := npu.Ascend910B().UBBytes
+	atLimit, past := false, false
 	for _, c := range recipes(t, "sparse_compress") {
 		l := c.Dims["l"]
-		ub := npu.Ascend910B().UBBytes
 		// scores (8 B per token, 32-byte aligned) and one fp16 row of d.
 		need := func(l int) int { return (l*8+31)/32*32 + (c.Dims["d"]*2+31)/32*32 }
-		if need(l) > ub || need(l+1) <= ub {
-			t.Errorf("%s: L = %d needs %d of %d UB bytes and L+1 %d; want L the largest that fits", c.Name, l, need(l), ub, need(l+1))
+		switch {
+		case need(l) <= ub && need(l+1) > ub:
+			atLimit = true
+		case l > 1<<16 && need(l) > ub:
+			past = true
+		default:
+			t.Errorf("%s: L = %d needs %d of %d UB bytes and L+1 %d; want L the largest that fits, or past 2^16", c.Name, l, need(l), ub, need(l+1))
 		}
+	}
+	if !atLimit || !past {
+		t.Errorf("sparse_compress recipes: at the UB limit %v, past 2^16 on the chunked path %v; want both", atLimit, past)
 	}
 }

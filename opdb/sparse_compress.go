@@ -26,10 +26,14 @@ var SparseCompress = Register(&Info{
 })
 
 // sparseCompressVariants: another importance order with another
-// selection algorithm (may differ inside the tie band), another core split.
+// selection algorithm (may differ inside the tie band), another core
+// split, and the chunked path (scores spilled to GM, radix select) forced
+// at every L in chunks of 64 tokens, so that the false-alarm runs take it
+// on every case, not only on the recipe past the UB.
 var sparseCompressVariants = []kernels.Variant{
 	{Name: "selection-algorithm", Op: "sparse_compress", Options: kernels.SparseCompressOptions{Pairwise: true}},
 	{Name: "core-split", Op: "sparse_compress", Options: kernels.SparseCompressOptions{BlockDim: 3}},
+	{Name: "chunked-selection", Op: "sparse_compress", Options: kernels.SparseCompressOptions{ChunkTokens: 64}},
 }
 
 // sparseCompressGolden: the edge and adversarial cases of the issue.
@@ -53,12 +57,15 @@ func sparseCompressGolden() []ops.Case {
 	add("duplicated_rows", ops.DistDupRows, 3, 48, 8, "0.4", "2")
 	add("special_nan_inf", ops.DistSpecial, 3, 40, 4, "0.5", "1")
 	add("heads_past_cores", ops.DistUniform, 50, 12, 8, "0.5", "2")
-	// A recipe (large, stored as hashes; docs/golden.md): the longest L the
-	// kernel takes, 24572 tokens, whose fp32 score array (8 B per token
-	// with the indices) and one row buffer fill the 192 KiB UB; the kernel
-	// keeps a head's scores in UB, so it refuses longer sequences (L past
-	// 2^16 is not reachable).
+	// Recipes (large, stored as hashes; docs/golden.md). longest_l: the
+	// longest L of the in-UB path, 24572 tokens, whose fp32 score array
+	// (8 B per token with the indices) and one row buffer fill the 192 KiB
+	// UB. l_past_2e16: 70000 tokens, past 2^16 (a 16-bit index wraps), on
+	// the chunked path (scores spilled to a GM workspace, radix select in
+	// chunks of 7808 tokens: 9 chunks a head).
 	add("longest_l", ops.DistUniform, 3, 24572, 8, "0.5", "4")
+	out[len(out)-1].Recipe = true
+	add("l_past_2e16", ops.DistUniform, 2, 70000, 8, "0.25", "4")
 	out[len(out)-1].Recipe = true
 	return out
 }
@@ -77,7 +84,7 @@ func sparseCompressFuzz(data []byte) (FuzzInput, bool) {
 	body := data[6:]
 	in := FuzzInput{Params: p, Inputs: map[string]*tensor.Tensor{
 		"k": FromBytes(tensor.Float16, body, 0, h, l, d), "v": FromBytes(tensor.Float16, body, 1, h, l, d)}}
-	if vi := int(data[5]) % 3; vi > 0 {
+	if vi := int(data[5]) % (1 + len(sparseCompressVariants)); vi > 0 {
 		in.Variant = &sparseCompressVariants[vi-1]
 	}
 	return in, true

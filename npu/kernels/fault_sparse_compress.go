@@ -153,3 +153,37 @@ func (f sparseCompressFaults) kInPlaceAt(k *tensor.Tensor, hh, l, t, d int) (*te
 	}
 	return k, (hh*l + t) * d
 }
+
+// selectKey is the chunked selection's radix key of a score (the fp32
+// bits mapped so that unsigned order is numeric order, ±0 alike): a larger
+// key ranks first, equal keys are equal scores. A NaN takes 0, below every
+// number (whose keys are ≥ 0x007FFFFF), or 0xFFFFFFFF, above every number
+// (≤ 0xFF800000), under nan-ranked-first: beats' order, key by key.
+func (f sparseCompressFaults) selectKey(s float32) uint32 {
+	if s != s {
+		if f.nanFirst {
+			return math.MaxUint32
+		}
+		return 0
+	}
+	if s == 0 {
+		s = 0 // −0 ranks as +0
+	}
+	b := math.Float32bits(s)
+	if b&(1<<31) != 0 {
+		return ^b
+	}
+	return b | 1<<31
+}
+
+// tieSkip is how many of the eq tokens whose key equals the cut the
+// chunked selection passes over, in index order, before it takes take of
+// them: none (ties to the lower index), or eq − take (to the higher
+// index) under ties-to-higher-index, which, like beats, leaves NaNs among
+// themselves to the lower index.
+func (f sparseCompressFaults) tieSkip(eq, take int, nanCut bool) int {
+	if f.tiesHigh && !nanCut {
+		return eq - take
+	}
+	return 0
+}

@@ -18,14 +18,20 @@ import (
 // mean) into a UB score array, selects the top-k in UB (sinks first, then
 // the candidates by score, NaN last, ties to the lower index), and copies
 // the kept k and v rows GM → UB → GM bit for bit, the indices and the mask.
+// A head whose score array does not fit the UB takes the chunked path
+// (sparse_compress_chunked.go): scores spilled to a GM workspace and a
+// radix select that holds one chunk at a time, with the same bits.
 
-// SparseCompressOptions are valid variants: the core count, and another
+// SparseCompressOptions are valid variants: the core count, another
 // importance order (pairwise sums) with another selection algorithm (a
 // partial selection by repeated maxima), which may resolve near-ties
-// inside the judge's band differently.
+// inside the judge's band differently, and the chunked path
+// (sparse_compress_chunked.go) forced at any L with ChunkTokens tokens a
+// chunk, which heads too long for the UB take by default.
 type SparseCompressOptions struct {
-	BlockDim int
-	Pairwise bool
+	BlockDim    int
+	Pairwise    bool
+	ChunkTokens int
 }
 
 // SparseCompressKernel is sparse_compress's KernelFunc.
@@ -54,6 +60,32 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 		blockDim = min(h, opt.BlockDim)
 	}
 	f := newSparseCompressFaults(npu.FaultsFrom(ctx))
+	if opt.ChunkTokens > 0 || !sparseCompressFitsUB(dev.Profile(), l, d) {
+		chunk := opt.ChunkTokens
+		if chunk <= 0 {
+			chunk = sparseCompressChunk(dev.Profile(), d)
+		}
+		ws, err := dev.Workspace(tensor.Float32, blockDim*l)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sparse_compress: score workspace: %w", err)
+		}
+		cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
+			s, err := newSCChunked(c, f, k, v, ws, outs, keep, cfg.Sinks, chunk, opt.Pairwise)
+			if err != nil {
+				return err
+			}
+			for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
+				if err := s.head(hh); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sparse_compress: %w", err)
+		}
+		return outs, cost, nil
+	}
 	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
 		scores := make([]float32, l) // UB score array
 		if _, err := c.AllocUB(l * 8); err != nil {

@@ -1,0 +1,269 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// sparse_compress past the UB: when a head's L scores (8 bytes a token
+// with the indices) and a row buffer do not fit the Unified Buffer, the
+// kernel does what an Ascend C kernel does with an intermediate too large
+// for UB: it computes the importance in UB-sized chunks of tokens and
+// spills the fp32 scores to a GM workspace (npu.Device.Workspace, one
+// L-slice per core), then selects the top keep − sinks by a radix select
+// over the scores' 32-bit order keys that only ever holds one chunk:
+//
+//   - four passes, one per byte of the key from the top: each streams the
+//     candidates' scores back from GM chunk by chunk and builds a
+//     256-bin histogram of that byte over the keys whose higher bytes
+//     equal the cut's prefix found so far; a scan of the bins from the
+//     top fixes the cut's next byte and how many tokens are still needed
+//     inside it. After the fourth pass the cut key T is exact: every key
+//     above T is kept, and `take` of the eq keys equal to T.
+//   - a final pass streams the scores once more in index order and keeps
+//     the sinks, every key above T and the first `take` keys equal to T
+//     (ties to the lower index; a NaN's key is below every number's), so
+//     the indices come out ascending; each chunk's indices and mask go to
+//     GM, and the kept k and v rows are copied GM → UB → GM bit for bit.
+//
+// The selection is exact (the same kept set as the in-UB sort on the same
+// fp32 scores), so both paths give the same bits; only the cost differs.
+// The cost charges every chunk's DMA (the rows in, the scores out to the
+// workspace, four histogram passes and the final pass back in, the
+// indices and mask out) and a vector instruction per chunk per step (the
+// squares and sum; the key map, prefix compare, digit extract and
+// histogram update of each pass; the key map, two compares and the index
+// gather of the final pass, and the mask), plus the bin clears and scans.
+
+// sparseCompressFitsUB reports whether the in-UB kernel takes a head of
+// l tokens of d: the score array (8 bytes a token) and one row buffer in
+// the UB, each rounded to its block.
+func sparseCompressFitsUB(p npu.Profile, l, d int) bool {
+	a := p.UBAlign()
+	return roundUpTo(l*8, a)+roundUpTo(max(d*2, 1), a) <= p.UBBytes
+}
+
+// sparseCompressChunk is the chunked path's tokens per chunk: the most
+// that fit the UB with a chunk's k rows (2d bytes a token), scores and
+// indices (4 + 4) and mask (1), beside the histogram, one row buffer and
+// a block of rounding per buffer; a multiple of 32 tokens when there is
+// room, so that every full chunk's copies are whole UB blocks.
+func sparseCompressChunk(p npu.Profile, d int) int {
+	a := p.UBAlign()
+	free := p.UBBytes - scHistBins*4 - roundUpTo(max(d*2, 1), a) - 4*a
+	c := free / (2*d + 9)
+	if c >= 32 {
+		c = c / 32 * 32
+	}
+	return max(c, 1)
+}
+
+func roundUpTo(n, m int) int { return (n + m - 1) / m * m }
+
+// scHistBins is the radix select's histogram: one byte of the key a pass.
+const scHistBins = 256
+
+// scChunked is one core's chunked sparse_compress: its UB buffers and its
+// slice of the GM score workspace.
+type scChunked struct {
+	c                    *npu.Core
+	f                    sparseCompressFaults
+	k, v, ws             *tensor.Tensor
+	outs                 map[string]*tensor.Tensor
+	h, l, d, keep, sinks int
+	chunk, wsOff         int
+	pairwise             bool
+	rows, scores, idx    *npu.Buffer
+	mask, hist, row      *npu.Buffer
+}
+
+// newSCChunked allocates the core's UB buffers; the UB's capacity errors
+// say which does not fit.
+func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk int, pairwise bool) (*scChunked, error) {
+	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
+	s := &scChunked{c: c, f: f, k: k, v: v, ws: ws, outs: outs, h: h, l: l, d: d, keep: keep, sinks: sinks,
+		chunk: chunk, wsOff: c.BlockIdx * l, pairwise: pairwise}
+	for _, b := range []struct {
+		buf   **npu.Buffer
+		bytes int
+		what  string
+	}{
+		{&s.rows, chunk * d * 2, "k rows"}, {&s.scores, chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
+		{&s.mask, chunk, "mask"}, {&s.hist, scHistBins * 4, "histogram"}, {&s.row, max(d*2, 1), "row"},
+	} {
+		buf, err := c.AllocUB(b.bytes)
+		if err != nil {
+			return nil, fmt.Errorf("chunk of %d tokens (D=%d): %s: %w", chunk, d, b.what, err)
+		}
+		*b.buf = buf
+	}
+	return s, nil
+}
+
+// head runs head hh: importance to the workspace, the cut, the final pass.
+func (s *scChunked) head(hh int) error {
+	c, l, d := s.c, s.l, s.d
+	for t0 := 0; t0 < l; t0 += s.chunk {
+		n := min(s.chunk, l-t0)
+		if err := c.DataCopyPadIn(s.rows, s.k, (hh*l+t0)*d, n*d); err != nil {
+			return err
+		}
+		sc, rows := s.scores.F32(), s.rows.F16()
+		for t := range n {
+			sc[t] = importance32(s.f, rows[t*d:(t+1)*d], s.pairwise)
+		}
+		c.VectorWork(n * d * 4 * 2)
+		if err := c.DataCopyPadOut(s.ws, s.wsOff+t0, s.scores, n); err != nil {
+			return err
+		}
+	}
+	res := s.f.reservedSinks(min(s.sinks, l), s.keep, l)
+	need := s.keep - res
+	if need == 0 || need == l-res {
+		// Nothing or everything of the candidates is kept: no cut.
+		all := need > 0
+		return s.final(hh, res, func(uint32) int { return b2i(all) }, false)
+	}
+	cut, take, eq, err := s.radix(res, need)
+	if err != nil {
+		return err
+	}
+	skip := s.f.tieSkip(eq, take, cut == s.f.selectKey(float32(math.NaN())))
+	seen := 0
+	return s.final(hh, res, func(key uint32) int {
+		switch {
+		case key > cut:
+			return 1
+		case key == cut:
+			seen++
+			return b2i(seen > skip && seen <= skip+take)
+		}
+		return 0
+	}, true)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// radix finds the cut key among the candidates [res, L): the key T such
+// that fewer than need keys exceed it and at least need reach it, with
+// take = need − #(keys > T) and eq = #(keys == T).
+func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
+	c, l := s.c, s.l
+	take = need
+	for shift := 24; shift >= 0; shift -= 8 {
+		hist := s.hist.I32()[:scHistBins]
+		clear(hist)
+		c.VectorWork(scHistBins * 4)
+		for t0 := res; t0 < l; t0 += s.chunk {
+			n := min(s.chunk, l-t0)
+			if err := c.DataCopyPadIn(s.scores, s.ws, s.wsOff+t0, n); err != nil {
+				return 0, 0, 0, err
+			}
+			for _, x := range s.scores.F32()[:n] {
+				key := s.f.selectKey(x)
+				if shift < 24 && key>>(shift+8) != cut>>(shift+8) {
+					continue
+				}
+				hist[key>>shift&0xff]++
+			}
+			for range 4 { // key map, prefix compare, digit extract, histogram update
+				c.VectorWork(n * 4)
+			}
+		}
+		b := scHistBins - 1
+		for ; b > 0 && int(hist[b]) < take; b-- {
+			take -= int(hist[b])
+		}
+		cut |= uint32(b) << shift
+		eq = int(hist[b])
+		c.VectorWork(scHistBins * 4)
+	}
+	return cut, take, eq, nil
+}
+
+// final streams the tokens in index order: the first res are kept, a
+// candidate when kept(key) is 1 (its score is read back from the
+// workspace only when scored). Indices and mask leave a chunk at a time;
+// kept rows are copied as they are found.
+func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error {
+	c, l, d := s.c, s.l, s.d
+	indices, mask := s.outs["indices"], s.outs["mask"]
+	src := s.f.kSourceHead(hh, s.h)
+	out, pending, carry := 0, 0, false
+	flush := func() error {
+		err := c.DataCopyPadOut(indices, hh*s.keep+out-pending, s.idx, pending)
+		pending = 0
+		return err
+	}
+	for t0 := 0; t0 < l; t0 += s.chunk {
+		n := min(s.chunk, l-t0)
+		if scored && t0+n > res {
+			lo := max(t0, res)
+			if err := c.DataCopyPadIn(s.scores, s.ws, s.wsOff+lo, t0+n-lo); err != nil {
+				return err
+			}
+			for range 4 { // key map, compare > cut, compare == cut, index gather
+				c.VectorWork((t0 + n - lo) * 4)
+			}
+		}
+		m := s.mask.U8()[:n]
+		clear(m)
+		c.VectorWork(n)
+		if carry {
+			m[0], carry = 1, false
+		}
+		for t := t0; t < t0+n; t++ {
+			keep := t < res
+			if !keep {
+				key := uint32(0)
+				if scored {
+					key = s.f.selectKey(s.scores.F32()[t-max(t0, res)])
+				}
+				keep = kept(key) == 1
+			}
+			if !keep {
+				continue
+			}
+			if mi := s.f.maskIndex(t, l); mi < t0+n {
+				m[mi-t0] = 1
+			} else {
+				carry = true
+			}
+			s.idx.I32()[pending] = int32(t)
+			pending++
+			out++
+			for _, kv := range []struct {
+				in  *tensor.Tensor
+				out string
+				hd  int
+			}{{s.k, "k_out", src}, {s.v, "v_out", hh}} {
+				if err := c.DataCopyPadIn(s.row, kv.in, (kv.hd*l+t)*d, d); err != nil {
+					return err
+				}
+				if err := c.DataCopyPadOut(s.outs[kv.out], (hh*s.keep+out-1)*d, s.row, d); err != nil {
+					return err
+				}
+			}
+			if pending == s.chunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := c.DataCopyPadOut(mask, hh*l+t0, s.mask, n); err != nil {
+			return err
+		}
+	}
+	if out != s.keep {
+		return fmt.Errorf("head %d: selected %d tokens, want keep=%d", hh, out, s.keep)
+	}
+	return flush()
+}
