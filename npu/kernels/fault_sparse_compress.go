@@ -144,14 +144,24 @@ func (f sparseCompressFaults) outHead(hh, first int) int {
 	return hh
 }
 
-// kInPlaceAt is the input k and its element offset the kept k row just
-// copied (row t of head hh, rows of d) is stored over as well under
-// k-compacted-in-place; nil otherwise.
-func (f sparseCompressFaults) kInPlaceAt(k *tensor.Tensor, hh, l, t, d int) (*tensor.Tensor, int) {
+// compactK runs after head hh's outputs are stored (at output head oh):
+// under k-compacted-in-place it stores the head's keep kept k rows (rows
+// of d, from k_out through the UB row buffer) over the first keep rows of
+// head hh in the input k (l rows a head). The outputs are complete, so
+// only the input is wrong, on either selection path alike.
+func (f sparseCompressFaults) compactK(c *npu.Core, k, kOut *tensor.Tensor, row *npu.Buffer, hh, oh, l, keep, d int) error {
 	if !f.kInPlace {
-		return nil, 0
+		return nil
 	}
-	return k, (hh*l + t) * d
+	for t := range keep {
+		if err := c.DataCopyPadIn(row, kOut, (oh*keep+t)*d, d); err != nil {
+			return err
+		}
+		if err := c.DataCopyPadOut(k, (hh*l+t)*d, row, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // selectKey is the chunked selection's radix key of a score (the fp32

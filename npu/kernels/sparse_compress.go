@@ -107,6 +107,9 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 			c.VectorWork(l * 8 * max(1, bitsLen(l)))
 			src := f.kSourceHead(hh, h)
 			oh := f.outHead(hh, c.BlockIdx)
+			if oh != hh {
+				clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
+			}
 			for t, i := range sel {
 				outs["indices"].I32()[oh*keep+t] = int32(i)
 				outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
@@ -121,12 +124,10 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 					if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, rowUB, d); err != nil {
 						return err
 					}
-					if dst, off := f.kInPlaceAt(kv.in, hh, l, t, d); dst != nil && kv.out == "k_out" {
-						if err := c.DataCopyPadOut(dst, off, rowUB, d); err != nil {
-							return err
-						}
-					}
 				}
+			}
+			if err := f.compactK(c, k, outs["k_out"], rowUB, hh, oh, l, keep, d); err != nil {
+				return err
 			}
 		}
 		return nil
