@@ -54,7 +54,7 @@ func RunCase(ctx context.Context, b backend.Backend, c *SuiteCase, exact bool) V
 	if exact && c.Golden != nil && c.Policy.Name() != exactPolicy {
 		policies = append(policies, verify.MustParsePolicy(exactPolicy))
 	}
-	res, err := harness.RunPrepared(ctx, b, c.Prepared, harness.Options{Policies: policies, Golden: c.Golden})
+	res, err := harness.RunPrepared(ctx, b, c.Prepared, harness.Options{Policies: policies, Golden: c.trusted()})
 	switch {
 	case err != nil && harness.IsBackend(err):
 		v.Checks, v.Detail = []string{CheckBackendError}, oneLine(err.Error())

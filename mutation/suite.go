@@ -18,8 +18,10 @@
 package mutation
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -42,6 +44,20 @@ type SuiteCase struct {
 	// Golden holds the recorded output bits; nil for generated cases
 	// (they have no exact check).
 	Golden map[string]*tensor.Tensor
+	// Trusted, for a generated case whose policy compares with a trusted
+	// second implementation (ascend-dual), holds the correct emulator's
+	// outputs on the case's inputs: what the golden store records for a
+	// stored case. It is never used for the exact check.
+	Trusted map[string]*tensor.Tensor
+}
+
+// trusted is what the case's policy compares with: the golden outputs, or
+// the correct emulator's for a generated case.
+func (c *SuiteCase) trusted() map[string]*tensor.Tensor {
+	if c.Golden != nil {
+		return c.Golden
+	}
+	return c.Trusted
 }
 
 // Source of a case.
@@ -108,7 +124,18 @@ func GeneratedCases(prof npu.Profile) ([]*SuiteCase, error) {
 			if err != nil {
 				return nil, fmt.Errorf("generated case %s/%s: %w", c.Op, c.Name, err)
 			}
-			out = append(out, &SuiteCase{ID: "ut:" + c.Op + "/" + c.Name, Prepared: pc, Policy: verify.DefaultPolicy()})
+			sc := &SuiteCase{ID: "ut:" + c.Op + "/" + c.Name, Prepared: pc, Policy: verify.DefaultPolicy()}
+			if c.Policy != "" {
+				if sc.Policy, err = verify.ParsePolicy(c.Policy); err != nil {
+					return nil, fmt.Errorf("generated case %s: policy: %w", sc.ID, err)
+				}
+			}
+			if sc.Policy.Name() == dualPolicy {
+				if sc.Trusted, err = trustedOutputs(prof, pc); err != nil {
+					return nil, fmt.Errorf("generated case %s: %w", sc.ID, err)
+				}
+			}
+			out = append(out, sc)
 		}
 	}
 	return out, nil
@@ -126,6 +153,22 @@ func DefaultSuite(prof npu.Profile) ([]*SuiteCase, error) {
 		return nil, err
 	}
 	return append(cs, gen...), nil
+}
+
+// dualPolicy is the name of the policy that needs trusted outputs.
+const dualPolicy = "ascend-dual"
+
+// trustedOutputs runs the correct emulator on pc: the trusted second
+// implementation ascend-dual compares a kernel's error statistics with.
+func trustedOutputs(prof npu.Profile, pc *harness.Prepared) (map[string]*tensor.Tensor, error) {
+	res, err := harness.RunPrepared(context.Background(), backend.NewEmulator(prof), pc, harness.Options{Policies: []verify.Policy{verify.DefaultPolicy()}})
+	if err != nil {
+		return nil, fmt.Errorf("trusted outputs (correct emulator): %w", err)
+	}
+	if !res.Pass() {
+		return nil, fmt.Errorf("trusted outputs: the correct emulator fails the bound: %s", res.Verify.Failure())
+	}
+	return res.Outputs, nil
 }
 
 func orDefault(s, def string) string {

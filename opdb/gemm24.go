@@ -10,12 +10,13 @@ import (
 
 // GEMM24 is gemm24's record.
 var GEMM24 = Register(&Info{
-	Op:          ops.GEMM24,
-	Kernel:      kernels.GEMM24Kernel,
-	Faults:      kernels.GEMM24Faults,
-	Variants:    gemm24Variants,
-	GoldenCases: gemm24Golden,
-	FuzzTarget:  "FuzzSparseGEMM24",
+	Op:            ops.GEMM24,
+	Kernel:        kernels.GEMM24Kernel,
+	Faults:        kernels.GEMM24Faults,
+	Variants:      gemm24Variants,
+	GoldenCases:   gemm24Golden,
+	MutationCases: gemm24MutationCases,
+	FuzzTarget:    "FuzzSparseGEMM24",
 	// Header bytes: mode, accumulate, m, k/4, n, numerics; then the meta
 	// bytes (any byte: malformed ones are replaced) and element bits.
 	FuzzSeeds: [][]byte{

@@ -11,12 +11,13 @@ import (
 
 // Sparse24Prune is sparse24_prune's record.
 var Sparse24Prune = Register(&Info{
-	Op:          ops.Sparse24Prune,
-	Kernel:      kernels.Sparse24PruneKernel,
-	Faults:      kernels.Sparse24PruneFaults,
-	Variants:    sparse24PruneVariants,
-	GoldenCases: sparse24PruneGolden,
-	FuzzTarget:  "FuzzSparse24Prune",
+	Op:            ops.Sparse24Prune,
+	Kernel:        kernels.Sparse24PruneKernel,
+	Faults:        kernels.Sparse24PruneFaults,
+	Variants:      sparse24PruneVariants,
+	GoldenCases:   sparse24PruneGolden,
+	MutationCases: sparse24PruneMutationCases,
+	FuzzTarget:    "FuzzSparse24Prune",
 	// Header bytes: m, k/4, cores, tile; then the fp16 bit patterns.
 	FuzzSeeds: [][]byte{
 		{2, 1, 0, 0, 0x00, 0x3c, 0x00, 0xbc, 0x00, 0x3c, 0x00, 0x00},

@@ -118,7 +118,7 @@ func TestCheckAndFailure(t *testing.T) {
 	if !flag.Pass() || z.Pass() || len(z.Verdicts) != 3 {
 		t.Errorf("flag pass %v, z pass %v, z verdicts %d", flag.Pass(), z.Pass(), len(z.Verdicts))
 	}
-	if z.Metrics.OutOfBound != 1 || z.Metrics.NonFiniteMismatch != 1 {
+	if z.Metrics.OutOfBound != 1 || z.Metrics.NonFiniteMismatch != 1 || z.Metrics.FirstBad != 2 {
 		t.Errorf("z metrics %+v", z.Metrics)
 	}
 
@@ -129,7 +129,7 @@ func TestCheckAndFailure(t *testing.T) {
 		t.Errorf("first line %q", lines[0])
 	}
 	wantLines := []string{
-		`output "z" (fp16[2 3]), policy bound: 1 of 6 elements out of bound (tightness 4); 1 non-finite class mismatch`,
+		`output "z" (fp16[2 3]), policy bound: 1 of 6 elements out of bound (tightness 4); 1 non-finite class mismatch; first wrong element at index 2`,
 		`  [5] (1,2) class nan, allowed finite: got=NaN, want=6, bound=0.001953`,
 		`  [2] (0,2) got=3.0078125, want=3, bound=0.001953`,
 		`output "z" (fp16[2 3]), policy ulp(n=1): 1 of 6 elements more than 1 ulp (fp16) from want; max 4 ulp; 1 non-finite class mismatch`,

@@ -76,6 +76,12 @@ type Metrics struct {
 	AmbiguousTaken    int // of those, how many took an allowed non-finite outcome
 	OutOfBound        int
 	NotRounded        int // exact elements accepted by value but not bit for bit the rounded one
+	// FirstBad is the lowest index of a rejected element (a non-finite
+	// class mismatch, out of bound, or not correctly rounded), −1 when
+	// there is none: where a fault that only shows past a size (an index
+	// that wraps, a misplaced tile) starts, which the worst elements,
+	// ranked by how far off they are, need not show.
+	FirstBad int
 
 	Worst []Element
 }
@@ -135,7 +141,7 @@ const nonFiniteBucket = 7
 // the work is split.
 type metricsPart struct {
 	ambiguous, ambiguousTaken, mismatch, notRounded, outOfBound int
-	compared, over1e3, over5e3                                  int
+	compared, over1e3, over5e3, firstBad                        int
 	maxAbs, maxRel, mare, tightness, scaleV, scaleE             float64
 	hist                                                        [8]int
 	worst                                                       *ranked
@@ -150,7 +156,7 @@ type metricsPart struct {
 // floating sums run in index order, so the result is the same as a
 // single loop's, bit for bit.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
-	m := Metrics{UlpHist: map[string]int{}, Cosine: 1}
+	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
 		return m
 	}
@@ -179,6 +185,9 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		m.NonFiniteMismatch += p.mismatch
 		m.NotRounded += p.notRounded
 		m.OutOfBound += p.outOfBound
+		if p.firstBad >= 0 && (m.FirstBad < 0 || p.firstBad < m.FirstBad) {
+			m.FirstBad = p.firstBad
+		}
 		m.Compared += p.compared
 		over1e3 += p.over1e3
 		over5e3 += p.over5e3
@@ -251,7 +260,7 @@ const block = 2048
 // computePart gathers the order-free metrics of elements [lo, hi) of got
 // against want.
 func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsPart {
-	p := &metricsPart{worst: newRanked(WorstCount)}
+	p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	gb := make([]float64, min(block, hi-lo))
@@ -276,6 +285,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 		case classMismatch:
 			p.hist[nonFiniteBucket]++
 			p.mismatch++
+			p.bad(i)
 			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
 				math.Inf(1), math.Inf(1))
 			continue
@@ -286,6 +296,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 			}
 			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
 				p.notRounded++
+				p.bad(i)
 				p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, math.Inf(1))
 			}
 			continue
@@ -314,13 +325,23 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 		switch {
 		case !(e <= b):
 			p.outOfBound++
+			p.bad(i)
 			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
 			p.notRounded++
+			p.bad(i)
 			p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, e)
 		case e > 0 && p.worst.takes(t, e, i):
 			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
+	}
+}
+
+// bad records rejected element i: the range's elements come in index
+// order, so the first one recorded is the lowest.
+func (p *metricsPart) bad(i int) {
+	if p.firstBad < 0 {
+		p.firstBad = i
 	}
 }
 

@@ -13,7 +13,12 @@ import (
 // computeSerial is Compute as the single loop it was before the work was
 // split over cores: TestComputeMatchesSerial holds the split one to it.
 func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
-	m := Metrics{UlpHist: map[string]int{}, Cosine: 1}
+	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
+	bad := func(i int) {
+		if m.FirstBad < 0 {
+			m.FirstBad = i
+		}
+	}
 	if got == nil {
 		return m
 	}
@@ -49,6 +54,7 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 		case classMismatch:
 			m.UlpHist["nonfinite"]++
 			m.NonFiniteMismatch++
+			bad(i)
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
 				math.Inf(1), math.Inf(1))
 			continue
@@ -59,6 +65,7 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 			}
 			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
 				m.NotRounded++
+				bad(i)
 				worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, math.Inf(1))
 			}
 			continue
@@ -93,9 +100,11 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 		switch {
 		case out:
 			m.OutOfBound++
+			bad(i)
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
 			m.NotRounded++
+			bad(i)
 			worst.add(notRoundedElement(got.DType, want, i, g), notRoundedRank, e)
 		case e > 0:
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)

@@ -41,6 +41,15 @@ func notRoundedText(n int) string {
 	return fmt.Sprintf("; %d exact elements not correctly rounded", n)
 }
 
+// firstBadText renders where the rejected elements start, or "" when
+// none is.
+func firstBadText(m *Metrics) string {
+	if m.FirstBad < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; first wrong element at index %d", m.FirstBad)
+}
+
 // ambiguousText renders the overflow-ambiguous count, or "".
 func ambiguousText(m *Metrics) string {
 	if m.Ambiguous == 0 {
@@ -114,8 +123,8 @@ func (boundPolicy) judge(in Input, m *Metrics) Verdict {
 	if v.Pass {
 		v.Reason = fmt.Sprintf("all %d elements within bound (tightness %.3g)%s", m.N, m.Tightness, ambiguousText(m))
 	} else {
-		v.Reason = fmt.Sprintf("%d of %d elements out of bound (tightness %.3g)%s%s%s",
-			m.OutOfBound, m.N, m.Tightness, mismatchText(m.NonFiniteMismatch), notRoundedText(m.NotRounded), ambiguousText(m))
+		v.Reason = fmt.Sprintf("%d of %d elements out of bound (tightness %.3g)%s%s%s%s",
+			m.OutOfBound, m.N, m.Tightness, mismatchText(m.NonFiniteMismatch), notRoundedText(m.NotRounded), ambiguousText(m), firstBadText(m))
 	}
 	return v
 }

@@ -233,6 +233,9 @@ func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int,
 			return err
 		}
 		f16sToF32(w.qf[:nq*d], w.qb.F16()[:nq*d])
+		if err := f.qInPlace(c, in["q"], qoff, w.qb, w.qf[:nq*d], sigma); err != nil {
+			return err
+		}
 	}
 	for h := range nq {
 		w.mRun[h], w.zRun[h] = float32(math.Inf(-1)), 0

@@ -69,6 +69,18 @@ const (
 	// dtype template argument of the Add is wrong), so the bits are
 	// reinterpreted.
 	FaultVABF16AsFP16 npu.Fault = "vector_add/bf16-as-fp16"
+	// FaultVAIndex16: the GM element offset of each tile is held in 16
+	// bits, so from element 2^16 on every tile reads x and y and writes z
+	// at its offset mod 2^16 (vLLM #1486: an int32 block index that
+	// overflows at 64K blocks; here the same overflow at a 16-bit width).
+	// Only inputs of more than 2^16 elements show it.
+	FaultVAIndex16 npu.Fault = "vector_add/index-16-bit"
+	// FaultVATiesAway: the cast of the sum to the output dtype rounds
+	// half away from zero (CAST_ROUND, C's round()) where the contract
+	// says round to nearest, ties to even (CAST_RINT). Only sums that sit
+	// exactly halfway between two neighbours show it, and only an exact
+	// judgement does: a half-ulp bound accepts both neighbours of a tie.
+	FaultVATiesAway npu.Fault = "vector_add/ties-away-from-zero"
 )
 
 // FaultInfo describes one fault of the catalogue.
@@ -95,4 +107,6 @@ var VectorAddFaults = []FaultInfo{
 	{FaultVAInt8Wraps, "vector_add", "int8 sum wraps around instead of saturating"},
 	{FaultVAInt8Clamp127, "vector_add", "int8 sum clamped to [−127, 127] instead of [−128, 127]"},
 	{FaultVABF16AsFP16, "vector_add", "bf16 added with the fp16 instruction"},
+	{FaultVAIndex16, "vector_add", "tile offset held in 16 bits: wrong past 2^16 elements (vLLM #1486 index overflow)"},
+	{FaultVATiesAway, "vector_add", "cast rounds ties away from zero where RNE is required"},
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // decode_attention faults.
@@ -26,6 +27,10 @@ const (
 	// FaultDACombineNoRescale: the flash-decoding combine adds the
 	// partitions' partial sums without rescaling them by exp(m_p − M).
 	FaultDACombineNoRescale npu.Fault = "decode_attention/combine-without-rescale"
+	// FaultDAQScaledInPlace: q is pre-scaled by 1/√D in place: the scaled
+	// rows are stored back over the input q in GM (the attention itself
+	// uses the right scores; q is clobbered for every later reader).
+	FaultDAQScaledInPlace npu.Fault = "decode_attention/q-scaled-in-place"
 )
 
 // DecodeAttentionFaults is decode_attention's fault catalogue.
@@ -37,6 +42,7 @@ var DecodeAttentionFaults = []FaultInfo{
 	{FaultDAVByKScale, "decode_attention", "int8 V dequantised with the K scale"},
 	{FaultDAPageIndexU16, "decode_attention", "page index truncated to 16 bits past 2^16 blocks"},
 	{FaultDACombineNoRescale, "decode_attention", "flash-decoding partitions combined without exp(m_p − M) rescale"},
+	{FaultDAQScaledInPlace, "decode_attention", "q pre-scaled by 1/√D in place in its input buffer"},
 }
 
 // decodeAttentionFaults is decode_attention's fault plan for one launch:
@@ -48,6 +54,7 @@ var DecodeAttentionFaults = []FaultInfo{
 type decodeAttentionFaults struct {
 	readsPastLen, gqaMod, noMaxSub, scaleDropped bool
 	vByKScale, pageIndexU16, combineNoRescale    bool
+	qScaledInPlace                               bool
 }
 
 func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
@@ -59,6 +66,7 @@ func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
 		vByKScale:        fs.Has(FaultDAVByKScale),
 		pageIndexU16:     fs.Has(FaultDAPageIndexU16),
 		combineNoRescale: fs.Has(FaultDACombineNoRescale),
+		qScaledInPlace:   fs.Has(FaultDAQScaledInPlace),
 	}
 }
 
@@ -139,4 +147,19 @@ func (f decodeAttentionFaults) rescale(a, b float32) (float32, float32) {
 		return 1, 1
 	}
 	return a, b
+}
+
+// qInPlace runs after the copy-in of nq·d query values (qf, fp32; qb, the
+// fp16 UB buffer they came from): under q-scaled-in-place it scales them
+// by sigma into qb and stores qb back over q at qoff. The kernel goes on
+// from qf, so only the input is wrong.
+func (f decodeAttentionFaults) qInPlace(c *npu.Core, q *tensor.Tensor, qoff int, qb *npu.Buffer, qf []float32, sigma float32) error {
+	if !f.qScaledInPlace {
+		return nil
+	}
+	h := qb.F16()
+	for i, v := range qf {
+		h[i] = float16.Fromfloat32(v * sigma)
+	}
+	return c.DataCopyPadOut(q, qoff, qb, len(qf))
 }

@@ -35,7 +35,35 @@ const (
 	// column count as its row stride instead of the padded one, so the
 	// padding columns leak into the output rows.
 	FaultGEMMPaddingLeaks npu.Fault = "gemm/padding-leaks"
+	// FaultGEMMSecondTileMisplaced: the GM offsets of the output block (of
+	// out and of C) are computed once, from the core's first block, before
+	// the block loop, so every later block of a core is read from and
+	// stored over its first one. Only shapes with more output blocks than
+	// AI cores show it.
+	FaultGEMMSecondTileMisplaced npu.Fault = "gemm/second-tile-misplaced"
+	// FaultGEMMSplitKLost: for K > GEMMSplitK the K loop is split by L1
+	// panel into partial sums reduced at the end, and the reduction loop
+	// stops one partial short (an exclusive bound where an inclusive one
+	// was meant): the last K panel is lost. Only K in the thousands shows
+	// it.
+	FaultGEMMSplitKLost npu.Fault = "gemm/split-k-last-partial-lost"
+	// FaultGEMMCOverwritten: the epilogue stores each result block over C
+	// in GM as well (an in-place C ← alpha·A·B + beta·C path left on): out
+	// is right, the input C is clobbered.
+	FaultGEMMCOverwritten npu.Fault = "gemm/c-overwritten"
+	// FaultGEMMSplitKPartialsLow: for K > GEMMSplitK the split-K partial
+	// sums are kept in a workspace of the 16-bit output dtype (fp16 or
+	// bf16) where the mode accumulates in fp32: the running sum is rounded
+	// to the output dtype after every L1 panel. The loss stays well inside
+	// the any-order bound (γ_K·S is large for K in the thousands) but is
+	// systematic: only the dual benchmark sees it.
+	FaultGEMMSplitKPartialsLow npu.Fault = "gemm/split-k-partials-in-out-dtype"
 )
+
+// GEMMSplitK is the K above which the faults of a split-K path
+// (split-k-last-partial-lost, split-k-partials-in-out-dtype) act: real
+// kernels switch to split-K for deep K. The correct kernel has one path.
+const GEMMSplitK = 4096
 
 // GEMMFaults is gemm's fault catalogue.
 var GEMMFaults = []FaultInfo{
@@ -47,6 +75,10 @@ var GEMMFaults = []FaultInfo{
 	{FaultGEMMScalesSwapped, "gemm", "int8 scales swapped between rows and columns"},
 	{FaultGEMMPaddingRowsStored, "gemm", "fractal padding rows stored past the end of out"},
 	{FaultGEMMPaddingLeaks, "gemm", "garbage padding leaks into the output (copy-out stride)"},
+	{FaultGEMMSecondTileMisplaced, "gemm", "a core's second output tile stored over its first (offset computed outside the tile loop)"},
+	{FaultGEMMSplitKLost, "gemm", "split-K reduction loses the last K partial (K > 4096 only)"},
+	{FaultGEMMCOverwritten, "gemm", "result also stored over input C (in-place epilogue left on)"},
+	{FaultGEMMSplitKPartialsLow, "gemm", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
 }
 
 // gemmFaults is gemm's fault plan for one launch: which of its catalogue
@@ -57,7 +89,8 @@ var GEMMFaults = []FaultInfo{
 type gemmFaults struct {
 	fp16Acc, betaIgnored, alphaScalesC, bTransposed bool
 	lastKDropped, scalesSwapped, paddingRowsStored  bool
-	paddingLeaks                                    bool
+	paddingLeaks, secondTileMisplaced, splitKLost   bool
+	cOverwritten, splitKPartialsLow                 bool
 }
 
 func newGEMMFaults(fs npu.Faults) gemmFaults {
@@ -70,6 +103,11 @@ func newGEMMFaults(fs npu.Faults) gemmFaults {
 		scalesSwapped:     fs.Has(FaultGEMMScalesSwapped),
 		paddingRowsStored: fs.Has(FaultGEMMPaddingRowsStored),
 		paddingLeaks:      fs.Has(FaultGEMMPaddingLeaks),
+
+		secondTileMisplaced: fs.Has(FaultGEMMSecondTileMisplaced),
+		splitKLost:          fs.Has(FaultGEMMSplitKLost),
+		cOverwritten:        fs.Has(FaultGEMMCOverwritten),
+		splitKPartialsLow:   fs.Has(FaultGEMMSplitKPartialsLow),
 	}
 }
 
@@ -96,6 +134,46 @@ func (f gemmFaults) accumulator(acc tensor.DType) tensor.DType {
 // by one: last-k-block-dropped).
 func (f gemmFaults) skipsSlice(k, kb, kTotal int) bool {
 	return f.lastKDropped && kb > 0 && k > 0 && k+kb >= kTotal
+}
+
+// skipsPanel reports whether the K panel at k0 (of depth) is left out of
+// the sum: the last one, for K > GEMMSplitK over more than one panel
+// (split-k-last-partial-lost).
+func (f gemmFaults) skipsPanel(k0, depth, kTotal int) bool {
+	return f.splitKLost && kTotal > GEMMSplitK && k0 > 0 && k0+depth >= kTotal
+}
+
+// blockOrigin is the output block origin (m0, n0) the epilogue reads C
+// at and stores out at: the block's own, or the core's first block's
+// under second-tile-misplaced.
+func (f gemmFaults) blockOrigin(first, this [2]int) (int, int) {
+	if f.secondTileMisplaced {
+		return first[0], first[1]
+	}
+	return this[0], this[1]
+}
+
+// panelDone runs after the Mmads of one K panel: under
+// split-k-partials-in-out-dtype, for K > GEMMSplitK, an fp32 accumulator
+// and a 16-bit output, it rounds the first n running sums in L0C to the
+// output dtype (the partial goes through a workspace of that dtype).
+func (f gemmFaults) panelDone(t GEMMTiling, l0c *npu.Buffer, n int) {
+	if !f.splitKPartialsLow || t.K <= GEMMSplitK || t.AccDType != tensor.Float32 || t.OutDType.Size() != 2 {
+		return
+	}
+	ff, _ := t.OutDType.FloatFormat()
+	for i, v := range l0c.F32()[:n] {
+		l0c.F32()[i] = float32(ff.RoundNearestEven(float64(v)))
+	}
+}
+
+// storeOverC is the input C the epilogue also stores its result over
+// (c-overwritten), or nil.
+func (f gemmFaults) storeOverC(c *tensor.Tensor) *tensor.Tensor {
+	if f.cOverwritten {
+		return c
+	}
+	return nil
 }
 
 // scales returns the row and the column dequantisation scales, swapped

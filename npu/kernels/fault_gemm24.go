@@ -1,6 +1,9 @@
 package kernels
 
-import "github.com/npuverify/npuverify/npu"
+import (
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+)
 
 // gemm24 faults: bugs of the meta decode in UB.
 const (
@@ -15,6 +18,18 @@ const (
 	// FaultG24GroupOffset: the group base offset 4·g is computed for the
 	// previous group (g−1) from the second group of a slice on.
 	FaultG24GroupOffset npu.Fault = "gemm24/group-offset-off-by-one"
+	// FaultG24SplitKLost: gemm's split-k-last-partial-lost in gemm24: for
+	// K > GEMMSplitK the reduction of the per-panel partial sums stops one
+	// short, losing the last K panel.
+	FaultG24SplitKLost npu.Fault = "gemm24/split-k-last-partial-lost"
+	// FaultG24SplitKPartialsLow: gemm's split-k-partials-in-out-dtype in
+	// gemm24: for K > GEMMSplitK the running sum is rounded to the 16-bit
+	// output dtype after every L1 panel, inside the any-order bound.
+	FaultG24SplitKPartialsLow npu.Fault = "gemm24/split-k-partials-in-out-dtype"
+	// FaultG24MetaInPlace: the meta reorder pass (2-bit fields to the
+	// nibble layout a_meta is consumed in) writes its result back over the
+	// input a_meta after the launch.
+	FaultG24MetaInPlace npu.Fault = "gemm24/meta-rewritten-in-place"
 )
 
 // GEMM24Faults is gemm24's fault catalogue.
@@ -22,6 +37,9 @@ var GEMM24Faults = []FaultInfo{
 	{FaultG24MetaBitsSwapped, "gemm24", "meta fields swapped: first index read from bits 2–3"},
 	{FaultG24SecondIgnored, "gemm24", "second kept index ignored: both values multiply the first kept row"},
 	{FaultG24GroupOffset, "gemm24", "group offset off by one: group g decoded against base 4·(g−1)"},
+	{FaultG24SplitKLost, "gemm24", "split-K reduction loses the last K partial (K > 4096 only)"},
+	{FaultG24SplitKPartialsLow, "gemm24", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
+	{FaultG24MetaInPlace, "gemm24", "meta reordered in place in the input a_meta"},
 }
 
 // gemm24Faults is gemm24's fault plan for one launch (GEMM24Kernel builds
@@ -29,6 +47,7 @@ var GEMM24Faults = []FaultInfo{
 // decodeGroup. The zero value is the correct kernel.
 type gemm24Faults struct {
 	metaBitsSwapped, secondIgnored, groupOffset bool
+	splitKLost, splitKPartialsLow, metaInPlace  bool
 }
 
 func newGEMM24Faults(fs npu.Faults) gemm24Faults {
@@ -36,6 +55,10 @@ func newGEMM24Faults(fs npu.Faults) gemm24Faults {
 		metaBitsSwapped: fs.Has(FaultG24MetaBitsSwapped),
 		secondIgnored:   fs.Has(FaultG24SecondIgnored),
 		groupOffset:     fs.Has(FaultG24GroupOffset),
+
+		splitKLost:        fs.Has(FaultG24SplitKLost),
+		splitKPartialsLow: fs.Has(FaultG24SplitKPartialsLow),
+		metaInPlace:       fs.Has(FaultG24MetaInPlace),
 	}
 }
 
@@ -57,4 +80,23 @@ func (f gemm24Faults) decodeGroup(b uint8, g int) (uint8, uint8) {
 		base -= 4
 	}
 	return base + first, base + second
+}
+
+// gemm is the part of gemm's fault plan gemm24 shares: the split-K hooks
+// (skipsPanel, panelDone) of its panel loop, and the epilogue's.
+func (f gemm24Faults) gemm() gemmFaults {
+	return gemmFaults{splitKLost: f.splitKLost, splitKPartialsLow: f.splitKPartialsLow}
+}
+
+// afterLaunch runs on the host after the launch: under
+// meta-rewritten-in-place it rewrites every meta byte of a_meta from the
+// 2-bit fields (first | second<<2) to the nibble layout (first |
+// second<<4). The outputs are computed already.
+func (f gemm24Faults) afterLaunch(meta *tensor.Tensor) {
+	if !f.metaInPlace {
+		return
+	}
+	for i, b := range meta.U8() {
+		meta.U8()[i] = b&3 | (b>>2&3)<<4
+	}
 }

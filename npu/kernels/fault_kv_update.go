@@ -29,6 +29,10 @@ const (
 	// FaultKVWrittenWrong: written is set for every non-padding entry,
 	// full sequences included.
 	FaultKVWrittenWrong npu.Fault = "kv_update/written-flags-wrong"
+	// FaultKVXOverwritten: the projection is done in place: each new v
+	// row is stored over its row of the input activations x as well
+	// (outputs right, x clobbered for every later reader of it).
+	FaultKVXOverwritten npu.Fault = "kv_update/x-overwritten-in-place"
 )
 
 // KVUpdateFaults is kv_update's fault catalogue.
@@ -40,6 +44,7 @@ var KVUpdateFaults = []FaultInfo{
 	{FaultKVFullOverwritten, "kv_update", "full sequence's last token overwritten instead of skipped"},
 	{FaultKVPageIndexU16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
 	{FaultKVWrittenWrong, "kv_update", "written flag set for full sequences"},
+	{FaultKVXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
 }
 
 // kvUpdateFaults is kv_update's fault plan for one launch: which of its
@@ -50,7 +55,7 @@ var KVUpdateFaults = []FaultInfo{
 // anyway.
 type kvUpdateFaults struct {
 	paddingSlot0, blockBoundary, scaleWrongToken, seqLensStale bool
-	fullOverwritten, pageIndexU16, writtenWrong                bool
+	fullOverwritten, pageIndexU16, writtenWrong, xOverwritten  bool
 }
 
 func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
@@ -62,6 +67,7 @@ func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
 		fullOverwritten: fs.Has(FaultKVFullOverwritten),
 		pageIndexU16:    fs.Has(FaultKVPageIndexU16),
 		writtenWrong:    fs.Has(FaultKVWrittenWrong),
+		xOverwritten:    fs.Has(FaultKVXOverwritten),
 	}
 }
 
@@ -120,3 +126,8 @@ func (f kvUpdateFaults) scaleIndex(row, h, heads int) int {
 // bumpsSeqLen reports whether the kernel stores seq_len+1 after a write:
 // never under seq-lens-not-incremented.
 func (f kvUpdateFaults) bumpsSeqLen() bool { return !f.seqLensStale }
+
+// overX reports whether the projected row just computed for weight w is
+// stored over its row of the input x as well: the v projection's, under
+// x-overwritten-in-place (after the k projection has read x).
+func (f kvUpdateFaults) overX(w string) bool { return f.xOverwritten && w == "w_v" }

@@ -1,6 +1,9 @@
 package kernels
 
-import "github.com/npuverify/npuverify/npu"
+import (
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+)
 
 // sparse24_prune faults: bugs of the per-group selection.
 const (
@@ -11,12 +14,23 @@ const (
 	// ordered compare returns false for it), so it is pruned instead of
 	// kept.
 	FaultP24NaNNotLargest npu.Fault = "sparse24_prune/nan-not-largest"
+	// FaultP24Index16: the GM element offsets of a tile (of w, values and
+	// meta) are held in 16 bits, so tiles past 2^16 elements read and
+	// write at their offset mod 2^16 (the index overflow of vLLM #1486 at
+	// a 16-bit width). Only w of more than 2^16 elements shows it.
+	FaultP24Index16 npu.Fault = "sparse24_prune/index-16-bit"
+	// FaultP24PrunedInPlace: the kernel also prunes w in place, storing
+	// each group with its two pruned values zeroed back over w (the
+	// outputs are right; the dense weights are clobbered).
+	FaultP24PrunedInPlace npu.Fault = "sparse24_prune/w-pruned-in-place"
 )
 
 // Sparse24PruneFaults is sparse24_prune's fault catalogue.
 var Sparse24PruneFaults = []FaultInfo{
 	{FaultP24TiesHigh, "sparse24_prune", "ties of |w| resolved to the higher index"},
 	{FaultP24NaNNotLargest, "sparse24_prune", "NaN ranked below every number instead of largest"},
+	{FaultP24Index16, "sparse24_prune", "tile offsets held in 16 bits: wrong past 2^16 elements (vLLM #1486 index overflow)"},
+	{FaultP24PrunedInPlace, "sparse24_prune", "w pruned in place (pruned values zeroed in the input)"},
 }
 
 // sparse24PruneFaults is sparse24_prune's fault plan for one launch
@@ -24,13 +38,15 @@ var Sparse24PruneFaults = []FaultInfo{
 // through the hooks below at the spot of each bug. The zero value is the
 // correct kernel.
 type sparse24PruneFaults struct {
-	tiesHigh, nanNotLargest bool
+	tiesHigh, nanNotLargest, index16, prunedInPlace bool
 }
 
 func newSparse24PruneFaults(fs npu.Faults) sparse24PruneFaults {
 	return sparse24PruneFaults{
 		tiesHigh:      fs.Has(FaultP24TiesHigh),
 		nanNotLargest: fs.Has(FaultP24NaNNotLargest),
+		index16:       fs.Has(FaultP24Index16),
+		prunedInPlace: fs.Has(FaultP24PrunedInPlace),
 	}
 }
 
@@ -50,4 +66,32 @@ func (f sparse24PruneFaults) tieBeats(i, j int) bool {
 		return i > j
 	}
 	return i < j
+}
+
+// gmOffset is the GM element offset a tile copy uses for element off:
+// off, or off mod 2^16 under index-16-bit.
+func (f sparse24PruneFaults) gmOffset(off int) int {
+	if f.index16 {
+		return int(uint16(off))
+	}
+	return off
+}
+
+// pruneInPlace runs after a tile of n groups of w (UB buffer wb, its GM
+// element offset off) has been pruned: under w-pruned-in-place it zeroes
+// every group's two pruned values in wb (keep holds the kept pair of each
+// group) and stores the tile back over w.
+func (f sparse24PruneFaults) pruneInPlace(c *npu.Core, w *tensor.Tensor, off int, wb *npu.Buffer, keep [][2]int) error {
+	if !f.prunedInPlace {
+		return nil
+	}
+	x := wb.F16()
+	for g, k := range keep {
+		for j := range 4 {
+			if j != k[0] && j != k[1] {
+				x[4*g+j] = 0
+			}
+		}
+	}
+	return c.DataCopyPadOut(w, off, wb, 4*len(keep))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
 )
 
@@ -24,6 +25,14 @@ const (
 	FaultSCMaskOffByOne npu.Fault = "sparse_compress/mask-off-by-one"
 	// FaultSCNaNFirst: a NaN score ranks above every number.
 	FaultSCNaNFirst npu.Fault = "sparse_compress/nan-ranked-first"
+	// FaultSCSecondHeadMisplaced: the output offsets of a head are
+	// computed once, from the core's first head, before the head loop, so
+	// every later head of a core is stored over its first one. Only more
+	// heads than vector cores show it.
+	FaultSCSecondHeadMisplaced npu.Fault = "sparse_compress/second-head-misplaced"
+	// FaultSCKCompactedInPlace: the kept k rows are also compacted in
+	// place, each stored over row t of its head in the input k.
+	FaultSCKCompactedInPlace npu.Fault = "sparse_compress/k-compacted-in-place"
 )
 
 // SparseCompressFaults is sparse_compress's fault catalogue.
@@ -35,6 +44,8 @@ var SparseCompressFaults = []FaultInfo{
 	{FaultSCWrongHead, "sparse_compress", "k row copied from the wrong head"},
 	{FaultSCMaskOffByOne, "sparse_compress", "mask off by one"},
 	{FaultSCNaNFirst, "sparse_compress", "NaN scores ranked first"},
+	{FaultSCSecondHeadMisplaced, "sparse_compress", "a core's second head stored over its first (offset computed outside the head loop)"},
+	{FaultSCKCompactedInPlace, "sparse_compress", "kept k rows compacted in place in the input k"},
 }
 
 // sparseCompressFaults is sparse_compress's fault plan for one launch
@@ -44,6 +55,7 @@ var SparseCompressFaults = []FaultInfo{
 type sparseCompressFaults struct {
 	tiesHigh, sinkDropped, absNotSquare, fp16Accum bool
 	wrongHead, maskOffByOne, nanFirst              bool
+	secondHeadMisplaced, kInPlace                  bool
 }
 
 func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
@@ -55,6 +67,9 @@ func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
 		wrongHead:    fs.Has(FaultSCWrongHead),
 		maskOffByOne: fs.Has(FaultSCMaskOffByOne),
 		nanFirst:     fs.Has(FaultSCNaNFirst),
+
+		secondHeadMisplaced: fs.Has(FaultSCSecondHeadMisplaced),
+		kInPlace:            fs.Has(FaultSCKCompactedInPlace),
 	}
 }
 
@@ -118,6 +133,35 @@ func (f sparseCompressFaults) maskIndex(i, l int) int {
 		return i + 1
 	}
 	return i
+}
+
+// outHead is the head whose output rows head hh is stored at: hh, or the
+// core's first head under second-head-misplaced.
+func (f sparseCompressFaults) outHead(hh, first int) int {
+	if f.secondHeadMisplaced {
+		return first
+	}
+	return hh
+}
+
+// compactK runs after head hh's outputs are stored (at output head oh):
+// under k-compacted-in-place it stores the head's keep kept k rows (rows
+// of d, from k_out through the UB row buffer) over the first keep rows of
+// head hh in the input k (l rows a head). The outputs are complete, so
+// only the input is wrong, on either selection path alike.
+func (f sparseCompressFaults) compactK(c *npu.Core, k, kOut *tensor.Tensor, row *npu.Buffer, hh, oh, l, keep, d int) error {
+	if !f.kInPlace {
+		return nil
+	}
+	for t := range keep {
+		if err := c.DataCopyPadIn(row, kOut, (oh*keep+t)*d, d); err != nil {
+			return err
+		}
+		if err := c.DataCopyPadOut(k, (hh*l+t)*d, row, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // selectKey is the chunked selection's radix key of a score (the fp32

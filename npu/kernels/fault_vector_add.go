@@ -17,10 +17,10 @@ import (
 type vectorAddFaults struct {
 	tailDropped, coreOffByOne, lastCoreSkipped, lastTileSkipped bool
 	staleBuffer, writePastEnd, inputModified, yReadAsX          bool
-	bf16AsFP16                                                  bool
+	bf16AsFP16, index16                                         bool
 	// The faults of the Add's conversion step (convert).
 	castTruncates, saturatesNotInf, infNotSaturated, subnormalsFlushed bool
-	int8Wraps, int8Clamp127                                            bool
+	int8Wraps, int8Clamp127, tiesAway                                  bool
 }
 
 func newVectorAddFaults(fs npu.Faults) vectorAddFaults {
@@ -40,6 +40,8 @@ func newVectorAddFaults(fs npu.Faults) vectorAddFaults {
 		subnormalsFlushed: fs.Has(FaultVASubnormalsFlushed),
 		int8Wraps:         fs.Has(FaultVAInt8Wraps),
 		int8Clamp127:      fs.Has(FaultVAInt8Clamp127),
+		index16:           fs.Has(FaultVAIndex16),
+		tiesAway:          fs.Has(FaultVATiesAway),
 	}
 }
 
@@ -59,6 +61,15 @@ func (f vectorAddFaults) share(t VectorAddTiling, blockIdx, off, n int) (int, in
 		n = (n - 1) / t.TileElems * t.TileElems
 	}
 	return off, n
+}
+
+// gmIndex is the GM element offset tile copies use for element g: g, or
+// g mod 2^16 when the offset is held in 16 bits (index-16-bit).
+func (f vectorAddFaults) gmIndex(g int) int {
+	if f.index16 {
+		return int(uint16(g))
+	}
+	return g
 }
 
 // ySource is the GM tensor the y copy-in reads: x under y-read-as-x.
@@ -117,7 +128,7 @@ func (f vectorAddFaults) afterStore(c *npu.Core, x *tensor.Tensor, g int, zb *np
 // rounding fault would have, and does nothing when none of those faults
 // is on, or when the profile already behaves that way.
 func (f vectorAddFaults) convert(c *npu.Core, dt tensor.DType, z, x, y *npu.Buffer, n int) {
-	if !f.castTruncates && !f.saturatesNotInf && !f.infNotSaturated && !f.subnormalsFlushed && !f.int8Wraps && !f.int8Clamp127 {
+	if !f.castTruncates && !f.saturatesNotInf && !f.infNotSaturated && !f.subnormalsFlushed && !f.int8Wraps && !f.int8Clamp127 && !f.tiesAway {
 		return
 	}
 	num := c.Profile().Numerics
@@ -154,6 +165,11 @@ func (f vectorAddFaults) convert(c *npu.Core, dt tensor.DType, z, x, y *npu.Buff
 			}
 			return ieee.Round(exact(), dt)
 		}
+	case f.tiesAway && dt != tensor.Int8:
+		// The sum of two fp16 or bf16 values is exact in float64, and so
+		// is that of two fp32 values whose exponents are close enough to
+		// make a tie possible.
+		round = func(z, exact func() float64) float64 { return num.Round(roundHalfAway(ff, exact()), dt) }
 	case f.subnormalsFlushed && num.Subnormals == tensor.SubnormalKeep:
 		ftz := num
 		ftz.Subnormals = tensor.SubnormalFlush
@@ -180,6 +196,21 @@ func truncate(f tensor.Format, x float64) float64 {
 		r = math.Copysign(f.MaxFinite(), x)
 	}
 	return r
+}
+
+// roundHalfAway rounds x to format f, ties away from zero (C's round()
+// at the format's precision): the nearest value when there is one, else
+// the neighbour of larger magnitude, where RNE takes the even one.
+func roundHalfAway(f tensor.Format, x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	q := f.Ulp(x)
+	t := math.Abs(x) / q // exact: q is a power of two
+	if t-math.Floor(t) != 0.5 {
+		return f.RoundNearestEven(x)
+	}
+	return math.Copysign((math.Floor(t)+1)*q, x)
 }
 
 // getUB reads element i of a UB buffer of float dtype dt.

@@ -165,6 +165,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		l0c := bufs.l0c
 		fr := t.Frac
 		ping, l0 := 0, 0
+		firstBlk := [2]int{(core.BlockIdx / t.BlocksN) * t.BaseM, (core.BlockIdx % t.BlocksN) * t.BaseN}
 		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
 			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
 			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
@@ -177,6 +178,9 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					k0 = (panels - 1 - pi) * depth
 				}
 				core.BeginTile()
+				if f.skipsPanel(k0, depth, t.K) {
+					continue
+				}
 				kr := min(depth, t.K-k0)
 				kc := roundUp(kr, t.BaseK)
 				if kr > 0 {
@@ -224,9 +228,11 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					first = false
 					l0 = (l0 + 1) % nL0
 				}
+				f.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % nL1
 			}
-			if err := gemmEpilogue(core, f, t, bufs, c, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			em0, en0 := f.blockOrigin(firstBlk, [2]int{m0, n0})
+			if err := gemmEpilogue(core, f, t, bufs, c, sa, sb, out, em0, en0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}

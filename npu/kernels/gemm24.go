@@ -86,6 +86,7 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: %w", err)
 	}
+	f.afterLaunch(in["a_meta"])
 	res := map[string]*tensor.Tensor{"out": out.Tensor()}
 	if err := npu.CheckGuards(out); err != nil {
 		return res, cost, fmt.Errorf("gemm24: %w", err)
@@ -169,6 +170,7 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 			return err
 		}
 		l0c := bufs.l0c
+		gf := f.gemm()
 		ping, l0 := 0, 0
 		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
 			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
@@ -177,6 +179,9 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 			first := true
 			for k0 := 0; k0 < max(t.K, 1); k0 += depth {
 				core.BeginTile()
+				if gf.skipsPanel(k0, depth, t.K) {
+					continue
+				}
 				kr := max(0, min(depth, t.K-k0))
 				kc := roundUp(max(kr, 1), kAlign)
 				if kr > 0 {
@@ -220,9 +225,10 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 					first = false
 					l0 = (l0 + 1) % 2
 				}
+				gf.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % 2
 			}
-			if err := gemmEpilogue(core, gemmFaults{}, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, gf, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}

@@ -128,6 +128,11 @@ func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffe
 		if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, storeRows, nr, outUB, srcLd); err != nil {
 			return err
 		}
+		if cc := f.storeOverC(c); cc != nil {
+			if err := core.DataCopy2DOut(cc, t.N, m0+r0, n0, rows, nr, outUB, nc); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -167,6 +167,11 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 							return err
 						}
 						kvProject(c, acc, xb.F16()[:d], wb.F16()[:d*d], ob.F16()[:d])
+						if f.overX(kv.w) {
+							if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
+								return err
+							}
+						}
 					}
 					if err := c.DataCopyPadOut(outs[kv.newName].GM(), outs[kv.newName].Base()+src, ob, d); err != nil {
 						return err

@@ -90,22 +90,29 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 		for q, s := 0, g0; s < g1; q, s = q^1, s+tile {
 			c.BeginTile()
 			n := min(tile, g1-s)
-			if err := c.DataCopyPadIn(wUB[q], w, 4*s, 4*n); err != nil {
+			if err := c.DataCopyPadIn(wUB[q], w, f.gmOffset(4*s), 4*n); err != nil {
 				return err
 			}
 			src, dv, dm := wUB[q].F16(), vUB[q].F16(), mUB[q].U8()
+			var kept [][2]int
 			for g := 0; g < n; g++ {
 				x := src[4*g : 4*g+4]
 				first, second := prune24Group(f, x[0].Bits(), x[1].Bits(), x[2].Bits(), x[3].Bits())
 				dv[2*g], dv[2*g+1] = x[first], x[second]
 				dm[g] = ops.EncodeMeta24(first, second)
+				if f.prunedInPlace {
+					kept = append(kept, [2]int{first, second})
+				}
+			}
+			if err := f.pruneInPlace(c, w, 4*s, wUB[q], kept); err != nil {
+				return err
 			}
 			// |w|, three compare-and-select passes, the gather, the pack.
 			c.VectorWork(8 * n * 6)
-			if err := c.DataCopyPadOut(vals.GM(), vals.Base()+2*s, vUB[q], 2*n); err != nil {
+			if err := c.DataCopyPadOut(vals.GM(), vals.Base()+f.gmOffset(2*s), vUB[q], 2*n); err != nil {
 				return err
 			}
-			if err := c.DataCopyPadOut(meta.GM(), meta.Base()+s, mUB[q], n); err != nil {
+			if err := c.DataCopyPadOut(meta.GM(), meta.Base()+f.gmOffset(s), mUB[q], n); err != nil {
 				return err
 			}
 		}

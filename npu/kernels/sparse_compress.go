@@ -106,9 +106,13 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 			sel := select32(f, scores, cfg.Sinks, keep, opt.Pairwise)
 			c.VectorWork(l * 8 * max(1, bitsLen(l)))
 			src := f.kSourceHead(hh, h)
+			oh := f.outHead(hh, c.BlockIdx)
+			if oh != hh {
+				clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
+			}
 			for t, i := range sel {
-				outs["indices"].I32()[hh*keep+t] = int32(i)
-				outs["mask"].U8()[hh*l+f.maskIndex(i, l)] = 1
+				outs["indices"].I32()[oh*keep+t] = int32(i)
+				outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
 				for _, kv := range []struct {
 					in  *tensor.Tensor
 					out string
@@ -117,10 +121,13 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 					if err := c.DataCopyPadIn(rowUB, kv.in, (kv.hd*l+i)*d, d); err != nil {
 						return err
 					}
-					if err := c.DataCopyPadOut(outs[kv.out], (hh*keep+t)*d, rowUB, d); err != nil {
+					if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, rowUB, d); err != nil {
 						return err
 					}
 				}
+			}
+			if err := f.compactK(c, k, outs["k_out"], rowUB, hh, oh, l, keep, d); err != nil {
+				return err
 			}
 		}
 		return nil

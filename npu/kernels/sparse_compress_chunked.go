@@ -197,9 +197,10 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 	c, l, d := s.c, s.l, s.d
 	indices, mask := s.outs["indices"], s.outs["mask"]
 	src := s.f.kSourceHead(hh, s.h)
+	oh := s.f.outHead(hh, c.BlockIdx)
 	out, pending, carry := 0, 0, false
 	flush := func() error {
-		err := c.DataCopyPadOut(indices, hh*s.keep+out-pending, s.idx, pending)
+		err := c.DataCopyPadOut(indices, oh*s.keep+out-pending, s.idx, pending)
 		pending = 0
 		return err
 	}
@@ -248,7 +249,7 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				if err := c.DataCopyPadIn(s.row, kv.in, (kv.hd*l+t)*d, d); err != nil {
 					return err
 				}
-				if err := c.DataCopyPadOut(s.outs[kv.out], (hh*s.keep+out-1)*d, s.row, d); err != nil {
+				if err := c.DataCopyPadOut(s.outs[kv.out], (oh*s.keep+out-1)*d, s.row, d); err != nil {
 					return err
 				}
 			}
@@ -258,12 +259,15 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				}
 			}
 		}
-		if err := c.DataCopyPadOut(mask, hh*l+t0, s.mask, n); err != nil {
+		if err := c.DataCopyPadOut(mask, oh*l+t0, s.mask, n); err != nil {
 			return err
 		}
 	}
 	if out != s.keep {
 		return fmt.Errorf("head %d: selected %d tokens, want keep=%d", hh, out, s.keep)
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return s.f.compactK(c, s.k, s.outs["k_out"], s.row, hh, oh, l, s.keep, d)
 }

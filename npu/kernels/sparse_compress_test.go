@@ -15,7 +15,13 @@ import (
 func runSC(t *testing.T, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor, opt SparseCompressOptions, fs ...npu.Fault) (map[string]*tensor.Tensor, *npu.Cost) {
 	t.Helper()
 	ctx := npu.WithFaults(WithVariant(context.Background(), Variant{Name: "t", Op: "sparse_compress", Options: opt}), npu.NewFaults(fs...))
-	out, cost, err := SparseCompressKernel(ctx, dev, p, in)
+	// The kernel gets copies, as from the harness: a fault that writes
+	// into its inputs (k-compacted-in-place) must not change the next run's.
+	cp := make(map[string]*tensor.Tensor, len(in))
+	for n, x := range in {
+		cp[n] = x.Clone()
+	}
+	out, cost, err := SparseCompressKernel(ctx, dev, p, cp)
 	if err != nil {
 		t.Fatalf("sparse_compress %v options %+v faults %v: %v", p, opt, fs, err)
 	}

@@ -228,10 +228,11 @@ func vectorAddKernel(t VectorAddTiling, f vectorAddFaults, x, y *tensor.Tensor, 
 			if (g*size)%align != 0 || (cnt*size)%align != 0 {
 				copyIn, copyOut = c.DataCopyPadIn, c.DataCopyPadOut
 			}
-			if err := copyIn(xb, x, g, cnt); err != nil {
+			gi := f.gmIndex(g)
+			if err := copyIn(xb, x, gi, cnt); err != nil {
 				return err
 			}
-			if err := copyIn(yb, f.ySource(x, y), g, cnt); err != nil {
+			if err := copyIn(yb, f.ySource(x, y), gi, cnt); err != nil {
 				return err
 			}
 			ya := f.yForAdd(q[1][:t.BufferNum], k)
@@ -239,7 +240,7 @@ func vectorAddKernel(t VectorAddTiling, f vectorAddFaults, x, y *tensor.Tensor, 
 				return err
 			}
 			f.convert(c, t.DType, zb, xb, ya, cnt)
-			if err := copyOut(zgm, base+g, zb, f.outCount(t, g, cnt, size, align)); err != nil {
+			if err := copyOut(zgm, base+gi, zb, f.outCount(t, g, cnt, size, align)); err != nil {
 				return err
 			}
 			if err := f.afterStore(c, x, g, zb, cnt); err != nil {

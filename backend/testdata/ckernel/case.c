@@ -243,3 +243,59 @@ int8_t store_i8(float v, const numerics *nm) {
 	if (r < -128) r = -128;
 	return (int8_t)r;
 }
+
+/* ---- injected faults ----
+ *
+ * NPUVERIFY_CKERNEL_FAULT names one fault to switch on; unset or empty,
+ * the kernel is correct. Each models a real kernel bug, and each must make
+ * the default `npuverify check` fail (backend/ckernel_faults_test.go):
+ *
+ *   index16  size: vector_add's element index held in 16 bits, so every
+ *            element past 2^16 is read and written at its index mod 2^16
+ *            and the rest of z is never written (vLLM #1486: an int32
+ *            index that overflows at 64K blocks)
+ *   tile2    size: gemm's output in 64x64 tiles dealt to 24 cores, and a
+ *            core's second tile stored over its first (offset computed
+ *            outside the tile loop): wrong only with more tiles than cores
+ *   splitk   size: gemm with K > 4096 split by 256-k chunk, the reduction
+ *            losing the last chunk's partial sum
+ *   ties     vector_add rounds the sum half away from zero (C's round())
+ *            where round-to-nearest-even is required
+ *   clobber  the result is also written over the input file x (vector_add)
+ *            or a (gemm): an in-place kernel clobbering its input
+ *   lossy    gemm with K > 4096 in an fp32-accumulating mode with a 16-bit
+ *            output keeps its partial sums in the output dtype after every
+ *            256-k chunk: inside the any-order bound, caught only by the
+ *            dual benchmark (ascend-dual) */
+int fault_on(const char *name) {
+	const char *f = getenv("NPUVERIFY_CKERNEL_FAULT");
+	return f && !strcmp(f, name);
+}
+
+/* round_half_away rounds x to a binary format of p significant bits and
+ * minimum normal exponent emin, ties away from zero (the value, not the
+ * format's overflow: callers store it through store_*). */
+double round_half_away(double x, int p, int emin) {
+	if (x == 0 || isnan(x) || isinf(x)) return x;
+	int e;
+	frexp(x, &e); /* |x| = m·2^e, 1/2 ≤ m < 1: leading bit 2^(e−1) */
+	double q = ldexp(1, (e - 1 < emin ? emin : e - 1) - p + 1);
+	double t = fabs(x) / q; /* exact: q is a power of two */
+	double r = floor(t);
+	if (t - r >= 0.5) r += 1; /* ties (and above) away from zero */
+	return copysign(r * q, x);
+}
+
+/* clobber_input overwrites the first bytes of input name's data (after
+ * its .npy header) with data: an in-place kernel writing into its input. */
+void clobber_input(const casefile *c, const char *name, const void *data, size_t bytes) {
+	const entry *e = lookup(c->in, c->nin, name);
+	if (!e) die(1, "case.json: input %s missing", name);
+	FILE *f = fopen(path_of(e), "r+b");
+	if (!f) die(1, "input %s: cannot open for writing", name);
+	unsigned char h[12];
+	if (fread(h, 1, sizeof h, f) != sizeof h) die(1, "input %s: short header", name);
+	long off = h[6] == 1 ? 10L + (h[8] | h[9] << 8) : 12L + (long)(h[8] | h[9] << 8 | h[10] << 16 | (unsigned long)h[11] << 24);
+	if (fseek(f, off, SEEK_SET) != 0 || fwrite(data, 1, bytes, f) != bytes) die(1, "input %s: cannot write", name);
+	fclose(f);
+}

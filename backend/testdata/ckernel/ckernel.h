@@ -46,6 +46,13 @@ float bf16_to_f32(uint16_t b);
 uint16_t store_bf16(float v, const numerics *nm);
 int8_t store_i8(float v, const numerics *nm);
 
+/* Injected faults (NPUVERIFY_CKERNEL_FAULT, see case.c): the bugs the
+ * default check must catch through the exec backend, one per class of
+ * issue 9. fault_on(name) reports whether that fault is switched on. */
+int fault_on(const char *name);
+double round_half_away(double x, int p, int emin);
+void clobber_input(const casefile *c, const char *name, const void *data, size_t bytes);
+
 /* one kernel per op, in <op>.c */
 void vector_add(const casefile *c);
 void gemm(const casefile *c);

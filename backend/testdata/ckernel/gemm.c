@@ -43,6 +43,27 @@ static float *load_f32(const npy_array *a, const char *descr) {
 	return f;
 }
 
+/* misplace_second_tiles is the tile2 fault (case.c): the M×N results in
+ * 64×64 tiles dealt round-robin to 24 cores, each core storing every tile
+ * at its first tile's origin (clipped to the matrix), so with more tiles
+ * than cores the later tiles land on the first ones and their own places
+ * stay zero. */
+static void misplace_second_tiles(float *res, size_t M, size_t N) {
+	const size_t T = 64, cores = 24;
+	size_t tm = (M + T - 1) / T, tn = (N + T - 1) / T;
+	if (tm * tn <= cores) return;
+	float *moved = calloc(M * N + 1, sizeof(float));
+	if (!moved) die(1, "out of memory");
+	for (size_t t = 0; t < tm * tn; t++) {
+		size_t d = t % cores;
+		size_t m0 = t / tn * T, n0 = t % tn * T, d0 = d / tn * T, e0 = d % tn * T;
+		for (size_t i = 0; i < T && m0 + i < M && d0 + i < M; i++)
+			for (size_t j = 0; j < T && n0 + j < N && e0 + j < N; j++) moved[(d0 + i) * N + e0 + j] = res[(m0 + i) * N + n0 + j];
+	}
+	memcpy(res, moved, M * N * sizeof(float));
+	free(moved);
+}
+
 /* gemm computes out = alpha·(A·B) + beta·C in every mode of the contract,
  * in its own order: each dot product in LANES interleaved partial sums
  * (k mod LANES) combined pairwise, which matches neither of the emulator's
@@ -84,11 +105,18 @@ void gemm(const casefile *c) {
 	float *res = malloc(M * N * sizeof(float) + 1);
 	if (!acc || !acc16 || !iacc || !res) die(1, "out of memory");
 
+	/* Faults (case.c): splitk loses the last 256-k chunk for K > 4096;
+	 * lossy rounds the fp32 lanes to the 16-bit output dtype after every
+	 * chunk for K > 4096. */
+	const size_t chunk = 256;
+	size_t kend = K;
+	if (fault_on("splitk") && K > 4096) kend = chunk * ((K - 1) / chunk);
+	const int lossy = fault_on("lossy") && K > 4096 && strcmp(mode->out, "<f4") != 0;
 	double t0 = now_ns();
 	for (size_t i = 0; i < M; i++) {
 		if (int8) {
 			memset(iacc, 0, N * sizeof(int64_t));
-			for (size_t k = 0; k < K; k++)
+			for (size_t k = 0; k < kend; k++)
 				for (size_t j = 0; j < N; j++) iacc[j] += (int64_t)af[i * K + k] * (int64_t)bf[k * N + j];
 			const float *sav = sa.data, *sbv = sb.data;
 			for (size_t j = 0; j < N; j++) {
@@ -99,7 +127,7 @@ void gemm(const casefile *c) {
 		}
 		if (fp16acc) {
 			for (size_t l = 0; l < LANES * N; l++) acc16[l] = 0;
-			for (size_t k = 0; k < K; k++) {
+			for (size_t k = 0; k < kend; k++) {
 				const _Float16 aik = (_Float16)af[i * K + k];
 				_Float16 *lane = acc16 + (k % LANES) * N;
 				for (size_t j = 0; j < N; j++) {
@@ -112,14 +140,18 @@ void gemm(const casefile *c) {
 			continue;
 		}
 		memset(acc, 0, LANES * N * sizeof(float));
-		for (size_t k = 0; k < K; k++) {
+		for (size_t k = 0; k < kend; k++) {
 			const float aik = af[i * K + k];
 			float *lane = acc + (k % LANES) * N;
 			const float *brow = bf + k * N;
 			for (size_t j = 0; j < N; j++) lane[j] += aik * brow[j];
+			if (lossy && (k + 1) % chunk == 0)
+				for (size_t l = 0; l < LANES * N; l++)
+					acc[l] = !strcmp(mode->out, "<f2") ? (float)(_Float16)acc[l] : bf16_to_f32(store_bf16(acc[l], &c->num));
 		}
 		for (size_t j = 0; j < N; j++) res[i * N + j] = (acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]);
 	}
+	if (fault_on("tile2")) misplace_second_tiles(res, M, N);
 	/* Epilogue in fp16 for mode fp16, else fp32. */
 	void *out = malloc(M * N * 4 + 1);
 	if (!out) die(1, "out of memory");
@@ -142,6 +174,10 @@ void gemm(const casefile *c) {
 	long shape[2] = {(long)M, (long)N};
 	write_output(c, "out", mode->out, 2, shape, out, !strcmp(mode->out, "<f4") ? 4 : 2);
 	write_timing(t1 - t0);
+	if (fault_on("clobber")) {
+		size_t osz = !strcmp(mode->out, "<f4") ? 4 : 2, ob = M * N * osz, ab = M * K * a.itemsize;
+		clobber_input(c, "a", out, ob < ab ? ob : ab);
+	}
 	free(af);
 	free(bf);
 	free(cf);
