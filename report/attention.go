@@ -69,16 +69,9 @@ func (a *AttentionQuality) Markdown(w io.Writer) error {
 // HTML implements HTMLSection: the table, then relative error and bytes
 // saved against keep_ratio.
 func (a *AttentionQuality) HTML(w io.Writer) error {
-	var charts []Chart
-	for i, p := range []*plot.Plot{a.errorChart(), a.savedChart()} {
-		if p == nil {
-			continue
-		}
-		s, err := svgOf(p, 12*vg.Centimeter, 8*vg.Centimeter)
-		if err != nil {
-			return err
-		}
-		charts = append(charts, Chart{ID: fmt.Sprintf("plot-attention-%d", i+1), Caption: p.Title.Text, SVG: s})
+	charts, err := sectionCharts("plot-attention", a.errorChart(), a.savedChart())
+	if err != nil {
+		return err
 	}
 	return attentionTemplate.Execute(w, struct {
 		Intro  string
@@ -183,4 +176,22 @@ func (a *AttentionQuality) savedChart() *plot.Plot {
 	p.X.Min, p.X.Max = 0, 1.05
 	p.Y.Min, p.Y.Max = 0, 100
 	return p
+}
+
+// sectionCharts renders a section's plots as 12×8 cm SVG charts with IDs
+// <prefix>-N, N the plot's position from 1; a nil plot (nothing to draw)
+// is left out, and the IDs of the others keep their positions.
+func sectionCharts(prefix string, plots ...*plot.Plot) ([]Chart, error) {
+	var charts []Chart
+	for i, p := range plots {
+		if p == nil {
+			continue
+		}
+		s, err := svgOf(p, 12*vg.Centimeter, 8*vg.Centimeter)
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, Chart{ID: fmt.Sprintf("%s-%d", prefix, i+1), Caption: p.Title.Text, SVG: s})
+	}
+	return charts, nil
 }

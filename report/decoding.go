@@ -292,16 +292,9 @@ func (t *DecodingTable) Markdown(w io.Writer) error {
 // HTML implements HTMLSection: the table and two plots (cycles per token
 // against L for both paths, and the speedup).
 func (t *DecodingTable) HTML(w io.Writer) error {
-	var charts []Chart
-	for i, p := range []*plot.Plot{t.cyclesChart(), t.speedupChart()} {
-		if p == nil {
-			continue
-		}
-		s, err := svgOf(p, 12*vg.Centimeter, 8*vg.Centimeter)
-		if err != nil {
-			return err
-		}
-		charts = append(charts, Chart{ID: fmt.Sprintf("plot-decoding-%d", i+1), Caption: p.Title.Text, SVG: s})
+	charts, err := sectionCharts("plot-decoding", t.cyclesChart(), t.speedupChart())
+	if err != nil {
+		return err
 	}
 	return decodingTemplate.Execute(w, struct {
 		Intro  string
