@@ -90,6 +90,31 @@ func TestOps(t *testing.T) {
 		"inputs (default params): x fp16[n], y fp16[n]", "outputs (default params): z fp16[n]",
 	}, "ops")
 	wantCLI(t, 2, []string{`npuverify: ops: unexpected argument "extra"`}, "ops", "extra")
+	// Every registered op shows its inputs and outputs: symbolically when
+	// its dims are free (a derived size such as sparse_compress's keep is
+	// "?", never a dim it happens to equal), else on a golden case.
+	var b strings.Builder
+	if err := cmdOps(nil, &b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"gemm: ", "inputs (default params): a fp16[m,k], b fp16[k,n], c fp16[m,n] (optional)",
+		"outputs (default params): k_out fp16[h,?,d], v_out fp16[h,?,d], indices int32[h,?], mask uint8[h,l]",
+		"inputs (golden case ", "a_values fp16[", "q fp16[",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("npuverify ops: output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "not derivable") {
+		t.Errorf("npuverify ops: an op's contract is not shown:\n%s", got)
+	}
+	for _, name := range opdb.Names() {
+		if !strings.Contains(got, "\n"+name+": ") && !strings.HasPrefix(got, name+": ") {
+			t.Errorf("npuverify ops: op %s not listed", name)
+		}
+	}
 }
 
 func TestRunVectorAdd(t *testing.T) {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -34,7 +36,9 @@ func cmdOps(args []string, stdout io.Writer) error {
 }
 
 // describeOp prints an op's contract. Input and output shapes are shown in
-// terms of the dims, as the op reports them for its default params.
+// terms of the dims, as the op reports them for its default params; an op
+// whose dims are constrained (k a multiple of 4, hq a multiple of h) is
+// shown on its first golden case instead, with concrete sizes.
 func describeOp(w io.Writer, op ops.Op) {
 	fmt.Fprintf(w, "%s: %s\n", op.Name(), op.Doc())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -56,57 +60,104 @@ func describeOp(w io.Writer, op ops.Op) {
 	}
 	fmt.Fprintf(w, "  dims: %s\n", strings.Join(dims, ", "))
 	fmt.Fprintf(w, "  dists: %s\n", strings.Join(op.Dists(), ", "))
-	in, out, err := contract(op)
-	if err != nil {
-		fmt.Fprintf(w, "  inputs/outputs: (not derivable for default params: %v)\n", err)
+	if in, out, err := symbolicContract(op); err == nil {
+		fmt.Fprintf(w, "  inputs (default params): %s\n", in)
+		fmt.Fprintf(w, "  outputs (default params): %s\n", out)
 		return
 	}
-	fmt.Fprintf(w, "  inputs (default params): %s\n", in)
-	fmt.Fprintf(w, "  outputs (default params): %s\n", out)
+	c, in, out, err := exampleContract(op)
+	if err != nil {
+		fmt.Fprintf(w, "  inputs/outputs: (not derivable: %v)\n", err)
+		return
+	}
+	what := "dims " + dimList(c.Dims)
+	if len(c.Params) > 0 {
+		what = c.Params.String() + ", " + what
+	}
+	fmt.Fprintf(w, "  inputs (golden case %s: %s): %s\n", c.Name, what, in)
+	fmt.Fprintf(w, "  outputs (golden case %s): %s\n", c.Name, out)
 }
 
-// contract renders the op's inputs and outputs for its default params,
-// with every shape dimension that equals a dim written by its name.
-func contract(op ops.Op) (in, out string, err error) {
-	p, err := op.Validate(ops.Params{})
-	if err != nil {
-		return "", "", err
+// dimList renders dims as sorted k=v pairs.
+func dimList(d map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, d[k]))
 	}
-	// Distinct primes let shapes be mapped back to dim names.
-	primes := []int{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37}
+	return strings.Join(parts, " ")
+}
+
+// primeDims assigns the op's dims distinct primes from ps (then 41, 42,
+// …), so that a shape dimension equal to one of them can be named.
+func primeDims(op ops.Op, ps []int) (map[string]int, map[int]string) {
 	dims, names := map[string]int{}, map[int]string{}
 	for i, d := range op.DimSpecs() {
 		v := 41 + i
-		if i < len(primes) {
-			v = primes[i]
+		if i < len(ps) {
+			v = ps[i]
 		}
 		dims[d.Name], names[v] = v, d.Name
 	}
+	return dims, names
+}
+
+// specsFor returns the op's input and output contract for params p on
+// inputs generated with dims.
+func specsFor(op ops.Op, p ops.Params, dims map[string]int) (ins, outs []ops.TensorSpec, err error) {
 	gen := ops.Gen{Dims: dims, Seed: 1}
 	if ds := op.Dists(); len(ds) > 0 {
 		gen.Dist = ds[0]
 	}
 	tensors, err := op.Generate(p, gen)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
-	ins, err := op.Inputs(p, tensors)
+	if ins, err = op.Inputs(p, tensors); err != nil {
+		return nil, nil, err
+	}
+	if outs, err = op.Outputs(p, tensors); err != nil {
+		return nil, nil, err
+	}
+	return ins, outs, nil
+}
+
+// symbolicContract renders the op's inputs and outputs for its default
+// params with every shape dimension written by its dim's name. Shapes are
+// derived twice, with two sets of distinct primes as dims; a dimension is
+// named only when both derivations name the same dim (so a derived size
+// that happens to equal a prime, keep = 2 say, is not mistaken for a dim)
+// and written as a number when both agree on it, else as "?".
+func symbolicContract(op ops.Op) (in, out string, err error) {
+	p, err := op.Validate(ops.Params{})
 	if err != nil {
 		return "", "", err
 	}
-	outs, err := op.Outputs(p, tensors)
+	dimsA, namesA := primeDims(op, []int{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37})
+	dimsB, namesB := primeDims(op, []int{43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97})
+	insA, outsA, err := specsFor(op, p, dimsA)
 	if err != nil {
 		return "", "", err
 	}
-	render := func(specs []ops.TensorSpec) string {
-		parts := make([]string, len(specs))
-		for i, s := range specs {
+	insB, outsB, err := specsFor(op, p, dimsB)
+	if err != nil {
+		return "", "", err
+	}
+	render := func(a, b []ops.TensorSpec) string {
+		parts := make([]string, len(a))
+		for i, s := range a {
 			sh := make([]string, len(s.Shape))
 			for j, v := range s.Shape {
-				if n, ok := names[v]; ok {
+				vb := -1
+				if i < len(b) && j < len(b[i].Shape) {
+					vb = b[i].Shape[j]
+				}
+				switch n, ok := namesA[v]; {
+				case ok && namesB[vb] == n:
 					sh[j] = n
-				} else {
+				case v == vb:
 					sh[j] = strconv.Itoa(v)
+				default:
+					sh[j] = "?"
 				}
 			}
 			parts[i] = fmt.Sprintf("%s %s[%s]", s.Name, s.DType, strings.Join(sh, ","))
@@ -116,5 +167,40 @@ func contract(op ops.Op) (in, out string, err error) {
 		}
 		return strings.Join(parts, ", ")
 	}
-	return render(ins), render(outs), nil
+	return render(insA, insB), render(outsA, outsB), nil
+}
+
+// exampleContract renders the op's inputs and outputs, with concrete
+// shapes, on its first golden case that is not a recipe.
+func exampleContract(op ops.Op) (c ops.Case, in, out string, err error) {
+	info, err := opdb.Lookup(op.Name())
+	if err != nil || info.GoldenCases == nil {
+		return c, "", "", fmt.Errorf("%s: no golden case to show", op.Name())
+	}
+	for _, gc := range info.GoldenCases() {
+		if gc.Recipe {
+			continue
+		}
+		p, err := op.Validate(gc.Params)
+		if err != nil {
+			return c, "", "", err
+		}
+		ins, outs, err := specsFor(op, p, gc.Dims)
+		if err != nil {
+			return c, "", "", err
+		}
+		render := func(specs []ops.TensorSpec) string {
+			parts := make([]string, len(specs))
+			for i, s := range specs {
+				parts[i] = fmt.Sprintf("%s %s%v", s.Name, s.DType, s.Shape)
+				if s.Optional {
+					parts[i] += " (optional)"
+				}
+			}
+			return strings.Join(parts, ", ")
+		}
+		gc.Params = p
+		return gc, render(ins), render(outs), nil
+	}
+	return c, "", "", fmt.Errorf("%s: no stored golden case", op.Name())
 }
