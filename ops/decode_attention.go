@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -210,29 +211,61 @@ func (op decodeAttention) Outputs(p Params, in map[string]*tensor.Tensor) ([]Ten
 // KVRows returns the dequantised K or V rows (exact: code·scale in
 // float64) of kv head h for positions [0, n) of sequence s.
 func KVRows(g KVGeom, in map[string]*tensor.Tensor, cache, scale string, s, n, h int) [][]float64 {
-	var bt []int32
-	if g.Paged {
-		bt = in["block_tables"].I32()
-	}
-	c := in[cache]
+	flat := make([]float64, n*g.D)
+	kvRowsInto(g, kvBlockTables(g, in), in[cache], in[scale], s, n, h, flat)
 	rows := make([][]float64, n)
-	for pos := range n {
-		r := g.Row(bt, s, pos)
-		off := (r*g.H + h) * g.D
-		row := make([]float64, g.D)
-		sc := 1.0
-		if g.Int8 {
-			sc = in[scale].Float64(r*g.H + h)
-		}
-		for i := range row {
-			row[i] = c.Float64(off+i) * sc
-		}
-		rows[pos] = row
+	for pos := range rows {
+		rows[pos] = flat[pos*g.D : (pos+1)*g.D : (pos+1)*g.D]
 	}
 	return rows
 }
 
-// Expect: see the type's doc and decodeAttentionBound.
+// kvBlockTables is block_tables' values for paged g, else nil.
+func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
+	if g.Paged {
+		return in["block_tables"].I32()
+	}
+	return nil
+}
+
+// kvRowsInto stores KVRows' rows back to back in dst[:n·D]: the values
+// are exact (fp16 to float64; int8 code times its fp32 scale, exact in
+// float64), so they are the bits KVRows gives.
+func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, n, h int, dst []float64) {
+	for pos := range n {
+		r := g.Row(bt, s, pos)
+		row := dst[pos*g.D : (pos+1)*g.D]
+		c.Float64sFrom((r*g.H+h)*g.D, row)
+		if g.Int8 {
+			sc := scale.Float64(r*g.H + h)
+			for i := range row {
+				row[i] *= sc
+			}
+		}
+	}
+}
+
+// decodeScratch is one worker's buffers for decode_attention's Expect,
+// grown to the longest sequence it meets and reused for every head.
+type decodeScratch struct {
+	k, v, s, p, mag, rj []float64 // n·D, n·D, then n each
+	o, bnd, t3, a       []float64 // D each
+}
+
+func (sc *decodeScratch) grow(n, d int) {
+	if cap(sc.s) < n {
+		sc.k, sc.v = make([]float64, n*d), make([]float64, n*d)
+		sc.s, sc.p, sc.mag, sc.rj = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	}
+	if len(sc.o) != d {
+		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, d), make([]float64, d), make([]float64, d), make([]float64, d)
+	}
+}
+
+// Expect: see the type's doc and decodeAttentionBound. The (batch entry,
+// kv head) items are independent and split over cores; each item's
+// arithmetic is the serial one, so the result does not depend on the
+// split (TestDecodeExpectMatchesSerial).
 func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -241,35 +274,43 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 	sigma := DecodeScale(p, g.D)
 	grp := hq / g.H
 	lens, ids := in["seq_lens"].I32(), in["seq_ids"].I32()
+	bt := kvBlockTables(g, in)
+	kc, vc, ks, vs := in["k_cache"], in["v_cache"], in["k_scale"], in["v_scale"]
 	e := bound.NewExpected(b * hq * g.D)
 	qv := in["q"].Float64s()
-	for bb, s := range ids {
-		if s < 0 || lens[s] == 0 {
-			continue // zero row, exactly
-		}
-		n := int(lens[s])
-		for h := range g.H {
-			k := KVRows(g, in, "k_cache", "k_scale", int(s), n, h)
-			v := KVRows(g, in, "v_cache", "v_scale", int(s), n, h)
+	parallel.For(b*g.H, 1, func(lo, hi int) {
+		var sc decodeScratch
+		for it := lo; it < hi; it++ {
+			bb, h := it/g.H, it%g.H
+			s := ids[bb]
+			if s < 0 || lens[s] == 0 {
+				continue // zero row, exactly
+			}
+			n := int(lens[s])
+			sc.grow(n, g.D)
+			k, v := sc.k[:n*g.D], sc.v[:n*g.D]
+			kvRowsInto(g, bt, kc, ks, int(s), n, h, k)
+			kvRowsInto(g, bt, vc, vs, int(s), n, h, v)
 			for hh := h * grp; hh < (h+1)*grp; hh++ {
 				off := (bb*hq + hh) * g.D
-				o, sc, pr, mag := reference.Attention(qv[off:off+g.D], k, v, sigma)
-				bnd := decodeAttentionBound(g, o, sc, pr, mag, v)
+				reference.AttentionInto(qv[off:off+g.D], k, v, sigma, sc.o, sc.s[:n], sc.p[:n], sc.mag[:n])
+				decodeAttentionBound(g, &sc, n, v)
 				for i := range g.D {
-					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(o[i], bnd[i], tensor.Float16, num)
+					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(sc.o[i], sc.bnd[i], tensor.Float16, num)
 				}
 			}
 		}
-	}
+	})
 	return map[string]*bound.Expected{"out": e}, nil
 }
 
-// decodeAttentionBound returns the per-element bound (before the fp16
-// store) of one head's output o, from the exact scores s, weights p,
-// score magnitudes mag and values v, by steps 1–5 of the type's doc.
-func decodeAttentionBound(g KVGeom, o, s, p, mag []float64, v [][]float64) []float64 {
+// decodeAttentionBound stores in sc.bnd the per-element bound (before the
+// fp16 store) of one head's output sc.o, from the exact scores sc.s,
+// weights sc.p, score magnitudes sc.mag (n each) and the n value rows v
+// (flat, D each), by steps 1–5 of the type's doc.
+func decodeAttentionBound(g KVGeom, sc *decodeScratch, n int, v []float64) {
 	u := tensor.Float32.UnitRoundoff()
-	n := len(s)
+	s, p, mag, rj, o, out := sc.s[:n], sc.p[:n], sc.mag[:n], sc.rj[:n], sc.o, sc.bnd
 	extra := 0
 	if g.Int8 {
 		extra = 1
@@ -281,33 +322,38 @@ func decodeAttentionBound(g KVGeom, o, s, p, mag []float64, v [][]float64) []flo
 		m = math.Max(m, s[j])
 		delta = math.Max(delta, gs*mag[j])
 	}
-	rj := make([]float64, n)
 	rmax := 0.0
+	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
-		rj[j] = math.Exp(hj)*math.Pow(1+DecodeExpRelErr, 2)*math.Pow(1+u, 2) - 1
+		rj[j] = math.Exp(hj)*ee*eu - 1
 		rmax = math.Max(rmax, rj[j])
 	}
 	gn := bound.Gamma(n+4+extra, u)
-	out := make([]float64, len(o))
 	if rmax >= 1 || gn >= 1 {
 		for i := range out {
 			out[i] = math.Inf(1)
 		}
-		return out
+		return
+	}
+	// Each element's sums run over j in order, as a loop over j per
+	// element would; j outermost walks v row by row.
+	t3, a := sc.t3, sc.a
+	clear(t3)
+	clear(a)
+	for j := range n {
+		w, pj, vj := p[j]*rj[j], p[j], v[j*g.D:(j+1)*g.D]
+		for i, x := range vj {
+			t3[i] += w * math.Abs(x-o[i])
+			a[i] += pj * math.Abs(x)
+		}
 	}
 	for i := range o {
-		var t3, a float64
-		for j := range n {
-			t3 += p[j] * rj[j] * math.Abs(v[j][i]-o[i])
-			a += p[j] * math.Abs(v[j][i])
-		}
-		t := (t3 + 2*gn/(1-gn)*a*(1+rmax)/(1-rmax)) / (1 - rmax)
+		t := (t3[i] + 2*gn/(1-gn)*a[i]*(1+rmax)/(1-rmax)) / (1 - rmax)
 		// fp32 division; the float64 evaluation of this bound is far below
 		// its last term, but round up by one part in 2^40 to keep it above.
 		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
 	}
-	return out
 }
 
 // AscendAttentionRatio is Ascend's fp16 attention standard as a ratio:

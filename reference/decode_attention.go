@@ -38,3 +38,40 @@ func Attention(q []float64, k, v [][]float64, scale float64) (out, s, p, mag []f
 	}
 	return out, s, p, mag
 }
+
+// AttentionInto is Attention on flat rows (k and v hold n = len(s) rows of
+// len(q) values each) into the caller's buffers out [len(q)] and s, p,
+// mag [n], so a loop over many heads allocates nothing. It performs the
+// same operations in the same order as Attention: the same bits.
+func AttentionInto(q, k, v []float64, scale float64, out, s, p, mag []float64) {
+	d := len(q)
+	clear(out)
+	n := len(s)
+	if n == 0 {
+		return
+	}
+	m := math.Inf(-1)
+	for j := range n {
+		kj := k[j*d : j*d+d]
+		var sj, mj float64
+		for i, qi := range q {
+			sj += qi * kj[i]
+			mj += math.Abs(qi * kj[i])
+		}
+		s[j] = sj * scale
+		mag[j] = mj * scale
+		m = math.Max(m, s[j])
+	}
+	z := 0.0
+	for j := range n {
+		p[j] = math.Exp(s[j] - m)
+		z += p[j]
+	}
+	for j := range n {
+		p[j] /= z
+		pj, vj := p[j], v[j*d:j*d+d]
+		for i := range out {
+			out[i] += pj * vj[i]
+		}
+	}
+}
