@@ -9,6 +9,7 @@ import (
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // DecodeAttention is the decode_attention contract.
@@ -234,15 +235,30 @@ func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
 func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, n, h int, dst []float64) {
 	for pos := range n {
 		r := g.Row(bt, s, pos)
-		row := dst[pos*g.D : (pos+1)*g.D]
-		c.Float64sFrom((r*g.H+h)*g.D, row)
+		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
 		if g.Int8 {
 			sc := scale.Float64(r*g.H + h)
-			for i := range row {
-				row[i] *= sc
+			for i, x := range c.I8()[off : off+g.D] {
+				row[i] = float64(x) * sc
 			}
+			continue
+		}
+		for i, x := range c.F16()[off : off+g.D] {
+			row[i] = f16ToF64(x)
 		}
 	}
+}
+
+// f16ToF64 converts an fp16 value to float64 exactly: a normal one by
+// moving its fields (rebiasing the exponent), the rest (zeros,
+// subnormals, infinities, NaN) through float16's fp32 conversion.
+func f16ToF64(x float16.Float16) float64 {
+	b := uint64(x)
+	e := b >> 10 & 0x1f
+	if e == 0 || e == 0x1f {
+		return float64(x.Float32())
+	}
+	return math.Float64frombits(b>>15<<63 | (e+1023-15)<<52 | (b&0x3ff)<<42)
 }
 
 // decodeScratch is one worker's buffers for decode_attention's Expect,

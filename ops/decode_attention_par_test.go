@@ -7,6 +7,7 @@ import (
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // TestDecodeExpectMatchesSerial holds decode_attention's Expect, split
@@ -139,4 +140,16 @@ func decodeBoundSerial(g KVGeom, o, s, p, mag []float64, v [][]float64) []float6
 		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
 	}
 	return out
+}
+
+// TestF16ToF64: the field-moving conversion agrees with float16's on
+// every bit pattern (NaNs by bits).
+func TestF16ToF64(t *testing.T) {
+	for b := range 1 << 16 {
+		x := float16.Frombits(uint16(b))
+		got, want := f16ToF64(x), float64(x.Float32())
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("f16ToF64 bits=%#04x: got %g (%#x) / want %g (%#x)", b, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
 }
