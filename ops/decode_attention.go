@@ -357,8 +357,24 @@ func decodeAttentionBound(g KVGeom, sc *decodeScratch, n int, v []float64) {
 	t3, a := sc.t3, sc.a
 	clear(t3)
 	clear(a)
-	for j := range n {
-		w, pj, vj := p[j]*rj[j], p[j], v[j*g.D:(j+1)*g.D]
+	d, j := g.D, 0
+	for ; j+4 <= n; j += 4 {
+		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
+		w0, w1, w2, w3 := p[j]*rj[j], p[j+1]*rj[j+1], p[j+2]*rj[j+2], p[j+3]*rj[j+3]
+		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
+		for i, oi := range o {
+			t := t3[i] + w0*math.Abs(v0[i]-oi)
+			t += w1 * math.Abs(v1[i]-oi)
+			t += w2 * math.Abs(v2[i]-oi)
+			t3[i] = t + w3*math.Abs(v3[i]-oi)
+			x := a[i] + p0*math.Abs(v0[i])
+			x += p1 * math.Abs(v1[i])
+			x += p2 * math.Abs(v2[i])
+			a[i] = x + p3*math.Abs(v3[i])
+		}
+	}
+	for ; j < n; j++ {
+		w, pj, vj := p[j]*rj[j], p[j], v[j*d:(j+1)*d]
 		for i, x := range vj {
 			t3[i] += w * math.Abs(x-o[i])
 			a[i] += pj * math.Abs(x)
