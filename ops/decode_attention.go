@@ -213,7 +213,7 @@ func (op decodeAttention) Outputs(p Params, in map[string]*tensor.Tensor) ([]Ten
 // float64) of kv head h for positions [0, n) of sequence s.
 func KVRows(g KVGeom, in map[string]*tensor.Tensor, cache, scale string, s, n, h int) [][]float64 {
 	flat := make([]float64, n*g.D)
-	kvRowsInto(g, kvBlockTables(g, in), in[cache], in[scale], s, n, h, flat)
+	kvRowsInto(g, kvBlockTables(g, in), in[cache], in[scale], s, 0, n, h, flat)
 	rows := make([][]float64, n)
 	for pos := range rows {
 		rows[pos] = flat[pos*g.D : (pos+1)*g.D : (pos+1)*g.D]
@@ -229,12 +229,13 @@ func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
 	return nil
 }
 
-// kvRowsInto stores KVRows' rows back to back in dst[:n·D]: the values
+// kvRowsInto stores KVRows' rows of positions [p0, p0+n) back to back
+// in dst[:n·D]: the values
 // are exact (fp16 to float64; int8 code times its fp32 scale, exact in
 // float64), so they are the bits KVRows gives.
-func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, n, h int, dst []float64) {
+func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, p0, n, h int, dst []float64) {
 	for pos := range n {
-		r := g.Row(bt, s, pos)
+		r := g.Row(bt, s, p0+pos)
 		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
 		if g.Int8 {
 			sc := scale.Float64(r*g.H + h)
@@ -256,32 +257,48 @@ func f16ToF64(x float16.Float16) float64 {
 	b := uint64(x)
 	e := b >> 10 & 0x1f
 	if e == 0 || e == 0x1f {
-		return float64(x.Float32())
+		return f16ToF64Rare(x)
 	}
 	return math.Float64frombits(b>>15<<63 | (e+1023-15)<<52 | (b&0x3ff)<<42)
 }
 
+// f16ToF64Rare is f16ToF64's path for zeros, subnormals, infinities and
+// NaN, out of line so that the common path inlines.
+//
+//go:noinline
+func f16ToF64Rare(x float16.Float16) float64 { return float64(x.Float32()) }
+
+// decodeChunk is how many positions' rows decode_attention's Expect
+// holds in float64 at once (64 rows of D = 128: 64 KiB), so the rows stay
+// in cache while every query head of the group reads them.
+const decodeChunk = 64
+
 // decodeScratch is one worker's buffers for decode_attention's Expect,
-// grown to the longest sequence it meets and reused for every head.
+// grown to the longest sequence it meets and reused for every item.
 type decodeScratch struct {
-	k, v, s, p, mag, rj []float64 // n·D, n·D, then n each
-	o, bnd, t3, a       []float64 // D each
+	rows              []float64 // decodeChunk·D
+	s, p, mag, rj     []float64 // grp·n each: head g's at [g·n, (g+1)·n)
+	o, bnd, t3, a     []float64 // grp·D each
+	rmax, gn          []float64 // grp each
+	nCap, dCap, grCap int
 }
 
-func (sc *decodeScratch) grow(n, d int) {
-	if cap(sc.s) < n {
-		sc.k, sc.v = make([]float64, n*d), make([]float64, n*d)
-		sc.s, sc.p, sc.mag, sc.rj = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	}
-	if len(sc.o) != d {
-		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, d), make([]float64, d), make([]float64, d), make([]float64, d)
+func (sc *decodeScratch) grow(n, d, grp int) {
+	if n > sc.nCap || d != sc.dCap || grp != sc.grCap {
+		n = max(n, sc.nCap)
+		sc.nCap, sc.dCap, sc.grCap = n, d, grp
+		sc.rows = make([]float64, decodeChunk*d)
+		sc.s, sc.p, sc.mag, sc.rj = make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n)
+		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d)
+		sc.rmax, sc.gn = make([]float64, grp), make([]float64, grp)
 	}
 }
 
 // Expect: see the type's doc and decodeAttentionBound. The (batch entry,
 // kv head) items are independent and split over cores; each item's
-// arithmetic is the serial one, so the result does not depend on the
-// split (TestDecodeExpectMatchesSerial).
+// arithmetic is the serial one (every sum over positions in position
+// order), so the result does not depend on the split or the chunking
+// (TestDecodeExpectMatchesSerial).
 func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -294,6 +311,7 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 	kc, vc, ks, vs := in["k_cache"], in["v_cache"], in["k_scale"], in["v_scale"]
 	e := bound.NewExpected(b * hq * g.D)
 	qv := in["q"].Float64s()
+	d := g.D
 	parallel.For(b*g.H, 1, func(lo, hi int) {
 		var sc decodeScratch
 		for it := lo; it < hi; it++ {
@@ -303,16 +321,54 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 				continue // zero row, exactly
 			}
 			n := int(lens[s])
-			sc.grow(n, g.D)
-			k, v := sc.k[:n*g.D], sc.v[:n*g.D]
-			kvRowsInto(g, bt, kc, ks, int(s), n, h, k)
-			kvRowsInto(g, bt, vc, vs, int(s), n, h, v)
-			for hh := h * grp; hh < (h+1)*grp; hh++ {
-				off := (bb*hq + hh) * g.D
-				reference.AttentionInto(qv[off:off+g.D], k, v, sigma, sc.o, sc.s[:n], sc.p[:n], sc.mag[:n])
-				decodeAttentionBound(g, &sc, n, v)
-				for i := range g.D {
-					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(sc.o[i], sc.bnd[i], tensor.Float16, num)
+			sc.grow(n, d, grp)
+			q0 := (bb*hq + h*grp) * d // the group's first query head
+			// Pass 1 over k: scores and magnitudes of every head.
+			for c0 := 0; c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, kc, ks, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					reference.AttentionScores(qv[q0+gi*d:q0+(gi+1)*d], rows, sigma, sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn])
+				}
+			}
+			clear(sc.o[:grp*d])
+			for gi := range grp {
+				reference.AttentionSoftmax(sc.s[gi*n:(gi+1)*n], sc.p[gi*n:(gi+1)*n])
+			}
+			// Pass 2 over v: the outputs.
+			for c0 := 0; c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					reference.AttentionAccum(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d])
+				}
+			}
+			// Pass 3 over v: the bound's sums over positions.
+			anyFinite := false
+			for gi := range grp {
+				sc.rmax[gi], sc.gn[gi] = decodeBoundWeights(g, sc.s[gi*n:(gi+1)*n], sc.mag[gi*n:(gi+1)*n], sc.rj[gi*n:(gi+1)*n])
+				anyFinite = anyFinite || (sc.rmax[gi] < 1 && sc.gn[gi] < 1)
+			}
+			clear(sc.t3[:grp*d])
+			clear(sc.a[:grp*d])
+			for c0 := 0; anyFinite && c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					if sc.rmax[gi] < 1 && sc.gn[gi] < 1 {
+						decodeBoundAccum(sc.o[gi*d:(gi+1)*d], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn], rows, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
+					}
+				}
+			}
+			for gi := range grp {
+				o, bnd := sc.o[gi*d:(gi+1)*d], sc.bnd[gi*d:(gi+1)*d]
+				decodeBoundFinish(o, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d], sc.rmax[gi], sc.gn[gi], bnd)
+				off := q0 + gi*d
+				for i := range d {
+					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(o[i], bnd[i], tensor.Float16, num)
 				}
 			}
 		}
@@ -320,13 +376,18 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 	return map[string]*bound.Expected{"out": e}, nil
 }
 
-// decodeAttentionBound stores in sc.bnd the per-element bound (before the
-// fp16 store) of one head's output sc.o, from the exact scores sc.s,
-// weights sc.p, score magnitudes sc.mag (n each) and the n value rows v
-// (flat, D each), by steps 1–5 of the type's doc.
-func decodeAttentionBound(g KVGeom, sc *decodeScratch, n int, v []float64) {
+// decodeAttentionBound is the bound of one head (steps 1–5 of the type's
+// doc), computed in three steps so that Expect can feed v in chunks:
+// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}),
+// decodeBoundAccum (the sums over positions, in position order) and
+// decodeBoundFinish.
+
+// decodeBoundWeights stores in rj the bound R_j on each unnormalised
+// weight's relative error from the exact scores s and score magnitudes
+// mag, and returns R = max R_j and γ_{n+4} (γ_{n+5} for int8).
+func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	u := tensor.Float32.UnitRoundoff()
-	s, p, mag, rj, o, out := sc.s[:n], sc.p[:n], sc.mag[:n], sc.rj[:n], sc.o, sc.bnd
+	n := len(s)
 	extra := 0
 	if g.Int8 {
 		extra = 1
@@ -338,26 +399,21 @@ func decodeAttentionBound(g KVGeom, sc *decodeScratch, n int, v []float64) {
 		m = math.Max(m, s[j])
 		delta = math.Max(delta, gs*mag[j])
 	}
-	rmax := 0.0
 	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
 		rj[j] = math.Exp(hj)*ee*eu - 1
 		rmax = math.Max(rmax, rj[j])
 	}
-	gn := bound.Gamma(n+4+extra, u)
-	if rmax >= 1 || gn >= 1 {
-		for i := range out {
-			out[i] = math.Inf(1)
-		}
-		return
-	}
-	// Each element's sums run over j in order, as a loop over j per
-	// element would; j outermost walks v row by row.
-	t3, a := sc.t3, sc.a
-	clear(t3)
-	clear(a)
-	d, j := g.D, 0
+	return rmax, bound.Gamma(n+4+extra, u)
+}
+
+// decodeBoundAccum adds, for the len(p) value rows v (flat, len(o)
+// each) with weights p and weight errors rj, Σ p_j·R_j·|v_j − o| to t3
+// and Σ p_j·|v_j| to a, each element summed over j in order (four rows
+// per pass).
+func decodeBoundAccum(o, p, rj, v, t3, a []float64) {
+	d, n, j := len(o), len(p), 0
 	for ; j+4 <= n; j += 4 {
 		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
 		w0, w1, w2, w3 := p[j]*rj[j], p[j+1]*rj[j+1], p[j+2]*rj[j+2], p[j+3]*rj[j+3]
@@ -380,6 +436,18 @@ func decodeAttentionBound(g KVGeom, sc *decodeScratch, n int, v []float64) {
 			a[i] += pj * math.Abs(x)
 		}
 	}
+}
+
+// decodeBoundFinish stores in out the bound of each element of o from its
+// sums t3 and a, R and γ (steps 3–5; +Inf when R or γ reaches 1).
+func decodeBoundFinish(o, t3, a []float64, rmax, gn float64, out []float64) {
+	if rmax >= 1 || gn >= 1 {
+		for i := range out {
+			out[i] = math.Inf(1)
+		}
+		return
+	}
+	u := tensor.Float32.UnitRoundoff()
 	for i := range o {
 		t := (t3[i] + 2*gn/(1-gn)*a[i]*(1+rmax)/(1-rmax)) / (1 - rmax)
 		// fp32 division; the float64 evaluation of this bound is far below

@@ -18,7 +18,17 @@ import (
 // with several items per core and grouped query heads.
 func TestDecodeExpectMatchesSerial(t *testing.T) {
 	const seed = 23
-	dims := map[string]int{"b": 7, "s": 8, "hq": 6, "h": 3, "d": 24, "l": 40, "bs": 8}
+	// The second shape's sequences span several of Expect's chunks of
+	// positions, with partial last chunks.
+	for _, dims := range []map[string]int{
+		{"b": 7, "s": 8, "hq": 6, "h": 3, "d": 24, "l": 40, "bs": 8},
+		{"b": 5, "s": 6, "hq": 4, "h": 2, "d": 8, "l": 3*decodeChunk + 7, "bs": 16},
+	} {
+		testDecodeExpectMatchesSerial(t, dims, seed)
+	}
+}
+
+func testDecodeExpectMatchesSerial(t *testing.T, dims map[string]int, seed uint64) {
 	for _, layout := range []string{KVContiguous, KVPaged} {
 		for _, dt := range []string{KVFP16, KVInt8} {
 			for _, dist := range DecodeAttention.Dists() {
