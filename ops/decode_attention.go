@@ -6,8 +6,10 @@ import (
 	"strconv"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // DecodeAttention is the decode_attention contract.
@@ -210,29 +212,93 @@ func (op decodeAttention) Outputs(p Params, in map[string]*tensor.Tensor) ([]Ten
 // KVRows returns the dequantised K or V rows (exact: code·scale in
 // float64) of kv head h for positions [0, n) of sequence s.
 func KVRows(g KVGeom, in map[string]*tensor.Tensor, cache, scale string, s, n, h int) [][]float64 {
-	var bt []int32
-	if g.Paged {
-		bt = in["block_tables"].I32()
-	}
-	c := in[cache]
+	flat := make([]float64, n*g.D)
+	kvRowsInto(g, kvBlockTables(g, in), in[cache], in[scale], s, 0, n, h, flat)
 	rows := make([][]float64, n)
-	for pos := range n {
-		r := g.Row(bt, s, pos)
-		off := (r*g.H + h) * g.D
-		row := make([]float64, g.D)
-		sc := 1.0
-		if g.Int8 {
-			sc = in[scale].Float64(r*g.H + h)
-		}
-		for i := range row {
-			row[i] = c.Float64(off+i) * sc
-		}
-		rows[pos] = row
+	for pos := range rows {
+		rows[pos] = flat[pos*g.D : (pos+1)*g.D : (pos+1)*g.D]
 	}
 	return rows
 }
 
-// Expect: see the type's doc and decodeAttentionBound.
+// kvBlockTables is block_tables' values for paged g, else nil.
+func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
+	if g.Paged {
+		return in["block_tables"].I32()
+	}
+	return nil
+}
+
+// kvRowsInto stores KVRows' rows of positions [p0, p0+n) back to back
+// in dst[:n·D]: the values
+// are exact (fp16 to float64; int8 code times its fp32 scale, exact in
+// float64), so they are the bits KVRows gives.
+func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, p0, n, h int, dst []float64) {
+	for pos := range n {
+		r := g.Row(bt, s, p0+pos)
+		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
+		if g.Int8 {
+			sc := scale.Float64(r*g.H + h)
+			for i, x := range c.I8()[off : off+g.D] {
+				row[i] = float64(x) * sc
+			}
+			continue
+		}
+		for i, x := range c.F16()[off : off+g.D] {
+			row[i] = f16ToF64(x)
+		}
+	}
+}
+
+// f16ToF64 converts an fp16 value to float64 exactly: a normal one by
+// moving its fields (rebiasing the exponent), the rest (zeros,
+// subnormals, infinities, NaN) through float16's fp32 conversion.
+func f16ToF64(x float16.Float16) float64 {
+	b := uint64(x)
+	e := b >> 10 & 0x1f
+	if e == 0 || e == 0x1f {
+		return f16ToF64Rare(x)
+	}
+	return math.Float64frombits(b>>15<<63 | (e+1023-15)<<52 | (b&0x3ff)<<42)
+}
+
+// f16ToF64Rare is f16ToF64's path for zeros, subnormals, infinities and
+// NaN, out of line so that the common path inlines.
+//
+//go:noinline
+func f16ToF64Rare(x float16.Float16) float64 { return float64(x.Float32()) }
+
+// decodeChunk is how many positions' rows decode_attention's Expect
+// holds in float64 at once (64 rows of D = 128: 64 KiB), so the rows stay
+// in cache while every query head of the group reads them.
+const decodeChunk = 64
+
+// decodeScratch is one worker's buffers for decode_attention's Expect,
+// grown to the longest sequence it meets and reused for every item.
+type decodeScratch struct {
+	rows              []float64 // decodeChunk·D
+	s, p, mag, rj     []float64 // grp·n each: head g's at [g·n, (g+1)·n)
+	o, bnd, t3, a     []float64 // grp·D each
+	rmax, gn          []float64 // grp each
+	nCap, dCap, grCap int
+}
+
+func (sc *decodeScratch) grow(n, d, grp int) {
+	if n > sc.nCap || d != sc.dCap || grp != sc.grCap {
+		n = max(n, sc.nCap)
+		sc.nCap, sc.dCap, sc.grCap = n, d, grp
+		sc.rows = make([]float64, decodeChunk*d)
+		sc.s, sc.p, sc.mag, sc.rj = make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n)
+		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d)
+		sc.rmax, sc.gn = make([]float64, grp), make([]float64, grp)
+	}
+}
+
+// Expect: see the type's doc and decodeAttentionBound. The (batch entry,
+// kv head) items are independent and split over cores; each item's
+// arithmetic is the serial one (every sum over positions in position
+// order), so the result does not depend on the split or the chunking
+// (TestDecodeExpectMatchesSerial).
 func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -241,33 +307,85 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 	sigma := DecodeScale(p, g.D)
 	grp := hq / g.H
 	lens, ids := in["seq_lens"].I32(), in["seq_ids"].I32()
+	bt := kvBlockTables(g, in)
+	kc, vc, ks, vs := in["k_cache"], in["v_cache"], in["k_scale"], in["v_scale"]
 	e := bound.NewExpected(b * hq * g.D)
 	qv := in["q"].Float64s()
-	for bb, s := range ids {
-		if s < 0 || lens[s] == 0 {
-			continue // zero row, exactly
-		}
-		n := int(lens[s])
-		for h := range g.H {
-			k := KVRows(g, in, "k_cache", "k_scale", int(s), n, h)
-			v := KVRows(g, in, "v_cache", "v_scale", int(s), n, h)
-			for hh := h * grp; hh < (h+1)*grp; hh++ {
-				off := (bb*hq + hh) * g.D
-				o, sc, pr, mag := reference.Attention(qv[off:off+g.D], k, v, sigma)
-				bnd := decodeAttentionBound(g, o, sc, pr, mag, v)
-				for i := range g.D {
+	d := g.D
+	parallel.For(b*g.H, 1, func(lo, hi int) {
+		var sc decodeScratch
+		for it := lo; it < hi; it++ {
+			bb, h := it/g.H, it%g.H
+			s := ids[bb]
+			if s < 0 || lens[s] == 0 {
+				continue // zero row, exactly
+			}
+			n := int(lens[s])
+			sc.grow(n, d, grp)
+			q0 := (bb*hq + h*grp) * d // the group's first query head
+			// Pass 1 over k: scores and magnitudes of every head.
+			for c0 := 0; c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, kc, ks, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					reference.AttentionScores(qv[q0+gi*d:q0+(gi+1)*d], rows, sigma, sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn])
+				}
+			}
+			clear(sc.o[:grp*d])
+			for gi := range grp {
+				reference.AttentionSoftmax(sc.s[gi*n:(gi+1)*n], sc.p[gi*n:(gi+1)*n])
+			}
+			// Pass 2 over v: the outputs.
+			for c0 := 0; c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					reference.AttentionAccum(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d])
+				}
+			}
+			// Pass 3 over v: the bound's sums over positions.
+			anyFinite := false
+			for gi := range grp {
+				sc.rmax[gi], sc.gn[gi] = decodeBoundWeights(g, sc.s[gi*n:(gi+1)*n], sc.mag[gi*n:(gi+1)*n], sc.rj[gi*n:(gi+1)*n])
+				anyFinite = anyFinite || (sc.rmax[gi] < 1 && sc.gn[gi] < 1)
+			}
+			clear(sc.t3[:grp*d])
+			clear(sc.a[:grp*d])
+			for c0 := 0; anyFinite && c0 < n; c0 += decodeChunk {
+				cn := min(decodeChunk, n-c0)
+				rows := sc.rows[:cn*d]
+				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				for gi := range grp {
+					if sc.rmax[gi] < 1 && sc.gn[gi] < 1 {
+						decodeBoundAccum(sc.o[gi*d:(gi+1)*d], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn], rows, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
+					}
+				}
+			}
+			for gi := range grp {
+				o, bnd := sc.o[gi*d:(gi+1)*d], sc.bnd[gi*d:(gi+1)*d]
+				decodeBoundFinish(o, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d], sc.rmax[gi], sc.gn[gi], bnd)
+				off := q0 + gi*d
+				for i := range d {
 					e.Ref[off+i], e.Bound[off+i], e.Alt[off+i] = bound.Output(o[i], bnd[i], tensor.Float16, num)
 				}
 			}
 		}
-	}
+	})
 	return map[string]*bound.Expected{"out": e}, nil
 }
 
-// decodeAttentionBound returns the per-element bound (before the fp16
-// store) of one head's output o, from the exact scores s, weights p,
-// score magnitudes mag and values v, by steps 1–5 of the type's doc.
-func decodeAttentionBound(g KVGeom, o, s, p, mag []float64, v [][]float64) []float64 {
+// decodeAttentionBound is the bound of one head (steps 1–5 of the type's
+// doc), computed in three steps so that Expect can feed v in chunks:
+// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}),
+// decodeBoundAccum (the sums over positions, in position order) and
+// decodeBoundFinish.
+
+// decodeBoundWeights stores in rj the bound R_j on each unnormalised
+// weight's relative error from the exact scores s and score magnitudes
+// mag, and returns R = max R_j and γ_{n+4} (γ_{n+5} for int8).
+func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	u := tensor.Float32.UnitRoundoff()
 	n := len(s)
 	extra := 0
@@ -281,33 +399,61 @@ func decodeAttentionBound(g KVGeom, o, s, p, mag []float64, v [][]float64) []flo
 		m = math.Max(m, s[j])
 		delta = math.Max(delta, gs*mag[j])
 	}
-	rj := make([]float64, n)
-	rmax := 0.0
+	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
-		rj[j] = math.Exp(hj)*math.Pow(1+DecodeExpRelErr, 2)*math.Pow(1+u, 2) - 1
+		rj[j] = math.Exp(hj)*ee*eu - 1
 		rmax = math.Max(rmax, rj[j])
 	}
-	gn := bound.Gamma(n+4+extra, u)
-	out := make([]float64, len(o))
+	return rmax, bound.Gamma(n+4+extra, u)
+}
+
+// decodeBoundAccum adds, for the len(p) value rows v (flat, len(o)
+// each) with weights p and weight errors rj, Σ p_j·R_j·|v_j − o| to t3
+// and Σ p_j·|v_j| to a, each element summed over j in order (four rows
+// per pass).
+func decodeBoundAccum(o, p, rj, v, t3, a []float64) {
+	d, n, j := len(o), len(p), 0
+	for ; j+4 <= n; j += 4 {
+		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
+		w0, w1, w2, w3 := p[j]*rj[j], p[j+1]*rj[j+1], p[j+2]*rj[j+2], p[j+3]*rj[j+3]
+		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
+		for i, oi := range o {
+			t := t3[i] + w0*math.Abs(v0[i]-oi)
+			t += w1 * math.Abs(v1[i]-oi)
+			t += w2 * math.Abs(v2[i]-oi)
+			t3[i] = t + w3*math.Abs(v3[i]-oi)
+			x := a[i] + p0*math.Abs(v0[i])
+			x += p1 * math.Abs(v1[i])
+			x += p2 * math.Abs(v2[i])
+			a[i] = x + p3*math.Abs(v3[i])
+		}
+	}
+	for ; j < n; j++ {
+		w, pj, vj := p[j]*rj[j], p[j], v[j*d:(j+1)*d]
+		for i, x := range vj {
+			t3[i] += w * math.Abs(x-o[i])
+			a[i] += pj * math.Abs(x)
+		}
+	}
+}
+
+// decodeBoundFinish stores in out the bound of each element of o from its
+// sums t3 and a, R and γ (steps 3–5; +Inf when R or γ reaches 1).
+func decodeBoundFinish(o, t3, a []float64, rmax, gn float64, out []float64) {
 	if rmax >= 1 || gn >= 1 {
 		for i := range out {
 			out[i] = math.Inf(1)
 		}
-		return out
+		return
 	}
+	u := tensor.Float32.UnitRoundoff()
 	for i := range o {
-		var t3, a float64
-		for j := range n {
-			t3 += p[j] * rj[j] * math.Abs(v[j][i]-o[i])
-			a += p[j] * math.Abs(v[j][i])
-		}
-		t := (t3 + 2*gn/(1-gn)*a*(1+rmax)/(1-rmax)) / (1 - rmax)
+		t := (t3[i] + 2*gn/(1-gn)*a[i]*(1+rmax)/(1-rmax)) / (1 - rmax)
 		// fp32 division; the float64 evaluation of this bound is far below
 		// its last term, but round up by one part in 2^40 to keep it above.
 		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
 	}
-	return out
 }
 
 // AscendAttentionRatio is Ascend's fp16 attention standard as a ratio:

@@ -38,3 +38,87 @@ func Attention(q []float64, k, v [][]float64, scale float64) (out, s, p, mag []f
 	}
 	return out, s, p, mag
 }
+
+// AttentionInto is Attention on flat rows (k and v hold n = len(s) rows of
+// len(q) values each) into the caller's buffers out [len(q)] and s, p,
+// mag [n], so a loop over many heads allocates nothing. It performs the
+// same operations in the same order as Attention, so it gives the same
+// bits. Its three steps are exported so that a caller can feed k and v
+// in chunks of positions (in order) that stay in cache.
+func AttentionInto(q, k, v []float64, scale float64, out, s, p, mag []float64) {
+	clear(out)
+	if len(s) == 0 {
+		return
+	}
+	AttentionScores(q, k, scale, s, mag)
+	AttentionSoftmax(s, p)
+	AttentionAccum(p, v, out)
+}
+
+// AttentionScores stores Attention's scores and magnitudes of the
+// len(s) rows of k (flat, len(q) each) in s and mag. It interleaves four
+// positions' independent sums (each still summed in i order) so they do
+// not wait on one another.
+func AttentionScores(q, k []float64, scale float64, s, mag []float64) {
+	d, n, j := len(q), len(s), 0
+	for ; j+4 <= n; j += 4 {
+		k0, k1, k2, k3 := k[j*d:j*d+d], k[(j+1)*d:(j+1)*d+d], k[(j+2)*d:(j+2)*d+d], k[(j+3)*d:(j+3)*d+d]
+		var s0, s1, s2, s3, m0, m1, m2, m3 float64
+		for i, qi := range q {
+			x0, x1, x2, x3 := qi*k0[i], qi*k1[i], qi*k2[i], qi*k3[i]
+			s0, s1, s2, s3 = s0+x0, s1+x1, s2+x2, s3+x3
+			m0, m1, m2, m3 = m0+math.Abs(x0), m1+math.Abs(x1), m2+math.Abs(x2), m3+math.Abs(x3)
+		}
+		s[j], s[j+1], s[j+2], s[j+3] = s0*scale, s1*scale, s2*scale, s3*scale
+		mag[j], mag[j+1], mag[j+2], mag[j+3] = m0*scale, m1*scale, m2*scale, m3*scale
+	}
+	for ; j < n; j++ {
+		kj := k[j*d : j*d+d]
+		var sj, mj float64
+		for i, qi := range q {
+			sj += qi * kj[i]
+			mj += math.Abs(qi * kj[i])
+		}
+		s[j] = sj * scale
+		mag[j] = mj * scale
+	}
+}
+
+// AttentionSoftmax stores Attention's weights of the scores s in p.
+func AttentionSoftmax(s, p []float64) {
+	m := math.Inf(-1)
+	for _, x := range s {
+		m = math.Max(m, x)
+	}
+	z := 0.0
+	for j := range s {
+		p[j] = math.Exp(s[j] - m)
+		z += p[j]
+	}
+	for j := range p {
+		p[j] /= z
+	}
+}
+
+// AttentionAccum adds Σ_j p_j·v_j over the len(p) rows of v (flat,
+// len(out) each) to out, each element summed over j in order (four rows
+// per pass).
+func AttentionAccum(p, v, out []float64) {
+	d, n, j := len(out), len(p), 0
+	for ; j+4 <= n; j += 4 {
+		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
+		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
+		for i := range out {
+			x := out[i] + p0*v0[i]
+			x += p1 * v1[i]
+			x += p2 * v2[i]
+			out[i] = x + p3*v3[i]
+		}
+	}
+	for ; j < n; j++ {
+		pj, vj := p[j], v[j*d:j*d+d]
+		for i := range out {
+			out[i] += pj * vj[i]
+		}
+	}
+}

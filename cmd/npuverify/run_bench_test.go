@@ -60,3 +60,27 @@ func BenchmarkRunVectorAdd(b *testing.B) {
 	benchRun(b, "run", "vector_add", "--param", "dtype=fp16", "--in", "x="+x, "--in", "y="+y)
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
 }
+
+// BenchmarkRunDecodeAttention is `run decode_attention` (contiguous fp16
+// cache) at B=16, Hq=32, Hkv=8, D=128, L=2048 on generated inputs: every
+// sequence full, as npu/kernels' BenchmarkDecodeAttention.
+func BenchmarkRunDecodeAttention(b *testing.B) {
+	const bsz, hq, hkv, d, l = 16, 32, 8, 128, 2048
+	dir := b.TempDir()
+	q := benchNpy(b, dir, "q", 1, bsz, hq, d)
+	k := benchNpy(b, dir, "k_cache", 2, bsz, l, hkv, d)
+	v := benchNpy(b, dir, "v_cache", 3, bsz, l, hkv, d)
+	lens, ids := tensor.MustNew(tensor.Int32, bsz), tensor.MustNew(tensor.Int32, bsz)
+	for i := range bsz {
+		lens.I32()[i], ids.I32()[i] = l, int32(i)
+	}
+	lp, ip := filepath.Join(dir, "seq_lens.npy"), filepath.Join(dir, "seq_ids.npy")
+	if err := tensor.WriteNpyFile(lp, lens); err != nil {
+		b.Fatal(err)
+	}
+	if err := tensor.WriteNpyFile(ip, ids); err != nil {
+		b.Fatal(err)
+	}
+	benchRun(b, "run", "decode_attention", "--in", "q="+q, "--in", "k_cache="+k, "--in", "v_cache="+v,
+		"--in", "seq_lens="+lp, "--in", "seq_ids="+ip)
+}

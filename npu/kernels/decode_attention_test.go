@@ -96,6 +96,31 @@ func BenchmarkDecodeAttention(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeAttentionExpect is the verification side of
+// BenchmarkDecodeAttention on the same inputs: decode_attention's float64
+// reference and per-element bound (Expect), the step the kernel's check
+// waits on; the issue asks that it be no slower than the kernel.
+func BenchmarkDecodeAttentionExpect(b *testing.B) {
+	const bsz, hq, hkv, d, l = 16, 32, 8, 128, 2048
+	lens := make([]int, bsz)
+	for i := range lens {
+		lens[i] = l
+	}
+	in := decodeInputs(1, hq, hkv, d, l, lens)
+	p, err := ops.DecodeAttention.Validate(ops.Params{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(bsz * hkv * l * d * 2 * 2))
+	runtime.GC()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := ops.DecodeAttention.Expect(p, in, tensor.Numerics{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestF16sToF32: the hot loops' fp16 → fp32 Cast agrees with float16's
 // conversion on every bit pattern, NaN payloads included.
 func TestF16sToF32(t *testing.T) {
