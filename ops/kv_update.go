@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -218,11 +218,7 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 		if !ok {
 			continue
 		}
-		e := bound.NewExpected(t.Len())
-		for i := range t.Len() {
-			e.Ref[i], e.Bound[i], e.Alt[i] = bound.Output(t.Float64(i), 0, t.DType, num)
-		}
-		out[name] = e
+		out[name] = kvUnwrittenExpected(t, num)
 	}
 	wr := bound.NewExpected(b)
 	lens := out["seq_lens"]
@@ -235,17 +231,23 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 	for i, s := range in["seq_ids"].I32() {
 		padding[i] = s < 0
 	}
+	xv := in["x"].Float64s()
+	v, mag := make([]float64, b*hd), make([]float64, b*hd)
 	for _, kv := range []struct{ w, newName, cache, scale string }{
 		{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
 	} {
-		v, mag := reference.Project(in["x"].Float64s(), in[kv.w].Float64s(), b, g.H, g.D)
+		clear(v)
+		clear(mag)
+		kvProject(xv, in[kv.w].Float64s(), b, g.H, g.D, v, mag)
 		e := bound.NewExpected(b * hd)
-		for i := range v {
-			if padding[i/hd] {
-				continue // zero row, exactly
+		parallel.For(b*hd, kvCopyGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if padding[i/hd] {
+					continue // zero row, exactly
+				}
+				e.Ref[i], e.Bound[i], e.Alt[i] = bound.Output(v[i], gam*mag[i], tensor.Float16, num)
 			}
-			e.Ref[i], e.Bound[i], e.Alt[i] = bound.Output(v[i], gam*mag[i], tensor.Float16, num)
-		}
+		})
 		out[kv.newName] = e
 		ce := out[kv.cache]
 		for _, w := range writes {
