@@ -119,8 +119,9 @@ type FaultResult struct {
 	// survived even the bit-exact comparison.
 	Exact *Catch `json:"exact"`
 	// BoundCases and ExactCases count the cases that caught the fault in
-	// each column; Ran is how many cases ran (all of them with
-	// Options.AllCases, else the run stopped at the first bound catch).
+	// each column; Ran is how many of the fault's op's cases ran (all of
+	// them with Options.AllCases, else the run stopped at the first bound
+	// catch).
 	BoundCases int `json:"bound_cases"`
 	ExactCases int `json:"exact_cases"`
 	Ran        int `json:"ran"`
@@ -258,7 +259,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	for i, f := range faults {
 		b := backend.NewEmulator(prof, backend.WithFaults(f.Fault))
-		jobs = append(jobs, func() { res.Faults[i] = runFault(ctx, b, f, cases, opt.AllCases) })
+		// A fault lives in its op's kernel (its plan reads only that op's
+		// faults), so only that op's cases can show it.
+		run := casesOf(cases, f.Op)
+		jobs = append(jobs, func() { res.Faults[i] = runFault(ctx, b, f, run, opt.AllCases) })
 	}
 	workers := opt.Workers
 	if workers <= 0 {
