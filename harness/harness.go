@@ -184,7 +184,7 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	policies := opt.Policies
 	if len(policies) == 0 {
 		name := orDefault(c.Policy, "bound")
-		if name == dualPolicy && opt.Golden == nil {
+		if name == dualPolicy && opt.Golden == nil && opt.GoldenFor == nil {
 			// ascend-dual is the bound plus a comparison with trusted
 			// outputs (a golden store's expected bits); a case run
 			// without them, a fresh case or the recording run itself, is

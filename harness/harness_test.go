@@ -98,3 +98,36 @@ func TestRunErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// An ascend-dual case is judged by ascend-dual whenever trusted outputs
+// come with the run, as bits (Golden) or from the outputs (GoldenFor, a
+// golden recipe), and by the bound it includes only without them.
+func TestDualPolicyNeedsTrustedOutputs(t *testing.T) {
+	c := fp16Case
+	c.Policy = "ascend-dual"
+	trusted := func(out map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+		return map[string]*tensor.Tensor{"z": out["z"].Clone()}, nil
+	}
+	for _, tt := range []struct {
+		name string
+		opt  harness.Options
+		want string
+	}{
+		{"no trusted outputs", harness.Options{}, "bound"},
+		{"GoldenFor", harness.Options{GoldenFor: trusted}, "ascend-dual"},
+	} {
+		res, err := harness.Run(context.Background(), &fakeBackend{}, c, tt.opt)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.Subject(), tt.name, err)
+		}
+		var got []string
+		for _, o := range res.Verify.Outputs {
+			for _, v := range o.Verdicts {
+				got = append(got, v.Policy)
+			}
+		}
+		if len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%s %s: judged by %v / want [%s]", c.Subject(), tt.name, got, tt.want)
+		}
+	}
+}
