@@ -119,11 +119,7 @@ func DecodeScale(p Params, d int) float64 {
 }
 
 func (op decodeAttention) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
-	if err := checkDist(op, g.Dist); err != nil {
-		return nil, err
-	}
-	geo := KVGeom{Paged: p["layout"] == KVPaged, Int8: p["cache_dtype"] == KVInt8}
-	d, err := kvDims(op, g, geo.Paged)
+	geo, d, err := kvGenGeom(op, p, g)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +127,9 @@ func (op decodeAttention) Generate(p Params, g Gen) (map[string]*tensor.Tensor, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := dim(op, g, "h")
-	if err != nil {
-		return nil, err
-	}
+	h := geo.H
 	if h == 0 || hq%h != 0 {
 		return nil, fmt.Errorf("%s: generation sizes: hq=%d is not a multiple of h=%d", op.Name(), hq, h)
-	}
-	geo.S, geo.L, geo.H, geo.D, geo.NB, geo.BS = d.S, d.L, h, d.D, d.NB, d.BS
-	if geo.Paged {
-		geo.MB = geo.L / geo.BS
-	}
-	if n, err := tensor.NumElements(append(geo.CacheShape(), 1)); err != nil || n > tensor.MaxElements/2 {
-		return nil, fmt.Errorf("%s: cache %v too large", op.Name(), geo.CacheShape())
 	}
 	rng := g.Rand()
 	dist := g.Dist

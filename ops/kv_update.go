@@ -64,25 +64,11 @@ func (kvUpdate) Dists() []string { return []string{DistUniform, DistNormal, Dist
 func (op kvUpdate) Validate(p Params) (Params, error) { return validate(op, p) }
 
 func (op kvUpdate) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
-	if err := checkDist(op, g.Dist); err != nil {
-		return nil, err
-	}
-	geo := KVGeom{Paged: p["layout"] == KVPaged, Int8: p["cache_dtype"] == KVInt8}
-	d, err := kvDims(op, g, geo.Paged)
+	geo, d, err := kvGenGeom(op, p, g)
 	if err != nil {
 		return nil, err
 	}
-	h, err := dim(op, g, "h")
-	if err != nil {
-		return nil, err
-	}
-	geo.S, geo.L, geo.H, geo.D, geo.NB, geo.BS = d.S, d.L, h, d.D, d.NB, d.BS
-	if geo.Paged {
-		geo.MB = geo.L / geo.BS
-	}
-	if n, err := tensor.NumElements(append(geo.CacheShape(), 1)); err != nil || n > tensor.MaxElements/2 {
-		return nil, fmt.Errorf("%s: cache %v too large", op.Name(), geo.CacheShape())
-	}
+	h := geo.H
 	rng := g.Rand()
 	in := map[string]*tensor.Tensor{}
 	in["x"] = tensor.MustNew(tensor.Float16, d.B, h, d.D)

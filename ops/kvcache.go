@@ -255,6 +255,33 @@ type kvGenDims struct {
 // kvDims reads the generation sizes: b, s, l, d and, for paged, bs (block
 // size; l is rounded up to a multiple) and nb (physical blocks; default
 // S·MB + 2 spare ones that no table names). Heads are read by the op.
+// kvGenGeom checks the distribution and returns the cache geometry a
+// KV op's generation sizes describe for params p (layout, cache dtype,
+// H = dim h), with the sizes; a cache past half the element cap is an
+// error.
+func kvGenGeom(op Op, p Params, g Gen) (KVGeom, kvGenDims, error) {
+	geo := KVGeom{Paged: p["layout"] == KVPaged, Int8: p["cache_dtype"] == KVInt8}
+	if err := checkDist(op, g.Dist); err != nil {
+		return geo, kvGenDims{}, err
+	}
+	d, err := kvDims(op, g, geo.Paged)
+	if err != nil {
+		return geo, d, err
+	}
+	h, err := dim(op, g, "h")
+	if err != nil {
+		return geo, d, err
+	}
+	geo.S, geo.L, geo.H, geo.D, geo.NB, geo.BS = d.S, d.L, h, d.D, d.NB, d.BS
+	if geo.Paged {
+		geo.MB = geo.L / geo.BS
+	}
+	if n, err := tensor.NumElements(append(geo.CacheShape(), 1)); err != nil || n > tensor.MaxElements/2 {
+		return geo, d, fmt.Errorf("%s: cache %v too large", op.Name(), geo.CacheShape())
+	}
+	return geo, d, nil
+}
+
 func kvDims(op Op, g Gen, paged bool) (kvGenDims, error) {
 	var d kvGenDims
 	var err error
