@@ -225,7 +225,8 @@ func TestMmadFastMatchesReference(t *testing.T) {
 // finite, as Exact32 requires), from +0 and from finite non-(−0)
 // accumulators, and that holdsNegZeroOrSNaN finds what it must.
 func TestMmadGerMatchesSaxpy(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 9))
+	const seed = 3
+	r := rand.New(rand.NewPCG(seed, 9))
 	f16 := func(finite bool) float32 {
 		for {
 			v := f16Table()[r.IntN(1<<16)]
@@ -263,11 +264,11 @@ func TestMmadGerMatchesSaxpy(t *testing.T) {
 		mmadGer(got, a, b, g)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("trial %d (%d×%d×%d): element %d: mmadGer %#08x, mmadSaxpy %#08x", trial, m, ku, n, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				t.Fatalf("mmadGer M=%d K=%d N=%d seed=%d trial %d: element %d: got %#08x / want %#08x (mmadSaxpy)", m, ku, n, seed, trial, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
 			}
 		}
 		if holdsNegZeroOrSNaN(got) {
-			t.Fatalf("trial %d: the accumulators hold a −0 or a signalling NaN", trial)
+			t.Fatalf("mmadGer seed=%d trial %d: the accumulators hold a −0 or a signalling NaN", seed, trial)
 		}
 	}
 	for _, u := range []uint32{0x80000000, 0x7F800001, 0xFFBFFFFF, 0x7FA00000} {

@@ -66,7 +66,7 @@ func TestDecodeAttentionLPTBalance(t *testing.T) {
 	lpt, static := run(ScheduleLPT), run(ScheduleStatic)
 	t.Logf("load balance: lpt %.3f (makespan %d cycles), static %.3f (makespan %d cycles)", lpt.LoadBalance, lpt.Cycles, static.LoadBalance, static.Cycles)
 	if lpt.LoadBalance < static.LoadBalance || lpt.Cycles > static.Cycles {
-		t.Errorf("decode_attention %s skewed lengths: got lpt balance %.3f makespan %d, want ≥ static balance %.3f and ≤ makespan %d",
+		t.Errorf("decode_attention %s skewed lengths seed=7: got lpt balance %.3f makespan %d, want ≥ static balance %.3f and ≤ makespan %d",
 			p, lpt.LoadBalance, lpt.Cycles, static.LoadBalance, static.Cycles)
 	}
 }
