@@ -182,9 +182,12 @@ func KVUpdateWrites(p Params, in map[string]*tensor.Tensor) (KVGeom, []KVWrite, 
 // before the fp16 store (bound.Output adds the store's half ulp). An int8
 // code q = 127·v/amax moves, when v and amax move by at most b_v and
 // b_max, by at most 127·((|v|+b_v)/(amax−b_max) − |v|/amax), plus the
-// fp32 roundings of the scale and the quotient (127·4·u32) and the
-// integer rounding (½, added by bound.Output); when amax ≤ b_max any code
-// is possible. The scale moves by b_max/127 plus its fp32 rounding.
+// fp32 roundings of the scale and the quotient (127·4·u32: the two
+// roundings move q by a factor (1+u)²/(1−u) at most, and
+// (1+u)²/(1−u) − 1 = (3u+u²)/(1−u) ≤ 4u for u ≤ 1/5) and the integer
+// rounding (½, added by bound.Output); when amax ≤ b_max any code is
+// possible, and no two codes in ±127 are more than 254 apart, which caps
+// the bound. The scale moves by b_max/127 plus its fp32 rounding.
 func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
