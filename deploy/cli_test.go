@@ -61,11 +61,6 @@ func commandFlags(t *testing.T, cmd string) map[string]bool {
 	return flags
 }
 
-// pendingFlags are flags the deployment files use before the CLI has them:
-// `report --merge` is being added; once `report -h` lists it, it is checked
-// like any other flag and this entry no longer matters.
-var pendingFlags = map[string]map[string]bool{"report": {"merge": true}}
-
 // invocation is one npuverify command line found in a shell script.
 type invocation struct {
 	cmd   string              // check, report, ...
@@ -107,16 +102,12 @@ func findInvocation(t *testing.T, where, script, cmd string) invocation {
 }
 
 // checkFlags fails for every flag of inv that `npuverify <cmd> -h` does not
-// list (pendingFlags aside, logged).
+// list.
 func checkFlags(t *testing.T, where string, inv invocation) {
 	t.Helper()
 	known := commandFlags(t, inv.cmd)
 	for name := range inv.flags {
-		switch {
-		case known[name]:
-		case pendingFlags[inv.cmd][name]:
-			t.Logf("%s: npuverify %s --%s is not in this binary's usage yet (pending); not checked", where, inv.cmd, name)
-		default:
+		if !known[name] {
 			t.Errorf("%s: npuverify %s --%s: not a flag `npuverify %s -h` lists (%v)", where, inv.cmd, name, inv.cmd, sortedKeys(known))
 		}
 	}
