@@ -3,6 +3,7 @@ package fuzz_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -96,5 +97,28 @@ func BenchmarkFuzzVectorAddBody(b *testing.B) {
 	for b.Loop() {
 		fuzzBody(b, info, "vector_add", info.FuzzSeeds[i%len(info.FuzzSeeds)])
 		i++
+	}
+}
+
+// BenchmarkFuzzVectorAddRandom is the per-input cost of FuzzVectorAdd on
+// inputs spread over the decoder's whole range (n < 5000, 1–48 cores,
+// tiles 0–4095, either overflow mode, 0–64 body bytes), a fresh input per
+// exec, which is where a fuzzer's mutations take the seeds: nearly every
+// exec has a tiling and length no earlier one had.
+func BenchmarkFuzzVectorAddRandom(b *testing.B) {
+	info, err := opdb.Lookup("vector_add")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const seed = 1
+	rng := rand.New(rand.NewPCG(seed, seed))
+	buf := make([]byte, 7+64)
+	b.ReportAllocs()
+	for b.Loop() {
+		in := buf[:7+rng.IntN(65)]
+		for k := range in {
+			in[k] = byte(rng.Uint32())
+		}
+		fuzzBody(b, info, "vector_add", in)
 	}
 }
