@@ -239,6 +239,16 @@ func (d *Device) putMem(s Space, mem []byte) {
 	p.mu.Unlock()
 }
 
+// checkBufOp is checkBuf for operand what of primitive op: the name
+// "op: what" is built only for the error, not on every call of a
+// primitive a kernel issues per tile.
+func (c *Core) checkBufOp(op, what string, b *Buffer, s Space, n int) error {
+	if b != nil && b.core == c && b.live && b.space == s && n <= len(b.data) {
+		return nil
+	}
+	return c.checkBuf(op+": "+what, b, s, n)
+}
+
 // checkBuf verifies that b is a live buffer of core c in space s holding
 // at least n bytes; what names the operand in the error.
 func (c *Core) checkBuf(what string, b *Buffer, s Space, n int) error {
