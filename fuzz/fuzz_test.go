@@ -91,6 +91,25 @@ func BenchmarkFuzzVectorAddBody(b *testing.B) {
 	}
 }
 
+// BenchmarkFuzzSeeds is the per-input cost of every op's fuzz target on
+// its seeds, one sub-benchmark per op.
+func BenchmarkFuzzSeeds(b *testing.B) {
+	for _, name := range opdb.Names() {
+		info, err := opdb.Lookup(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				fuzzBody(b, info, name, info.FuzzSeeds[i%len(info.FuzzSeeds)])
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkFuzzVectorAddRandom is the per-input cost of FuzzVectorAdd on
 // inputs spread over the decoder's whole range (n < 5000, 1–48 cores,
 // tiles 0–4095, either overflow mode, 0–64 body bytes), a fresh input per
