@@ -166,8 +166,16 @@ func (a *arena) reset() {
 	a.used = 0
 }
 
-// fill sets every byte of b to v with doubling copies (memmove speed).
+// fill sets every byte of b to v: Poison by copies of a block of it
+// (one memmove per 4 KiB; most UB buffers are a few KiB and are filled
+// on every allocation), any other byte with doubling copies.
 func fill(b []byte, v byte) {
+	if v == Poison {
+		for len(b) > 0 {
+			b = b[copy(b, poisonBlock[:]):]
+		}
+		return
+	}
 	if len(b) == 0 {
 		return
 	}
@@ -176,6 +184,15 @@ func fill(b []byte, v byte) {
 		copy(b[k:], b[:k])
 	}
 }
+
+// poisonBlock is 4 KiB of Poison, the source fill copies from.
+var poisonBlock = func() *[4096]byte {
+	var p [4096]byte
+	for i := range p {
+		p[i] = Poison
+	}
+	return &p
+}()
 
 // fillPattern sets b to repeated copies of pat (len(b) a multiple of
 // len(pat)) with doubling copies, like fill.
