@@ -107,8 +107,7 @@ type Kernel func(c *Core) error
 
 // Launch runs kernel on blockDim vector cores (1 ≤ blockDim ≤
 // VectorCores), concurrently on up to GOMAXPROCS goroutines, waits for
-// all of them and
-// derives the Cost. If any block fails, the error of the lowest-numbered
+// all of them and derives the Cost. If any block fails, the error of the lowest-numbered
 // failing block is returned (blocks are not cancelled by one another, so
 // the choice is deterministic) together with a nil Cost. A kernel panic is
 // recovered and reported as that block's error. Cancelling ctx makes the
