@@ -6,7 +6,9 @@
 //
 // Kernels are written the way Ascend C kernels are. A host-side tiling
 // function decides the block count and tile sizes; Device.Launch runs the
-// kernel once per block, each on its own Core (goroutine). A block
+// kernel once per block, each on a Core of its own, blocks running
+// concurrently (on up to GOMAXPROCS goroutines; no block may wait for
+// another, as none does on the device's independent cores). A block
 // allocates local buffers (capacity enforced), copies GM→UB with
 // DataCopyIn (32-byte alignment enforced; DataCopyPadIn for tails),
 // computes with vector primitives, and copies UB→GM with DataCopyOut.
@@ -44,7 +46,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // CoreKind selects which cores a launch runs on.
@@ -102,8 +106,8 @@ func (d *Device) Profile() Profile { return d.prof }
 type Kernel func(c *Core) error
 
 // Launch runs kernel on blockDim vector cores (1 ≤ blockDim ≤
-// VectorCores), one goroutine per block, waits for all of them and
-// derives the Cost. If any block fails, the error of the lowest-numbered
+// VectorCores), concurrently on up to GOMAXPROCS goroutines, waits for
+// all of them and derives the Cost. If any block fails, the error of the lowest-numbered
 // failing block is returned (blocks are not cancelled by one another, so
 // the choice is deterministic) together with a nil Cost. A kernel panic is
 // recovered and reported as that block's error. Cancelling ctx makes the
@@ -127,28 +131,34 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	cores := make([]*Core, blockDim)
+	// Blocks are independent (none waits for another), so they run on
+	// at most GOMAXPROCS workers, each claiming the next block index and
+	// running it on a Core it reuses from block to block: a launch of 48
+	// small blocks (a fuzzer's) then builds a few cores and goroutine
+	// stacks instead of 48 of each, and a block starts on the memories
+	// its worker's previous block used, still in cache.
 	errs := make([]error, blockDim)
-	var wg sync.WaitGroup
-	for i := range cores {
-		c := d.newCore(ctx, kind, i, blockDim)
-		cores[i] = c
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Release the core's memories as soon as its block is done
-			// (its buffers are invalid from then on), so that the blocks
-			// that run next on this thread reuse them while they are
-			// still in cache instead of each holding its own set.
-			defer c.release()
-			defer func() {
-				if r := recover(); r != nil {
-					errs[c.BlockIdx] = fmt.Errorf("kernel panic: %v", r)
-				}
-			}()
-			errs[c.BlockIdx] = kernel(c)
-		}()
+	costs := make([]CoreCost, blockDim)
+	var next atomic.Int64
+	work := func() {
+		c := d.newCore(ctx, kind, blockDim)
+		defer c.releaseMem()
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= blockDim {
+				return
+			}
+			c.begin(i)
+			errs[i] = c.run(kernel)
+			costs[i] = c.finish()
+		}
 	}
+	workers := min(blockDim, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
@@ -158,7 +168,18 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 			return nil, fmt.Errorf("block %d/%d: %w", i, blockDim, err)
 		}
 	}
-	return d.deriveCost(cores), nil
+	return d.deriveCost(costs), nil
+}
+
+// run runs kernel as the core's current block; a panic is the block's
+// error.
+func (c *Core) run(kernel Kernel) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kernel panic: %v", r)
+		}
+	}()
+	return kernel(c)
 }
 
 // ZeroCost is the cost of launching nothing (a kernel with no work, e.g.
@@ -169,7 +190,9 @@ func (d *Device) ZeroCost() *Cost {
 
 // Core is one block of a launch running on one core: its index, the
 // launch's block count, its local memories and its counters. A Core is
-// used only by its own goroutine.
+// used only by the goroutine running its block; Launch reuses it for a
+// later block, whose buffers a stale one from before never passes for
+// (it is dead: "used after Free/Reset").
 type Core struct {
 	BlockIdx int // this block, 0 ≤ BlockIdx < BlockDim
 	BlockDim int // blocks in the launch
@@ -198,8 +221,10 @@ const (
 	StageOut                  // DMA out of local memory (UB/L0C→GM)
 )
 
-func (d *Device) newCore(ctx context.Context, kind CoreKind, idx, dim int) *Core {
-	c := &Core{BlockIdx: idx, BlockDim: dim, ctx: ctx, dev: d, prof: &d.prof, kind: kind, bufN: 1}
+// newCore returns a core for blocks of a launch of dim blocks on cores of
+// kind; begin starts each block on it.
+func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
+	c := &Core{BlockDim: dim, ctx: ctx, dev: d, prof: &d.prof, kind: kind}
 	for s := range numSpaces {
 		capacity, align := d.prof.spaceSize(s)
 		c.mem[s] = arena{space: s, capacity: capacity, align: align}
@@ -207,11 +232,35 @@ func (d *Device) newCore(ctx context.Context, kind CoreKind, idx, dim int) *Core
 	return c
 }
 
-// release returns the core's memories to the device pool and freezes its
-// counters. Buffers become invalid.
-func (c *Core) release() {
+// begin starts block idx on c with fresh counters and empty memories
+// (the backing stores stay: every allocation is Poison-filled anyway).
+func (c *Core) begin(idx int) {
+	c.BlockIdx = idx
+	c.cost = CoreCost{}
+	c.bufN = 1
+	c.pro = stage{}
+	c.tiles = c.tiles[:0]
+	for s := range c.mem {
+		c.mem[s].reset()
+		c.mem[s].peak = 0
+	}
+}
+
+// finish ends the current block: every buffer it holds becomes invalid
+// (a stale one is "used after Free/Reset" in a later block on c) and its
+// counters are frozen into the returned CoreCost.
+func (c *Core) finish() CoreCost {
 	c.cost.UBPeakBytes = int64(c.mem[UB].peak)
 	c.cost.Cycles = c.cycles()
+	for s := range c.mem {
+		c.mem[s].reset()
+	}
+	return c.cost
+}
+
+// releaseMem returns the core's memories to the device pool once its
+// worker has no more blocks to run.
+func (c *Core) releaseMem() {
 	for s := range c.mem {
 		a := &c.mem[s]
 		a.reset()
@@ -414,19 +463,17 @@ func (c *Core) cycles() int64 {
 }
 
 // deriveCost combines the finished cores' counters into a Cost.
-func (d *Device) deriveCost(cores []*Core) *Cost {
+func (d *Device) deriveCost(cores []CoreCost) *Cost {
 	cost := d.ZeroCost()
 	cost.BlockDim = len(cores)
 	if len(cores) == 0 {
 		return cost
 	}
 	cost.CoreCycles = make([]int64, len(cores))
-	cost.Cores = make([]CoreCost, len(cores))
+	cost.Cores = cores
 	minC := int64(math.MaxInt64)
 	var vec, hidden, overlappable, cube float64
-	for i, c := range cores {
-		cc := c.cost
-		cost.Cores[i] = cc
+	for i, cc := range cores {
 		cost.CoreCycles[i] = cc.Cycles
 		cost.Cycles = max(cost.Cycles, cc.Cycles)
 		minC = min(minC, cc.Cycles)

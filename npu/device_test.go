@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -274,5 +275,55 @@ func TestLoadBalanceCost(t *testing.T) {
 	got.Cores = nil
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("load balance: got %+v want %+v", &got, want)
+	}
+}
+
+// TestLaunchBlockStartsFresh: Launch runs many blocks on few reused
+// cores, so every block must start as if on a core of its own: no live
+// buffers, zero peaks and counters, one buffer per queue, and its
+// Cost.Cores entry only its own work; a buffer of any other block,
+// finished or running, is refused.
+func TestLaunchBlockStartsFresh(t *testing.T) {
+	d := newDev(t, unitProfile())
+	x := tensor.MustNew(tensor.Float32, 48*8)
+	var prev atomic.Pointer[Buffer]
+	cost, err := d.Launch(bg, 48, func(c *Core) error {
+		for s := range numSpaces {
+			if c.Used(s) != 0 || c.Peak(s) != 0 {
+				return fmt.Errorf("block %d starts with %s used %d, peak %d", c.BlockIdx, s, c.Used(s), c.Peak(s))
+			}
+		}
+		if cc := c.Counters(); cc != (CoreCost{}) {
+			return fmt.Errorf("block %d starts with counters %+v", c.BlockIdx, cc)
+		}
+		if c.bufN != 1 || len(c.tiles) != 0 {
+			return fmt.Errorf("block %d starts with buffer num %d and %d tiles", c.BlockIdx, c.bufN, len(c.tiles))
+		}
+		if err := c.SetBufferNum(2); err != nil {
+			return err
+		}
+		c.BeginTile()
+		b, err := c.AllocUB(32 * (1 + c.BlockIdx%4))
+		if err != nil {
+			return err
+		}
+		if old := prev.Swap(b); old != nil {
+			if err := c.Free(old); err == nil {
+				return fmt.Errorf("block %d freed another block's buffer", c.BlockIdx)
+			}
+			if err := c.DataCopyIn(old, x, 0, 8); err == nil {
+				return fmt.Errorf("block %d copied into another block's buffer", c.BlockIdx)
+			}
+		}
+		return c.DataCopyIn(b, x, 8*c.BlockIdx, 8)
+	})
+	if err != nil {
+		t.Fatalf("launch blockDim=48: got %v want nil", err)
+	}
+	for i, cc := range cost.Cores {
+		want := CoreCost{Cycles: 32, DMACycles: 32, GMBytesIn: 32, UBPeakBytes: int64(32 * (1 + i%4)), UBLoadBytes: 32}
+		if cc != want {
+			t.Errorf("launch blockDim=48: block %d: got %+v want %+v", i, cc, want)
+		}
 	}
 }

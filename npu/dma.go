@@ -64,7 +64,7 @@ func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pa
 	} else if err := checkAligned(op, src, off, n, size, align); err != nil {
 		return err
 	}
-	if err := c.checkBuf(op+": dst", dst, space, local); err != nil {
+	if err := c.checkBufOp(op, "dst", dst, space, local); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -91,7 +91,7 @@ func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n in
 		}
 	}
 	bytes := n * size
-	if err := c.checkBuf(op+": src", src, UB, bytes); err != nil {
+	if err := c.checkBufOp(op, "src", src, UB, bytes); err != nil {
 		return err
 	}
 	if n == 0 {

@@ -146,3 +146,39 @@ func TestGuardedMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardIntact checks guardIntact against the element-by-element
+// definition for every element size: an intact band of 0–40 elements,
+// each single byte of it changed, and every element changed alike (a
+// band that repeats the wrong pattern).
+func TestGuardIntact(t *testing.T) {
+	for _, dt := range tensor.DTypes() {
+		size := dt.Size()
+		pat := make([]byte, size)
+		for k := range pat {
+			pat[k] = byte(guardSentinel(dt) >> (8 * k))
+		}
+		for n := range 41 {
+			b := make([]byte, n*size)
+			for i := 0; i < len(b); i += size {
+				copy(b[i:], pat)
+			}
+			if !guardIntact(b, pat) {
+				t.Fatalf("guardIntact dtype=%s n=%d: intact band reported touched", dt, n)
+			}
+			for i := range b {
+				b[i] ^= 0x01
+				if guardIntact(b, pat) {
+					t.Fatalf("guardIntact dtype=%s n=%d: byte %d changed, band reported intact", dt, n, i)
+				}
+				b[i] ^= 0x01
+			}
+			for i := 0; i < len(b); i += size {
+				b[i] ^= 0x01
+			}
+			if n > 0 && guardIntact(b, pat) {
+				t.Fatalf("guardIntact dtype=%s n=%d: every element changed alike, band reported intact", dt, n)
+			}
+		}
+	}
+}

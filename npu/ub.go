@@ -166,8 +166,16 @@ func (a *arena) reset() {
 	a.used = 0
 }
 
-// fill sets every byte of b to v with doubling copies (memmove speed).
+// fill sets every byte of b to v: Poison by copies of a block of it
+// (one memmove per 4 KiB; most UB buffers are a few KiB and are filled
+// on every allocation), any other byte with doubling copies.
 func fill(b []byte, v byte) {
+	if v == Poison {
+		for len(b) > 0 {
+			b = b[copy(b, poisonBlock[:]):]
+		}
+		return
+	}
 	if len(b) == 0 {
 		return
 	}
@@ -176,6 +184,15 @@ func fill(b []byte, v byte) {
 		copy(b[k:], b[:k])
 	}
 }
+
+// poisonBlock is 4 KiB of Poison, the source fill copies from.
+var poisonBlock = func() *[4096]byte {
+	var p [4096]byte
+	for i := range p {
+		p[i] = Poison
+	}
+	return &p
+}()
 
 // fillPattern sets b to repeated copies of pat (len(b) a multiple of
 // len(pat)) with doubling copies, like fill.
@@ -237,6 +254,16 @@ func (d *Device) putMem(s Space, mem []byte) {
 		p.bytes += len(mem)
 	}
 	p.mu.Unlock()
+}
+
+// checkBufOp is checkBuf for operand what of primitive op: the name
+// "op: what" is built only for the error, not on every call of a
+// primitive a kernel issues per tile.
+func (c *Core) checkBufOp(op, what string, b *Buffer, s Space, n int) error {
+	if b != nil && b.core == c && b.live && b.space == s && n <= len(b.data) {
+		return nil
+	}
+	return c.checkBuf(op+": "+what, b, s, n)
 }
 
 // checkBuf verifies that b is a live buffer of core c in space s holding

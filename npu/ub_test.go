@@ -197,3 +197,27 @@ func TestBufferOfAnotherCore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFill checks both of fill's paths (Poison block copies, doubling
+// copies for other bytes) on lengths around the 4 KiB block: every byte
+// of the slice is set and nothing past it is touched.
+func TestFill(t *testing.T) {
+	for _, v := range []byte{Poison, 0x00, 0x5A} {
+		for _, n := range []int{0, 1, 31, 32, 33, 4095, 4096, 4097, 8192, 12289} {
+			buf := make([]byte, n+8)
+			for i := range buf {
+				buf[i] = 0x11
+			}
+			fill(buf[:n:n], v)
+			for i, x := range buf {
+				want := v
+				if i >= n {
+					want = 0x11
+				}
+				if x != want {
+					t.Fatalf("fill(%d bytes, %#x): byte %d: got %#x want %#x", n, v, i, x, want)
+				}
+			}
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (c *Core) binary(op binOp, dt tensor.DType, dst, a, b *Buffer, n int) error
 		what string
 		b    *Buffer
 	}{{"dst", dst}, {"src0", a}, {"src1", b}} {
-		if err := c.checkBuf(name+": "+x.what, x.b, UB, bytes); err != nil {
+		if err := c.checkBufOp(name, x.what, x.b, UB, bytes); err != nil {
 			return err
 		}
 	}
@@ -381,7 +381,7 @@ func (c *Core) VectorFused(op string, bytes int, body func(), operands ...Vector
 		if o.Bytes < 0 || o.ReadBytes < 0 || o.ReadBytes > o.Bytes {
 			return fmt.Errorf("%s: %s: byte count %d or read count %d outside [0, bytes]", op, o.Name, o.Bytes, o.ReadBytes)
 		}
-		if err := c.checkBuf(op+": "+o.Name, o.Buf, UB, o.Bytes); err != nil {
+		if err := c.checkBufOp(op, o.Name, o.Buf, UB, o.Bytes); err != nil {
 			return err
 		}
 	}

@@ -6,18 +6,57 @@ import "github.com/npuverify/npuverify/tensor"
 // patterns taken little-endian from b (cycled, starting skip bytes in), so
 // every pattern, NaN payloads and subnormals included, is reachable by a
 // fuzzer. An empty b gives zeros.
+//
+// The elements repeat with a period of len(b)/gcd(len(b), size): a fuzz
+// body is a few dozen bytes while its tensors have thousands of elements,
+// so one period is decoded and the rest filled by doubling copies.
 func FromBytes(d tensor.DType, b []byte, skip int, shape ...int) *tensor.Tensor {
 	t := tensor.MustNew(d, shape...)
 	if len(b) == 0 {
 		return t
 	}
-	size := d.Size()
-	for i := 0; i < t.Len(); i++ {
+	size, n := d.Size(), t.Len()
+	m := min(n, len(b)/gcd(len(b), size))
+	pos := skip % len(b)
+	for i := range m {
 		var bits uint64
-		for k := 0; k < size; k++ {
-			bits |= uint64(b[(skip+i*size+k)%len(b)]) << (8 * k)
+		for k := range size {
+			bits |= uint64(b[pos]) << (8 * k)
+			if pos++; pos == len(b) {
+				pos = 0
+			}
 		}
 		t.SetBits(i, bits)
 	}
+	switch d {
+	case tensor.Float64:
+		repeat(t.F64(), m)
+	case tensor.Float32:
+		repeat(t.F32(), m)
+	case tensor.Float16:
+		repeat(t.F16(), m)
+	case tensor.BFloat16:
+		repeat(t.BF16s(), m)
+	case tensor.Int8:
+		repeat(t.I8(), m)
+	case tensor.Int32:
+		repeat(t.I32(), m)
+	case tensor.Uint8:
+		repeat(t.U8(), m)
+	}
 	return t
+}
+
+// repeat fills s[m:] with copies of the period s[:m].
+func repeat[T any](s []T, m int) {
+	for k := m; k > 0 && k < len(s); k *= 2 {
+		copy(s[k:], s[:k])
+	}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
