@@ -111,9 +111,8 @@ func BenchmarkFuzzSeeds(b *testing.B) {
 }
 
 // BenchmarkFuzzVectorAddRandom is the per-input cost of FuzzVectorAdd on
-// inputs spread over the decoder's whole range (every header byte
-// uniform: lengths below 5000 on the decoder's log scale, 1–48 cores,
-// tiles 0–4095, either overflow mode; 0–64 body bytes), a fresh input per
+// inputs spread over the decoder's whole range (n < 5000, 1–48 cores,
+// tiles 0–4095, either overflow mode, 0–64 body bytes), a fresh input per
 // exec, which is where a fuzzer's mutations take the seeds: nearly every
 // exec has a tiling and length no earlier one had.
 func BenchmarkFuzzVectorAddRandom(b *testing.B) {

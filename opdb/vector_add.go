@@ -19,7 +19,7 @@ var VectorAdd = Register(&Info{
 	MutationCases: vectorAddMutationCases,
 	FuzzTarget:    "FuzzVectorAdd",
 	// Header bytes: dtype, n (2 bytes LE), cores, tile (2 bytes LE),
-	// saturate and length shift; then the element bit patterns.
+	// saturate; then the element bit patterns.
 	FuzzSeeds: [][]byte{
 		{0, 2, 0, 1, 0, 0, 0, 0x00, 0x3c, 0x00, 0xbc},
 		{0, 33, 0, 7, 16, 0, 0, 0xff, 0x7b, 0xff, 0x7b}, // fp16 max + max
@@ -181,21 +181,12 @@ func vectorAddMutationCases(prof npu.Profile) ([]ops.Case, error) {
 // vectorAddFuzz decodes a dtype, a length below 5000, a core count and a
 // tile size (kernel options, so the fuzzer explores tilings too) and the
 // overflow mode; x and y take their bit patterns from the rest.
-//
-// Byte 6 holds the overflow mode (bit 0) and a length shift s (bits 1–3):
-// the length is the 16-bit field mod 5000, shifted right by s. Every
-// length below 5000 stays reachable (s = 0, which the seeds use), but
-// lengths spread over a log scale, about 620 elements on average rather
-// than 2500: the kernel's branches (partial blocks and tiles, uneven
-// shares, idle cores, the tile loop) turn on the length relative to the
-// block, tile and core count, which small lengths reach as well, and a
-// fuzzer tries four times as many inputs in the same time.
 func vectorAddFuzz(data []byte) (FuzzInput, bool) {
 	if len(data) < 7 {
 		return FuzzInput{}, false
 	}
 	d := vectorAddDTypes[int(data[0])%len(vectorAddDTypes)]
-	n := int(uint16(data[1])|uint16(data[2])<<8) % 5000 >> (data[6] >> 1 & 7)
+	n := int(uint16(data[1])|uint16(data[2])<<8) % 5000
 	cores := 1 + int(data[3])%npu.Ascend910B().VectorCores
 	tile := int(uint16(data[4])|uint16(data[5])<<8) % 4096
 	var num tensor.Numerics
