@@ -41,7 +41,7 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := bound.NewExpected(m * n)
-			ev.rows(want, 0, m, d, s, a, b, c, sa, sb, k, n)
+			ev.rows(want, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
 				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
 			}
