@@ -53,7 +53,7 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 const (
 	mr = 3
 	nr = 8
-	kc = 128
+	kc = 256
 	mc = 96   // multiple of mr
 	nc = 1024 // multiple of nr
 )

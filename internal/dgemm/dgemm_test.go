@@ -6,6 +6,9 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // loop is the plain loop MulAbs must equal: every element starts at +0
@@ -231,6 +234,14 @@ func BenchmarkMulAbs(b *testing.B) {
 		r := rand.New(rand.NewPCG(1, 0))
 		x, y := gen(r, distFP16, n*n), gen(r, distFP16, n*n)
 		d, s := make([]float64, n*n), make([]float64, n*n)
+		b.Run(fmt.Sprintf("anchor-gonum-dgemm/%d", n), func(b *testing.B) {
+			// The anchor: gonum's Dgemm for d alone (2·n³ flops), measured
+			// in the same run, so that ratios survive a noisy machine.
+			for b.Loop() {
+				blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, x, n, y, n, 0, d, n)
+			}
+			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 		for _, kr := range []struct {
 			name string
 			k    func(int, []float64, []float64, []float64, []float64, int, bool)
@@ -239,13 +250,18 @@ func BenchmarkMulAbs(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/%d", kr.name, n), func(b *testing.B) {
+				cpu0 := cpuTime()
 				withKernel(kr.k, func() {
 					for b.Loop() {
 						MulAbs(n, n, n, Slice(x), Slice(y), d, s)
 					}
 				})
+				// CPU time per op: on a shared machine it is steadier than
+				// wall time, and it shows the cost of idle waits.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(4*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}
 }
+
