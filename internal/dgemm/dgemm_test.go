@@ -264,4 +264,3 @@ func BenchmarkMulAbs(b *testing.B) {
 		}
 	}
 }
-
