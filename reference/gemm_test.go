@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -117,5 +118,29 @@ func TestMatMulTensors(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMatMul is MatMul (d and s) at n³ on fp16 values held as
+// float64; GFLOP/s counts both products (4·n³).
+func BenchmarkMatMul(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 0))
+			gen := func() []float64 {
+				x := make([]float64, n*n)
+				for i := range x {
+					x[i] = math.Ldexp(math.Round(math.Ldexp(r.NormFloat64(), 10)), -10)
+				}
+				return x
+			}
+			x, y := gen(), gen()
+			d, s := make([]float64, n*n), make([]float64, n*n)
+			b.ReportAllocs()
+			for b.Loop() {
+				MatMulInto(n, n, n, x, y, d, s)
+			}
+			b.ReportMetric(4*float64(n*n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
