@@ -169,17 +169,30 @@ func packA(a Matrix, k, ic, mcc, pc, kcc int, pa []float64) {
 // packB packs rows pc…pc+kcc−1, columns jc…jc+ncc−1 of b (N columns) into
 // micro-panels of nr columns: panel q holds, for each step kk, the nr
 // values b[pc+kk, jc+q·nr+c] and then their magnitudes (columns past ncc
-// are zero).
+// are zero). It reads packRows rows at a time and then writes panel by
+// panel, so that each panel's part is one contiguous run: writing a row
+// at a time would jump 16·kcc bytes (a power of two) from panel to panel.
 func packB(b Matrix, n, pc, kcc, jc, ncc int, pb []float64) {
-	parallel.For(kcc, 32, func(lo, hi int) {
-		row := make([]float64, roundUp(ncc, nr))
-		for kk := lo; kk < hi; kk++ {
-			b.Float64sFrom((pc+kk)*n+jc, row[:ncc])
-			for j, v := range row {
-				q, c := j/nr, j%nr
-				at := q*2*nr*kcc + kk*2*nr + c
-				pb[at] = v
-				pb[at+nr] = math.Abs(v)
+	const packRows = 8
+	width := roundUp(ncc, nr)
+	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
+		rows := make([]float64, packRows*width)
+		for g := lo; g < hi; g++ {
+			k0 := g * packRows
+			cnt := min(packRows, kcc-k0)
+			for r := range cnt {
+				b.Float64sFrom((pc+k0+r)*n+jc, rows[r*width:r*width+ncc])
+			}
+			for q := range width / nr {
+				dst := pb[q*2*nr*kcc+k0*2*nr:]
+				for r := range cnt {
+					src := (*[nr]float64)(rows[r*width+q*nr:])
+					d := (*[2 * nr]float64)(dst[r*2*nr:])
+					for c, v := range src {
+						d[c] = v
+						d[nr+c] = math.Abs(v)
+					}
+				}
 			}
 		}
 	})

@@ -264,3 +264,32 @@ func BenchmarkMulAbs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPack is the packing of MulAbs at 1024³ alone: B once (every
+// K-block, all columns) and A once (every K-block and row block), from
+// float64 values.
+func BenchmarkPack(b *testing.B) {
+	const n = 1024
+	x := make(Slice, n*n)
+	for i := range x {
+		x[i] = float64(i%77) - 38
+	}
+	b.Run("B", func(b *testing.B) {
+		pb := make([]float64, 2*kc*n)
+		for b.Loop() {
+			for pc := 0; pc < n; pc += kc {
+				packB(x, n, pc, kc, 0, n, pb)
+			}
+		}
+	})
+	b.Run("A", func(b *testing.B) {
+		pa := make([]float64, mc*kc)
+		for b.Loop() {
+			for pc := 0; pc < n; pc += kc {
+				for ic := 0; ic < n; ic += mc {
+					packA(x, n, ic, min(mc, n-ic), pc, kc, pa)
+				}
+			}
+		}
+	})
+}
