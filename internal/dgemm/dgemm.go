@@ -50,6 +50,13 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 // A packed B micro-panel (kc×nr values and their magnitudes, 16·kc bytes)
 // stays in L1 while the mc rows of a packed A block (in L2) pass over it;
 // a packed B block of kc×nc serves every row block.
+//
+// The 3×8 tile loads b into registers, reads |b| as FMA memory operands
+// and masks the broadcast a into |a|: 11 loads and 3 logical operations
+// per 12 FMAs. On the Zen 4 it was tuned on, the loads are the limit:
+// broadcasting a packed |a| instead of masking (14 loads) took 25% more
+// time, and a 6×4 tile (8 loads, 6 masks) 15% more. It runs at about 75%
+// of the FMA peak, packing included.
 const (
 	mr = 3
 	nr = 8
