@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/internal/parallel"
@@ -403,12 +404,17 @@ func (op gemm) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, er
 // results every legal implementation of the evaluation model may return,
 // whatever its summation order or tiling (the bound is derived in gemm_bound.go).
 func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	return op.expect(p, in, num, false)
+}
+
+// expect is Expect; interval makes every element take the interval path
+// (element), for the test that the fast path (fastElement) agrees with it.
+func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, interval bool) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
 	}
 	cfg := gemmConfig(p)
 	m, k, n, _ := gemmDims(op, in)
-	a, b := in["a"].Float64s(), in["b"].Float64s()
 	var c, sa, sb []float64
 	if cfg.Beta != 0 {
 		c = in["c"].Float64s()
@@ -420,26 +426,57 @@ func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	if err != nil {
 		return nil, err
 	}
+	if interval {
+		ev.plain = false
+	}
 	e := bound.NewExpected(m * n)
 	// d and s go straight into Ref and Bound: each element reads its own
-	// d and s before it writes its outcome over them.
+	// d and s before it writes its outcome over them. The reference packs
+	// a and b straight from the tensors; float64 copies of them are made
+	// only if some element needs the partial-sum overflow test.
 	d, s := e.Ref, e.Bound
-	reference.MatMulInto(m, k, n, a, b, d, s)
+	reference.MatMulTensors(in["a"], in["b"], d, s)
+	dense := &gemmDense{a: in["a"], b: in["b"]}
 	// Rows over all cores: each element reads only the inputs and its own
 	// d, s, and writes only its own entries.
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {
-		ev.rows(e, lo, hi, d, s, a, b, c, sa, sb, k, n)
+		ev.rows(e, lo, hi, d, s, dense, c, sa, sb, k, n)
 	})
 	return map[string]*bound.Expected{"out": e}, nil
 }
 
+// gemmDense holds gemm's a and b as float64 values for the partial-sum
+// overflow test (dotPosNeg), converted on first use: most cases never
+// need them, and a 1024³ case would hold 16 MiB of them.
+type gemmDense struct {
+	a, b   *tensor.Tensor
+	once   sync.Once
+	af, bf []float64
+}
+
+// values returns a and b as float64 values.
+func (g *gemmDense) values() (a, b []float64) {
+	g.once.Do(func() {
+		if g.a != nil {
+			g.af, g.bf = g.a.Float64s(), g.b.Float64s()
+		}
+	})
+	return g.af, g.bf
+}
+
 // rows sets the expected outcome of output rows [lo, hi).
-func (ev *gemmEval) rows(e *bound.Expected, lo, hi int, d, s, a, b, c, sa, sb []float64, k, n int) {
+func (ev *gemmEval) rows(e *bound.Expected, lo, hi int, d, s []float64, dense *gemmDense, c, sa, sb []float64, k, n int) {
+	el := gemmOperands{sa: 1, sb: 1, dense: dense, k: k, n: n}
 	for i := lo; i < hi; i++ {
 		for j := 0; j < n; j++ {
 			idx := i*n + j
-			// s[idx] is a float64 sum of k exact products: round it up (gemm_bound.go).
-			el := gemmOperands{d: d[idx], s: bound.MagUp(s[idx], k), sa: 1, sb: 1, a: a, b: b, i: i, j: j, k: k, n: n}
+			if r, b, alt, ok := ev.fastElement(d[idx], s[idx]); ok {
+				e.Ref[idx], e.Bound[idx], e.Alt[idx] = r, b, alt
+				continue
+			}
+			// The interval path. s[idx] is a float64 sum of k exact
+			// products: round it up (gemm_bound.go).
+			el.d, el.s, el.i, el.j = d[idx], bound.MagUp(s[idx], k), i, j
 			if c != nil {
 				el.c = c[idx]
 			}

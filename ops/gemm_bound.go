@@ -77,8 +77,10 @@ type gemmOperands struct {
 	d, s   float64 // float64 dot product and Σ|a||b|
 	c      float64 // c[i,j] (read only when beta ≠ 0)
 	sa, sb float64 // dequantisation scales (int8)
-	// For the partial-sum overflow test, computed only when needed.
+	// For the partial-sum overflow test, computed only when needed: a
+	// and b as float64 values, or dense to make them.
 	a, b       []float64
+	dense      *gemmDense
 	i, j, k, n int
 }
 
@@ -89,6 +91,12 @@ type gemmEval struct {
 	dot         bound.Dot
 	ep, f32     bound.Format   // the epilogue format E and fp32
 	alpha, beta bound.Interval // RN_E(alpha), RN_E(beta)
+	// plain is set when the element is the dot product stored: a float
+	// accumulator, no dequantisation, alpha = 1, beta = 0 (fastElement).
+	plain bool
+	// magUp is bound.MagUp's factor for K terms: MagUp(s, K) = s·magUp
+	// for every s (TestGEMMMagUpFactor).
+	magUp float64
 }
 
 func newGEMMEval(cfg GEMMConfig, k int, num tensor.Numerics) (*gemmEval, error) {
@@ -102,7 +110,57 @@ func newGEMMEval(cfg GEMMConfig, k int, num tensor.Numerics) (*gemmEval, error) 
 	}
 	ev.alpha = ev.ep.Round(bound.Exact(cfg.Alpha))
 	ev.beta = ev.ep.Round(bound.Exact(cfg.Beta))
+	ev.plain = !cfg.Mode.Int8() && cfg.Alpha == 1 && cfg.Beta == 0 && !ev.dot.Exact
+	ev.magUp = gemmMagUpFactor(k)
 	return ev, nil
+}
+
+// gemmMagUpFactor returns f with bound.MagUp(s, k) = s·f bit for bit: MagUp
+// returns s·(1 + γ_{k−1}(2^-53) + 2^-50), evaluated left to right, and s
+// itself for k ≤ 1 (f = 1) or a zero, infinite or NaN s (which s·f keeps,
+// given f finite and ≥ 1; k ≤ 2^52 keeps γ finite).
+func gemmMagUpFactor(k int) float64 {
+	if k <= 1 {
+		return 1
+	}
+	return 1 + bound.Gamma(k-1, 0x1p-53) + 0x1p-50
+}
+
+// fastElement is element for a plain evaluation (ev.plain) whose float64
+// dot product d is finite and cannot overflow the accumulator, given the
+// raw float64 magnitude s; ok is false for every other element, which
+// takes element (the interval path). It is element's computation with
+// the steps that cannot apply left out, in the same float64 operations,
+// so the outcomes are the same bits (TestGEMMFastPathAgrees, on every
+// golden and suite case):
+//   - S = MagUp(s, K) = s·magUp;
+//   - Dot.Sum with Ref = d, Mag = S, Err = 0: not NaN or Inf, so the
+//     finite branch; its Err is 0 + mul0(G, S+0) + eta + RefErr·S with
+//     eta = 0 when S = 0; and with (1+G)·S + eta below the threshold no
+//     partial sum can overflow, so there are no special classes;
+//   - no epilogue step (no int8, alpha = 1, beta = 0);
+//   - bound.Store of a finite interval without special classes is
+//     bound.Output (folding saturated classes needs some class).
+func (ev *gemmEval) fastElement(d, s float64) (ref, bnd float64, alt bound.Special, ok bool) {
+	if !ev.plain || math.IsNaN(d) || math.IsInf(d, 0) || math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0, 0, 0, false
+	}
+	mag := s * ev.magUp
+	dot := &ev.dot
+	eta := dot.Eta
+	if mag == 0 {
+		eta = 0
+	}
+	if (1+dot.G)*mag+eta >= dot.Threshold {
+		return 0, 0, 0, false
+	}
+	var g float64 // mul0(G, S): an exact zero times anything is 0
+	if dot.G != 0 && mag != 0 {
+		g = dot.G * mag
+	}
+	err := g + eta + dot.RefErr*mag
+	ref, bnd, alt = bound.Output(d, err, ev.cfg.Mode.Out, ev.num)
+	return ref, bnd, alt, true
 }
 
 // element returns the expected outcome of one output element.
@@ -128,7 +186,11 @@ func (ev *gemmEval) element(el *gemmOperands) (ref, bnd float64, alt bound.Speci
 		return ev.ep.Round(v)
 	}
 	v := ev.dot.Sum(bound.Terms{Ref: el.d, Mag: el.s, PosNeg: func() (float64, float64) {
-		return dotPosNeg(el.a, el.b, el.i, el.j, el.k, el.n)
+		a, b := el.a, el.b
+		if a == nil && el.dense != nil {
+			a, b = el.dense.values()
+		}
+		return dotPosNeg(a, b, el.i, el.j, el.k, el.n)
 	}})
 	if mode.Int8() {
 		if math.Abs(v.Ref) > 1<<24 {

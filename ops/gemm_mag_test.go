@@ -101,3 +101,31 @@ func TestGEMMMagnitudeRoundedUp(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMMMagUpFactor checks that the fast path's precomputed factor gives
+// bound.MagUp's bits for every kind of s and K it can meet.
+func TestGEMMMagUpFactor(t *testing.T) {
+	const seed = 5
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, k := range []int{0, 1, 2, 3, 16, 257, 1024, 4096, 1 << 20, GEMMMaxMACs} {
+		f := gemmMagUpFactor(k)
+		for i := range 2000 {
+			s := math.Ldexp(r.Float64(), r.IntN(2000)-1000)
+			switch i {
+			case 0:
+				s = 0
+			case 1:
+				s = math.Inf(1)
+			case 2:
+				s = math.NaN()
+			case 3:
+				s = 0x1p-1074
+			case 4:
+				s = math.MaxFloat64
+			}
+			if got, want := s*f, bound.MagUp(s, k); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("gemm K=%d seed=%d: s=%v: got s·magUp = %v / want bound.MagUp = %v", k, seed, s, got, want)
+			}
+		}
+	}
+}

@@ -41,9 +41,57 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := bound.NewExpected(m * n)
-			ev.rows(want, 0, m, d, s, a, b, c, sa, sb, k, n)
+			ev.rows(want, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
 				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
+			}
+		}
+	}
+}
+
+// TestGEMMRowsAllocFree checks that the per-element bound loop allocates
+// nothing per element, on the fast path and on the interval path, with
+// alpha and beta and in int8 mode, and with elements that take the
+// partial-sum overflow test (once the dense float64 inputs exist).
+func TestGEMMRowsAllocFree(t *testing.T) {
+	const m, k, n, seed = 8, 40, 16, 23
+	for _, params := range []Params{
+		{"mode": "fp16_fp32acc"},
+		{"mode": "fp16", "alpha": "0.75", "beta": "-1.5"},
+		{"mode": "int8_int32acc", "alpha": "2"},
+	} {
+		for _, dist := range []string{DistNormal, DistLarge, DistSpecial} {
+			p, err := GEMM.Validate(params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := GEMM.Generate(p, Gen{Dims: map[string]int{"m": m, "k": k, "n": n}, Dist: dist, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := gemmConfig(p)
+			var c, sa, sb []float64
+			if cfg.Beta != 0 {
+				c = in["c"].Float64s()
+			}
+			if cfg.Mode.Int8() {
+				sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+			}
+			for _, interval := range []bool{false, true} {
+				ev, err := newGEMMEval(cfg, k, tensor.Numerics{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.plain = ev.plain && !interval
+				d, s := make([]float64, m*n), make([]float64, m*n)
+				reference.MatMulTensors(in["a"], in["b"], d, s)
+				dense := &gemmDense{a: in["a"], b: in["b"]}
+				dense.values() // made once per case, not per element
+				e := bound.NewExpected(m * n)
+				if allocs := testing.AllocsPerRun(5, func() { ev.rows(e, 0, m, d, s, dense, c, sa, sb, k, n) }); allocs != 0 {
+					t.Errorf("gemm params %v dist=%s interval=%v %dx%dx%d seed=%d: rows: got %v allocs per run / want 0",
+						p, dist, interval, m, k, n, seed, allocs)
+				}
 			}
 		}
 	}

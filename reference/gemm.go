@@ -3,6 +3,9 @@ package reference
 import (
 	"math"
 
+	"github.com/npuverify/npuverify/internal/dgemm"
+	"github.com/npuverify/npuverify/tensor"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -20,16 +23,21 @@ import (
 //
 // The summation order is the contract, not the loop: every element starts
 // from +0 and adds its products one at a time, k ascending, each product
-// rounded to float64 and then added (no fused multiply-add on amd64). With
-// finite inputs MatMul runs gonum's blocked, parallel Dgemm (and a second
-// Dgemm on |a|, |b| for s), which keeps exactly that order per element: it
-// walks each block of C along k in order and adds a[i,k]·b[k,j] by an
-// axpy. Dgemm skips a zero a[i,k]; with b finite that product is ±0, and
-// adding ±0 to an accumulator that started at +0 and was never −0 (a
-// rounded sum is −0 only when both addends are) changes nothing, so the
-// bits are those of the plain loop. Inputs holding an Inf or NaN, where
-// 0·Inf = NaN must not be skipped, take the plain loop (matMulLoop);
-// TestMatMulPathsAgree checks the two bit for bit.
+// rounded to float64 and then added (matMulLoop). Three paths compute
+// exactly those bits (TestMatMulPathsAgree):
+//   - inputs that are all fp32 values (so every product is exact in
+//     float64, Inf and NaN included) take dgemm.MulAbs, the packed,
+//     parallel AVX2 kernel that computes d and s together; its fused
+//     multiply-add rounds once where the loop rounds the exact product
+//     and then the sum, which is the same rounding;
+//   - other finite inputs take gonum's blocked, parallel Dgemm (twice: on
+//     a, b for d and on |a|, |b| for s), which walks each block of C along
+//     k in order and adds a[i,k]·b[k,j] by an unfused axpy. Dgemm skips a
+//     zero a[i,k]; with b finite that product is ±0, and adding ±0 to an
+//     accumulator that started at +0 and was never −0 (a rounded sum is
+//     −0 only when both addends are) changes nothing;
+//   - the rest (non-fp32 values with an Inf or NaN, where 0·Inf = NaN
+//     must not be skipped) take the plain loop.
 func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
 	d = make([]float64, m*n)
 	s = make([]float64, m*n)
@@ -41,21 +49,51 @@ func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
 // callers that have somewhere to put them already.
 func MatMulInto(m, k, n int, a, b, d, s []float64) {
 	d, s = d[:m*n], s[:m*n]
-	clear(d)
-	clear(s)
-	if m == 0 || n == 0 || k == 0 {
-		return
-	}
-	if !allFinite(a[:m*k]) || !allFinite(b[:k*n]) {
+	a, b = a[:m*k], b[:k*n]
+	switch {
+	case allFP32(a) && allFP32(b):
+		dgemm.MulAbs(m, k, n, dgemm.Slice(a), dgemm.Slice(b), d, s)
+	case allFinite(a) && allFinite(b):
+		clear(d)
+		clear(s)
+		if m == 0 || n == 0 || k == 0 {
+			return
+		}
+		gonumDgemm(m, k, n, a, b, d)
+		gonumDgemm(m, k, n, absCopy(a), absCopy(b), s)
+	default:
+		clear(d)
+		clear(s)
 		matMulLoop(m, k, n, a, b, d, s)
-		return
 	}
-	dgemm(m, k, n, a, b, d)
-	dgemm(m, k, n, absCopy(a[:m*k]), absCopy(b[:k*n]), s)
 }
 
-// dgemm sets c = a·b with gonum's Dgemm (alpha 1, beta 0: c starts at +0).
-func dgemm(m, k, n int, a, b, c []float64) {
+// MatMulTensors is MatMulInto on the values of a [m,k] and b [k,n]. For
+// the dtypes whose products are exact in float64 (fp32, fp16, bf16, int8,
+// uint8) it packs straight from the tensors, without float64 copies of
+// them: a 1024³ fp16 case then holds 4 MiB of inputs, not 20.
+func MatMulTensors(a, b *tensor.Tensor, d, s []float64) {
+	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	if exactProductDType(a.DType) && exactProductDType(b.DType) {
+		dgemm.MulAbs(m, k, n, a, b, d, s)
+		return
+	}
+	MatMulInto(m, k, n, a.Float64s(), b.Float64s(), d, s)
+}
+
+// exactProductDType reports whether every value of d has at most 24
+// significant bits within fp32's exponent range, so that the product of
+// two such values is exact in float64.
+func exactProductDType(d tensor.DType) bool {
+	switch d {
+	case tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int8, tensor.Uint8:
+		return true
+	}
+	return false
+}
+
+// gonumDgemm sets c = a·b with gonum's Dgemm (alpha 1, beta 0: c starts at +0).
+func gonumDgemm(m, k, n int, a, b, c []float64) {
 	blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, k, b, n, 0, c, n)
 }
 
@@ -68,11 +106,24 @@ func matMulLoop(m, k, n int, a, b, d, s []float64) {
 			aik := a[i*k+kk]
 			brow := b[kk*n : (kk+1)*n]
 			for j, bkj := range brow {
-				di[j] += aik * bkj
-				si[j] += math.Abs(aik) * math.Abs(bkj)
+				// The conversions round each product on its own: no
+				// fused multiply-add, whatever the architecture.
+				di[j] += float64(aik * bkj)
+				si[j] += float64(math.Abs(aik) * math.Abs(bkj))
 			}
 		}
 	}
+}
+
+// allFP32 reports whether every value of x is an fp32 value (Inf and NaN
+// included), so that products of them are exact in float64.
+func allFP32(x []float64) bool {
+	for _, v := range x {
+		if float64(float32(v)) != v && v == v {
+			return false
+		}
+	}
+	return true
 }
 
 // allFinite reports whether x holds no Inf or NaN.

@@ -1,7 +1,7 @@
 // Package reference holds the float64 implementations of the operators:
 // the truth that every backend is judged against. Each is the plainest
 // correct code for its contract, on the exact values of the inputs. Where
-// a faster form is used (MatMul's blocked BLAS), it computes the plain
+// a faster form is used (MatMul's packed kernels), it computes the plain
 // loop's bits, and a test holds the two together.
 package reference
 

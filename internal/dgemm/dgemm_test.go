@@ -1,0 +1,295 @@
+package dgemm
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// loop is the plain loop MulAbs must equal: every element starts at +0
+// and adds its products k ascending, each product rounded on its own
+// (the conversion forbids fusing it into the addition).
+func loop(m, k, n int, a, b []float64) (d, s []float64) {
+	d, s = make([]float64, m*n), make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			var dv, sv float64
+			for kk := range k {
+				x, y := a[i*k+kk], b[kk*n+j]
+				dv += float64(x * y)
+				sv += float64(math.Abs(x) * math.Abs(y))
+			}
+			d[i*n+j], s[i*n+j] = dv, sv
+		}
+	}
+	return d, s
+}
+
+// same reports whether x and y are the same float64 bit for bit, or both
+// NaN (whose sign and payload are unspecified).
+func same(x, y float64) bool {
+	return math.Float64bits(x) == math.Float64bits(y) || (math.IsNaN(x) && math.IsNaN(y))
+}
+
+// The value distributions of the tests: every one is a set of values whose
+// products are exact in float64 (MulAbs's precondition).
+const (
+	distFP16    = iota // fp16 values of moderate range
+	distFP32           // fp32 values over a wide exponent range
+	distZeros          // normal values with many ±0
+	distSubnorm        // fp32 and fp16 subnormals among normal values
+	distSpecial        // normal values with ±Inf, NaN and ±0
+	distCancel         // b's rows repeat negated, so sums cancel
+	numDists
+)
+
+func gen(r *rand.Rand, dist, cnt int) []float64 {
+	x := make([]float64, cnt)
+	for i := range x {
+		v := r.NormFloat64()
+		switch dist {
+		case distFP16:
+			x[i] = math.Ldexp(math.Round(math.Ldexp(v, 10)), -10)
+		case distFP32:
+			x[i] = float64(float32(math.Ldexp(v, r.IntN(120)-60)))
+		case distZeros:
+			x[i] = float64(float32(v))
+			if i%3 == 0 {
+				x[i] = math.Copysign(0, v)
+			}
+		case distSubnorm:
+			switch i % 4 {
+			case 0:
+				x[i] = math.Ldexp(float64(r.IntN(1<<10)-1<<9), -24) // fp16 subnormal
+			case 1:
+				x[i] = math.Ldexp(float64(r.IntN(1<<20)-1<<19), -149) // fp32 subnormal
+			default:
+				x[i] = float64(float32(v))
+			}
+		case distSpecial:
+			switch r.IntN(16) {
+			case 0:
+				x[i] = math.Inf(1)
+			case 1:
+				x[i] = math.Inf(-1)
+			case 2:
+				x[i] = math.NaN()
+			case 3:
+				x[i] = math.Copysign(0, v)
+			default:
+				x[i] = float64(float32(v))
+			}
+		case distCancel:
+			x[i] = float64(float32(v))
+		}
+	}
+	return x
+}
+
+// operands returns a [m,k] and b [k,n] of one distribution.
+func operands(r *rand.Rand, dist, m, k, n int) (a, b []float64) {
+	a, b = gen(r, dist, m*k), gen(r, dist, k*n)
+	if dist == distCancel {
+		for kk := k / 2; kk < 2*(k/2); kk++ {
+			for j := range n {
+				b[kk*n+j] = -b[(kk-k/2)*n+j]
+			}
+			for i := range m {
+				a[i*k+kk] = a[i*k+kk-k/2]
+			}
+		}
+	}
+	return a, b
+}
+
+// shapes cross every blocking edge: mr, nr, kc, mc, nc and their partial
+// tiles, plus empty and single-element products.
+var shapes = [][3]int{
+	{0, 3, 4}, {3, 0, 4}, {3, 4, 0}, {1, 1, 1}, {2, 3, 5}, {3, 1, 8}, {4, 7, 9},
+	{mr, kc, nr}, {mr + 1, kc + 1, nr + 1}, {17, 2*kc + 3, 23},
+	{mc - 1, 5, 2*nr - 1}, {mc + 2, kc - 1, 3 * nr}, {2*mc + 5, 33, 17},
+	{5, 9, nc + 13}, {7, kc + 2, nc - 1},
+}
+
+// withKernel runs f with the micro-kernel set to k, restoring it after.
+func withKernel(k func(int, []float64, []float64, []float64, []float64, int, bool), f func()) {
+	saved := kernel
+	kernel = k
+	defer func() { kernel = saved }()
+	f()
+}
+
+// TestMulAbsMatchesLoop checks MulAbs, with this machine's kernel and with
+// the portable one, against the plain loop bit for bit (d and s) on
+// shapes crossing every blocking edge and every value distribution,
+// including ±0, subnormals, ±Inf and NaN.
+func TestMulAbsMatchesLoop(t *testing.T) {
+	kernels := []struct {
+		name string
+		k    func(int, []float64, []float64, []float64, []float64, int, bool)
+	}{{kernelName, kernel}, {"go", kernelGo}}
+	for _, kr := range kernels {
+		for si, sh := range shapes {
+			m, k, n := sh[0], sh[1], sh[2]
+			for dist := range numDists {
+				seed := uint64(1000*si + dist)
+				r := rand.New(rand.NewPCG(seed, 0))
+				a, b := operands(r, dist, m, k, n)
+				wd, ws := loop(m, k, n, a, b)
+				// d and s start dirty: MulAbs must overwrite them.
+				d, s := gen(r, distSpecial, m*n), gen(r, distSpecial, m*n)
+				withKernel(kr.k, func() { MulAbs(m, k, n, Slice(a), Slice(b), d, s) })
+				for i := range wd {
+					if !same(d[i], wd[i]) || !same(s[i], ws[i]) {
+						t.Fatalf("dgemm MulAbs kernel=%s m=%d k=%d n=%d dist=%d seed=%d: element %d: got d=%v (%#x) s=%v / want loop d=%v (%#x) s=%v",
+							kr.name, m, k, n, dist, seed, i, d[i], math.Float64bits(d[i]), s[i], wd[i], math.Float64bits(wd[i]), ws[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMulAbsRoundingBound checks the error claim the gemm bounds build on,
+// against the exact dot products (math/big): for finite inputs
+// |d − Σa·b| ≤ γ_K(2^-53)·S with S = Σ|a|·|b| exact (every product is
+// exact in float64 and reaches d through at most K−1 roundings of
+// the additions, each a factor 1+δ, |δ| ≤ 2^-53; Higham §3.1), and
+// |s − S| ≤ γ_{K−1}(2^-53)·S likewise. It would fail if a kernel dropped,
+// repeated or double-rounded a product.
+func TestMulAbsRoundingBound(t *testing.T) {
+	const prec = 2048 // exact: every term is a float64, and K is small
+	for si, sh := range [][3]int{{4, 1, 5}, {7, 2, 9}, {mr + 1, kc + 7, nr + 3}, {5, 3*kc + 1, 11}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		for _, dist := range []int{distFP16, distFP32, distZeros, distSubnorm, distCancel} {
+			seed := uint64(7000 + 10*si + dist)
+			r := rand.New(rand.NewPCG(seed, 0))
+			a, b := operands(r, dist, m, k, n)
+			d, s := make([]float64, m*n), make([]float64, m*n)
+			MulAbs(m, k, n, Slice(a), Slice(b), d, s)
+			gamma := func(n int) *big.Float { // n·u/(1−n·u), u = 2^-53
+				nu := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(float64(n)), -53)
+				den := new(big.Float).SetPrec(prec).Sub(big.NewFloat(1), nu)
+				return new(big.Float).SetPrec(prec).Quo(nu, den)
+			}
+			gK, gK1 := gamma(k), gamma(k-1)
+			for i := range m {
+				for j := range n {
+					dot, mag := new(big.Float).SetPrec(prec), new(big.Float).SetPrec(prec)
+					for kk := range k {
+						x, y := a[i*k+kk], b[kk*n+j]
+						p := new(big.Float).SetPrec(prec).Mul(big.NewFloat(x), big.NewFloat(y))
+						dot.Add(dot, p)
+						mag.Add(mag, p.Abs(p))
+					}
+					check := func(what string, got float64, want, tol *big.Float) {
+						diff := new(big.Float).SetPrec(prec).Sub(big.NewFloat(got), want)
+						lim := new(big.Float).SetPrec(prec).Mul(tol, mag)
+						if diff.Abs(diff).Cmp(lim) > 0 {
+							t.Fatalf("dgemm MulAbs m=%d k=%d n=%d dist=%d seed=%d: element [%d,%d]: %s: got %v / want %v, bound %v",
+								m, k, n, dist, seed, i, j, what, got, want.Text('g', 20), lim.Text('g', 5))
+						}
+					}
+					check("d", d[i*n+j], dot, gK)
+					check("s", s[i*n+j], mag, gK1)
+				}
+			}
+		}
+	}
+}
+
+// TestKernelGoSpecials pins the portable kernel's IEEE cases the loop
+// relies on: Inf·0 = NaN, Inf − Inf = NaN, −0 products sum to +0.
+func TestKernelGoSpecials(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		a, b []float64
+		d, s float64
+	}{
+		{[]float64{inf, 1}, []float64{0, 1}, math.NaN(), math.NaN()},
+		{[]float64{inf, 1}, []float64{1, -inf}, math.NaN(), inf},
+		{[]float64{-1, 0}, []float64{0, 5}, 0, 0},
+	} {
+		d, s := make([]float64, 1), make([]float64, 1)
+		withKernel(kernelGo, func() { MulAbs(1, 2, 1, Slice(c.a), Slice(c.b), d, s) })
+		if !same(d[0], c.d) || !same(s[0], c.s) {
+			t.Errorf("dgemm MulAbs a=%v b=%v: got d=%v s=%v / want d=%v s=%v", c.a, c.b, d[0], s[0], c.d, c.s)
+		}
+		if math.Signbit(d[0]) != math.Signbit(c.d) && !math.IsNaN(c.d) {
+			t.Errorf("dgemm MulAbs a=%v b=%v: got d=%v / want %v (sign)", c.a, c.b, d[0], c.d)
+		}
+	}
+}
+
+// BenchmarkMulAbs is d = A·B and s = |A|·|B| at 1024³ on fp16-like
+// values, with this machine's kernel and the portable one; GFLOP/s counts
+// both products (4·n³ flops).
+func BenchmarkMulAbs(b *testing.B) {
+	for _, n := range []int{256, 1024} {
+		r := rand.New(rand.NewPCG(1, 0))
+		x, y := gen(r, distFP16, n*n), gen(r, distFP16, n*n)
+		d, s := make([]float64, n*n), make([]float64, n*n)
+		b.Run(fmt.Sprintf("anchor-gonum-dgemm/%d", n), func(b *testing.B) {
+			// The anchor: gonum's Dgemm for d alone (2·n³ flops), measured
+			// in the same run, so that ratios survive a noisy machine.
+			for b.Loop() {
+				blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, x, n, y, n, 0, d, n)
+			}
+			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		for _, kr := range []struct {
+			name string
+			k    func(int, []float64, []float64, []float64, []float64, int, bool)
+		}{{kernelName, kernel}, {"go", kernelGo}} {
+			if kr.name == "go" && kernelName != "go" && n > 256 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%d", kr.name, n), func(b *testing.B) {
+				cpu0 := cpuTime()
+				withKernel(kr.k, func() {
+					for b.Loop() {
+						MulAbs(n, n, n, Slice(x), Slice(y), d, s)
+					}
+				})
+				// CPU time per op: on a shared machine it is steadier than
+				// wall time, and it shows the cost of idle waits.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(4*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkPack is the packing of MulAbs at 1024³ alone: B once (every
+// K-block, all columns) and A once (every K-block and row block), from
+// float64 values.
+func BenchmarkPack(b *testing.B) {
+	const n = 1024
+	x := make(Slice, n*n)
+	for i := range x {
+		x[i] = float64(i%77) - 38
+	}
+	b.Run("B", func(b *testing.B) {
+		pb := make([]float64, 2*kc*n)
+		for b.Loop() {
+			for pc := 0; pc < n; pc += kc {
+				packB(x, n, pc, kc, 0, n, pb)
+			}
+		}
+	})
+	b.Run("A", func(b *testing.B) {
+		pa := make([]float64, mc*kc)
+		for b.Loop() {
+			for pc := 0; pc < n; pc += kc {
+				for ic := 0; ic < n; ic += mc {
+					packA(x, n, ic, min(mc, n-ic), pc, kc, pa)
+				}
+			}
+		}
+	})
+}

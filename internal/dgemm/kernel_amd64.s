@@ -1,0 +1,103 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// One step of k for row r of the 3×8 tile: broadcast a[r] into Y14, add
+// a[r]·b into the row's d accumulators, then |a[r]|·|b| into its s ones.
+// Y12, Y13 hold b (8 values); |b| is read from the packed panel at 64(DI);
+// Y15 is the magnitude mask. The products are exact (MulAbs's
+// precondition), so each FMA rounds like the loop's multiply-then-add.
+#define ROW(aoff, d0, d1, s0, s1) \
+	VBROADCASTSD aoff(SI), Y14 \
+	VFMADD231PD  Y12, Y14, d0  \
+	VFMADD231PD  Y13, Y14, d1  \
+	VANDPD       Y15, Y14, Y14 \
+	VFMADD231PD  64(DI), Y14, s0 \
+	VFMADD231PD  96(DI), Y14, s1
+
+#define STEP \
+	VMOVUPD (DI), Y12 \
+	VMOVUPD 32(DI), Y13 \
+	ROW(0, Y0, Y1, Y6, Y7) \
+	ROW(8, Y2, Y3, Y8, Y9) \
+	ROW(16, Y4, Y5, Y10, Y11) \
+	ADDQ $24, SI \
+	ADDQ $128, DI
+
+// func mulAbsAVX2(kcc int, a, b, d, s *float64, ldc int, load bool)
+TEXT ·mulAbsAVX2(SB), NOSPLIT, $0-49
+	MOVQ kcc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ s+32(FP), R9
+	MOVQ ldc+40(FP), R10
+	SHLQ $3, R10
+	LEAQ (R8)(R10*2), R11
+	LEAQ (R9)(R10*2), R12
+	MOVQ $0x7fffffffffffffff, AX
+	MOVQ AX, X15
+	VPBROADCASTQ X15, Y15
+	MOVBQZX load+48(FP), AX
+	TESTQ AX, AX
+	JZ   zero
+	VMOVUPD (R8), Y0
+	VMOVUPD 32(R8), Y1
+	VMOVUPD (R8)(R10*1), Y2
+	VMOVUPD 32(R8)(R10*1), Y3
+	VMOVUPD (R11), Y4
+	VMOVUPD 32(R11), Y5
+	VMOVUPD (R9), Y6
+	VMOVUPD 32(R9), Y7
+	VMOVUPD (R9)(R10*1), Y8
+	VMOVUPD 32(R9)(R10*1), Y9
+	VMOVUPD (R12), Y10
+	VMOVUPD 32(R12), Y11
+	JMP  body
+
+zero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+body:
+	// Two steps per iteration while at least two remain, then the odd one.
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   tail
+
+loop2:
+	STEP
+	STEP
+	DECQ DX
+	JNZ  loop2
+
+tail:
+	ANDQ $1, CX
+	JZ   done
+	STEP
+
+done:
+	VMOVUPD Y0, (R8)
+	VMOVUPD Y1, 32(R8)
+	VMOVUPD Y2, (R8)(R10*1)
+	VMOVUPD Y3, 32(R8)(R10*1)
+	VMOVUPD Y4, (R11)
+	VMOVUPD Y5, 32(R11)
+	VMOVUPD Y6, (R9)
+	VMOVUPD Y7, 32(R9)
+	VMOVUPD Y8, (R9)(R10*1)
+	VMOVUPD Y9, 32(R9)(R10*1)
+	VMOVUPD Y10, (R12)
+	VMOVUPD Y11, 32(R12)
+	VZEROUPPER
+	RET

@@ -1,0 +1,37 @@
+package dgemm
+
+import "math"
+
+// kernelGo is the portable micro-kernel: for kcc steps, the mr×nr tile
+// of d (row stride ldc) accumulates a[kk·mr+r]·b[kk·2nr+c] and the tile
+// of s their magnitudes (b[kk·2nr+nr+c] is |b|), starting from the tile's
+// values if load, else from +0. It is the specification of the assembly
+// kernels, which must give the same bits (TestKernelsAgree).
+func kernelGo(kcc int, a, b, d, s []float64, ldc int, load bool) {
+	var cd, cs [mr][nr]float64
+	if load {
+		for r := range mr {
+			copy(cd[r][:], d[r*ldc:r*ldc+nr])
+			copy(cs[r][:], s[r*ldc:r*ldc+nr])
+		}
+	}
+	a, b = a[:kcc*mr], b[:kcc*2*nr]
+	for kk := range kcc {
+		ak := a[kk*mr : kk*mr+mr]
+		bk := b[kk*2*nr : kk*2*nr+2*nr]
+		for r := range mr {
+			x := ak[r]
+			ax := math.Abs(x)
+			for c := range nr {
+				// The product is exact (MulAbs's precondition), so this
+				// rounds once, like the assembly kernels' fused multiply-add.
+				cd[r][c] += x * bk[c]
+				cs[r][c] += ax * bk[nr+c]
+			}
+		}
+	}
+	for r := range mr {
+		copy(d[r*ldc:r*ldc+nr], cd[r][:])
+		copy(s[r*ldc:r*ldc+nr], cs[r][:])
+	}
+}
