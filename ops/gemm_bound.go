@@ -97,6 +97,9 @@ type gemmEval struct {
 	// magUp is bound.MagUp's factor for K terms: MagUp(s, K) = s·magUp
 	// for every s (TestGEMMMagUpFactor).
 	magUp float64
+	// out is bound.Output for the mode's output dtype, its constants
+	// worked out once.
+	out bound.OutputMap
 }
 
 func newGEMMEval(cfg GEMMConfig, k int, num tensor.Numerics) (*gemmEval, error) {
@@ -110,6 +113,7 @@ func newGEMMEval(cfg GEMMConfig, k int, num tensor.Numerics) (*gemmEval, error) 
 	}
 	ev.alpha = ev.ep.Round(bound.Exact(cfg.Alpha))
 	ev.beta = ev.ep.Round(bound.Exact(cfg.Beta))
+	ev.out = bound.NewOutputMap(cfg.Mode.Out, num)
 	ev.plain = !cfg.Mode.Int8() && cfg.Alpha == 1 && cfg.Beta == 0 && !ev.dot.Exact
 	ev.magUp = gemmMagUpFactor(k)
 	return ev, nil
@@ -159,7 +163,7 @@ func (ev *gemmEval) fastElement(d, s float64) (ref, bnd float64, alt bound.Speci
 		g = dot.G * mag
 	}
 	err := g + eta + dot.RefErr*mag
-	ref, bnd, alt = bound.Output(d, err, ev.cfg.Mode.Out, ev.num)
+	ref, bnd, alt = ev.out.Map(d, err)
 	return ref, bnd, alt, true
 }
 
