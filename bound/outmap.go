@@ -12,16 +12,16 @@ import (
 // Output, which re-derives them per element. Map(r, b) returns exactly
 // Output(r, b, d, num), bit for bit (TestOutputMapMatchesOutput).
 type OutputMap struct {
-	d        tensor.DType
-	num      tensor.Numerics
-	f        tensor.Format
-	float    bool // d is a floating dtype narrower than float64
-	sat      bool
-	flush    bool
-	thr      float64 // MaxFinite + ulp(MaxFinite)/2: the overflow threshold
-	max      float64 // MaxFinite
-	minNorm  float64 // MinNormal
-	generic  bool    // integer dtype or float64: Map defers to Output
+	d       tensor.DType
+	num     tensor.Numerics
+	f       tensor.Format
+	float   bool // d is a floating dtype narrower than float64
+	sat     bool
+	flush   bool
+	thr     float64 // MaxFinite + ulp(MaxFinite)/2: the overflow threshold
+	max     float64 // MaxFinite
+	minNorm float64 // MinNormal
+	generic bool    // integer dtype or float64: Map defers to Output
 }
 
 // NewOutputMap precomputes Output's constants for dtype d under num.
