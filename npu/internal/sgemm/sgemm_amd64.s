@@ -1,0 +1,92 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func kernel6x16AVX2(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+//
+// C[6×16] (row stride ldc) += A[6×k] (row stride lda) · Bp[k×16] (packed,
+// 16 floats per k), each element by one VFMADD231PS per k, k ascending.
+TEXT ·kernel6x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ b+24(FP), SI
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, DX // lda in bytes
+	SHLQ $2, R8 // ldc in bytes
+	LEAQ (AX)(DX*2), BX
+	ADDQ DX, BX // BX = row 3 of A
+
+	// Load the C tile: rows DI, DI+ldc, ... (R9 = DI + 3·ldc).
+	LEAQ (DI)(R8*2), R9
+	ADDQ R8, R9
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (DI)(R8*1), Y2
+	VMOVUPS 32(DI)(R8*1), Y3
+	VMOVUPS (DI)(R8*2), Y4
+	VMOVUPS 32(DI)(R8*2), Y5
+	VMOVUPS (R9), Y6
+	VMOVUPS 32(R9), Y7
+	VMOVUPS (R9)(R8*1), Y8
+	VMOVUPS 32(R9)(R8*1), Y9
+	VMOVUPS (R9)(R8*2), Y10
+	VMOVUPS 32(R9)(R8*2), Y11
+
+	TESTQ CX, CX
+	JZ    store
+
+loop:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (AX), Y14
+	VBROADCASTSS (AX)(DX*1), Y15
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (AX)(DX*2), Y14
+	VBROADCASTSS (BX), Y15
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VBROADCASTSS (BX)(DX*1), Y14
+	VBROADCASTSS (BX)(DX*2), Y15
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VFMADD231PS  Y12, Y15, Y10
+	VFMADD231PS  Y13, Y15, Y11
+	ADDQ         $4, AX
+	ADDQ         $4, BX
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          loop
+
+store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (DI)(R8*1)
+	VMOVUPS Y3, 32(DI)(R8*1)
+	VMOVUPS Y4, (DI)(R8*2)
+	VMOVUPS Y5, 32(DI)(R8*2)
+	VMOVUPS Y6, (R9)
+	VMOVUPS Y7, 32(R9)
+	VMOVUPS Y8, (R9)(R8*1)
+	VMOVUPS Y9, 32(R9)(R8*1)
+	VMOVUPS Y10, (R9)(R8*2)
+	VMOVUPS Y11, 32(R9)(R8*2)
+	VZEROUPPER
+	RET
+
+// func fma32AVX2(a, b, c float32) float32
+//
+// One VFMADD231SS: RN32(a·b + c), for the NaN-order test.
+TEXT ·fma32AVX2(SB), NOSPLIT, $0-20
+	MOVSS a+0(FP), X1
+	MOVSS b+4(FP), X2
+	MOVSS c+8(FP), X0
+	VFMADD231SS X2, X1, X0
+	MOVSS X0, ret+16(FP)
+	RET
