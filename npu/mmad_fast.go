@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/npuverify/npuverify/npu/internal/sgemm"
 	"github.com/npuverify/npuverify/tensor"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -11,13 +12,16 @@ import (
 
 // The fast paths of Mmad. Each computes exactly what mmadReference
 // computes (TestMmadFastMatchesReference checks the bits), only faster:
-// mmadInt skips zero multiplicands, mmadSaxpy and mmadGer run the
+// mmadFMA runs the sequential fp32 model as one fused multiply-add per
+// step in a register-blocked SIMD kernel (package sgemm) when A and B are
+// finite, mmadInt skips zero multiplicands, mmadSaxpy and mmadGer run the
 // sequential fp32 model as SIMD multiply-then-add when every product is
 // exact, mmadFused and mmadBlocked walk C row by row so that B is read
 // along memory.
 
 // The fast paths, as mmadChoose names them.
 const (
+	pathFMA     = "fma"     // mmadFMA
 	pathInt     = "int"     // mmadInt
 	pathBlocked = "blocked" // mmadBlocked
 	pathGer     = "ger"     // mmadGer
@@ -25,14 +29,26 @@ const (
 	pathFused   = "fused"   // mmadFused
 )
 
-// mmadChoose picks the fast path for p given the A operand and the
+// mmadChoose picks the fast path for p given the operands and the
 // accumulators cf as they are before the Mmad.
-func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
+//
+// mmadFMA is the sequential fp32 model whenever A and B are finite: each
+// step of the model, RN32(acc + a·b) with one rounding of the exact value,
+// is by definition one fp32 FMA, products exact or not (fp32 inputs
+// included), and with finite operands the only NaN is an accumulator's
+// own, which both keep (quieted). (With Inf or NaN in A or B the model's
+// NaN payload follows float64 arithmetic, which the FMA need not.) Under
+// Exact32 it also needs what mmadGer needs: the model's saxpy skips a zero
+// a[i,k] on a −0 or signalling-NaN accumulator, the FMA does not.
+func mmadChoose(p MmadParams, a, b *L0Tile, cf []float32) string {
 	switch {
 	case p.Acc == tensor.Int32:
 		return pathInt
 	case p.Blocked:
 		return pathBlocked
+	case p.Acc == tensor.Float32 && a.finite && b.finite &&
+		(!p.Exact32 || p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)):
+		return pathFMA
 	case p.Exact32 && p.Acc == tensor.Float32:
 		if p.N <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)) {
 			return pathGer
@@ -46,7 +62,9 @@ func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
 // views into the accumulators cf (fp32 storage) or ci (int32, Acc Int32)
 // by the path mmadChoose picks; each computes the model's bits.
 func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
-	switch mmadChoose(p, a, cf) {
+	switch mmadChoose(p, a, b, cf) {
+	case pathFMA:
+		sgemm.Accumulate(g.m, g.n, g.ku, a.f, g.lda, b.f, g.ldb, cf, g.n)
 	case pathInt:
 		mmadInt(ci, a.i, b.i, g)
 	case pathBlocked:
