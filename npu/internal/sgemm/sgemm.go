@@ -70,8 +70,8 @@ func accumulate(kern microKernel, m, n, k int, a []float32, lda int, b []float32
 	_ = c[(m-1)*ldc+n-1]
 	panels := (n + nr - 1) / nr
 	pp := getSlice(panels * k * nr)
-	defer packPool.Put(&pp)
-	bp := pp[:panels*k*nr]
+	defer packPool.Put(pp)
+	bp := *pp
 	packB(bp, b, ldb, k, n)
 
 	var edgeC [mr * nr]float32
@@ -79,8 +79,8 @@ func accumulate(kern microKernel, m, n, k int, a []float32, lda int, b []float32
 	mFull := m / mr * mr
 	if mFull < m {
 		ep := getSlice(mr * k)
-		defer packPool.Put(&ep)
-		edgeA = ep[:mr*k]
+		defer packPool.Put(ep)
+		edgeA = *ep
 		for r := range mr {
 			src := a[min(mFull+r, m-1)*lda:]
 			copy(edgeA[r*k:(r+1)*k], src[:k])
@@ -120,24 +120,42 @@ func edgeTile(kern microKernel, k int, a []float32, lda int, bpan, c []float32, 
 // past n zero.
 func packB(bp, b []float32, ldb, k, n int) {
 	full := n / nr
-	for kk := range k {
-		row := b[kk*ldb : kk*ldb+n]
-		for p := range full {
-			*(*[nr]float32)(bp[(p*k+kk)*nr:]) = *(*[nr]float32)(row[p*nr:])
-		}
-		if full*nr < n {
+	if full > 0 {
+		_ = bp[full*k*nr-1]
+		packFull(bp, b, ldb, k, full)
+	}
+	if full*nr < n {
+		for kk := range k {
 			d := bp[(full*k+kk)*nr : (full*k+kk+1)*nr]
-			copy(d, row[full*nr:])
+			copy(d, b[kk*ldb+full*nr:kk*ldb+n])
 			clear(d[n-full*nr:])
 		}
 	}
 }
 
-func getSlice(n int) []float32 {
-	if v, ok := packPool.Get().(*[]float32); ok && cap(*v) >= n {
-		return (*v)[:n]
+// packFullPortable is packB's full panels (the first panels·nr columns)
+// in pure Go.
+func packFullPortable(bp, b []float32, ldb, k, panels int) {
+	for kk := range k {
+		row := b[kk*ldb : kk*ldb+panels*nr]
+		for p := range panels {
+			*(*[nr]float32)(bp[(p*k+kk)*nr:]) = *(*[nr]float32)(row[p*nr:])
+		}
 	}
-	return make([]float32, n)
+}
+
+// getSlice returns a pooled slice of length n (the pointer goes back to
+// packPool, so that recycling allocates nothing).
+func getSlice(n int) *[]float32 {
+	v, ok := packPool.Get().(*[]float32)
+	if !ok {
+		v = new([]float32)
+	}
+	if cap(*v) < n {
+		*v = make([]float32, n)
+	}
+	*v = (*v)[:n]
+	return v
 }
 
 // kernelPortable is the micro-kernel in pure Go: for each element of the

@@ -23,3 +23,17 @@ func fma32AVX2(a, b, c float32) float32
 func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
 	kernel6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc)
 }
+
+// packFullAVX2 packs the full column panels of B (see packB) with 32-byte
+// moves.
+//
+//go:noescape
+func packFullAVX2(k, panels int, b *float32, ldb int, bp *float32)
+
+func packFull(bp, b []float32, ldb, k, panels int) {
+	if hasAsm {
+		packFullAVX2(k, panels, &b[0], ldb, &bp[0])
+		return
+	}
+	packFullPortable(bp, b, ldb, k, panels)
+}

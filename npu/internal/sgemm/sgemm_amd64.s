@@ -90,3 +90,45 @@ TEXT ·fma32AVX2(SB), NOSPLIT, $0-20
 	VFMADD231SS X2, X1, X0
 	MOVSS X0, ret+16(FP)
 	RET
+
+// func packFullAVX2(k, panels int, b *float32, ldb int, bp *float32)
+//
+// The full column panels of packB: for kk < k and p < panels,
+// bp[(p·k + kk)·16 : +16] = b[kk·ldb + p·16 : +16].
+TEXT ·packFullAVX2(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ panels+8(FP), R8
+	MOVQ b+16(FP), SI
+	MOVQ ldb+24(FP), DX
+	MOVQ bp+32(FP), DI
+	SHLQ $2, DX      // ldb in bytes
+	MOVQ CX, R9
+	SHLQ $6, R9      // one panel: k·64 bytes
+	TESTQ CX, CX
+	JZ    done
+	TESTQ R8, R8
+	JZ    done
+
+row:
+	MOVQ SI, AX // B[kk, 0]
+	MOVQ DI, BX // bp of panel 0 at kk
+	MOVQ R8, R10
+
+panel:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	ADDQ    $64, AX
+	ADDQ    R9, BX
+	DECQ    R10
+	JNZ     panel
+
+	ADDQ DX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  row
+
+done:
+	VZEROUPPER
+	RET

@@ -8,3 +8,7 @@ const hasAsm = false
 func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
 	kernelPortable(k, a, lda, b, c, ldc)
 }
+
+func packFull(bp, b []float32, ldb, k, panels int) {
+	packFullPortable(bp, b, ldb, k, panels)
+}
