@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/npuverify/npuverify/npu/internal/sgemm"
+	"github.com/npuverify/npuverify/npu/internal/gemm32"
 	"github.com/npuverify/npuverify/tensor"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -13,8 +13,9 @@ import (
 // The fast paths of Mmad. Each computes exactly what mmadReference
 // computes (TestMmadFastMatchesReference checks the bits), only faster:
 // mmadFMA runs the sequential fp32 model as one fused multiply-add per
-// step in a register-blocked SIMD kernel (package sgemm) when A and B are
-// finite, mmadInt skips zero multiplicands, mmadSaxpy and mmadGer run the
+// step in a register-blocked SIMD kernel (package gemm32) when A and B
+// are finite, mmadInt runs gemm32's int32 kernel (exact: int32
+// wrap-around is associative), mmadSaxpy and mmadGer run the
 // sequential fp32 model as SIMD multiply-then-add when every product is
 // exact, mmadFused and mmadBlocked walk C row by row so that B is read
 // along memory.
@@ -64,7 +65,7 @@ func mmadChoose(p MmadParams, a, b *L0Tile, cf []float32) string {
 func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
 	switch mmadChoose(p, a, b, cf) {
 	case pathFMA:
-		sgemm.Accumulate(g.m, g.n, g.ku, a.f, g.lda, b.f, g.ldb, cf, g.n)
+		mmadFMA(cf, a.f, b.f, g)
 	case pathInt:
 		mmadInt(ci, a.i, b.i, g)
 	case pathBlocked:
@@ -78,20 +79,15 @@ func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) 
 	}
 }
 
+// mmadFMA is the sequential fp32 model, one FMA per step, k ascending
+// per element (mmadChoose says when that is the model's bits).
+func mmadFMA(cc, a, b []float32, g mmadGeom) {
+	gemm32.Float32(g.m, g.n, g.ku, a, g.lda, b, g.ldb, cc, g.n)
+}
+
+// mmadInt is the int32 accumulate (int8 products, wrap-around sums).
 func mmadInt(cc, a, b []int32, g mmadGeom) {
-	n := g.n
-	for i := 0; i < g.m; i++ {
-		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < g.ku; kk++ {
-			x := a[i*g.lda+kk]
-			if x == 0 {
-				continue
-			}
-			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
-				ci[j] += x * y
-			}
-		}
-	}
+	gemm32.Int32(g.m, g.n, g.ku, a, g.lda, b, g.ldb, cc, g.n)
 }
 
 var gonumBLAS gonum.Implementation

@@ -47,6 +47,52 @@ func BenchmarkGemmEmulator(b *testing.B) {
 	}
 }
 
+// BenchmarkGemmEmulatorModes is the emulated gemm at 512³ in every
+// precision mode (inputs of the mode's dtype, standard normal; int8 small
+// integers with unit scales) and, for fp16_fp32acc, with blocked16.
+func BenchmarkGemmEmulatorModes(b *testing.B) {
+	const n = 512
+	for _, mode := range ops.GEMMModes() {
+		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
+			if acc == ops.GEMMBlocked16 && mode.Name != "fp16_fp32acc" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%s/%d", mode.Name, acc, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(n, 9))
+				in := map[string]*tensor.Tensor{}
+				for _, name := range []string{"a", "b"} {
+					t := tensor.MustNew(mode.In, n, n)
+					for i := range t.Len() {
+						v := r.NormFloat64()
+						if mode.Int8() {
+							v = float64(r.IntN(255) - 127)
+						}
+						t.SetFloat64(i, v, tensor.Numerics{})
+					}
+					in[name] = t
+				}
+				if mode.Int8() {
+					for _, name := range []string{"scale_a", "scale_b"} {
+						t := tensor.MustNew(tensor.Float32, 1)
+						t.SetFloat64(0, 1, tensor.Numerics{})
+						in[name] = t
+					}
+				}
+				cfg, err := ops.ParseGEMM(ops.Params{"mode": mode.Name, "accumulate": acc})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportGFLOPs(b, n)
+			})
+		}
+	}
+}
+
 // BenchmarkGemmEmulatorBlocked16 is the same with accumulate=blocked16.
 func BenchmarkGemmEmulatorBlocked16(b *testing.B) {
 	in := benchInputs(256)

@@ -91,7 +91,7 @@ TEXT ·fma32AVX2(SB), NOSPLIT, $0-20
 	MOVSS X0, ret+16(FP)
 	RET
 
-// func packFullAVX2(k, panels int, b *float32, ldb int, bp *float32)
+// func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
 //
 // The full column panels of packB: for kk < k and p < panels,
 // bp[(p·k + kk)·16 : +16] = b[kk·ldb + p·16 : +16].
@@ -130,5 +130,92 @@ panel:
 	JNZ  row
 
 done:
+	VZEROUPPER
+	RET
+
+// func kernel6x16IntAVX2(k int, a *int32, lda int, b *int32, c *int32, ldc int)
+//
+// kernel6x16AVX2 in int32: C += A·Bp with VPMULLD and VPADDD (wrap-around).
+TEXT ·kernel6x16IntAVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ b+24(FP), SI
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, DX
+	SHLQ $2, R8
+	LEAQ (AX)(DX*2), BX
+	ADDQ DX, BX
+	LEAQ (DI)(R8*2), R9
+	ADDQ R8, R9
+	VMOVDQU (DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVDQU (DI)(R8*1), Y2
+	VMOVDQU 32(DI)(R8*1), Y3
+	VMOVDQU (DI)(R8*2), Y4
+	VMOVDQU 32(DI)(R8*2), Y5
+	VMOVDQU (R9), Y6
+	VMOVDQU 32(R9), Y7
+	VMOVDQU (R9)(R8*1), Y8
+	VMOVDQU 32(R9)(R8*1), Y9
+	VMOVDQU (R9)(R8*2), Y10
+	VMOVDQU 32(R9)(R8*2), Y11
+
+	TESTQ CX, CX
+	JZ    istore
+
+iloop:
+	VMOVDQU      (SI), Y12
+	VMOVDQU      32(SI), Y13
+	VPBROADCASTD (AX), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y0, Y0
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y1, Y1
+	VPBROADCASTD (AX)(DX*1), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y2, Y2
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y3, Y3
+	VPBROADCASTD (AX)(DX*2), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y4, Y4
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPBROADCASTD (BX), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y6, Y6
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y7, Y7
+	VPBROADCASTD (BX)(DX*1), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y8, Y8
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPBROADCASTD (BX)(DX*2), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y10, Y10
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y11, Y11
+	ADDQ         $4, AX
+	ADDQ         $4, BX
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          iloop
+
+istore:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, (DI)(R8*1)
+	VMOVDQU Y3, 32(DI)(R8*1)
+	VMOVDQU Y4, (DI)(R8*2)
+	VMOVDQU Y5, 32(DI)(R8*2)
+	VMOVDQU Y6, (R9)
+	VMOVDQU Y7, 32(R9)
+	VMOVDQU Y8, (R9)(R8*1)
+	VMOVDQU Y9, 32(R9)(R8*1)
+	VMOVDQU Y10, (R9)(R8*2)
+	VMOVDQU Y11, 32(R9)(R8*2)
 	VZEROUPPER
 	RET

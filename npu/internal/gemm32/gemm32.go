@@ -1,22 +1,28 @@
-// Package sgemm is the emulator's fp32 matrix multiply-accumulate in the
-// sequential model: C[i,j] ← RN32(C[i,j] + A[i,k]·B[k,j]) for k
-// ascending, each step one rounding of the exact value, i.e. one fused
-// multiply-add. That is the cube's sequential fp32 accumulation (and, for
-// fp16 or bf16 inputs, whose products are exact in fp32, also the
-// multiply-then-add of a SIMD saxpy), computed by a packed,
-// register-blocked micro-kernel: AVX2+FMA assembly where the CPU has it,
-// a portable pure-Go kernel with the same bits everywhere else.
+// Package gemm32 holds the emulator's register-blocked matrix
+// multiply-accumulate kernels on 32-bit elements, C += A·B:
 //
+//   - Float32, the cube's sequential fp32 model: C[i,j] ← RN32(C[i,j] +
+//     A[i,k]·B[k,j]) for k ascending, each step one rounding of the exact
+//     value, i.e. one fused multiply-add (for fp16 or bf16 inputs, whose
+//     products are exact in fp32, also the multiply-then-add of a SIMD
+//     saxpy);
+//   - Int32, the int8 → int32 accumulate: products and sums in int32 with
+//     wrap-around (Go's int32 arithmetic), which is associative, so the
+//     order does not matter.
+//
+// Both run a packed 6×16 micro-kernel: AVX2 (+FMA) assembly where the CPU
+// has it, a portable pure-Go kernel with the same bits everywhere else.
 // Every element of C still sees its k terms in ascending order, one FMA
 // each, so blocking C into tiles, packing B and using several cores change
-// nothing in the result. Bits (NaN payloads included) are the same on both
-// kernels when A and B are finite; with Inf or NaN in A or B the values
-// are IEEE's on both, but which NaN payload survives may differ.
-package sgemm
+// nothing in the result. Float32 bits (NaN payloads included) are the same
+// on both kernels when A and B are finite; with Inf or NaN in A or B the
+// values are IEEE's on both, but which NaN payload survives may differ.
+package gemm32
 
 import (
 	"math"
 	"sync"
+	"unsafe"
 )
 
 // The micro-kernel's register block of C: mr rows × nr columns (12 ymm
@@ -26,42 +32,60 @@ const (
 	nr = 16
 )
 
-// Accumulate computes C += A·B for C [m × n] (row stride ldc), A [m × k]
+// Float32 computes C += A·B for C [m × n] (row stride ldc), A [m × k]
 // (row stride lda) and B [k × n] (row stride ldb): every C[i,j] becomes
 // fma(A[i,k], B[k,j], ·) applied for k = 0, …, k−1 in order, each a
 // single rounding to fp32. It uses the assembly micro-kernel when the CPU
 // has AVX2 and FMA. The slices must hold the strided matrices (it panics
 // on a short slice, as an index out of range would).
-func Accumulate(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+func Float32(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	kern := kernelPortable
 	if hasAsm {
 		kern = kernelAsm
 	}
-	accumulate(kern, m, n, k, a, lda, b, ldb, c, ldc)
+	accumulate(&f32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
-// AccumulatePortable is Accumulate on the portable pure-Go micro-kernel
+// Float32Portable is Float32 on the portable pure-Go micro-kernel
 // whatever the CPU: the reference the assembly is tested against.
-func AccumulatePortable(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
-	accumulate(kernelPortable, m, n, k, a, lda, b, ldb, c, ldc)
+func Float32Portable(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	accumulate(&f32Pool, kernelPortable, m, n, k, a, lda, b, ldb, c, ldc)
 }
+
+// Int32 computes C += A·B as Float32 does, in int32 arithmetic with
+// wrap-around (exact for int8 values up to k = 2^17).
+func Int32(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int) {
+	kern := kernelPortableInt
+	if hasAsm {
+		kern = kernelAsmInt
+	}
+	accumulate(&i32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// Int32Portable is Int32 on the portable pure-Go micro-kernel.
+func Int32Portable(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int) {
+	accumulate(&i32Pool, kernelPortableInt, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// elem is a 32-bit element: the kernels and packB move them as bits.
+type elem interface{ float32 | int32 }
 
 // microKernel adds A[6×k]·Bp to C[6×16]: a is A's first row (row stride
-// lda), b the packed panel of B (16 floats per k), c C's first row (row
-// stride ldc).
-type microKernel func(k int, a []float32, lda int, b, c []float32, ldc int)
+// lda), b the packed panel of B (16 elements per k), c C's first row (row
+// stride ldc). k ≥ 1.
+type microKernel[T elem] func(k int, a []T, lda int, b, c []T, ldc int)
 
-// packPool recycles the packed copies of B.
-var packPool sync.Pool // *[]float32
+// Pools of packed copies of B (and of A's edge rows).
+var f32Pool, i32Pool sync.Pool // *[]float32, *[]int32
 
-// accumulate is Accumulate on the micro-kernel kern. B is packed once
-// into column panels of nr (k-major, the last panel zero-padded) so that
-// the kernel reads it along memory; A is read in place (six row streams).
-// The loops run panel by panel of B (it stays in L1 while every row block
-// of A passes by). Tiles of C at the ragged edges run through a full-size
+// accumulate is C += A·B on the micro-kernel kern. B is packed once into
+// column panels of nr (k-major, the last panel zero-padded) so that the
+// kernel reads it along memory; A is read in place (six row streams). The
+// loops run panel by panel of B (it stays in L1 while every row block of
+// A passes by). Tiles of C at the ragged edges run through a full-size
 // scratch tile, with the missing rows of A repeated and the missing
 // columns of B zero: they compute throw-away values only.
-func accumulate(kern microKernel, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return
 	}
@@ -69,17 +93,17 @@ func accumulate(kern microKernel, m, n, k int, a []float32, lda int, b []float32
 	_ = b[(k-1)*ldb+n-1]
 	_ = c[(m-1)*ldc+n-1]
 	panels := (n + nr - 1) / nr
-	pp := getSlice(panels * k * nr)
-	defer packPool.Put(pp)
+	pp := getSlice[T](pool, panels*k*nr)
+	defer pool.Put(pp)
 	bp := *pp
 	packB(bp, b, ldb, k, n)
 
-	var edgeC [mr * nr]float32
-	var edgeA []float32
+	var edgeC [mr * nr]T
+	var edgeA []T
 	mFull := m / mr * mr
 	if mFull < m {
-		ep := getSlice(mr * k)
-		defer packPool.Put(ep)
+		ep := getSlice[T](pool, mr*k)
+		defer pool.Put(ep)
 		edgeA = *ep
 		for r := range mr {
 			src := a[min(mFull+r, m-1)*lda:]
@@ -105,7 +129,7 @@ func accumulate(kern microKernel, m, n, k int, a []float32, lda int, b []float32
 
 // edgeTile runs kern on the scratch tile t for the rows × cols corner of
 // C at c (row stride ldc); a holds six rows of A (row stride lda).
-func edgeTile(kern microKernel, k int, a []float32, lda int, bpan, c []float32, ldc, rows, cols int, t *[mr * nr]float32) {
+func edgeTile[T elem](kern microKernel[T], k int, a []T, lda int, bpan, c []T, ldc, rows, cols int, t *[mr * nr]T) {
 	for r := range rows {
 		copy(t[r*nr:r*nr+cols], c[r*ldc:r*ldc+cols])
 	}
@@ -118,11 +142,11 @@ func edgeTile(kern microKernel, k int, a []float32, lda int, bpan, c []float32, 
 // packB copies B [k × n] (row stride ldb) into bp as column panels of nr,
 // each k-major (panel p holds B[kk, p·nr + j] at kk·nr + j), the columns
 // past n zero.
-func packB(bp, b []float32, ldb, k, n int) {
+func packB[T elem](bp, b []T, ldb, k, n int) {
 	full := n / nr
 	if full > 0 {
 		_ = bp[full*k*nr-1]
-		packFull(bp, b, ldb, k, full)
+		packFull(unsafe.Pointer(&bp[0]), unsafe.Pointer(&b[0]), ldb, k, full)
 	}
 	if full*nr < n {
 		for kk := range k {
@@ -134,28 +158,44 @@ func packB(bp, b []float32, ldb, k, n int) {
 }
 
 // packFullPortable is packB's full panels (the first panels·nr columns)
-// in pure Go.
-func packFullPortable(bp, b []float32, ldb, k, panels int) {
+// in pure Go, on the elements' bits.
+func packFullPortable(bp, b unsafe.Pointer, ldb, k, panels int) {
+	type row = [nr]uint32
 	for kk := range k {
-		row := b[kk*ldb : kk*ldb+panels*nr]
+		src := unsafe.Add(b, kk*ldb*4)
 		for p := range panels {
-			*(*[nr]float32)(bp[(p*k+kk)*nr:]) = *(*[nr]float32)(row[p*nr:])
+			*(*row)(unsafe.Add(bp, (p*k+kk)*nr*4)) = *(*row)(unsafe.Add(src, p*nr*4))
 		}
 	}
 }
 
 // getSlice returns a pooled slice of length n (the pointer goes back to
-// packPool, so that recycling allocates nothing).
-func getSlice(n int) *[]float32 {
-	v, ok := packPool.Get().(*[]float32)
+// the pool, so that recycling allocates nothing).
+func getSlice[T elem](pool *sync.Pool, n int) *[]T {
+	v, ok := pool.Get().(*[]T)
 	if !ok {
-		v = new([]float32)
+		v = new([]T)
 	}
 	if cap(*v) < n {
-		*v = make([]float32, n)
+		*v = make([]T, n)
 	}
 	*v = (*v)[:n]
 	return v
+}
+
+// kernelPortableInt is the int32 micro-kernel in pure Go.
+func kernelPortableInt(k int, a []int32, lda int, b, c []int32, ldc int) {
+	for r := range mr {
+		ar := a[r*lda : r*lda+k]
+		cr := c[r*ldc : r*ldc+nr]
+		for j := range nr {
+			acc := cr[j]
+			for kk, x := range ar {
+				acc += x * b[kk*nr+j]
+			}
+			cr[j] = acc
+		}
+	}
 }
 
 // kernelPortable is the micro-kernel in pure Go: for each element of the

@@ -1,4 +1,4 @@
-package sgemm
+package gemm32
 
 import (
 	"fmt"
@@ -32,46 +32,6 @@ func value(r *rand.Rand, kind string) float32 {
 	return math.Float32frombits(r.Uint32())
 }
 
-// TestFMA32MatchesHardware compares the portable fma32 with one
-// VFMADD231SS on random operands, finite and special, and on the cases
-// that stress its rounding: sums at fp32 midpoints, overflow at the
-// threshold, signed zeros.
-func TestFMA32MatchesHardware(t *testing.T) {
-	if !hasAsm {
-		t.Skip("no AVX2+FMA")
-	}
-	const seed = 11
-	r := rand.New(rand.NewPCG(seed, 1))
-	kinds := []string{"fp16", "fp32", "special", "small"}
-	check := func(a, b, c float32, payload bool) {
-		t.Helper()
-		got, want := fma32(a, b, c), fma32AVX2(a, b, c)
-		if math.Float32bits(got) != math.Float32bits(want) && (payload || got == got || want == want) {
-			t.Fatalf("fma32 seed=%d a=%#08x b=%#08x c=%#08x: got %#08x (%g) / want %#08x (%g) (VFMADD231SS)",
-				seed, math.Float32bits(a), math.Float32bits(b), math.Float32bits(c), math.Float32bits(got), got, math.Float32bits(want), want)
-		}
-	}
-	for range 2_000_000 {
-		a, b, c := value(r, kinds[r.IntN(4)]), value(r, kinds[r.IntN(4)]), value(r, kinds[r.IntN(4)])
-		check(a, b, c, a == a && b == b)
-		// A product and an addend that meet at an fp32 midpoint: c's
-		// ulp halved, times ±(1 + tiny) to straddle it.
-		x := math.Float32frombits(r.Uint32() & 0x7F7FFFFF)
-		h := float32(math.Ldexp(1, math.Ilogb(float64(x))-24))
-		check(h, 1+float32(math.Ldexp(float64(r.IntN(3)-1), -23)), x, true)
-		check(-h, 1+float32(math.Ldexp(float64(r.IntN(3)-1), -23)), x, true)
-	}
-	m := float32(math.MaxFloat32)
-	h := float32(math.Ldexp(1, 103)) // half an ulp of MaxFloat32
-	for _, c := range [][3]float32{
-		{h, 1, m}, {h, 1 - 0x1p-24, m}, {h, 1 + 0x1p-23, m}, {-h, 1, -m}, {-h, 1 - 0x1p-24, -m},
-		{0, 1, float32(math.Copysign(0, -1))}, {float32(math.Copysign(0, -1)), 1, float32(math.Copysign(0, -1))},
-		{0x1p-100, 0x1p-100, 0}, {-0x1p-100, 0x1p-100, 0}, {0x1p-75, 0x1p-75, float32(math.Copysign(0, -1))},
-	} {
-		check(c[0], c[1], c[2], true)
-	}
-}
-
 // matrices draws A [m × k] (row stride lda), B [k × n] (row stride ldb)
 // and C [m × n] (row stride ldc) of the given kinds, strides padded at
 // random; the padding holds NaN so that a read of it shows.
@@ -90,15 +50,15 @@ func matrices(r *rand.Rand, m, n, k int, kindAB, kindC string) (a []float32, lda
 	return fill(m, k, lda, kindAB), lda, fill(k, n, ldb, kindAB), ldb, fill(m, n, ldc, kindC), ldc
 }
 
-// TestAccumulateMatchesSequential checks Accumulate (assembly where the
-// CPU has it) and AccumulatePortable against the sequential model written
+// TestFloat32MatchesSequential checks Float32 (assembly where the CPU has
+// it) and Float32Portable against the sequential model written
 // plainly (fma32 per element, k ascending) on random shapes, edge sizes
 // off the 6×16 register block included, with fp16-valued, any finite
 // fp32 and special (Inf, NaN, signalling NaN, −0, subnormal) operands and
 // accumulators: the same bits, NaN payloads included when A and B are
 // finite (NaN-ness only otherwise, see the package comment), and the
 // padding between rows untouched.
-func TestAccumulateMatchesSequential(t *testing.T) {
+func TestFloat32MatchesSequential(t *testing.T) {
 	const seed = 5
 	r := rand.New(rand.NewPCG(seed, 2))
 	kinds := []string{"fp16", "fp32", "special", "small"}
@@ -123,7 +83,7 @@ func TestAccumulateMatchesSequential(t *testing.T) {
 		for _, run := range []struct {
 			name string
 			f    func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int)
-		}{{"Accumulate", Accumulate}, {"AccumulatePortable", AccumulatePortable}} {
+		}{{"Float32", Float32}, {"Float32Portable", Float32Portable}} {
 			got := append([]float32(nil), c0...)
 			run.f(m, n, k, a, lda, b, ldb, got, ldc)
 			for i := range got {
@@ -132,31 +92,6 @@ func TestAccumulateMatchesSequential(t *testing.T) {
 					t.Fatalf("%s M=%d N=%d K=%d lda=%d ldb=%d ldc=%d A,B=%s C=%s seed=%d trial %d: C[%d,%d]: got %#08x (%g) / want %#08x (%g) (sequential fma32)",
 						run.name, m, n, k, lda, ldb, ldc, kindAB, kindC, seed, trial, i/ldc, i%ldc, g, got[i], w, want[i])
 				}
-			}
-		}
-	}
-}
-
-// TestKernelsIdentical runs the assembly and the portable micro-kernel on
-// the same full 6×16 tiles (fp32 values anywhere in the range, specials
-// in C) and requires the same bits.
-func TestKernelsIdentical(t *testing.T) {
-	if !hasAsm {
-		t.Skip("no AVX2+FMA")
-	}
-	const seed = 7
-	r := rand.New(rand.NewPCG(seed, 3))
-	for trial := range 300 {
-		k := 1 + r.IntN(100) // accumulate never runs a kernel on k = 0
-		a, lda, b, _, c0, ldc := matrices(r, mr, nr, k, []string{"fp16", "fp32", "small"}[trial%3], "special")
-		bp := make([]float32, k*nr)
-		packB(bp, b, nr, k, nr)
-		got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-		kernelAsm(k, a, lda, bp, got, ldc)
-		kernelPortable(k, a, lda, bp, want, ldc)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("micro-kernel K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
 			}
 		}
 	}
@@ -179,18 +114,84 @@ func BenchmarkKernel6x16(b *testing.B) {
 	}
 }
 
-// BenchmarkAccumulate is the single-threaded C += A·B at the shapes of
-// the emulated gemm's Mmad at 1024³ (128×176, k 64, A and B rows 1024
+// BenchmarkFloat32 is the single-threaded C += A·B at the shapes of the
+// emulated gemm's Mmad at 1024³ (128×176, k 64, A and B rows 1024
 // apart) and a square 256.
-func BenchmarkAccumulate(b *testing.B) {
+func BenchmarkFloat32(b *testing.B) {
 	for _, s := range [][4]int{{128, 176, 64, 1024}, {256, 256, 256, 256}} {
 		m, n, k, ld := s[0], s[1], s[2], s[3]
 		b.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(b *testing.B) {
 			a, bb, c := make([]float32, m*ld), make([]float32, k*ld), make([]float32, m*n)
 			for b.Loop() {
-				Accumulate(m, n, k, a, ld, bb, ld, c, n)
+				Float32(m, n, k, a, ld, bb, ld, c, n)
 			}
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// TestInt32MatchesSequential checks Int32 and Int32Portable against the
+// plain triple loop (int32 wrap-around) on random shapes, edge sizes
+// included, with int8 values and with any int32 (products and sums that
+// wrap), and requires the padding between rows untouched.
+func TestInt32MatchesSequential(t *testing.T) {
+	const seed = 13
+	r := rand.New(rand.NewPCG(seed, 4))
+	for trial := range 400 {
+		m, n, k := 1+r.IntN(30), 1+r.IntN(50), r.IntN(140)
+		if trial%5 == 0 {
+			m, n = mr*(1+r.IntN(4)), nr*(1+r.IntN(3))
+		}
+		wide := trial%2 == 0
+		draw := func() int32 {
+			if wide {
+				return int32(r.Uint32())
+			}
+			return int32(r.IntN(256) - 128)
+		}
+		lda, ldb, ldc := k+r.IntN(3), n+r.IntN(3), n+r.IntN(3)
+		fill := func(rows, cols, ld int) []int32 {
+			s := make([]int32, max(0, (rows-1)*ld+cols))
+			for i := range s {
+				s[i] = 0x5A5A5A5A
+				if i%ld < cols {
+					s[i] = draw()
+				}
+			}
+			return s
+		}
+		a, b, c0 := fill(m, k, lda), fill(k, n, ldb), fill(m, n, ldc)
+		want := append([]int32(nil), c0...)
+		for i := range m {
+			for j := range n {
+				for kk := range k {
+					want[i*ldc+j] += a[i*lda+kk] * b[kk*ldb+j]
+				}
+			}
+		}
+		for _, run := range []struct {
+			name string
+			f    func(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int)
+		}{{"Int32", Int32}, {"Int32Portable", Int32Portable}} {
+			got := append([]int32(nil), c0...)
+			run.f(m, n, k, a, lda, b, ldb, got, ldc)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s M=%d N=%d K=%d lda=%d ldb=%d ldc=%d wide=%v seed=%d trial %d: C[%d,%d]: got %d / want %d (triple loop)",
+						run.name, m, n, k, lda, ldb, ldc, wide, seed, trial, i/ldc, i%ldc, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkInt32 is Int32 at the int8 gemm's Mmad shape at 1024³
+// (128×176, k 128, rows 1024 apart).
+func BenchmarkInt32(b *testing.B) {
+	const m, n, k, ld = 128, 176, 128, 1024
+	a, bb, c := make([]int32, m*ld), make([]int32, k*ld), make([]int32, m*n)
+	for b.Loop() {
+		Int32(m, n, k, a, ld, bb, ld, c, n)
+	}
+	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 }
