@@ -194,9 +194,14 @@ func holdsNegZeroOrSNaN(c []float32) bool {
 	return false
 }
 
-// mmadFused is the sequential model with one exact rounding per step.
+// mmadFused is the sequential model with one exact rounding per step
+// (fmaRound; fmaRound16, its fast form, for an fp16 accumulator).
 func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	n := g.n
+	if acc == tensor.Float16 {
+		mmadFused16(cc, a, b, g)
+		return
+	}
 	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
 		for kk := 0; kk < g.ku; kk++ {
@@ -208,25 +213,79 @@ func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	}
 }
 
+// mmadFused16 is mmadFused for an fp16 accumulator: fmaRound16 written
+// out in the loop (the common case, an exact float64 sum, inline; the
+// rest through fmaRound).
+func mmadFused16(cc, a, b []float32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
+			x64 := float64(x)
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
+				c := float64(ci[j])
+				p := x64 * float64(y)
+				s := c + p
+				bb := s - c
+				if (c-(s-bb))+(p-bb) != 0 { // inexact (or NaN: Inf or NaN operands)
+					ci[j] = fmaRound(tensor.Float16, ci[j], x, y)
+					continue
+				}
+				ci[j] = float32(rn16(s))
+			}
+		}
+	}
+}
+
 // blockK is the k-block width of the blocked accumulate model.
 const blockK = 16
 
 // mmadBlocked is the blocked16 model: per output, per 16-wide k block,
 // acc ← RN(acc + exact block sum), one rounding.
+//
+// A row of C at a time, each block's sums run along the row in float64
+// (B read along memory), with twoSum's error of every step: where they
+// are all zero the float64 sum is the exact one (in sumRound's order, so
+// signed zeros come out the same) and one rounding of it is the model's
+// value; the other elements (an inexact step, Inf or NaN) take sumRound.
 func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
 	n := g.n
+	sums := make([]float64, n)
+	exact := make([]bool, n)
 	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
 		for k0 := 0; k0 < g.ku; k0 += blockK {
 			k1 := min(k0+blockK, g.ku)
 			ai := a[i*g.lda+k0 : i*g.lda+k1]
-			for j := 0; j < n; j++ {
-				xs[0] = float64(cc[i*n+j])
-				for t, x := range ai {
-					xs[t+1] = float64(x) * float64(b[(k0+t)*g.ldb+j])
+			for j, c := range ci {
+				sums[j], exact[j] = float64(c), true
+			}
+			for t, x := range ai {
+				x64 := float64(x)
+				for j, y := range b[(k0+t)*g.ldb : (k0+t)*g.ldb+n] {
+					s0, p := sums[j], x64*float64(y)
+					s := s0 + p
+					bb := s - s0
+					sums[j] = s
+					exact[j] = exact[j] && (s0-(s-bb))+(p-bb) == 0
 				}
-				cc[i*n+j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+			}
+			for j := range ci {
+				switch {
+				case !exact[j]:
+					xs[0] = float64(ci[j])
+					for t, x := range ai {
+						xs[t+1] = blockTerm(x, b[(k0+t)*g.ldb+j])
+					}
+					ci[j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+				case acc == tensor.Float16:
+					ci[j] = float32(rn16(sums[j]))
+				default:
+					ci[j] = float32(sums[j])
+				}
 			}
 		}
 	}
