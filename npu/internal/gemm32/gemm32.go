@@ -93,18 +93,15 @@ func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T
 	_ = b[(k-1)*ldb+n-1]
 	_ = c[(m-1)*ldc+n-1]
 	panels := (n + nr - 1) / nr
-	pp := getSlice[T](pool, panels*k*nr)
-	defer pool.Put(pp)
-	bp := *pp
-	packB(bp, b, ldb, k, n)
-
-	var edgeC [mr * nr]T
-	var edgeA []T
 	mFull := m / mr * mr
+	// One pooled scratch: packed B, the edge tile of C, A's edge rows.
+	pp := getSlice[T](pool, panels*k*nr+mr*nr+mr*k)
+	defer pool.Put(pp)
+	bp := (*pp)[:panels*k*nr]
+	edgeC := (*[mr * nr]T)((*pp)[panels*k*nr:])
+	edgeA := (*pp)[panels*k*nr+mr*nr:]
+	packB(bp, b, ldb, k, n)
 	if mFull < m {
-		ep := getSlice[T](pool, mr*k)
-		defer pool.Put(ep)
-		edgeA = *ep
 		for r := range mr {
 			src := a[min(mFull+r, m-1)*lda:]
 			copy(edgeA[r*k:(r+1)*k], src[:k])
@@ -118,11 +115,11 @@ func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T
 			if cols == nr {
 				kern(k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc)
 			} else {
-				edgeTile(kern, k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc, mr, cols, &edgeC)
+				edgeTile(kern, k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc, mr, cols, edgeC)
 			}
 		}
 		if mFull < m {
-			edgeTile(kern, k, edgeA, k, bpan, c[mFull*ldc+j0:], ldc, m-mFull, cols, &edgeC)
+			edgeTile(kern, k, edgeA, k, bpan, c[mFull*ldc+j0:], ldc, m-mFull, cols, edgeC)
 		}
 	}
 }
