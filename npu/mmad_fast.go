@@ -253,8 +253,12 @@ func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
 	n := g.n
-	sums := make([]float64, n)
-	exact := make([]bool, n)
+	var sumsBuf [512]float64 // Mmad's N is a base block, at most 512 in the gemm kernel
+	var exactBuf [512]bool
+	sums, exact := sumsBuf[:min(n, 512)], exactBuf[:min(n, 512)]
+	if n > 512 {
+		sums, exact = make([]float64, n), make([]bool, n)
+	}
 	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
 		for k0 := 0; k0 < g.ku; k0 += blockK {

@@ -97,7 +97,9 @@ func mmadInitAcc(r *rand.Rand, c mmadCase, cf []float32, ci []int32) {
 // blocked16, odd sizes padded to the fractal, K split into slices like
 // the gemm kernel, from +0 (Init) or from earlier accumulators, with
 // signed zeros, subnormals, Inf and NaN. It also requires that every fast
-// path ran, so that none goes unchecked.
+// path ran, so that none goes unchecked. (The padded M, a multiple of 16,
+// leaves mmadFMA's 6-row register block a ragged edge unless it is 48;
+// gemm32's own tests cover ragged columns, which Mmad never has.)
 func TestMmadFastMatchesReference(t *testing.T) {
 	prof := Ascend910B()
 	dev := MustNewDevice(prof)

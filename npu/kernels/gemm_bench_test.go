@@ -95,11 +95,13 @@ func BenchmarkGemmEmulatorModes(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				done := cpuMeter(b)
 				for b.Loop() {
 					if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
 						b.Fatal(err)
 					}
 				}
+				done()
 				reportGFLOPs(b, n)
 			})
 		}
