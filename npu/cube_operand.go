@@ -106,6 +106,7 @@ type L1Tile struct {
 	i, iOwn    []int32
 	ld         int
 	zeroFree   bool // the float view holds no ±0 (GMMatrix.zeroFree)
+	finite     bool // the float view holds no Inf or NaN (!GMMatrix.NonFinite)
 }
 
 // LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
@@ -125,7 +126,7 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	n := tileRows * tileCols
 	if rows == tileRows && cols == tileCols && rows > 0 && cols > 0 {
 		// No padding: view the decoded GM values in place.
-		t.ld, t.zeroFree = src.Cols, src.zeroFree
+		t.ld, t.zeroFree, t.finite = src.Cols, src.zeroFree, !src.NonFinite
 		if src.i != nil {
 			t.i, t.f = src.i[row0*src.Cols+col0:], nil
 		} else {
@@ -133,7 +134,7 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 		}
 		return nil
 	}
-	t.ld, t.zeroFree = tileCols, false // the padding is zeros
+	t.ld, t.zeroFree, t.finite = tileCols, false, !src.NonFinite // the padding is zeros
 	if src.i != nil {
 		if cap(t.iOwn) < n {
 			putSlice(&i32Pool, t.iOwn)
@@ -180,6 +181,7 @@ type L0Tile struct {
 	i          []int32
 	ld         int
 	zeroFree   bool // the float view holds no ±0 (from the L1 tile)
+	finite     bool // the float view holds no Inf or NaN (from the L1 tile)
 }
 
 // LoadL0 copies the [rows × cols] block at (row0, col0) of the L1 tile src
@@ -218,7 +220,7 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 		s := ((row0+r)*src.Cols + col0) * size
 		copy(t.Buf.data[r*cols*size:(r+1)*cols*size], src.Buf.data[s:s+cols*size])
 	}
-	t.DType, t.Rows, t.Cols, t.ld, t.zeroFree = dtype, rows, cols, src.ld, src.zeroFree
+	t.DType, t.Rows, t.Cols, t.ld, t.zeroFree, t.finite = dtype, rows, cols, src.ld, src.zeroFree, src.finite
 	n := rows * cols
 	t.f, t.i = nil, nil
 	if src.i != nil {

@@ -173,3 +173,37 @@ func sumRound(acc tensor.DType, xs []float64, scratch *[]float64) float32 {
 	}
 	return roundAcc(acc, hi, lo)
 }
+
+// fmaRound16 is fmaRound(Float16, c, a, b), fast in the common case: when
+// the float64 sum of c and the (exact) product is exact, the model's
+// value is that sum rounded once to fp16 (rn16). Otherwise (an inexact
+// sum, Inf or NaN) it is fmaRound itself.
+func fmaRound16(c, a, b float32) float32 {
+	p := float64(a) * float64(b)
+	s, e := twoSum(float64(c), p)
+	if e != 0 {
+		return fmaRound(tensor.Float16, c, a, b)
+	}
+	return float32(rn16(s))
+}
+
+// rn16 rounds a finite float64 to fp16, ties to even, overflowing to ±Inf:
+// fp16Format.RoundNearestEven without the generic format's arithmetic.
+// Normal range: round the float64 bits to 11 significant bits in place (a
+// carry steps the exponent). Below 2^-14 the quantum is 2^-24, which is
+// float64's own quantum in [2^28, 2^29): adding and subtracting 1.5·2^28
+// rounds there, ties to even; the sign is put back for a zero result.
+func rn16(x float64) float64 {
+	b := math.Float64bits(x)
+	if int(b>>52&0x7FF)-1023 >= -14 {
+		const shift = 52 - 10
+		b += 1<<(shift-1) - 1 + b>>shift&1
+		r := math.Float64frombits(b &^ (1<<shift - 1))
+		if math.Abs(r) > 65504 {
+			return math.Copysign(math.Inf(1), x)
+		}
+		return r
+	}
+	const magic = 0x1.8p28
+	return math.Copysign((x+magic)-magic, x)
+}

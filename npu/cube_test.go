@@ -213,3 +213,56 @@ func TestDecodeF16(t *testing.T) {
 		}
 	}
 }
+
+// TestRN16MatchesFormat checks rn16 against fp16Format.RoundNearestEven
+// on random float64 values over fp16's range and beyond (subnormals,
+// the subnormal/normal boundary, ties, the overflow threshold, signed
+// zeros), and fmaRound16 against fmaRound(Float16, ·) on random fp16,
+// bf16-like and fp32 operands, NaN and Inf included.
+func TestRN16MatchesFormat(t *testing.T) {
+	const seed = 17
+	r := rand.New(rand.NewPCG(seed, 5))
+	check := func(x float64) {
+		t.Helper()
+		if got, want := rn16(x), fp16Format.RoundNearestEven(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("rn16 seed=%d x=%v (%#016x): got %v / want %v (RoundNearestEven)", seed, x, math.Float64bits(x), got, want)
+		}
+	}
+	for _, x := range []float64{0, math.Copysign(0, -1), 65504, 65519.99, 65520, 65536, 0x1p-14, 0x1p-24, 0x1p-25, 0x1.0000001p-25, 0x1.ffp-15, 0x1.ffep-15, 1e300, 1e-300} {
+		check(x)
+		check(-x)
+	}
+	for range 1_000_000 {
+		x := math.Ldexp(1+r.Float64(), r.IntN(60)-40)
+		switch r.IntN(3) {
+		case 0: // a tie or near-tie of fp16 at x's exponent
+			q := math.Ldexp(1, max(math.Ilogb(x)-10, -24))
+			x = (math.Floor(x/q) + 0.5) * q
+			x = math.Nextafter(x, x+float64(r.IntN(3)-1))
+		case 1:
+			x = float64(math.Float32frombits(r.Uint32() & 0x7F7FFFFF))
+		}
+		if r.IntN(2) == 0 {
+			x = -x
+		}
+		check(x)
+	}
+	vals := func() float32 {
+		switch r.IntN(4) {
+		case 0:
+			return f16Table()[r.IntN(1<<16)]
+		case 1:
+			return math.Float32frombits(r.Uint32())
+		case 2:
+			return math.Float32frombits(r.Uint32() & 0xFFFF0000)
+		}
+		return float32(r.IntN(9) - 4)
+	}
+	for range 1_000_000 {
+		c, a, b := f16Table()[r.IntN(1<<16)], vals(), vals()
+		got, want := fmaRound16(c, a, b), fmaRound(tensor.Float16, c, a, b)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fmaRound16 seed=%d c=%#08x a=%#08x b=%#08x: got %#08x / want %#08x (fmaRound)", seed, math.Float32bits(c), math.Float32bits(a), math.Float32bits(b), math.Float32bits(got), math.Float32bits(want))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/npuverify/npuverify/npu/internal/gemm32"
 	"github.com/npuverify/npuverify/tensor"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -11,13 +12,17 @@ import (
 
 // The fast paths of Mmad. Each computes exactly what mmadReference
 // computes (TestMmadFastMatchesReference checks the bits), only faster:
-// mmadInt skips zero multiplicands, mmadSaxpy and mmadGer run the
+// mmadFMA runs the sequential fp32 model as one fused multiply-add per
+// step in a register-blocked SIMD kernel (package gemm32) when A and B
+// are finite, mmadInt runs gemm32's int32 kernel (exact: int32
+// wrap-around is associative), mmadSaxpy and mmadGer run the
 // sequential fp32 model as SIMD multiply-then-add when every product is
 // exact, mmadFused and mmadBlocked walk C row by row so that B is read
 // along memory.
 
 // The fast paths, as mmadChoose names them.
 const (
+	pathFMA     = "fma"     // mmadFMA
 	pathInt     = "int"     // mmadInt
 	pathBlocked = "blocked" // mmadBlocked
 	pathGer     = "ger"     // mmadGer
@@ -25,14 +30,26 @@ const (
 	pathFused   = "fused"   // mmadFused
 )
 
-// mmadChoose picks the fast path for p given the A operand and the
+// mmadChoose picks the fast path for p given the operands and the
 // accumulators cf as they are before the Mmad.
-func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
+//
+// mmadFMA is the sequential fp32 model whenever A and B are finite: each
+// step of the model, RN32(acc + a·b) with one rounding of the exact value,
+// is by definition one fp32 FMA, products exact or not (fp32 inputs
+// included), and with finite operands the only NaN is an accumulator's
+// own, which both keep (quieted). (With Inf or NaN in A or B the model's
+// NaN payload follows float64 arithmetic, which the FMA need not.) Under
+// Exact32 it also needs what mmadGer needs: the model's saxpy skips a zero
+// a[i,k] on a −0 or signalling-NaN accumulator, the FMA does not.
+func mmadChoose(p MmadParams, a, b *L0Tile, cf []float32) string {
 	switch {
 	case p.Acc == tensor.Int32:
 		return pathInt
 	case p.Blocked:
 		return pathBlocked
+	case p.Acc == tensor.Float32 && a.finite && b.finite &&
+		(!p.Exact32 || p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)):
+		return pathFMA
 	case p.Exact32 && p.Acc == tensor.Float32:
 		if p.N <= gerMaxN && (p.Init || a.zeroFree || !holdsNegZeroOrSNaN(cf)) {
 			return pathGer
@@ -46,7 +63,9 @@ func mmadChoose(p MmadParams, a *L0Tile, cf []float32) string {
 // views into the accumulators cf (fp32 storage) or ci (int32, Acc Int32)
 // by the path mmadChoose picks; each computes the model's bits.
 func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
-	switch mmadChoose(p, a, cf) {
+	switch mmadChoose(p, a, b, cf) {
+	case pathFMA:
+		mmadFMA(cf, a.f, b.f, g)
 	case pathInt:
 		mmadInt(ci, a.i, b.i, g)
 	case pathBlocked:
@@ -60,20 +79,15 @@ func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) 
 	}
 }
 
+// mmadFMA is the sequential fp32 model, one FMA per step, k ascending
+// per element (mmadChoose says when that is the model's bits).
+func mmadFMA(cc, a, b []float32, g mmadGeom) {
+	gemm32.Float32(g.m, g.n, g.ku, a, g.lda, b, g.ldb, cc, g.n)
+}
+
+// mmadInt is the int32 accumulate (int8 products, wrap-around sums).
 func mmadInt(cc, a, b []int32, g mmadGeom) {
-	n := g.n
-	for i := 0; i < g.m; i++ {
-		ci := cc[i*n : (i+1)*n]
-		for kk := 0; kk < g.ku; kk++ {
-			x := a[i*g.lda+kk]
-			if x == 0 {
-				continue
-			}
-			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
-				ci[j] += x * y
-			}
-		}
-	}
+	gemm32.Int32(g.m, g.n, g.ku, a, g.lda, b, g.ldb, cc, g.n)
 }
 
 var gonumBLAS gonum.Implementation
@@ -180,9 +194,14 @@ func holdsNegZeroOrSNaN(c []float32) bool {
 	return false
 }
 
-// mmadFused is the sequential model with one exact rounding per step.
+// mmadFused is the sequential model with one exact rounding per step
+// (fmaRound; fmaRound16, its fast form, for an fp16 accumulator).
 func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	n := g.n
+	if acc == tensor.Float16 {
+		mmadFused16(cc, a, b, g)
+		return
+	}
 	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
 		for kk := 0; kk < g.ku; kk++ {
@@ -194,25 +213,83 @@ func mmadFused(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	}
 }
 
+// mmadFused16 is mmadFused for an fp16 accumulator: fmaRound16 written
+// out in the loop (the common case, an exact float64 sum, inline; the
+// rest through fmaRound).
+func mmadFused16(cc, a, b []float32, g mmadGeom) {
+	n := g.n
+	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
+		for kk := 0; kk < g.ku; kk++ {
+			x := a[i*g.lda+kk]
+			x64 := float64(x)
+			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
+				c := float64(ci[j])
+				p := x64 * float64(y)
+				s := c + p
+				bb := s - c
+				if (c-(s-bb))+(p-bb) != 0 { // inexact (or NaN: Inf or NaN operands)
+					ci[j] = fmaRound(tensor.Float16, ci[j], x, y)
+					continue
+				}
+				ci[j] = float32(rn16(s))
+			}
+		}
+	}
+}
+
 // blockK is the k-block width of the blocked accumulate model.
 const blockK = 16
 
 // mmadBlocked is the blocked16 model: per output, per 16-wide k block,
 // acc ← RN(acc + exact block sum), one rounding.
+//
+// A row of C at a time, each block's sums run along the row in float64
+// (B read along memory), with twoSum's error of every step: where they
+// are all zero the float64 sum is the exact one (in sumRound's order, so
+// signed zeros come out the same) and one rounding of it is the model's
+// value; the other elements (an inexact step, Inf or NaN) take sumRound.
 func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
 	n := g.n
+	var sumsBuf [512]float64 // Mmad's N is a base block, at most 512 in the gemm kernel
+	var exactBuf [512]bool
+	sums, exact := sumsBuf[:min(n, 512)], exactBuf[:min(n, 512)]
+	if n > 512 {
+		sums, exact = make([]float64, n), make([]bool, n)
+	}
 	for i := 0; i < g.m; i++ {
+		ci := cc[i*n : (i+1)*n]
 		for k0 := 0; k0 < g.ku; k0 += blockK {
 			k1 := min(k0+blockK, g.ku)
 			ai := a[i*g.lda+k0 : i*g.lda+k1]
-			for j := 0; j < n; j++ {
-				xs[0] = float64(cc[i*n+j])
-				for t, x := range ai {
-					xs[t+1] = float64(x) * float64(b[(k0+t)*g.ldb+j])
+			for j, c := range ci {
+				sums[j], exact[j] = float64(c), true
+			}
+			for t, x := range ai {
+				x64 := float64(x)
+				for j, y := range b[(k0+t)*g.ldb : (k0+t)*g.ldb+n] {
+					s0, p := sums[j], x64*float64(y)
+					s := s0 + p
+					bb := s - s0
+					sums[j] = s
+					exact[j] = exact[j] && (s0-(s-bb))+(p-bb) == 0
 				}
-				cc[i*n+j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+			}
+			for j := range ci {
+				switch {
+				case !exact[j]:
+					xs[0] = float64(ci[j])
+					for t, x := range ai {
+						xs[t+1] = blockTerm(x, b[(k0+t)*g.ldb+j])
+					}
+					ci[j] = sumRound(acc, xs[:len(ai)+1], &scratch)
+				case acc == tensor.Float16:
+					ci[j] = float32(rn16(sums[j]))
+				default:
+					ci[j] = float32(sums[j])
+				}
 			}
 		}
 	}

@@ -36,7 +36,7 @@ func mmadReference(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadG
 				for k0 := 0; k0 < g.ku; k0 += blockK {
 					terms = append(terms[:0], float64(acc))
 					for k := k0; k < min(k0+blockK, g.ku); k++ {
-						terms = append(terms, float64(a.f[i*g.lda+k])*float64(b.f[k*g.ldb+j]))
+						terms = append(terms, blockTerm(a.f[i*g.lda+k], b.f[k*g.ldb+j]))
 					}
 					acc = sumRound(p.Acc, terms, &scratch)
 				}
@@ -45,3 +45,11 @@ func mmadReference(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadG
 		}
 	}
 }
+
+// blockTerm is one product of a blocked16 block sum, exact in float64.
+// It is one function, not inlined, so that the model and the fast path
+// multiply the same way: with two NaN operands, which payload the product
+// keeps depends on the operand order the compiler picks.
+//
+//go:noinline
+func blockTerm(a, b float32) float64 { return float64(a) * float64(b) }

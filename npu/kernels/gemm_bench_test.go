@@ -30,6 +30,17 @@ func reportGFLOPs(b *testing.B, n int) {
 	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
+// cpuMeter reports the process CPU time per op ("cpu-ms/op", all threads)
+// from its start to the call of the returned function: on a shared
+// machine the wall time per op includes waiting for the cores, the CPU
+// time does not (the 2-core ceiling of GFLOP/s is 2·flops per cpu-s).
+func cpuMeter(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		b.ReportMetric(float64(processCPU()-start)/1e6/float64(b.N), "cpu-ms/op")
+	}
+}
+
 // BenchmarkGemmEmulator is the emulated fp16_fp32acc gemm (sequential).
 func BenchmarkGemmEmulator(b *testing.B) {
 	for _, n := range []int{256, 1024} {
@@ -37,13 +48,63 @@ func BenchmarkGemmEmulator(b *testing.B) {
 			in := benchInputs(n)
 			cfg, _ := ops.ParseGEMM(ops.Params{})
 			b.ResetTimer()
+			done := cpuMeter(b)
 			for i := 0; i < b.N; i++ {
 				if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			done()
 			reportGFLOPs(b, n)
 		})
+	}
+}
+
+// BenchmarkGemmEmulatorModes is the emulated gemm at 512³ in every
+// precision mode (inputs of the mode's dtype, standard normal; int8 small
+// integers with unit scales) and, for fp16_fp32acc, with blocked16.
+func BenchmarkGemmEmulatorModes(b *testing.B) {
+	const n = 512
+	for _, mode := range ops.GEMMModes() {
+		for _, acc := range []string{ops.GEMMSequential, ops.GEMMBlocked16} {
+			if acc == ops.GEMMBlocked16 && mode.Name != "fp16_fp32acc" {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%s/%d", mode.Name, acc, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(n, 9))
+				in := map[string]*tensor.Tensor{}
+				for _, name := range []string{"a", "b"} {
+					t := tensor.MustNew(mode.In, n, n)
+					for i := range t.Len() {
+						v := r.NormFloat64()
+						if mode.Int8() {
+							v = float64(r.IntN(255) - 127)
+						}
+						t.SetFloat64(i, v, tensor.Numerics{})
+					}
+					in[name] = t
+				}
+				if mode.Int8() {
+					for _, name := range []string{"scale_a", "scale_b"} {
+						t := tensor.MustNew(tensor.Float32, 1)
+						t.SetFloat64(0, 1, tensor.Numerics{})
+						in[name] = t
+					}
+				}
+				cfg, err := ops.ParseGEMM(ops.Params{"mode": mode.Name, "accumulate": acc})
+				if err != nil {
+					b.Fatal(err)
+				}
+				done := cpuMeter(b)
+				for b.Loop() {
+					if _, _, err := GEMM(context.Background(), testDev, cfg, in, GEMMOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				done()
+				reportGFLOPs(b, n)
+			})
+		}
 	}
 }
 
@@ -102,9 +163,11 @@ func BenchmarkGemmGonum(b *testing.B) {
 			bf := blas32.General{Rows: k, Cols: n, Stride: n, Data: toF32(in["b"])}
 			c := blas32.General{Rows: m, Cols: n, Stride: n, Data: make([]float32, m*n)}
 			b.ResetTimer()
+			done := cpuMeter(b)
 			for i := 0; i < b.N; i++ {
 				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, af, bf, 0, c)
 			}
+			done()
 			reportGFLOPs(b, n)
 		})
 	}

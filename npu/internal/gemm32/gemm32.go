@@ -1,0 +1,268 @@
+// Package gemm32 holds the emulator's register-blocked matrix
+// multiply-accumulate kernels on 32-bit elements, C += A·B:
+//
+//   - Float32, the cube's sequential fp32 model: C[i,j] ← RN32(C[i,j] +
+//     A[i,k]·B[k,j]) for k ascending, each step one rounding of the exact
+//     value, i.e. one fused multiply-add (for fp16 or bf16 inputs, whose
+//     products are exact in fp32, also the multiply-then-add of a SIMD
+//     saxpy);
+//   - Int32, the int8 → int32 accumulate: products and sums in int32 with
+//     wrap-around (Go's int32 arithmetic), which is associative, so the
+//     order does not matter.
+//
+// Both run a packed 6×16 micro-kernel: AVX2 (+FMA) assembly where the CPU
+// has it, a portable pure-Go kernel with the same bits everywhere else.
+// Every element of C still sees its k terms in ascending order, one FMA
+// each, so blocking C into tiles, packing B and using several cores change
+// nothing in the result. Float32 bits (NaN payloads included) are the same
+// on both kernels when A and B are finite; with Inf or NaN in A or B the
+// values are IEEE's on both, but which NaN payload survives may differ.
+package gemm32
+
+import (
+	"math"
+	"sync"
+	"unsafe"
+)
+
+// The micro-kernel's register block of C: mr rows × nr columns (12 ymm
+// accumulators with AVX2).
+const (
+	mr = 6
+	nr = 16
+)
+
+// Float32 computes C += A·B for C [m × n] (row stride ldc), A [m × k]
+// (row stride lda) and B [k × n] (row stride ldb): every C[i,j] becomes
+// fma(A[i,k], B[k,j], ·) applied for k = 0, …, k−1 in order, each a
+// single rounding to fp32. It uses the assembly micro-kernel when the CPU
+// has AVX2 and FMA. The slices must hold the strided matrices (it panics
+// on a short slice, as an index out of range would).
+func Float32(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	kern := kernelPortable
+	if hasAsm {
+		kern = kernelAsm
+	}
+	accumulate(&f32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// Float32Portable is Float32 on the portable pure-Go micro-kernel
+// whatever the CPU: the reference the assembly is tested against.
+func Float32Portable(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	accumulate(&f32Pool, kernelPortable, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// Int32 computes C += A·B as Float32 does, in int32 arithmetic with
+// wrap-around (exact for int8 values up to k = 2^17).
+func Int32(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int) {
+	kern := kernelPortableInt
+	if hasAsm {
+		kern = kernelAsmInt
+	}
+	accumulate(&i32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// Int32Portable is Int32 on the portable pure-Go micro-kernel.
+func Int32Portable(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int) {
+	accumulate(&i32Pool, kernelPortableInt, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// elem is a 32-bit element: the kernels and packB move them as bits.
+type elem interface{ float32 | int32 }
+
+// microKernel adds A[6×k]·Bp to C[6×16]: a is A's first row (row stride
+// lda), b the packed panel of B (16 elements per k), c C's first row (row
+// stride ldc). k ≥ 1.
+type microKernel[T elem] func(k int, a []T, lda int, b, c []T, ldc int)
+
+// Pools of packed copies of B (and of A's edge rows).
+var f32Pool, i32Pool sync.Pool // *[]float32, *[]int32
+
+// accumulate is C += A·B on the micro-kernel kern. B is packed once into
+// column panels of nr (k-major, the last panel zero-padded) so that the
+// kernel reads it along memory; A is read in place (six row streams). The
+// loops run panel by panel of B (it stays in L1 while every row block of
+// A passes by). Tiles of C at the ragged edges run through a full-size
+// scratch tile, with the missing rows of A repeated and the missing
+// columns of B zero: they compute throw-away values only.
+func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+	if m <= 0 || n <= 0 || k <= 0 {
+		return
+	}
+	_ = a[(m-1)*lda+k-1]
+	_ = b[(k-1)*ldb+n-1]
+	_ = c[(m-1)*ldc+n-1]
+	panels := (n + nr - 1) / nr
+	mFull := m / mr * mr
+	// One pooled scratch: packed B, the edge tile of C, A's edge rows.
+	pp := getSlice[T](pool, panels*k*nr+mr*nr+mr*k)
+	defer pool.Put(pp)
+	bp := (*pp)[:panels*k*nr]
+	edgeC := (*[mr * nr]T)((*pp)[panels*k*nr:])
+	edgeA := (*pp)[panels*k*nr+mr*nr:]
+	packB(bp, b, ldb, k, n)
+	if mFull < m {
+		for r := range mr {
+			src := a[min(mFull+r, m-1)*lda:]
+			copy(edgeA[r*k:(r+1)*k], src[:k])
+		}
+	}
+	for p := range panels {
+		j0 := p * nr
+		bpan := bp[p*k*nr : (p+1)*k*nr]
+		cols := min(nr, n-j0)
+		for i0 := 0; i0 < mFull; i0 += mr {
+			if cols == nr {
+				kern(k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc)
+			} else {
+				edgeTile(kern, k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc, mr, cols, edgeC)
+			}
+		}
+		if mFull < m {
+			edgeTile(kern, k, edgeA, k, bpan, c[mFull*ldc+j0:], ldc, m-mFull, cols, edgeC)
+		}
+	}
+}
+
+// edgeTile runs kern on the scratch tile t for the rows × cols corner of
+// C at c (row stride ldc); a holds six rows of A (row stride lda).
+func edgeTile[T elem](kern microKernel[T], k int, a []T, lda int, bpan, c []T, ldc, rows, cols int, t *[mr * nr]T) {
+	for r := range rows {
+		copy(t[r*nr:r*nr+cols], c[r*ldc:r*ldc+cols])
+	}
+	kern(k, a, lda, bpan, t[:], nr)
+	for r := range rows {
+		copy(c[r*ldc:r*ldc+cols], t[r*nr:r*nr+cols])
+	}
+}
+
+// packB copies B [k × n] (row stride ldb) into bp as column panels of nr,
+// each k-major (panel p holds B[kk, p·nr + j] at kk·nr + j), the columns
+// past n zero.
+func packB[T elem](bp, b []T, ldb, k, n int) {
+	full := n / nr
+	if full > 0 {
+		_ = bp[full*k*nr-1]
+		packFull(unsafe.Pointer(&bp[0]), unsafe.Pointer(&b[0]), ldb, k, full)
+	}
+	if full*nr < n {
+		for kk := range k {
+			d := bp[(full*k+kk)*nr : (full*k+kk+1)*nr]
+			copy(d, b[kk*ldb+full*nr:kk*ldb+n])
+			clear(d[n-full*nr:])
+		}
+	}
+}
+
+// packFullPortable is packB's full panels (the first panels·nr columns)
+// in pure Go, on the elements' bits.
+func packFullPortable(bp, b unsafe.Pointer, ldb, k, panels int) {
+	type row = [nr]uint32
+	for kk := range k {
+		src := unsafe.Add(b, kk*ldb*4)
+		for p := range panels {
+			*(*row)(unsafe.Add(bp, (p*k+kk)*nr*4)) = *(*row)(unsafe.Add(src, p*nr*4))
+		}
+	}
+}
+
+// getSlice returns a pooled slice of length n (the pointer goes back to
+// the pool, so that recycling allocates nothing).
+func getSlice[T elem](pool *sync.Pool, n int) *[]T {
+	v, ok := pool.Get().(*[]T)
+	if !ok {
+		v = new([]T)
+	}
+	if cap(*v) < n {
+		*v = make([]T, n)
+	}
+	*v = (*v)[:n]
+	return v
+}
+
+// kernelPortableInt is the int32 micro-kernel in pure Go.
+func kernelPortableInt(k int, a []int32, lda int, b, c []int32, ldc int) {
+	for r := range mr {
+		ar := a[r*lda : r*lda+k]
+		cr := c[r*ldc : r*ldc+nr]
+		for j := range nr {
+			acc := cr[j]
+			for kk, x := range ar {
+				acc += x * b[kk*nr+j]
+			}
+			cr[j] = acc
+		}
+	}
+}
+
+// kernelPortable is the micro-kernel in pure Go: for each element of the
+// 6×16 tile, fma32 over k ascending.
+func kernelPortable(k int, a []float32, lda int, b, c []float32, ldc int) {
+	for r := range mr {
+		ar := a[r*lda : r*lda+k]
+		cr := c[r*ldc : r*ldc+nr]
+		for j := range nr {
+			acc := cr[j]
+			for kk, x := range ar {
+				acc = fma32(x, b[kk*nr+j], acc)
+			}
+			cr[j] = acc
+		}
+	}
+}
+
+// fma32 returns RN32(a·b + c) with one rounding, as VFMADD231PS computes
+// it, NaN payloads included. The product is exact in float64 (24 + 24
+// significand bits); the sum's float64 rounding error e (twoSum) decides
+// the fp32 rounding when the float64 sum s sits exactly halfway between
+// two fp32 values, the one case where rounding s again would differ.
+func fma32(a, b, c float32) float32 {
+	if a != a || b != b || c != c {
+		return fmaNaN(a, b, c)
+	}
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return float32(s) // Inf·0 or Inf − Inf: the default NaN; or ±Inf
+	}
+	bb := s - p
+	e := (p - (s - bb)) + (float64(c) - bb)
+	r := float32(s)
+	if e == 0 || float64(r) == s {
+		return r
+	}
+	if math.IsInf(float64(r), 0) {
+		// s ≥ MaxFloat32 + ulp/2 in magnitude: only s exactly at that
+		// midpoint with e pulling back rounds to MaxFloat32.
+		if math.Abs(s) == 0x1.ffffffp127 && (e < 0) != (s < 0) {
+			return float32(math.Copysign(math.MaxFloat32, s))
+		}
+		return r
+	}
+	// The other fp32 neighbour of s; s is a midpoint iff it lies halfway.
+	toward := float32(math.Inf(1))
+	if s < float64(r) {
+		toward = float32(math.Inf(-1))
+	}
+	o := math.Nextafter32(r, toward)
+	if float64(o)-s != s-float64(r) {
+		return r
+	}
+	if (e > 0) == (float64(o) > s) {
+		return o
+	}
+	return r
+}
+
+// fmaNaN is fma32 with a NaN operand: the first NaN of a, b, c, quieted
+// (the order AMD Zen's VFMADD231 follows with a and b as the multiplicands
+// and c the addend; other x86 may pick another payload, which is why
+// payloads are promised only for finite A and B).
+func fmaNaN(a, b, c float32) float32 {
+	for _, x := range [3]float32{a, b, c} {
+		if x != x {
+			return math.Float32frombits(math.Float32bits(x) | 0x00400000)
+		}
+	}
+	return c
+}

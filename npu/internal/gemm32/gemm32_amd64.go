@@ -1,0 +1,51 @@
+//go:build amd64 && !purego
+
+package gemm32
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// hasAsm reports whether the AVX2+FMA micro-kernels can run here.
+var hasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// kernel6x16AVX2 is the assembly fp32 micro-kernel (see microKernel): one
+// VFMADD231PS per element and k, k ascending.
+//
+//go:noescape
+func kernel6x16AVX2(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+
+// kernel6x16IntAVX2 is the assembly int32 micro-kernel: VPMULLD, VPADDD.
+//
+//go:noescape
+func kernel6x16IntAVX2(k int, a *int32, lda int, b *int32, c *int32, ldc int)
+
+// fma32AVX2 is one VFMADD231SS, RN32(a·b + c): the hardware reference of
+// fma32 in the tests.
+//
+//go:noescape
+func fma32AVX2(a, b, c float32) float32
+
+// packFullAVX2 packs the full column panels of B (see packB) with 32-byte
+// moves.
+//
+//go:noescape
+func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
+
+func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
+	kernel6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc)
+}
+
+func kernelAsmInt(k int, a []int32, lda int, b, c []int32, ldc int) {
+	kernel6x16IntAVX2(k, &a[0], lda, &b[0], &c[0], ldc)
+}
+
+func packFull(bp, b unsafe.Pointer, ldb, k, panels int) {
+	if hasAsm {
+		packFullAVX2(k, panels, b, ldb, bp)
+		return
+	}
+	packFullPortable(bp, b, ldb, k, panels)
+}

@@ -1,0 +1,221 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func kernel6x16AVX2(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+//
+// C[6×16] (row stride ldc) += A[6×k] (row stride lda) · Bp[k×16] (packed,
+// 16 floats per k), each element by one VFMADD231PS per k, k ascending.
+TEXT ·kernel6x16AVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ b+24(FP), SI
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, DX // lda in bytes
+	SHLQ $2, R8 // ldc in bytes
+	LEAQ (AX)(DX*2), BX
+	ADDQ DX, BX // BX = row 3 of A
+
+	// Load the C tile: rows DI, DI+ldc, ... (R9 = DI + 3·ldc).
+	LEAQ (DI)(R8*2), R9
+	ADDQ R8, R9
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (DI)(R8*1), Y2
+	VMOVUPS 32(DI)(R8*1), Y3
+	VMOVUPS (DI)(R8*2), Y4
+	VMOVUPS 32(DI)(R8*2), Y5
+	VMOVUPS (R9), Y6
+	VMOVUPS 32(R9), Y7
+	VMOVUPS (R9)(R8*1), Y8
+	VMOVUPS 32(R9)(R8*1), Y9
+	VMOVUPS (R9)(R8*2), Y10
+	VMOVUPS 32(R9)(R8*2), Y11
+
+	TESTQ CX, CX
+	JZ    store
+
+loop:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (AX), Y14
+	VBROADCASTSS (AX)(DX*1), Y15
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VFMADD231PS  Y12, Y15, Y2
+	VFMADD231PS  Y13, Y15, Y3
+	VBROADCASTSS (AX)(DX*2), Y14
+	VBROADCASTSS (BX), Y15
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VBROADCASTSS (BX)(DX*1), Y14
+	VBROADCASTSS (BX)(DX*2), Y15
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VFMADD231PS  Y12, Y15, Y10
+	VFMADD231PS  Y13, Y15, Y11
+	ADDQ         $4, AX
+	ADDQ         $4, BX
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          loop
+
+store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (DI)(R8*1)
+	VMOVUPS Y3, 32(DI)(R8*1)
+	VMOVUPS Y4, (DI)(R8*2)
+	VMOVUPS Y5, 32(DI)(R8*2)
+	VMOVUPS Y6, (R9)
+	VMOVUPS Y7, 32(R9)
+	VMOVUPS Y8, (R9)(R8*1)
+	VMOVUPS Y9, 32(R9)(R8*1)
+	VMOVUPS Y10, (R9)(R8*2)
+	VMOVUPS Y11, 32(R9)(R8*2)
+	VZEROUPPER
+	RET
+
+// func fma32AVX2(a, b, c float32) float32
+//
+// One VFMADD231SS: RN32(a·b + c), for the NaN-order test.
+TEXT ·fma32AVX2(SB), NOSPLIT, $0-20
+	MOVSS a+0(FP), X1
+	MOVSS b+4(FP), X2
+	MOVSS c+8(FP), X0
+	VFMADD231SS X2, X1, X0
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
+//
+// The full column panels of packB: for kk < k and p < panels,
+// bp[(p·k + kk)·16 : +16] = b[kk·ldb + p·16 : +16].
+TEXT ·packFullAVX2(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ panels+8(FP), R8
+	MOVQ b+16(FP), SI
+	MOVQ ldb+24(FP), DX
+	MOVQ bp+32(FP), DI
+	SHLQ $2, DX      // ldb in bytes
+	MOVQ CX, R9
+	SHLQ $6, R9      // one panel: k·64 bytes
+	TESTQ CX, CX
+	JZ    done
+	TESTQ R8, R8
+	JZ    done
+
+row:
+	MOVQ SI, AX // B[kk, 0]
+	MOVQ DI, BX // bp of panel 0 at kk
+	MOVQ R8, R10
+
+panel:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	ADDQ    $64, AX
+	ADDQ    R9, BX
+	DECQ    R10
+	JNZ     panel
+
+	ADDQ DX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  row
+
+done:
+	VZEROUPPER
+	RET
+
+// func kernel6x16IntAVX2(k int, a *int32, lda int, b *int32, c *int32, ldc int)
+//
+// kernel6x16AVX2 in int32: C += A·Bp with VPMULLD and VPADDD (wrap-around).
+TEXT ·kernel6x16IntAVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ b+24(FP), SI
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, DX
+	SHLQ $2, R8
+	LEAQ (AX)(DX*2), BX
+	ADDQ DX, BX
+	LEAQ (DI)(R8*2), R9
+	ADDQ R8, R9
+	VMOVDQU (DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVDQU (DI)(R8*1), Y2
+	VMOVDQU 32(DI)(R8*1), Y3
+	VMOVDQU (DI)(R8*2), Y4
+	VMOVDQU 32(DI)(R8*2), Y5
+	VMOVDQU (R9), Y6
+	VMOVDQU 32(R9), Y7
+	VMOVDQU (R9)(R8*1), Y8
+	VMOVDQU 32(R9)(R8*1), Y9
+	VMOVDQU (R9)(R8*2), Y10
+	VMOVDQU 32(R9)(R8*2), Y11
+
+	TESTQ CX, CX
+	JZ    istore
+
+iloop:
+	VMOVDQU      (SI), Y12
+	VMOVDQU      32(SI), Y13
+	VPBROADCASTD (AX), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y0, Y0
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y1, Y1
+	VPBROADCASTD (AX)(DX*1), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y2, Y2
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y3, Y3
+	VPBROADCASTD (AX)(DX*2), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y4, Y4
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPBROADCASTD (BX), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y6, Y6
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y7, Y7
+	VPBROADCASTD (BX)(DX*1), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y8, Y8
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPBROADCASTD (BX)(DX*2), Y14
+	VPMULLD      Y12, Y14, Y15
+	VPADDD       Y15, Y10, Y10
+	VPMULLD      Y13, Y14, Y15
+	VPADDD       Y15, Y11, Y11
+	ADDQ         $4, AX
+	ADDQ         $4, BX
+	ADDQ         $64, SI
+	DECQ         CX
+	JNZ          iloop
+
+istore:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, (DI)(R8*1)
+	VMOVDQU Y3, 32(DI)(R8*1)
+	VMOVDQU Y4, (DI)(R8*2)
+	VMOVDQU Y5, 32(DI)(R8*2)
+	VMOVDQU Y6, (R9)
+	VMOVDQU Y7, 32(R9)
+	VMOVDQU Y8, (R9)(R8*1)
+	VMOVDQU Y9, 32(R9)(R8*1)
+	VMOVDQU Y10, (R9)(R8*2)
+	VMOVDQU Y11, 32(R9)(R8*2)
+	VZEROUPPER
+	RET

@@ -1,0 +1,74 @@
+//go:build amd64 && !purego
+
+package gemm32
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFMA32MatchesHardware compares the portable fma32 with one
+// VFMADD231SS on random operands, finite and special, and on the cases
+// that stress its rounding: sums at fp32 midpoints, overflow at the
+// threshold, signed zeros.
+func TestFMA32MatchesHardware(t *testing.T) {
+	if !hasAsm {
+		t.Skip("no AVX2+FMA")
+	}
+	const seed = 11
+	r := rand.New(rand.NewPCG(seed, 1))
+	kinds := []string{"fp16", "fp32", "special", "small"}
+	check := func(a, b, c float32, payload bool) {
+		t.Helper()
+		got, want := fma32(a, b, c), fma32AVX2(a, b, c)
+		if math.Float32bits(got) != math.Float32bits(want) && (payload || got == got || want == want) {
+			t.Fatalf("fma32 seed=%d a=%#08x b=%#08x c=%#08x: got %#08x (%g) / want %#08x (%g) (VFMADD231SS)",
+				seed, math.Float32bits(a), math.Float32bits(b), math.Float32bits(c), math.Float32bits(got), got, math.Float32bits(want), want)
+		}
+	}
+	for range 2_000_000 {
+		a, b, c := value(r, kinds[r.IntN(4)]), value(r, kinds[r.IntN(4)]), value(r, kinds[r.IntN(4)])
+		check(a, b, c, a == a && b == b)
+		// A product and an addend that meet at an fp32 midpoint: c's
+		// ulp halved, times ±(1 + tiny) to straddle it.
+		x := math.Float32frombits(r.Uint32() & 0x7F7FFFFF)
+		h := float32(math.Ldexp(1, math.Ilogb(float64(x))-24))
+		check(h, 1+float32(math.Ldexp(float64(r.IntN(3)-1), -23)), x, true)
+		check(-h, 1+float32(math.Ldexp(float64(r.IntN(3)-1), -23)), x, true)
+	}
+	m := float32(math.MaxFloat32)
+	h := float32(math.Ldexp(1, 103)) // half an ulp of MaxFloat32
+	for _, c := range [][3]float32{
+		{h, 1, m}, {h, 1 - 0x1p-24, m}, {h, 1 + 0x1p-23, m}, {-h, 1, -m}, {-h, 1 - 0x1p-24, -m},
+		{0, 1, float32(math.Copysign(0, -1))}, {float32(math.Copysign(0, -1)), 1, float32(math.Copysign(0, -1))},
+		{0x1p-100, 0x1p-100, 0}, {-0x1p-100, 0x1p-100, 0}, {0x1p-75, 0x1p-75, float32(math.Copysign(0, -1))},
+	} {
+		check(c[0], c[1], c[2], true)
+	}
+}
+
+// TestKernelsIdentical runs the assembly and the portable micro-kernel on
+// the same full 6×16 tiles (fp32 values anywhere in the range, specials
+// in C) and requires the same bits.
+func TestKernelsIdentical(t *testing.T) {
+	if !hasAsm {
+		t.Skip("no AVX2+FMA")
+	}
+	const seed = 7
+	r := rand.New(rand.NewPCG(seed, 3))
+	for trial := range 300 {
+		k := 1 + r.IntN(100) // accumulate never runs a kernel on k = 0
+		a, lda, b, _, c0, ldc := matrices(r, mr, nr, k, []string{"fp16", "fp32", "small"}[trial%3], "special")
+		bp := make([]float32, k*nr)
+		packB(bp, b, nr, k, nr)
+		got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+		kernelAsm(k, a, lda, bp, got, ldc)
+		kernelPortable(k, a, lda, bp, want, ldc)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("micro-kernel K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+	}
+}
