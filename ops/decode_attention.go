@@ -220,18 +220,25 @@ func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
 // are exact (fp16 to float64; int8 code times its fp32 scale, exact in
 // float64), so they are the bits KVRows gives.
 func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, p0, n, h int, dst []float64) {
+	if !g.Int8 {
+		// The rows' offsets first, so the conversion can fetch rows ahead
+		// (rows are a cache row apart: their reads are latency-bound).
+		var offs [decodeChunk]int
+		for c0 := 0; c0 < n; c0 += decodeChunk {
+			cn := min(decodeChunk, n-c0)
+			for pos := range cn {
+				offs[pos] = (g.Row(bt, s, p0+c0+pos)*g.H + h) * g.D
+			}
+			daCvtF16Rows(dst[c0*g.D:(c0+cn)*g.D], c.F16(), offs[:cn], g.D)
+		}
+		return
+	}
 	for pos := range n {
 		r := g.Row(bt, s, p0+pos)
 		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
-		if g.Int8 {
-			sc := scale.Float64(r*g.H + h)
-			for i, x := range c.I8()[off : off+g.D] {
-				row[i] = float64(x) * sc
-			}
-			continue
-		}
-		for i, x := range c.F16()[off : off+g.D] {
-			row[i] = f16ToF64(x)
+		sc := scale.Float64(r*g.H + h)
+		for i, x := range c.I8()[off : off+g.D] {
+			row[i] = float64(x) * sc
 		}
 	}
 }
@@ -263,17 +270,24 @@ const decodeChunk = 64
 // grown to the longest sequence it meets and reused for every item.
 type decodeScratch struct {
 	rows              []float64 // decodeChunk·D
+	qT                []float64 // the group's queries, daLanes at a time, transposed
+	s4, m4, w         []float64 // decodeChunk·daLanes, decodeChunk·daLanes, decodeChunk
 	s, p, mag, rj     []float64 // grp·n each: head g's at [g·n, (g+1)·n)
 	o, bnd, t3, a     []float64 // grp·D each
 	rmax, gn          []float64 // grp each
 	nCap, dCap, grCap int
 }
 
+// daGroups is the number of daLanes-wide groups of grp query heads.
+func daGroups(grp int) int { return (grp + daLanes - 1) / daLanes }
+
 func (sc *decodeScratch) grow(n, d, grp int) {
 	if n > sc.nCap || d != sc.dCap || grp != sc.grCap {
 		n = max(n, sc.nCap)
 		sc.nCap, sc.dCap, sc.grCap = n, d, grp
 		sc.rows = make([]float64, decodeChunk*d)
+		sc.qT = make([]float64, daGroups(grp)*daLanes*d)
+		sc.s4, sc.m4, sc.w = make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk)
 		sc.s, sc.p, sc.mag, sc.rj = make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n)
 		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d)
 		sc.rmax, sc.gn = make([]float64, grp), make([]float64, grp)
@@ -283,8 +297,16 @@ func (sc *decodeScratch) grow(n, d, grp int) {
 // Expect: see the type's doc and decodeAttentionBound. The (batch entry,
 // kv head) items are independent and split over cores; each item's
 // arithmetic is the serial one (every sum over positions in position
-// order), so the result does not depend on the split or the chunking
-// (TestDecodeExpectMatchesSerial).
+// order, every sum over i in i order), so the result does not depend on
+// the split, the chunking or the kernels' vectorisation
+// (TestDecodeExpectMatchesSerial, TestDecodeKernelsAsmMatchGo).
+//
+// Per item: one pass over k (the scores and magnitudes of all the group's
+// heads, four heads per vector), one over v for the outputs o and the
+// bound's A = Σ p_j|v_j| together, and one more over v for the bound's
+// Σ p_j R_j |v_j − o|, which needs the finished o (a chunk of rows at a
+// time, converted again: the conversion costs less than holding every
+// row in float64).
 func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -309,43 +331,61 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			n := int(lens[s])
 			sc.grow(n, d, grp)
 			q0 := (bb*hq + h*grp) * d // the group's first query head
-			// Pass 1 over k: scores and magnitudes of every head.
+			clear(sc.qT)
+			for gi := range grp {
+				qT := sc.qT[gi/daLanes*daLanes*d:]
+				for i, x := range qv[q0+gi*d : q0+(gi+1)*d] {
+					qT[i*daLanes+gi%daLanes] = x
+				}
+			}
+			// Pass over k: scores and magnitudes of every head.
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
 				kvRowsInto(g, bt, kc, ks, int(s), c0, cn, h, rows)
-				for gi := range grp {
-					reference.AttentionScores(qv[q0+gi*d:q0+(gi+1)*d], rows, sigma, sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn])
+				for g0 := 0; g0 < grp; g0 += daLanes {
+					s4, m4 := sc.s4[:cn*daLanes], sc.m4[:cn*daLanes]
+					daScores(sc.qT[g0*d:(g0+daLanes)*d], rows, d, s4, m4)
+					for gi := g0; gi < min(g0+daLanes, grp); gi++ {
+						sg, mg := sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn]
+						for j := range cn {
+							sg[j], mg[j] = s4[j*daLanes+gi-g0]*sigma, m4[j*daLanes+gi-g0]*sigma
+						}
+					}
 				}
 			}
 			clear(sc.o[:grp*d])
+			clear(sc.a[:grp*d])
 			for gi := range grp {
 				reference.AttentionSoftmax(sc.s[gi*n:(gi+1)*n], sc.p[gi*n:(gi+1)*n])
 			}
-			// Pass 2 over v: the outputs.
+			// First pass over v: the outputs and Σ p_j|v_j|.
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
 				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
 				for gi := range grp {
-					reference.AttentionAccum(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d])
+					daAccumOA(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
 				}
 			}
-			// Pass 3 over v: the bound's sums over positions.
+			// Second pass over v: Σ p_j R_j |v_j − o|.
 			anyFinite := false
 			for gi := range grp {
 				sc.rmax[gi], sc.gn[gi] = decodeBoundWeights(g, sc.s[gi*n:(gi+1)*n], sc.mag[gi*n:(gi+1)*n], sc.rj[gi*n:(gi+1)*n])
 				anyFinite = anyFinite || (sc.rmax[gi] < 1 && sc.gn[gi] < 1)
 			}
 			clear(sc.t3[:grp*d])
-			clear(sc.a[:grp*d])
 			for c0 := 0; anyFinite && c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
 				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
 				for gi := range grp {
 					if sc.rmax[gi] < 1 && sc.gn[gi] < 1 {
-						decodeBoundAccum(sc.o[gi*d:(gi+1)*d], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn], rows, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
+						w, pg, rg := sc.w[:cn], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn]
+						for j := range w {
+							w[j] = pg[j] * rg[j]
+						}
+						daAccumT3(w, rows, sc.o[gi*d:(gi+1)*d], sc.t3[gi*d:(gi+1)*d])
 					}
 				}
 			}
