@@ -216,25 +216,29 @@ func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
 }
 
 // kvRowsInto stores KVRows' rows of positions [p0, p0+n) back to back
-// in dst[:n·D]: the values
-// are exact (fp16 to float64; int8 code times its fp32 scale, exact in
-// float64), so they are the bits KVRows gives.
+// in dst[:n·D].
 func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, p0, n, h int, dst []float64) {
+	rows := make([]int, n)
+	for pos := range rows {
+		rows[pos] = g.Row(bt, s, p0+pos)
+	}
+	kvConvertRows(g, c, scale, h, rows, 0, n, dst)
+}
+
+// daPrefetchAhead is how many rows past a chunk kvConvertRows hands the
+// conversion, which prefetches that far ahead (daCvtF16Rows).
+const daPrefetchAhead = 16
+
+// kvConvertRows stores the values of kv head h in the cache rows
+// rows[c0:c0+cn] back to back in dst[:cn·D]: exact (fp16 to float64;
+// int8 code times its fp32 scale, exact in float64), so the bits do not
+// depend on how the positions are chunked.
+func kvConvertRows(g KVGeom, c, scale *tensor.Tensor, h int, rows []int, c0, cn int, dst []float64) {
 	if !g.Int8 {
-		// The rows' offsets first, so the conversion can fetch rows ahead
-		// (rows are a cache row apart: their reads are latency-bound).
-		var offs [decodeChunk]int
-		for c0 := 0; c0 < n; c0 += decodeChunk {
-			cn := min(decodeChunk, n-c0)
-			for pos := range cn {
-				offs[pos] = (g.Row(bt, s, p0+c0+pos)*g.H + h) * g.D
-			}
-			daCvtF16Rows(dst[c0*g.D:(c0+cn)*g.D], c.F16(), offs[:cn], g.D)
-		}
+		daCvtF16Rows(dst, c.F16()[h*g.D:], rows[c0:min(c0+cn+daPrefetchAhead, len(rows))], cn, g.D, g.H*g.D)
 		return
 	}
-	for pos := range n {
-		r := g.Row(bt, s, p0+pos)
+	for pos, r := range rows[c0 : c0+cn] {
 		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
 		sc := scale.Float64(r*g.H + h)
 		for i, x := range c.I8()[off : off+g.D] {
@@ -270,6 +274,7 @@ const decodeChunk = 64
 // grown to the longest sequence it meets and reused for every item.
 type decodeScratch struct {
 	rows              []float64 // decodeChunk·D
+	rowIdx            []int     // n: the cache row of each position
 	qT                []float64 // the group's queries, daLanes at a time, transposed
 	s4, m4, w         []float64 // decodeChunk·daLanes, decodeChunk·daLanes, decodeChunk
 	s, p, mag, rj     []float64 // grp·n each: head g's at [g·n, (g+1)·n)
@@ -286,6 +291,7 @@ func (sc *decodeScratch) grow(n, d, grp int) {
 		n = max(n, sc.nCap)
 		sc.nCap, sc.dCap, sc.grCap = n, d, grp
 		sc.rows = make([]float64, decodeChunk*d)
+		sc.rowIdx = make([]int, n)
 		sc.qT = make([]float64, daGroups(grp)*daLanes*d)
 		sc.s4, sc.m4, sc.w = make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk)
 		sc.s, sc.p, sc.mag, sc.rj = make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n)
@@ -331,6 +337,10 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			n := int(lens[s])
 			sc.grow(n, d, grp)
 			q0 := (bb*hq + h*grp) * d // the group's first query head
+			rowIdx := sc.rowIdx[:n]
+			for pos := range rowIdx {
+				rowIdx[pos] = g.Row(bt, int(s), pos)
+			}
 			clear(sc.qT)
 			for gi := range grp {
 				qT := sc.qT[gi/daLanes*daLanes*d:]
@@ -342,7 +352,7 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, kc, ks, int(s), c0, cn, h, rows)
+				kvConvertRows(g, kc, ks, h, rowIdx, c0, cn, rows)
 				for g0 := 0; g0 < grp; g0 += daLanes {
 					s4, m4 := sc.s4[:cn*daLanes], sc.m4[:cn*daLanes]
 					daScores(sc.qT[g0*d:(g0+daLanes)*d], rows, d, s4, m4)
@@ -363,7 +373,7 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				kvConvertRows(g, vc, vs, h, rowIdx, c0, cn, rows)
 				for gi := range grp {
 					daAccumOA(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
 				}
@@ -378,7 +388,7 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			for c0 := 0; anyFinite && c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				kvConvertRows(g, vc, vs, h, rowIdx, c0, cn, rows)
 				for gi := range grp {
 					if sc.rmax[gi] < 1 && sc.gn[gi] < 1 {
 						w, pg, rg := sc.w[:cn], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn]
@@ -422,14 +432,14 @@ func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	m := math.Inf(-1)
 	delta := 0.0
 	for j := range n {
-		m = math.Max(m, s[j])
-		delta = math.Max(delta, gs*mag[j])
+		m = fmax(m, s[j])
+		delta = fmax(delta, gs*mag[j])
 	}
 	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
 		rj[j] = math.Exp(hj)*ee*eu - 1
-		rmax = math.Max(rmax, rj[j])
+		rmax = fmax(rmax, rj[j])
 	}
 	return rmax, bound.Gamma(n+4+extra, u)
 }

@@ -23,7 +23,7 @@ var daUseAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 func cvtF16F64AVX(dst *float64, src *float16.Float16, n int)
 
 //go:noescape
-func cvtF16RowsAVX(dst *float64, src *float16.Float16, offs *int, n, d int)
+func cvtF16RowsAVX(dst *float64, src *float16.Float16, rows *int, n, avail, d, stride int)
 
 //go:noescape
 func scores4AVX(qT, k *float64, d, n int, s4, m4 *float64)
@@ -48,17 +48,17 @@ func daCvtF16(dst []float64, src []float16.Float16) {
 }
 
 // daCvtF16Rows is daCvtF16RowsGo; with d a multiple of 4, one call to
-// the assembly, which prefetches the row daPrefetchRows ahead.
-func daCvtF16Rows(dst []float64, src []float16.Float16, offs []int, d int) {
-	if !daUseAsm || d%4 != 0 || d == 0 || len(offs) == 0 {
-		daCvtF16RowsGo(dst, src, offs, d)
+// the assembly, which prefetches rows ahead, up to the end of rows.
+func daCvtF16Rows(dst []float64, src []float16.Float16, rows []int, n, d, stride int) {
+	if !daUseAsm || d%4 != 0 || d == 0 || n == 0 {
+		daCvtF16RowsGo(dst, src, rows, n, d, stride)
 		return
 	}
-	_ = dst[len(offs)*d-1]
-	for _, off := range offs {
-		_ = src[off+d-1] // the assembly does not check bounds
+	_ = dst[n*d-1]
+	for _, r := range rows { // the assembly does not check bounds
+		_ = src[r*stride : r*stride+d]
 	}
-	cvtF16RowsAVX(&dst[0], unsafe.SliceData(src), &offs[0], len(offs), d)
+	cvtF16RowsAVX(&dst[0], unsafe.SliceData(src), &rows[0], n, len(rows), d, stride)
 }
 
 // daScores is daScoresGo: blocks of four rows through the assembly.

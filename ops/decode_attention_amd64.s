@@ -247,27 +247,31 @@ t3row:
 	VZEROUPPER
 	RET
 
-// func cvtF16RowsAVX(dst *float64, src *float16.Float16, offs *int, n, d int)
-// n > 0 rows; d a positive multiple of 4. Row r is the d values at
-// src + 2·offs[r]; before converting it, the row 8 ahead is prefetched
-// (one PREFETCHT0 per 64 bytes), since rows a cache row apart defeat the
-// hardware prefetcher's reach.
-TEXT ·cvtF16RowsAVX(SB), NOSPLIT, $0-40
+// func cvtF16RowsAVX(dst *float64, src *float16.Float16, rows *int, n, avail, d, stride int)
+// Converts n > 0 rows of d values (d a positive multiple of 4), row r at
+// src + 2·stride·rows[r], back to back into dst. Before row r it
+// prefetches row r+16 when r+16 < avail (rows may list rows past n):
+// rows a cache row apart are read at DRAM latency otherwise.
+TEXT ·cvtF16RowsAVX(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	MOVQ offs+16(FP), R8
+	MOVQ rows+16(FP), R8
 	MOVQ n+24(FP), DX
-	MOVQ d+32(FP), R9
-	LEAQ (R8)(DX*8), R10 // end of offs
-	LEAQ (R9)(R9*1), R13 // row bytes in src
+	MOVQ avail+32(FP), R10
+	MOVQ d+40(FP), R9
+	MOVQ stride+48(FP), BX
+	SHLQ $1, BX          // row stride in bytes
+	LEAQ (R8)(R10*8), R10 // end of rows
+	LEAQ (R9)(R9*1), R13  // row bytes
 
 rowloop:
-	LEAQ 64(R8), R11 // &offs[r+8]
-	CMPQ R11, R10
-	JAE  noprefetch
-	MOVQ (R11), R12
-	LEAQ (SI)(R12*2), R12
-	XORQ AX, AX
+	LEAQ  128(R8), R11 // &rows[r+16]
+	CMPQ  R11, R10
+	JAE   noprefetch
+	MOVQ  (R11), R12
+	IMULQ BX, R12
+	ADDQ  SI, R12
+	XORQ  AX, AX
 
 pfloop:
 	PREFETCHT0 (R12)(AX*1)
@@ -276,10 +280,11 @@ pfloop:
 	JB         pfloop
 
 noprefetch:
-	MOVQ (R8), R12
-	LEAQ (SI)(R12*2), R12
-	MOVQ R9, CX
-	SHRQ $2, CX
+	MOVQ  (R8), R12
+	IMULQ BX, R12
+	ADDQ  SI, R12
+	MOVQ  R9, CX
+	SHRQ  $2, CX
 
 rcvt:
 	VCVTPH2PS (R12), X0

@@ -29,11 +29,12 @@ func daCvtF16Go(dst []float64, src []float16.Float16) {
 	}
 }
 
-// daCvtF16RowsGo converts the len(offs) rows of d fp16 values at
-// src[offs[r]:] to float64 (f16ToF64), back to back in dst.
-func daCvtF16RowsGo(dst []float64, src []float16.Float16, offs []int, d int) {
-	for r, off := range offs {
-		daCvtF16Go(dst[r*d:(r+1)*d], src[off:off+d])
+// daCvtF16RowsGo converts the first n of the rows of d fp16 values at
+// src[rows[r]·stride:] to float64 (f16ToF64), back to back in dst. rows
+// may list more rows than n: the assembly prefetches them.
+func daCvtF16RowsGo(dst []float64, src []float16.Float16, rows []int, n, d, stride int) {
+	for r, row := range rows[:n] {
+		daCvtF16Go(dst[r*d:(r+1)*d], src[row*stride:row*stride+d])
 	}
 }
 
@@ -84,4 +85,27 @@ func daAccumT3Go(w, v []float64, c0 int, o, t3 []float64) {
 		}
 		t3[i] = t
 	}
+}
+
+// fmax is math.Max (+Inf wins over NaN, NaN over any other value, +0
+// over −0) in a form the compiler inlines: the two comparisons settle
+// every ordered pair of unequal values, the common case in a running
+// maximum.
+func fmax(x, y float64) float64 {
+	if x > y {
+		return x
+	}
+	if y > x {
+		return y
+	}
+	if x == y {
+		if x == 0 && math.Signbit(x) {
+			return y
+		}
+		return x
+	}
+	if math.IsInf(x, 1) || math.IsInf(y, 1) {
+		return math.Inf(1)
+	}
+	return math.NaN()
 }

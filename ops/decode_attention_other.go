@@ -20,6 +20,6 @@ func daAccumOA(p, v []float64, o, a []float64) { daAccumOAGo(p, v, 0, o, a) }
 func daAccumT3(w, v []float64, o, t3 []float64) { daAccumT3Go(w, v, 0, o, t3) }
 
 // daCvtF16Rows is daCvtF16RowsGo.
-func daCvtF16Rows(dst []float64, src []float16.Float16, offs []int, d int) {
-	daCvtF16RowsGo(dst, src, offs, d)
+func daCvtF16Rows(dst []float64, src []float16.Float16, rows []int, n, d, stride int) {
+	daCvtF16RowsGo(dst, src, rows, n, d, stride)
 }
