@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -139,4 +140,48 @@ func kvUpdateExpectSerial(p Params, in map[string]*tensor.Tensor, num tensor.Num
 		}
 	}
 	return out, nil
+}
+
+// TestKVFillFromTableRuns holds kvFillFromTable's run filling to one
+// bound.Output per element on fp16 and int8 data made of runs of equal
+// bit patterns (lengths around kvRunMin, NaN, ±0 and ±Inf among them)
+// split over sub-ranges that cut runs.
+func TestKVFillFromTableRuns(t *testing.T) {
+	const seed = 61
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, num := range []tensor.Numerics{{}, {Subnormals: tensor.SubnormalFlush, Overflow: tensor.OverflowSaturate}} {
+		for _, dt := range []tensor.DType{tensor.Float16, tensor.Int8} {
+			n := 5000
+			x := tensor.MustNew(dt, n)
+			pats := []float64{math.NaN(), 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 1.5, -3, 6e-8}
+			for i := 0; i < n; {
+				run := []int{1, 2, kvRunMin - 1, kvRunMin, kvRunMin + 1, 300}[rng.IntN(6)]
+				v := pats[rng.IntN(len(pats))]
+				if rng.IntN(3) == 0 {
+					v = 2*rng.Float64() - 1
+				}
+				for ; run > 0 && i < n; run, i = run-1, i+1 {
+					x.SetFloat64(i, v, tensor.Numerics{})
+				}
+			}
+			tab := newKVOutputTable(dt, num)
+			got := bound.NewExpected(n)
+			for lo := 0; lo < n; {
+				hi := min(n, lo+1+rng.IntN(700))
+				if dt == tensor.Int8 {
+					kvFillFromTable(got, lo, hi, x.I8()[lo:hi], tab)
+				} else {
+					kvFillFromTable(got, lo, hi, x.F16()[lo:hi], tab)
+				}
+				lo = hi
+			}
+			want := bound.NewExpected(n)
+			for i := range n {
+				want.Ref[i], want.Bound[i], want.Alt[i] = bound.Output(x.Float64(i), 0, dt, num)
+			}
+			if i := firstExpectedDiff(got, want); i >= 0 {
+				t.Fatalf("kvFillFromTable dtype=%s num=%+v seed=%d: element %d (bits %#x): got %s / want %s", dt, num, seed, i, x.Bits(i), expectedAt(got, i), expectedAt(want, i))
+			}
+		}
+	}
 }
