@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/x448/float16"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -182,6 +183,53 @@ func TestKVFillFromTableRuns(t *testing.T) {
 			if i := firstExpectedDiff(got, want); i >= 0 {
 				t.Fatalf("kvFillFromTable dtype=%s num=%+v seed=%d: element %d (bits %#x): got %s / want %s", dt, num, seed, i, x.Bits(i), expectedAt(got, i), expectedAt(want, i))
 			}
+		}
+	}
+}
+
+// TestKVFirstChangedMatchesNaive holds kvFirstChanged (slice compares over
+// runs of unwritten rows) to the element loop it replaced, on fp16, int8
+// and fp32 tensors with random written rows and a few flipped bits (NaN
+// payloads and the sign of zero included) in written and unwritten rows,
+// on tensors small enough for one range and large enough for several.
+func TestKVFirstChangedMatchesNaive(t *testing.T) {
+	const seed = 67
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for trial := range 200 {
+		dt := []tensor.DType{tensor.Float16, tensor.Int8, tensor.Float32}[trial%3]
+		rows, rowLen := 1+rng.IntN(40), 1+rng.IntN(20)
+		if trial%10 == 0 { // several ranges over cores
+			rows, rowLen = 40000+rng.IntN(1000), 1
+		}
+		want := tensor.MustNew(dt, rows*rowLen)
+		for i := range want.Len() {
+			want.SetFloat64(i, []float64{math.NaN(), 0, 1, -2}[rng.IntN(4)], tensor.Numerics{})
+		}
+		got := want.Clone()
+		for range rng.IntN(3) {
+			i := rng.IntN(got.Len())
+			switch dt {
+			case tensor.Float16:
+				got.F16()[i] ^= float16.Frombits(1 << rng.IntN(16))
+			case tensor.Int8:
+				got.I8()[i] ^= int8(1 << rng.IntN(8))
+			default:
+				got.F32()[i] = math.Float32frombits(math.Float32bits(got.F32()[i]) ^ 1<<rng.IntN(32))
+			}
+		}
+		written := make([]bool, rows)
+		for r := range written {
+			written[r] = rng.IntN(3) == 0
+		}
+		naive := -1
+		for i := range want.Len() {
+			if !written[i/rowLen] && got.Bits(i) != want.Bits(i) {
+				naive = i
+				break
+			}
+		}
+		if g := kvFirstChanged(got, want, rowLen, written); g != naive {
+			t.Fatalf("kvFirstChanged dtype=%s rows=%d rowLen=%d trial=%d seed=%d: got %d / want %d", dt, rows, rowLen, trial, seed, g, naive)
 		}
 	}
 }
