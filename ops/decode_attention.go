@@ -414,9 +414,10 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 
 // decodeAttentionBound is the bound of one head (steps 1–5 of the type's
 // doc), computed in three steps so that Expect can feed v in chunks:
-// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}),
-// decodeBoundAccum (the sums over positions, in position order) and
-// decodeBoundFinish.
+// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}), the
+// sums over positions in position order (A = Σ p_j|v_j| by daAccumOA
+// beside the output, Σ p_j·R_j·|v_j − o| by daAccumT3 once o is known)
+// and decodeBoundFinish.
 
 // decodeBoundWeights stores in rj the bound R_j on each unnormalised
 // weight's relative error from the exact scores s and score magnitudes
@@ -442,36 +443,6 @@ func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 		rmax = fmax(rmax, rj[j])
 	}
 	return rmax, bound.Gamma(n+4+extra, u)
-}
-
-// decodeBoundAccum adds, for the len(p) value rows v (flat, len(o)
-// each) with weights p and weight errors rj, Σ p_j·R_j·|v_j − o| to t3
-// and Σ p_j·|v_j| to a, each element summed over j in order (four rows
-// per pass).
-func decodeBoundAccum(o, p, rj, v, t3, a []float64) {
-	d, n, j := len(o), len(p), 0
-	for ; j+4 <= n; j += 4 {
-		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
-		w0, w1, w2, w3 := p[j]*rj[j], p[j+1]*rj[j+1], p[j+2]*rj[j+2], p[j+3]*rj[j+3]
-		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
-		for i, oi := range o {
-			t := t3[i] + w0*math.Abs(v0[i]-oi)
-			t += w1 * math.Abs(v1[i]-oi)
-			t += w2 * math.Abs(v2[i]-oi)
-			t3[i] = t + w3*math.Abs(v3[i]-oi)
-			x := a[i] + p0*math.Abs(v0[i])
-			x += p1 * math.Abs(v1[i])
-			x += p2 * math.Abs(v2[i])
-			a[i] = x + p3*math.Abs(v3[i])
-		}
-	}
-	for ; j < n; j++ {
-		w, pj, vj := p[j]*rj[j], p[j], v[j*d:(j+1)*d]
-		for i, x := range vj {
-			t3[i] += w * math.Abs(x-o[i])
-			a[i] += pj * math.Abs(x)
-		}
-	}
 }
 
 // decodeBoundFinish stores in out the bound of each element of o from its

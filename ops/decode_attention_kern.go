@@ -8,10 +8,11 @@ import (
 
 // The inner loops of decode_attention's Expect, in portable Go. Each one
 // performs, per output element, the same float64 operations in the same
-// order as the reference functions it replaces (reference.AttentionScores,
-// reference.AttentionAccum, decodeBoundAccum: every sum over i or j in
-// index order, starting from zero or the running value), so the bits do
-// not depend on which implementation runs; decode_attention_amd64.s holds
+// order as the reference functions it replaces (reference.AttentionScores
+// and reference.AttentionAccum, and the bound's sums Σ p_j|v_j| and
+// Σ p_j·R_j·|v_j − o|: every sum over i or j in index order, starting
+// from zero or the running value), so the bits do not depend on which
+// implementation runs; decode_attention_amd64.s holds
 // AVX2 versions that vectorise across independent sums only (query heads
 // or columns, never along a sum), and TestDecodeKernelsAsmMatchGo holds
 // them to these bit for bit.

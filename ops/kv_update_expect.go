@@ -79,40 +79,69 @@ func kvUnwrittenExpected(t *tensor.Tensor, num tensor.Numerics) *bound.Expected 
 // fills by block copies rather than element by element.
 const kvRunMin = 64
 
+// kvStreamBlock is how many elements kvFillFromTable looks up into a
+// buffer (in L1) before streaming them out with non-temporal stores.
+const kvStreamBlock = 512
+
 // kvFillFromTable sets e's elements [lo, hi) to the table's entries for
 // the bit patterns src (hi − lo of them). A run of at least kvRunMin
 // equal patterns (the NaN filling of a cache's unused rows, zeroed
-// regions) is filled with doubling block copies (memmove) instead of
-// three table loads and three stores per element: same values.
+// regions) is looked up once and its block streamed out repeatedly; other
+// elements are looked up a block at a time into buffers; kvStream64 copies
+// the buffers out with non-temporal stores: the slices are far larger than the caches and
+// written once, so reading their lines for ownership first would double
+// the memory traffic. Same values either way.
 func kvFillFromTable[B float16.Float16 | int8](e *bound.Expected, lo, hi int, src []B, tab kvOutputTable) {
 	ref, bnd, alt := e.Ref[lo:hi], e.Bound[lo:hi], e.Alt[lo:hi]
 	// idx is a pattern's table index: fp16 bits, or an int8's byte.
 	idx := func(x B) int { return int(uint16(x)) & (len(tab.ref) - 1) }
+	var bref, bbnd [kvStreamBlock]float64
+	var balt [kvStreamBlock]bound.Special
 	for i := 0; i < len(src); {
-		x := src[i]
-		j := i + 1
-		for j < len(src) && src[j] == x && j-i < kvRunMin {
-			j++
-		}
-		k := idx(x)
-		if j-i < kvRunMin {
-			for ; i < j; i++ {
-				k := idx(src[i])
-				ref[i], bnd[i], alt[i] = tab.ref[k], tab.bnd[k], tab.alt[k]
+		// Elements [i, j) outside long runs go through the buffers.
+		j := i
+		for j < len(src) && j-i < kvStreamBlock {
+			x := src[j]
+			r := j + 1
+			for r < len(src) && src[r] == x && r-j < kvRunMin {
+				r++
 			}
+			if r-j >= kvRunMin {
+				break
+			}
+			for ; j < r && j-i < kvStreamBlock; j++ {
+				k := idx(src[j])
+				bref[j-i], bbnd[j-i], balt[j-i] = tab.ref[k], tab.bnd[k], tab.alt[k]
+			}
+		}
+		if j > i {
+			kvStream64(ref[i:j], bref[:j-i])
+			kvStream64(bnd[i:j], bbnd[:j-i])
+			kvStreamSpecial(alt[i:j], balt[:j-i])
+			i = j
 			continue
 		}
+		// A run of at least kvRunMin from i.
+		x := src[i]
 		for j < len(src) && src[j] == x {
 			j++
 		}
-		kvFill(ref[i:j], tab.ref[k])
-		kvFill(bnd[i:j], tab.bnd[k])
-		kvFill(alt[i:j], tab.alt[k])
+		k := idx(x)
+		kvFill(bref[:], tab.ref[k])
+		kvFill(bbnd[:], tab.bnd[k])
+		kvFill(balt[:], tab.alt[k])
+		for ; i < j; i += kvStreamBlock {
+			m := min(kvStreamBlock, j-i)
+			kvStream64(ref[i:i+m], bref[:m])
+			kvStream64(bnd[i:i+m], bbnd[:m])
+			kvStreamSpecial(alt[i:i+m], balt[:m])
+		}
 		i = j
 	}
 }
 
-// kvFill sets every element of dst to v by doubling copies.
+// kvFill sets every element of dst to v by doubling copies (in cache:
+// dst is a stream buffer).
 func kvFill[T any](dst []T, v T) {
 	if len(dst) == 0 {
 		return

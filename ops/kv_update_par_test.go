@@ -146,10 +146,13 @@ func kvUpdateExpectSerial(p Params, in map[string]*tensor.Tensor, num tensor.Num
 // TestKVFillFromTableRuns holds kvFillFromTable's run filling to one
 // bound.Output per element on fp16 and int8 data made of runs of equal
 // bit patterns (lengths around kvRunMin, NaN, ±0 and ±Inf among them)
-// split over sub-ranges that cut runs.
+// split over sub-ranges that cut runs and stream blocks, with and without
+// the non-temporal stores.
 func TestKVFillFromTableRuns(t *testing.T) {
 	const seed = 61
 	rng := rand.New(rand.NewPCG(seed, 0))
+	saved := kvUseNT
+	defer func() { kvUseNT = saved }()
 	for _, num := range []tensor.Numerics{{}, {Subnormals: tensor.SubnormalFlush, Overflow: tensor.OverflowSaturate}} {
 		for _, dt := range []tensor.DType{tensor.Float16, tensor.Int8} {
 			n := 5000
@@ -166,22 +169,25 @@ func TestKVFillFromTableRuns(t *testing.T) {
 				}
 			}
 			tab := newKVOutputTable(dt, num)
-			got := bound.NewExpected(n)
-			for lo := 0; lo < n; {
-				hi := min(n, lo+1+rng.IntN(700))
-				if dt == tensor.Int8 {
-					kvFillFromTable(got, lo, hi, x.I8()[lo:hi], tab)
-				} else {
-					kvFillFromTable(got, lo, hi, x.F16()[lo:hi], tab)
-				}
-				lo = hi
-			}
 			want := bound.NewExpected(n)
 			for i := range n {
 				want.Ref[i], want.Bound[i], want.Alt[i] = bound.Output(x.Float64(i), 0, dt, num)
 			}
-			if i := firstExpectedDiff(got, want); i >= 0 {
-				t.Fatalf("kvFillFromTable dtype=%s num=%+v seed=%d: element %d (bits %#x): got %s / want %s", dt, num, seed, i, x.Bits(i), expectedAt(got, i), expectedAt(want, i))
+			for _, nt := range []bool{true, false} {
+				kvUseNT = nt && saved
+				got := bound.NewExpected(n)
+				for lo := 0; lo < n; {
+					hi := min(n, lo+1+rng.IntN(2*kvStreamBlock))
+					if dt == tensor.Int8 {
+						kvFillFromTable(got, lo, hi, x.I8()[lo:hi], tab)
+					} else {
+						kvFillFromTable(got, lo, hi, x.F16()[lo:hi], tab)
+					}
+					lo = hi
+				}
+				if i := firstExpectedDiff(got, want); i >= 0 {
+					t.Fatalf("kvFillFromTable dtype=%s num=%+v useNT=%v seed=%d: element %d (bits %#x): got %s / want %s", dt, num, kvUseNT, seed, i, x.Bits(i), expectedAt(got, i), expectedAt(want, i))
+				}
 			}
 		}
 	}
