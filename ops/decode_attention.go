@@ -216,22 +216,33 @@ func kvBlockTables(g KVGeom, in map[string]*tensor.Tensor) []int32 {
 }
 
 // kvRowsInto stores KVRows' rows of positions [p0, p0+n) back to back
-// in dst[:n·D]: the values
-// are exact (fp16 to float64; int8 code times its fp32 scale, exact in
-// float64), so they are the bits KVRows gives.
+// in dst[:n·D].
 func kvRowsInto(g KVGeom, bt []int32, c, scale *tensor.Tensor, s, p0, n, h int, dst []float64) {
-	for pos := range n {
-		r := g.Row(bt, s, p0+pos)
+	rows := make([]int, n)
+	for pos := range rows {
+		rows[pos] = g.Row(bt, s, p0+pos)
+	}
+	kvConvertRows(g, c, scale, h, rows, 0, n, dst)
+}
+
+// daPrefetchAhead is how many rows past a chunk kvConvertRows hands the
+// conversion, which prefetches that far ahead (daCvtF16Rows).
+const daPrefetchAhead = 16
+
+// kvConvertRows stores the values of kv head h in the cache rows
+// rows[c0:c0+cn] back to back in dst[:cn·D]: exact (fp16 to float64;
+// int8 code times its fp32 scale, exact in float64), so the bits do not
+// depend on how the positions are chunked.
+func kvConvertRows(g KVGeom, c, scale *tensor.Tensor, h int, rows []int, c0, cn int, dst []float64) {
+	if !g.Int8 {
+		daCvtF16Rows(dst, c.F16()[h*g.D:], rows[c0:min(c0+cn+daPrefetchAhead, len(rows))], cn, g.D, g.H*g.D)
+		return
+	}
+	for pos, r := range rows[c0 : c0+cn] {
 		row, off := dst[pos*g.D:(pos+1)*g.D], (r*g.H+h)*g.D
-		if g.Int8 {
-			sc := scale.Float64(r*g.H + h)
-			for i, x := range c.I8()[off : off+g.D] {
-				row[i] = float64(x) * sc
-			}
-			continue
-		}
-		for i, x := range c.F16()[off : off+g.D] {
-			row[i] = f16ToF64(x)
+		sc := scale.Float64(r*g.H + h)
+		for i, x := range c.I8()[off : off+g.D] {
+			row[i] = float64(x) * sc
 		}
 	}
 }
@@ -263,17 +274,26 @@ const decodeChunk = 64
 // grown to the longest sequence it meets and reused for every item.
 type decodeScratch struct {
 	rows              []float64 // decodeChunk·D
+	rowIdx            []int     // n: the cache row of each position
+	qT                []float64 // the group's queries, daLanes at a time, transposed
+	s4, m4, w         []float64 // decodeChunk·daLanes, decodeChunk·daLanes, decodeChunk
 	s, p, mag, rj     []float64 // grp·n each: head g's at [g·n, (g+1)·n)
 	o, bnd, t3, a     []float64 // grp·D each
 	rmax, gn          []float64 // grp each
 	nCap, dCap, grCap int
 }
 
+// daGroups is the number of daLanes-wide groups of grp query heads.
+func daGroups(grp int) int { return (grp + daLanes - 1) / daLanes }
+
 func (sc *decodeScratch) grow(n, d, grp int) {
 	if n > sc.nCap || d != sc.dCap || grp != sc.grCap {
 		n = max(n, sc.nCap)
 		sc.nCap, sc.dCap, sc.grCap = n, d, grp
 		sc.rows = make([]float64, decodeChunk*d)
+		sc.rowIdx = make([]int, n)
+		sc.qT = make([]float64, daGroups(grp)*daLanes*d)
+		sc.s4, sc.m4, sc.w = make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk*daLanes), make([]float64, decodeChunk)
 		sc.s, sc.p, sc.mag, sc.rj = make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n), make([]float64, grp*n)
 		sc.o, sc.bnd, sc.t3, sc.a = make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d), make([]float64, grp*d)
 		sc.rmax, sc.gn = make([]float64, grp), make([]float64, grp)
@@ -283,8 +303,16 @@ func (sc *decodeScratch) grow(n, d, grp int) {
 // Expect: see the type's doc and decodeAttentionBound. The (batch entry,
 // kv head) items are independent and split over cores; each item's
 // arithmetic is the serial one (every sum over positions in position
-// order), so the result does not depend on the split or the chunking
-// (TestDecodeExpectMatchesSerial).
+// order, every sum over i in i order), so the result does not depend on
+// the split, the chunking or the kernels' vectorisation
+// (TestDecodeExpectMatchesSerial, TestDecodeKernelsAsmMatchGo).
+//
+// Per item: one pass over k (the scores and magnitudes of all the group's
+// heads, four heads per vector), one over v for the outputs o and the
+// bound's A = Σ p_j|v_j| together, and one more over v for the bound's
+// Σ p_j R_j |v_j − o|, which needs the finished o (a chunk of rows at a
+// time, converted again: the conversion costs less than holding every
+// row in float64).
 func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -309,43 +337,65 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 			n := int(lens[s])
 			sc.grow(n, d, grp)
 			q0 := (bb*hq + h*grp) * d // the group's first query head
-			// Pass 1 over k: scores and magnitudes of every head.
+			rowIdx := sc.rowIdx[:n]
+			for pos := range rowIdx {
+				rowIdx[pos] = g.Row(bt, int(s), pos)
+			}
+			clear(sc.qT)
+			for gi := range grp {
+				qT := sc.qT[gi/daLanes*daLanes*d:]
+				for i, x := range qv[q0+gi*d : q0+(gi+1)*d] {
+					qT[i*daLanes+gi%daLanes] = x
+				}
+			}
+			// Pass over k: scores and magnitudes of every head.
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, kc, ks, int(s), c0, cn, h, rows)
-				for gi := range grp {
-					reference.AttentionScores(qv[q0+gi*d:q0+(gi+1)*d], rows, sigma, sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn])
+				kvConvertRows(g, kc, ks, h, rowIdx, c0, cn, rows)
+				for g0 := 0; g0 < grp; g0 += daLanes {
+					s4, m4 := sc.s4[:cn*daLanes], sc.m4[:cn*daLanes]
+					daScores(sc.qT[g0*d:(g0+daLanes)*d], rows, d, s4, m4)
+					for gi := g0; gi < min(g0+daLanes, grp); gi++ {
+						sg, mg := sc.s[gi*n+c0:gi*n+c0+cn], sc.mag[gi*n+c0:gi*n+c0+cn]
+						for j := range cn {
+							sg[j], mg[j] = s4[j*daLanes+gi-g0]*sigma, m4[j*daLanes+gi-g0]*sigma
+						}
+					}
 				}
 			}
 			clear(sc.o[:grp*d])
+			clear(sc.a[:grp*d])
 			for gi := range grp {
 				reference.AttentionSoftmax(sc.s[gi*n:(gi+1)*n], sc.p[gi*n:(gi+1)*n])
 			}
-			// Pass 2 over v: the outputs.
+			// First pass over v: the outputs and Σ p_j|v_j|.
 			for c0 := 0; c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				kvConvertRows(g, vc, vs, h, rowIdx, c0, cn, rows)
 				for gi := range grp {
-					reference.AttentionAccum(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d])
+					daAccumOA(sc.p[gi*n+c0:gi*n+c0+cn], rows, sc.o[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
 				}
 			}
-			// Pass 3 over v: the bound's sums over positions.
+			// Second pass over v: Σ p_j R_j |v_j − o|.
 			anyFinite := false
 			for gi := range grp {
 				sc.rmax[gi], sc.gn[gi] = decodeBoundWeights(g, sc.s[gi*n:(gi+1)*n], sc.mag[gi*n:(gi+1)*n], sc.rj[gi*n:(gi+1)*n])
 				anyFinite = anyFinite || (sc.rmax[gi] < 1 && sc.gn[gi] < 1)
 			}
 			clear(sc.t3[:grp*d])
-			clear(sc.a[:grp*d])
 			for c0 := 0; anyFinite && c0 < n; c0 += decodeChunk {
 				cn := min(decodeChunk, n-c0)
 				rows := sc.rows[:cn*d]
-				kvRowsInto(g, bt, vc, vs, int(s), c0, cn, h, rows)
+				kvConvertRows(g, vc, vs, h, rowIdx, c0, cn, rows)
 				for gi := range grp {
 					if sc.rmax[gi] < 1 && sc.gn[gi] < 1 {
-						decodeBoundAccum(sc.o[gi*d:(gi+1)*d], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn], rows, sc.t3[gi*d:(gi+1)*d], sc.a[gi*d:(gi+1)*d])
+						w, pg, rg := sc.w[:cn], sc.p[gi*n+c0:gi*n+c0+cn], sc.rj[gi*n+c0:gi*n+c0+cn]
+						for j := range w {
+							w[j] = pg[j] * rg[j]
+						}
+						daAccumT3(w, rows, sc.o[gi*d:(gi+1)*d], sc.t3[gi*d:(gi+1)*d])
 					}
 				}
 			}
@@ -364,9 +414,10 @@ func (op decodeAttention) Expect(p Params, in map[string]*tensor.Tensor, num ten
 
 // decodeAttentionBound is the bound of one head (steps 1–5 of the type's
 // doc), computed in three steps so that Expect can feed v in chunks:
-// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}),
-// decodeBoundAccum (the sums over positions, in position order) and
-// decodeBoundFinish.
+// decodeBoundWeights (the relative weight errors R_j, R and γ_{n+4}), the
+// sums over positions in position order (A = Σ p_j|v_j| by daAccumOA
+// beside the output, Σ p_j·R_j·|v_j − o| by daAccumT3 once o is known)
+// and decodeBoundFinish.
 
 // decodeBoundWeights stores in rj the bound R_j on each unnormalised
 // weight's relative error from the exact scores s and score magnitudes
@@ -382,46 +433,16 @@ func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	m := math.Inf(-1)
 	delta := 0.0
 	for j := range n {
-		m = math.Max(m, s[j])
-		delta = math.Max(delta, gs*mag[j])
+		m = fmax(m, s[j])
+		delta = fmax(delta, gs*mag[j])
 	}
 	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
 		rj[j] = math.Exp(hj)*ee*eu - 1
-		rmax = math.Max(rmax, rj[j])
+		rmax = fmax(rmax, rj[j])
 	}
 	return rmax, bound.Gamma(n+4+extra, u)
-}
-
-// decodeBoundAccum adds, for the len(p) value rows v (flat, len(o)
-// each) with weights p and weight errors rj, Σ p_j·R_j·|v_j − o| to t3
-// and Σ p_j·|v_j| to a, each element summed over j in order (four rows
-// per pass).
-func decodeBoundAccum(o, p, rj, v, t3, a []float64) {
-	d, n, j := len(o), len(p), 0
-	for ; j+4 <= n; j += 4 {
-		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
-		w0, w1, w2, w3 := p[j]*rj[j], p[j+1]*rj[j+1], p[j+2]*rj[j+2], p[j+3]*rj[j+3]
-		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
-		for i, oi := range o {
-			t := t3[i] + w0*math.Abs(v0[i]-oi)
-			t += w1 * math.Abs(v1[i]-oi)
-			t += w2 * math.Abs(v2[i]-oi)
-			t3[i] = t + w3*math.Abs(v3[i]-oi)
-			x := a[i] + p0*math.Abs(v0[i])
-			x += p1 * math.Abs(v1[i])
-			x += p2 * math.Abs(v2[i])
-			a[i] = x + p3*math.Abs(v3[i])
-		}
-	}
-	for ; j < n; j++ {
-		w, pj, vj := p[j]*rj[j], p[j], v[j*d:(j+1)*d]
-		for i, x := range vj {
-			t3[i] += w * math.Abs(x-o[i])
-			a[i] += pj * math.Abs(x)
-		}
-	}
 }
 
 // decodeBoundFinish stores in out the bound of each element of o from its

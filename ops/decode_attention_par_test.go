@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -162,4 +163,73 @@ func TestF16ToF64(t *testing.T) {
 			t.Fatalf("f16ToF64 bits=%#04x: got %g (%#x) / want %g (%#x)", b, got, math.Float64bits(got), want, math.Float64bits(want))
 		}
 	}
+}
+
+// TestDecodeExpectSpecialsMatchSerial holds Expect to the serial
+// evaluation with both the assembly kernels (where available) and the
+// portable ones, on random shapes (head sizes off the kernels' 4- and
+// 16-wide blocks, group sizes off the four-head lanes) whose q and read
+// cache values include ±Inf, NaN, fp16's largest values and, for int8,
+// zero, infinite and NaN scales. Elements agree bit for bit, a NaN
+// reference matching any NaN.
+func TestDecodeExpectSpecialsMatchSerial(t *testing.T) {
+	const seed = 57
+	rng := rand.New(rand.NewPCG(seed, 0))
+	saved := daUseAsm
+	defer func() { daUseAsm = saved }()
+	for trial := range 24 {
+		h := 1 + rng.IntN(3)
+		dims := map[string]int{"b": 1 + rng.IntN(6), "s": 3 + rng.IntN(5), "h": h, "hq": h * (1 + rng.IntN(5)),
+			"d": []int{1, 5, 16, 20, 33, 64}[rng.IntN(6)], "l": 1 + rng.IntN(150), "bs": 1 + rng.IntN(20)}
+		layout := []string{KVContiguous, KVPaged}[trial%2]
+		dt := []string{KVFP16, KVInt8}[trial/2%2]
+		dist := DecodeAttention.Dists()[rng.IntN(len(DecodeAttention.Dists()))]
+		p, err := DecodeAttention.Validate(Params{"layout": layout, "cache_dtype": dt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := DecodeAttention.Generate(p, Gen{Dims: dims, Dist: dist, Seed: seed + uint64(trial)})
+		if err != nil {
+			t.Fatalf("decode_attention %s dims=%v seed=%d: %v", p, dims, seed+uint64(trial), err)
+		}
+		specials := []float64{math.Inf(1), math.Inf(-1), math.NaN(), 65504, -65504, math.Copysign(0, -1)}
+		for _, name := range []string{"q", "k_cache", "v_cache", "k_scale", "v_scale"} {
+			x, ok := in[name]
+			if !ok || x.DType == tensor.Int8 {
+				continue
+			}
+			for range 1 + x.Len()/200 {
+				v := specials[rng.IntN(len(specials))]
+				if name == "k_scale" || name == "v_scale" {
+					v = []float64{0, math.Inf(1), math.NaN()}[rng.IntN(3)]
+				}
+				x.SetFloat64(rng.IntN(x.Len()), v, tensor.Numerics{})
+			}
+		}
+		want := decodeExpectSerial(t, p, in, tensor.Numerics{})
+		for _, asm := range []bool{true, false} {
+			daUseAsm = asm && saved
+			got, err := DecodeAttention.Expect(p, in, tensor.Numerics{})
+			if err != nil {
+				t.Fatalf("decode_attention %s dist=%s dims=%v seed=%d: %v", p, dist, dims, seed+uint64(trial), err)
+			}
+			if i := firstExpectedDiffNaN(got["out"], want); i >= 0 {
+				t.Fatalf("decode_attention %s dist=%s dims=%v seed=%d useAsm=%v: element %d: got %s / want %s", p, dist, dims, seed+uint64(trial), daUseAsm, i, expectedAt(got["out"], i), expectedAt(want, i))
+			}
+		}
+	}
+}
+
+// firstExpectedDiffNaN is firstExpectedDiff with any NaN reference or
+// bound matching any NaN (payloads depend on operand order in hardware).
+func firstExpectedDiffNaN(a, b *bound.Expected) int {
+	if a.Len() != b.Len() {
+		return 0
+	}
+	for i := range a.Len() {
+		if !sameF64(a.Ref[i], b.Ref[i]) || !sameF64(a.Bound[i], b.Bound[i]) || a.Alt[i] != b.Alt[i] {
+			return i
+		}
+	}
+	return -1
 }

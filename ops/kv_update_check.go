@@ -2,7 +2,9 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -28,9 +30,9 @@ func (op kvUpdate) CheckOutputs(p Params, in, out map[string]*tensor.Tensor, num
 	if err != nil {
 		return []Violation{{Output: "k_cache", Check: CheckUnwrittenUnchanged, Reason: err.Error()}}
 	}
-	written := make(map[int]int, len(writes)) // row → batch entry
+	written := make([]bool, g.Rows())
 	for _, w := range writes {
-		written[w.Row] = w.B
+		written[w.Row] = true
 	}
 	var vs []Violation
 	round := func(x float64) float64 { return num.Round(x, tensor.Int8) }
@@ -47,15 +49,9 @@ func (op kvUpdate) CheckOutputs(p Params, in, out map[string]*tensor.Tensor, num
 			if name == kv.scale {
 				per = 1
 			}
-			for i := range want.Len() {
-				if _, w := written[i/(per*g.H)]; w {
-					continue
-				}
-				if got.Bits(i) != want.Bits(i) {
-					vs = append(vs, Violation{Output: name, Check: CheckUnwrittenUnchanged,
-						Reason: fmt.Sprintf("%s element %d (row %d, not written by this step) changed: got bits %#x, want %#x (input)", name, i, i/(per*g.H), got.Bits(i), want.Bits(i))})
-					break
-				}
+			if i := kvFirstChanged(got, want, per*g.H, written); i >= 0 {
+				vs = append(vs, Violation{Output: name, Check: CheckUnwrittenUnchanged,
+					Reason: fmt.Sprintf("%s element %d (row %d, not written by this step) changed: got bits %#x, want %#x (input)", name, i, i/(per*g.H), got.Bits(i), want.Bits(i))})
 			}
 		}
 		nk, cache := out[kv.newName], out[kv.cache]
@@ -95,4 +91,54 @@ func (op kvUpdate) CheckOutputs(p Params, in, out map[string]*tensor.Tensor, num
 		}
 	}
 	return vs
+}
+
+// kvFirstChanged returns the first element of got, outside the rows
+// (rowLen elements each) marked in written, whose bits differ from
+// want's, or −1. Runs of unwritten rows are compared as whole slices of
+// bit patterns (fp16 and int8 through memequal), the rows split over
+// cores, so a whole-cache check costs about a memory pass.
+func kvFirstChanged(got, want *tensor.Tensor, rowLen int, written []bool) int {
+	first := make([]int, len(written)) // per range, at its first row
+	parallel.For(len(written), max(1, kvCopyGrain/max(rowLen, 1)), func(lo, hi int) {
+		first[lo] = kvFirstChangedRows(got, want, rowLen, written, lo, hi)
+	})
+	for r := 0; r < len(written); r++ {
+		if first[r] != 0 {
+			return first[r] - 1
+		}
+	}
+	return -1
+}
+
+// kvFirstChangedRows is kvFirstChanged over rows [r0, hi), returning the
+// element's index plus one, or 0.
+func kvFirstChangedRows(got, want *tensor.Tensor, rowLen int, written []bool, r0, hi int) int {
+	for r0 < hi {
+		if written[r0] {
+			r0++
+			continue
+		}
+		r1 := r0 + 1
+		for r1 < hi && !written[r1] {
+			r1++
+		}
+		lo, end := r0*rowLen, r1*rowLen
+		same := false
+		switch {
+		case got.DType == tensor.Float16 && want.DType == tensor.Float16:
+			same = slices.Equal(got.F16()[lo:end], want.F16()[lo:end])
+		case got.DType == tensor.Int8 && want.DType == tensor.Int8:
+			same = slices.Equal(got.I8()[lo:end], want.I8()[lo:end])
+		}
+		if !same {
+			for i := lo; i < end; i++ {
+				if got.Bits(i) != want.Bits(i) {
+					return i + 1
+				}
+			}
+		}
+		r0 = r1
+	}
+	return 0
 }

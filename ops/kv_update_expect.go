@@ -49,7 +49,8 @@ func newKVOutputTable(d tensor.DType, num tensor.Numerics) kvOutputTable {
 // kvUnwrittenExpected is the expected outcome of every element of t as if
 // unwritten (its input value stored back, bound 0 before the store),
 // split over cores; a large fp16 or int8 tensor goes through a
-// kvOutputTable, anything else through bound.Output per element.
+// kvOutputTable (kvFillFromTable), anything else through bound.Output per
+// element.
 func kvUnwrittenExpected(t *tensor.Tensor, num tensor.Numerics) *bound.Expected {
 	n := t.Len()
 	e := bound.NewExpected(n)
@@ -57,17 +58,12 @@ func kvUnwrittenExpected(t *tensor.Tensor, num tensor.Numerics) *bound.Expected 
 	case t.DType == tensor.Float16 && n > 1<<18:
 		tab, src := newKVOutputTable(t.DType, num), t.F16()
 		parallel.For(n, kvCopyGrain, func(lo, hi int) {
-			for i, x := range src[lo:hi] {
-				e.Ref[lo+i], e.Bound[lo+i], e.Alt[lo+i] = tab.ref[x], tab.bnd[x], tab.alt[x]
-			}
+			kvFillFromTable(e, lo, hi, src[lo:hi], tab)
 		})
 	case t.DType == tensor.Int8 && n > 1<<12:
 		tab, src := newKVOutputTable(t.DType, num), t.I8()
 		parallel.For(n, kvCopyGrain, func(lo, hi int) {
-			for i, x := range src[lo:hi] {
-				k := uint8(x)
-				e.Ref[lo+i], e.Bound[lo+i], e.Alt[lo+i] = tab.ref[k], tab.bnd[k], tab.alt[k]
-			}
+			kvFillFromTable(e, lo, hi, src[lo:hi], tab)
 		})
 	default:
 		parallel.For(n, kvCopyGrain, func(lo, hi int) {
@@ -77,6 +73,83 @@ func kvUnwrittenExpected(t *tensor.Tensor, num tensor.Numerics) *bound.Expected 
 		})
 	}
 	return e
+}
+
+// kvRunMin is the shortest run of one bit pattern that kvFillFromTable
+// fills by block copies rather than element by element.
+const kvRunMin = 64
+
+// kvStreamBlock is how many elements kvFillFromTable looks up into a
+// buffer (in L1) before streaming them out with non-temporal stores.
+const kvStreamBlock = 512
+
+// kvFillFromTable sets e's elements [lo, hi) to the table's entries for
+// the bit patterns src (hi − lo of them). A run of at least kvRunMin
+// equal patterns (the NaN filling of a cache's unused rows, zeroed
+// regions) is looked up once and its block streamed out repeatedly; other
+// elements are looked up a block at a time into buffers; kvStream64 copies
+// the buffers out with non-temporal stores: the slices are far larger than the caches and
+// written once, so reading their lines for ownership first would double
+// the memory traffic. Same values either way.
+func kvFillFromTable[B float16.Float16 | int8](e *bound.Expected, lo, hi int, src []B, tab kvOutputTable) {
+	ref, bnd, alt := e.Ref[lo:hi], e.Bound[lo:hi], e.Alt[lo:hi]
+	// idx is a pattern's table index: fp16 bits, or an int8's byte.
+	idx := func(x B) int { return int(uint16(x)) & (len(tab.ref) - 1) }
+	var bref, bbnd [kvStreamBlock]float64
+	var balt [kvStreamBlock]bound.Special
+	for i := 0; i < len(src); {
+		// Elements [i, j) outside long runs go through the buffers.
+		j := i
+		for j < len(src) && j-i < kvStreamBlock {
+			x := src[j]
+			r := j + 1
+			for r < len(src) && src[r] == x && r-j < kvRunMin {
+				r++
+			}
+			if r-j >= kvRunMin {
+				break
+			}
+			for ; j < r && j-i < kvStreamBlock; j++ {
+				k := idx(src[j])
+				bref[j-i], bbnd[j-i], balt[j-i] = tab.ref[k], tab.bnd[k], tab.alt[k]
+			}
+		}
+		if j > i {
+			kvStream64(ref[i:j], bref[:j-i])
+			kvStream64(bnd[i:j], bbnd[:j-i])
+			kvStreamSpecial(alt[i:j], balt[:j-i])
+			i = j
+			continue
+		}
+		// A run of at least kvRunMin from i.
+		x := src[i]
+		for j < len(src) && src[j] == x {
+			j++
+		}
+		k := idx(x)
+		kvFill(bref[:], tab.ref[k])
+		kvFill(bbnd[:], tab.bnd[k])
+		kvFill(balt[:], tab.alt[k])
+		for ; i < j; i += kvStreamBlock {
+			m := min(kvStreamBlock, j-i)
+			kvStream64(ref[i:i+m], bref[:m])
+			kvStream64(bnd[i:i+m], bbnd[:m])
+			kvStreamSpecial(alt[i:i+m], balt[:m])
+		}
+		i = j
+	}
+}
+
+// kvFill sets every element of dst to v by doubling copies (in cache:
+// dst is a stream buffer).
+func kvFill[T any](dst []T, v T) {
+	if len(dst) == 0 {
+		return
+	}
+	dst[0] = v
+	for k := 1; k < len(dst); k *= 2 {
+		copy(dst[k:], dst[:k])
+	}
 }
 
 // kvProject is reference.Project split over (batch entry, head) items

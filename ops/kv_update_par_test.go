@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"github.com/x448/float16"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -139,4 +141,101 @@ func kvUpdateExpectSerial(p Params, in map[string]*tensor.Tensor, num tensor.Num
 		}
 	}
 	return out, nil
+}
+
+// TestKVFillFromTableRuns holds kvFillFromTable's run filling to one
+// bound.Output per element on fp16 and int8 data made of runs of equal
+// bit patterns (lengths around kvRunMin, NaN, ±0 and ±Inf among them)
+// split over sub-ranges that cut runs and stream blocks, with and without
+// the non-temporal stores.
+func TestKVFillFromTableRuns(t *testing.T) {
+	const seed = 61
+	rng := rand.New(rand.NewPCG(seed, 0))
+	saved := kvUseNT
+	defer func() { kvUseNT = saved }()
+	for _, num := range []tensor.Numerics{{}, {Subnormals: tensor.SubnormalFlush, Overflow: tensor.OverflowSaturate}} {
+		for _, dt := range []tensor.DType{tensor.Float16, tensor.Int8} {
+			n := 5000
+			x := tensor.MustNew(dt, n)
+			pats := []float64{math.NaN(), 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 1.5, -3, 6e-8}
+			for i := 0; i < n; {
+				run := []int{1, 2, kvRunMin - 1, kvRunMin, kvRunMin + 1, 300}[rng.IntN(6)]
+				v := pats[rng.IntN(len(pats))]
+				if rng.IntN(3) == 0 {
+					v = 2*rng.Float64() - 1
+				}
+				for ; run > 0 && i < n; run, i = run-1, i+1 {
+					x.SetFloat64(i, v, tensor.Numerics{})
+				}
+			}
+			tab := newKVOutputTable(dt, num)
+			want := bound.NewExpected(n)
+			for i := range n {
+				want.Ref[i], want.Bound[i], want.Alt[i] = bound.Output(x.Float64(i), 0, dt, num)
+			}
+			for _, nt := range []bool{true, false} {
+				kvUseNT = nt && saved
+				got := bound.NewExpected(n)
+				for lo := 0; lo < n; {
+					hi := min(n, lo+1+rng.IntN(2*kvStreamBlock))
+					if dt == tensor.Int8 {
+						kvFillFromTable(got, lo, hi, x.I8()[lo:hi], tab)
+					} else {
+						kvFillFromTable(got, lo, hi, x.F16()[lo:hi], tab)
+					}
+					lo = hi
+				}
+				if i := firstExpectedDiff(got, want); i >= 0 {
+					t.Fatalf("kvFillFromTable dtype=%s num=%+v useNT=%v seed=%d: element %d (bits %#x): got %s / want %s", dt, num, kvUseNT, seed, i, x.Bits(i), expectedAt(got, i), expectedAt(want, i))
+				}
+			}
+		}
+	}
+}
+
+// TestKVFirstChangedMatchesNaive holds kvFirstChanged (slice compares over
+// runs of unwritten rows) to the element loop it replaced, on fp16, int8
+// and fp32 tensors with random written rows and a few flipped bits (NaN
+// payloads and the sign of zero included) in written and unwritten rows,
+// on tensors small enough for one range and large enough for several.
+func TestKVFirstChangedMatchesNaive(t *testing.T) {
+	const seed = 67
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for trial := range 200 {
+		dt := []tensor.DType{tensor.Float16, tensor.Int8, tensor.Float32}[trial%3]
+		rows, rowLen := 1+rng.IntN(40), 1+rng.IntN(20)
+		if trial%10 == 0 { // several ranges over cores
+			rows, rowLen = 40000+rng.IntN(1000), 1
+		}
+		want := tensor.MustNew(dt, rows*rowLen)
+		for i := range want.Len() {
+			want.SetFloat64(i, []float64{math.NaN(), 0, 1, -2}[rng.IntN(4)], tensor.Numerics{})
+		}
+		got := want.Clone()
+		for range rng.IntN(3) {
+			i := rng.IntN(got.Len())
+			switch dt {
+			case tensor.Float16:
+				got.F16()[i] ^= float16.Frombits(1 << rng.IntN(16))
+			case tensor.Int8:
+				got.I8()[i] ^= int8(1 << rng.IntN(8))
+			default:
+				got.F32()[i] = math.Float32frombits(math.Float32bits(got.F32()[i]) ^ 1<<rng.IntN(32))
+			}
+		}
+		written := make([]bool, rows)
+		for r := range written {
+			written[r] = rng.IntN(3) == 0
+		}
+		naive := -1
+		for i := range want.Len() {
+			if !written[i/rowLen] && got.Bits(i) != want.Bits(i) {
+				naive = i
+				break
+			}
+		}
+		if g := kvFirstChanged(got, want, rowLen, written); g != naive {
+			t.Fatalf("kvFirstChanged dtype=%s rows=%d rowLen=%d trial=%d seed=%d: got %d / want %d", dt, rows, rowLen, trial, seed, g, naive)
+		}
+	}
 }

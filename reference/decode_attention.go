@@ -88,7 +88,7 @@ func AttentionScores(q, k []float64, scale float64, s, mag []float64) {
 func AttentionSoftmax(s, p []float64) {
 	m := math.Inf(-1)
 	for _, x := range s {
-		m = math.Max(m, x)
+		m = fmax(m, x)
 	}
 	z := 0.0
 	for j := range s {
@@ -121,4 +121,27 @@ func AttentionAccum(p, v, out []float64) {
 			out[i] += pj * vj[i]
 		}
 	}
+}
+
+// fmax is math.Max (+Inf wins over NaN, NaN over any other value, +0
+// over −0) in a form the compiler inlines: the two comparisons settle
+// every ordered pair of unequal values, the common case in a running
+// maximum.
+func fmax(x, y float64) float64 {
+	if x > y {
+		return x
+	}
+	if y > x {
+		return y
+	}
+	if x == y {
+		if x == 0 && math.Signbit(x) {
+			return y
+		}
+		return x
+	}
+	if math.IsInf(x, 1) || math.IsInf(y, 1) {
+		return math.Inf(1)
+	}
+	return math.NaN()
 }

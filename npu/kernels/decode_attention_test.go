@@ -10,6 +10,7 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
 	"github.com/x448/float16"
 )
 
@@ -117,6 +118,38 @@ func BenchmarkDecodeAttentionExpect(b *testing.B) {
 	for range b.N {
 		if _, err := ops.DecodeAttention.Expect(p, in, tensor.Numerics{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeAttentionVerify is verify.Compute (the metrics and
+// verdict pass a run makes) of the kernel's output on
+// BenchmarkDecodeAttention's inputs against Expect's: the other half of
+// the check's cost beside BenchmarkDecodeAttentionExpect.
+func BenchmarkDecodeAttentionVerify(b *testing.B) {
+	const bsz, hq, hkv, d, l = 16, 32, 8, 128, 2048
+	lens := make([]int, bsz)
+	for i := range lens {
+		lens[i] = l
+	}
+	in := decodeInputs(1, hq, hkv, d, l, lens)
+	p, err := ops.DecodeAttention.Validate(ops.Params{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	got, _, err := DecodeAttentionKernel(context.Background(), npu.MustNewDevice(npu.Ascend910B()), p, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want, err := ops.DecodeAttention.Expect(p, in, tensor.Numerics{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	b.ResetTimer()
+	for range b.N {
+		if m := verify.Compute(got["out"], want["out"]); m.FirstBad >= 0 {
+			b.Fatalf("decode_attention %s seed=1: first rejected element %d", p, m.FirstBad)
 		}
 	}
 }
