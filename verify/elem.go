@@ -32,12 +32,13 @@ const (
 	classMismatch         // non-finite class not accepted
 )
 
-// classify applies the package's non-finite rule (see the package doc).
-func classify(w *bound.Expected, i int, g float64) int {
-	gc, rc := bound.Of(g), bound.Of(w.Ref[i])
+// classify applies the package's non-finite rule (see the package doc) to
+// got g at an element with reference r and alternatives alt.
+func classify(alt bound.Special, r, g float64) int {
+	gc, rc := bound.Of(g), bound.Of(r)
 	switch {
 	case gc != 0:
-		if w.Alt[i]&gc != 0 || gc == rc {
+		if alt&gc != 0 || gc == rc {
 			return classNonFinite
 		}
 		return classMismatch
@@ -47,11 +48,12 @@ func classify(w *bound.Expected, i int, g float64) int {
 	return classFinite
 }
 
-// mismatchNote explains a class mismatch.
-func mismatchNote(w *bound.Expected, i int, g float64) string {
-	allowed := w.Alt[i] | bound.Of(w.Ref[i])
+// mismatchNote explains a class mismatch of got g at an element with
+// reference r and alternatives alt.
+func mismatchNote(alt bound.Special, r, g float64) string {
+	allowed := alt | bound.Of(r)
 	want := allowed.String()
-	if bound.Of(w.Ref[i]) == 0 {
+	if bound.Of(r) == 0 {
 		want = "finite"
 		if allowed != 0 {
 			want += "|" + allowed.String()

@@ -91,11 +91,11 @@ type Metrics struct {
 var notRoundedRank = math.Nextafter(1, 2)
 
 // notRoundedElement describes exact element i, whose value g is accepted
-// by value but is not the correctly rounded want.Rounded[i]: its note
-// names that value and how many ulps of d g is from it.
-func notRoundedElement(d tensor.DType, want *bound.Expected, i int, g float64) Element {
-	w := want.Rounded[i]
-	el := Element{Index: i, Got: g, Ref: want.Ref[i], Bound: want.Bound[i], Alt: want.Alt[i]}
+// by value but is not the correctly rounded w (Expected.Rounded[i]; r, b
+// and alt are its Ref, Bound and Alt): its note names that value and how
+// many ulps of d g is from it.
+func notRoundedElement(d tensor.DType, i int, g, r, b float64, alt bound.Special, w float64) Element {
+	el := Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}
 	switch {
 	case g == w: // equal values, different bits: the sign of a zero
 		el.Note = "not the correctly rounded " + FormatValue(w) + " (sign of zero)"
@@ -164,7 +164,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		m.N = got.Len()
 		return m
 	}
-	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
+	n := min(got.Len(), want.Span())
 	m.N = n
 	const grain = 1 << 14
 	var parts []*metricsPart
@@ -213,12 +213,13 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	// The sums, in index order; the scales keep the sums of squares from
 	// overflowing for fp64 outputs.
 	var sumMere, sumSq, sgr, sgg, srr float64
-	gb := make([]float64, min(block, n))
+	gb, rb := make([]float64, min(block, n)), make([]float64, min(block, n))
 	for b0 := 0; b0 < n; b0 += block {
 		gv := gb[:min(block, n-b0)]
 		got.Float64sFrom(b0, gv)
+		rv := want.Refs(b0, rb[:len(gv)])
 		for j, g := range gv {
-			r := want.Ref[b0+j]
+			r := rv[j]
 			if bound.Of(g) != 0 || bound.Of(r) != 0 {
 				continue
 			}
@@ -264,29 +265,33 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	gb := make([]float64, min(block, hi-lo))
+	var v bound.View
 	for b0 := lo; b0 < hi; b0 += block {
 		gv := gb[:min(block, hi-b0)]
 		got.Float64sFrom(b0, gv)
-		p.addBlock(d, f, isFloat, gv, want, b0)
+		want.Load(&v, b0, len(gv))
+		p.addBlock(d, f, isFloat, gv, &v, b0)
 	}
 	return p
 }
 
-// addBlock gathers elements b0, b0+1, … whose got values are gv.
-func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, want *bound.Expected, b0 int) {
+// addBlock gathers elements b0, b0+1, … whose got values are gv and
+// whose expected values are the window v.
+func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
+	refs, bnds, alts := v.Ref[:len(gv)], v.Bound[:len(gv)], v.Alt[:len(gv)]
 	for j, g := range gv {
 		i := b0 + j
-		r, b := want.Ref[i], want.Bound[i]
-		amb := want.Ambiguous(i)
+		r, b, alt := refs[j], bnds[j], alts[j]
+		amb := alt != 0 && bound.Of(r) == 0 // Expected.Ambiguous
 		if amb {
 			p.ambiguous++
 		}
-		switch classify(want, i, g) {
+		switch classify(alt, r, g) {
 		case classMismatch:
 			p.hist[nonFiniteBucket]++
 			p.mismatch++
 			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt, Note: mismatchNote(alt, r, g)},
 				math.Inf(1), math.Inf(1))
 			continue
 		case classNonFinite:
@@ -294,10 +299,10 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 			if amb {
 				p.ambiguousTaken++
 			}
-			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
+			if v.IsExact(j) && !bound.Identical(g, v.Rounded[j]) {
 				p.notRounded++
 				p.bad(i)
-				p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, math.Inf(1))
+				p.worst.add(notRoundedElement(d, i, g, r, b, alt, v.Rounded[j]), notRoundedRank, math.Inf(1))
 			}
 			continue
 		}
@@ -326,13 +331,13 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 		case !(e <= b):
 			p.outOfBound++
 			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
-		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}, t, e)
+		case v.IsExact(j) && !bound.Identical(g, v.Rounded[j]):
 			p.notRounded++
 			p.bad(i)
-			p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, e)
+			p.worst.add(notRoundedElement(d, i, g, r, b, alt, v.Rounded[j]), notRoundedRank, e)
 		case e > 0 && p.worst.takes(t, e, i):
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}, t, e)
 		}
 	}
 }
