@@ -56,10 +56,10 @@ func setExactSlices(ref, bnd []float64, alt []Special, exact []bool, rounded, r 
 	}
 	minN := f.MinNormal()
 	thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
-	shift := uint64(53 - f.P)          // float64 significand bits below the format's
-	half := uint64(1)<<(shift-1) - 1   // rounding increment short of a tie
-	mask := uint64(1)<<shift - 1       // the bits rounding clears
-	halfUlp := uint64(f.P) << 52       // ulp(|r|)/2 = 2^(e−p): exponent field minus p
+	shift := uint64(53 - f.P)           // float64 significand bits below the format's
+	half := uint64(1)<<(shift-1) - 1    // rounding increment short of a tie
+	mask := uint64(1)<<shift - 1        // the bits rounding clears
+	halfUlp := uint64(f.P) << 52        // ulp(|r|)/2 = 2^(e−p): exponent field minus p
 	const expMask = uint64(0x7FF) << 52 // the float64 exponent field
 	for j, v := range r {
 		if a := math.Abs(v); !(a >= minN && a < thr) { // NaN fails both
