@@ -130,6 +130,17 @@ func (r *ranked) takes(key1, key2 float64, index int) bool {
 	return len(r.items) < r.k || (rankedItem{e: Element{Index: index}, key1: nanToInf(key1), key2: nanToInf(key2)}).worse(r.items[len(r.items)-1])
 }
 
+// floor returns the keys of the last element held and whether the list
+// is full: an element whose first key is below key1, or equal with a
+// second key below key2, cannot enter.
+func (r *ranked) floor() (key1, key2 float64, full bool) {
+	if len(r.items) < r.k {
+		return 0, 0, false
+	}
+	last := r.items[len(r.items)-1]
+	return last.key1, last.key2, true
+}
+
 func (r *ranked) add(e Element, key1, key2 float64) {
 	it := rankedItem{e: e, key1: nanToInf(key1), key2: nanToInf(key2)}
 	if len(r.items) == r.k && !it.worse(r.items[len(r.items)-1]) {

@@ -142,7 +142,7 @@ const nonFiniteBucket = 7
 type metricsPart struct {
 	ambiguous, ambiguousTaken, mismatch, notRounded, outOfBound int
 	compared, over1e3, over5e3, firstBad                        int
-	maxAbs, maxRel, mare, tightness, scaleV, scaleE             float64
+	maxAbs, maxRel, tightness, scaleV, scaleE                   float64
 	hist                                                        [8]int
 	worst                                                       *ranked
 }
@@ -193,7 +193,6 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		over5e3 += p.over5e3
 		m.MaxAbs = math.Max(m.MaxAbs, p.maxAbs)
 		m.MaxRel = math.Max(m.MaxRel, p.maxRel)
-		m.MARE = math.Max(m.MARE, p.mare)
 		m.Tightness = math.Max(m.Tightness, p.tightness)
 		scaleV = math.Max(scaleV, p.scaleV)
 		scaleE = math.Max(scaleE, p.scaleE)
@@ -210,32 +209,11 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		}
 	}
 
-	// The sums, in index order; the scales keep the sums of squares from
-	// overflowing for fp64 outputs.
-	var sumMere, sumSq, sgr, sgg, srr float64
-	gb, rb := make([]float64, min(block, n)), make([]float64, min(block, n))
-	for b0 := 0; b0 < n; b0 += block {
-		gv := gb[:min(block, n-b0)]
-		got.Float64sFrom(b0, gv)
-		rv := want.Refs(b0, rb[:len(gv)])
-		for j, g := range gv {
-			r := rv[j]
-			if bound.Of(g) != 0 || bound.Of(r) != 0 {
-				continue
-			}
-			e := math.Abs(g - r)
-			sumMere += e / (math.Abs(r) + mereGuard)
-			if scaleE > 0 {
-				sumSq += (e / scaleE) * (e / scaleE)
-			}
-			if scaleV > 0 {
-				gs, rs := g/scaleV, r/scaleV
-				sgr += gs * rs
-				sgg += gs * gs
-				srr += rs * rs
-			}
-		}
-	}
+	// The sums, in index order (orderedSums); the scales keep the sums
+	// of squares from overflowing for fp64 outputs.
+	sm := orderedSums(got, want, n, scaleE, scaleV)
+	sumMere, sumSq, sgr, sgg, srr := sm.mere, sm.sq, sm.gr, sm.gg, sm.rr
+	m.MARE = sm.mare
 	if m.Compared > 0 {
 		c := float64(m.Compared)
 		m.MERE = sumMere / c
@@ -277,69 +255,163 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 
 // addBlock gathers elements b0, b0+1, … whose got values are gv and
 // whose expected values are the window v.
+//
+// Most elements have a finite got and reference and no alternatives; the
+// loop handles those inline, with the part's figures in locals, and
+// hands the rest (non-finite values, overflow-ambiguous elements) and
+// every rejected element to methods. Where the code departs from the
+// definitions, it computes the same values:
+//   - MaxAbs and the RMSE scale are both the largest error, one maximum;
+//   - for fp16, bf16 and fp32 outputs the ulp bucket compares e with
+//     ulp·2^k instead of dividing: ulp is a power of two, and e/ulp
+//     neither overflows nor underflows for these formats, so the quotient
+//     is exact and ceil(e/ulp) ≤ 2^k exactly when e ≤ 2^k·ulp;
+//   - at a finite got, Identical(g, w) is equality of the bit patterns;
+//   - the relative error e/|r| is not computed where e ≤ q = fl(c·|r|)
+//     with c = fl(M·(1 − 2^-50)), M = min(MaxRel so far, 1e-3), q normal:
+//     with two roundings of at most 2^-53 relative each, q < M·|r|, so
+//     e/|r| < M, its rounding is at most M, and it can neither raise
+//     MaxRel nor exceed 1e-3 (nor 5e-3);
+//   - where the bound b is a power of two 2^k whose reciprocal is a
+//     normal float64, e/b is computed as e·2^-k: the same real number,
+//     rounded once the same way (an exact element's half-ulp bound is
+//     such a b);
+//   - an element whose ratio is below that of the last of the worst
+//     elements held, or equal with a smaller error, cannot enter them
+//     (ranked.takes would say so).
 func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
-	refs, bnds, alts := v.Ref[:len(gv)], v.Bound[:len(gv)], v.Alt[:len(gv)]
+	n := len(gv)
+	refs, bnds, alts := v.Ref[:n], v.Bound[:n], v.Alt[:n]
+	var exact []bool
+	var rounded []float64
+	if v.Exact != nil {
+		exact, rounded = v.Exact[:n], v.Rounded[:n]
+	}
+	ulpCmp := isFloat && d != tensor.Float64
+	emin, emax, pp := f.Emin, f.Emax, f.P
+	compared, over1e3, over5e3 := p.compared, p.over1e3, p.over5e3
+	maxAbs, maxRel, tight, scaleV := p.maxAbs, p.maxRel, p.tightness, p.scaleV
+	hist := p.hist
+	floor, floor2, full := p.worst.floor()
+	// relSkip·|r| bounds the errors whose relative error cannot change
+	// MaxRel or the 1e-3 count: see addBlock's doc.
+	relSkip := math.Min(maxRel, 1e-3) * (1 - 0x1p-50)
 	for j, g := range gv {
-		i := b0 + j
-		r, b, alt := refs[j], bnds[j], alts[j]
-		amb := alt != 0 && bound.Of(r) == 0 // Expected.Ambiguous
-		if amb {
-			p.ambiguous++
-		}
-		switch classify(alt, r, g) {
-		case classMismatch:
-			p.hist[nonFiniteBucket]++
-			p.mismatch++
-			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt, Note: mismatchNote(alt, r, g)},
-				math.Inf(1), math.Inf(1))
-			continue
-		case classNonFinite:
-			p.hist[nonFiniteBucket]++
-			if amb {
-				p.ambiguousTaken++
+		r, b := refs[j], bnds[j]
+		if alts[j] != 0 || !isFinite(g) || !isFinite(r) {
+			if !p.special(d, b0+j, g, r, b, alts[j], exact != nil && exact[j], rounded, j) {
+				continue
 			}
-			if v.IsExact(j) && !bound.Identical(g, v.Rounded[j]) {
-				p.notRounded++
-				p.bad(i)
-				p.worst.add(notRoundedElement(d, i, g, r, b, alt, v.Rounded[j]), notRoundedRank, math.Inf(1))
-			}
-			continue
 		}
-		p.compared++
+		compared++
 		e := math.Abs(g - r)
-		p.scaleV = maxNonNeg(p.scaleV, maxNonNeg(math.Abs(g), math.Abs(r)))
-		p.scaleE = maxNonNeg(p.scaleE, e)
-		p.maxAbs = maxNonNeg(p.maxAbs, e)
-		rel := relErr(g, r)
-		p.maxRel = maxNonNeg(p.maxRel, rel)
-		if rel > 1e-3 {
-			p.over1e3++
+		ag, ar := math.Abs(g), math.Abs(r)
+		scaleV = maxNonNeg(scaleV, maxNonNeg(ag, ar))
+		maxAbs = maxNonNeg(maxAbs, e)
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) { // else rel ≤ min(maxRel, 1e-3): nothing to do
+			rel := e
+			if r != 0 {
+				rel = e / ar
+			}
+			maxRel = maxNonNeg(maxRel, rel)
+			if rel > 1e-3 {
+				over1e3++
+				if rel > 5e-3 {
+					over5e3++
+				}
+			}
+			relSkip = math.Min(maxRel, 1e-3) * (1 - 0x1p-50)
 		}
-		if rel > 5e-3 {
-			p.over5e3++
+		if ulpCmp {
+			// ulp(r) = 2^(clamp(exponent(r), Emin, Emax) − p + 1) (Format.Ulp).
+			ue := min(max(int(math.Float64bits(r)>>52&0x7FF)-1023, emin), emax) - pp + 1
+			u := math.Float64frombits(uint64(ue+1023) << 52)
+			switch {
+			case e == 0:
+				hist[0]++
+			case e <= u:
+				hist[1]++
+			case e <= 2*u:
+				hist[2]++
+			case e <= 4*u:
+				hist[3]++
+			case e <= 8*u:
+				hist[4]++
+			case e <= 16*u:
+				hist[5]++
+			default:
+				hist[6]++
+			}
+		} else {
+			ulp := 1.0
+			if isFloat {
+				ulp = f.Ulp(r)
+			}
+			hist[ulpBucketIndex(e/ulp)]++
 		}
-		p.mare = maxNonNeg(p.mare, e/(math.Abs(r)+mereGuard))
-		ulp := 1.0
-		if isFloat {
-			ulp = f.Ulp(r)
+		var t float64
+		if bb := math.Float64bits(b); bb&(1<<52-1) == 0 && bb>>52-1 < 2045 { // b = 2^k > 0, 1/b normal
+			t = e * math.Float64frombits((2046-bb>>52)<<52)
+		} else {
+			t = ratio(e, b)
 		}
-		p.hist[ulpBucketIndex(e/ulp)]++
-		t := ratio(e, b)
-		p.tightness = maxNonNeg(p.tightness, t)
+		tight = maxNonNeg(tight, t)
 		switch {
 		case !(e <= b):
 			p.outOfBound++
-			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}, t, e)
-		case v.IsExact(j) && !bound.Identical(g, v.Rounded[j]):
+			p.bad(b0 + j)
+			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b, Alt: alts[j]}, t, e)
+			floor, floor2, full = p.worst.floor()
+		case exact != nil && exact[j] && math.Float64bits(g) != math.Float64bits(rounded[j]):
 			p.notRounded++
-			p.bad(i)
-			p.worst.add(notRoundedElement(d, i, g, r, b, alt, v.Rounded[j]), notRoundedRank, e)
-		case e > 0 && p.worst.takes(t, e, i):
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}, t, e)
+			p.bad(b0 + j)
+			p.worst.add(notRoundedElement(d, b0+j, g, r, b, alts[j], rounded[j]), notRoundedRank, e)
+			floor, floor2, full = p.worst.floor()
+		case e > 0 && !(full && (t < floor || t == floor && e < floor2)) && p.worst.takes(t, e, b0+j):
+			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b, Alt: alts[j]}, t, e)
+			floor, floor2, full = p.worst.floor()
 		}
 	}
+	p.compared, p.over1e3, p.over5e3 = compared, over1e3, over5e3
+	p.maxAbs, p.maxRel, p.tightness, p.scaleV, p.scaleE = maxAbs, maxRel, tight, scaleV, maxAbs
+	hist[nonFiniteBucket] = p.hist[nonFiniteBucket] // special counts there
+	p.hist = hist
+}
+
+// isFinite reports whether x is neither ±Inf nor NaN.
+func isFinite(x float64) bool { return math.Float64bits(x)&(0x7FF<<52) != 0x7FF<<52 }
+
+// special gathers element i, whose got g or reference r is non-finite or
+// which has alternatives alt (exact says whether it is exact, and
+// rounded[j] is then its value), and reports whether it still goes
+// through the finite comparison (an overflow-ambiguous element with a
+// finite got).
+func (p *metricsPart) special(d tensor.DType, i int, g, r, b float64, alt bound.Special, exact bool, rounded []float64, j int) bool {
+	amb := alt != 0 && bound.Of(r) == 0 // Expected.Ambiguous
+	if amb {
+		p.ambiguous++
+	}
+	switch classify(alt, r, g) {
+	case classMismatch:
+		p.hist[nonFiniteBucket]++
+		p.mismatch++
+		p.bad(i)
+		p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt, Note: mismatchNote(alt, r, g)},
+			math.Inf(1), math.Inf(1))
+		return false
+	case classNonFinite:
+		p.hist[nonFiniteBucket]++
+		if amb {
+			p.ambiguousTaken++
+		}
+		if exact && !bound.Identical(g, rounded[j]) {
+			p.notRounded++
+			p.bad(i)
+			p.worst.add(notRoundedElement(d, i, g, r, b, alt, rounded[j]), notRoundedRank, math.Inf(1))
+		}
+		return false
+	}
+	return true
 }
 
 // bad records rejected element i: the range's elements come in index
