@@ -2,7 +2,6 @@ package bound
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -31,6 +30,18 @@ type compactExact struct {
 // Load, Refs and the element accessors) until Materialize fills them.
 func NewExactFrom(n int, d tensor.DType, num tensor.Numerics, src ExactSource) *Expected {
 	return &Expected{lazy: &compactExact{n: max(n, 0), d: d, num: num, src: src}}
+}
+
+// ExactSource returns the source, dtype and profile a compact Expected
+// was made from (NewExactFrom), ok false for an ordinary one: readers
+// with a loop of their own for all-exact outputs (verify.Compute) take
+// the exact values from it and each element's expected values from
+// ExactElement, or ShortForm where it applies.
+func (e *Expected) ExactSource() (src ExactSource, d tensor.DType, num tensor.Numerics, ok bool) {
+	if c := e.lazy; c != nil {
+		return c.src, c.d, c.num, true
+	}
+	return nil, 0, tensor.Numerics{}, false
 }
 
 // Compact reports whether e is a compact Expected (NewExactFrom) whose
@@ -138,19 +149,16 @@ func (e *Expected) Refs(off int, buf []float64) []float64 {
 		return e.Ref[off : off+len(buf)]
 	}
 	c.src(off, buf)
-	f, isFloat := c.d.FloatFormat()
-	if !isFloat || c.d == tensor.Float64 {
+	if _, isFloat := c.d.FloatFormat(); !isFloat || c.d == tensor.Float64 {
 		for j, v := range buf {
 			buf[j], _, _ = Output(v, 0, c.d, c.num)
 		}
 		return buf
 	}
-	// Output(r, 0) keeps r itself from MinNormal to the overflow
-	// threshold (setExactSlices).
-	minN := f.MinNormal()
-	thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
+	// Output(r, 0) keeps r itself in the short form (ShortForm).
+	sf, _ := NewShortForm(c.d)
 	for j, v := range buf {
-		if a := math.Abs(v); !(a >= minN && a < thr) {
+		if !sf.Takes(v) {
 			buf[j], _, _ = Output(v, 0, c.d, c.num)
 		}
 	}

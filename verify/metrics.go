@@ -243,6 +243,18 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	gb := make([]float64, min(block, hi-lo))
+	if src, ed, num, ok := want.ExactSource(); ok && ed == d {
+		if sf, ok := bound.NewShortForm(d); ok {
+			rb := make([]float64, len(gb))
+			for b0 := lo; b0 < hi; b0 += block {
+				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
+				got.Float64sFrom(b0, gv)
+				src(b0, rv)
+				p.addExactBlock(d, f, num, &sf, gv, rv, b0)
+			}
+			return p
+		}
+	}
 	var v bound.View
 	for b0 := lo; b0 < hi; b0 += block {
 		gv := gb[:min(block, hi-b0)]
@@ -326,22 +338,9 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 			// ulp(r) = 2^(clamp(exponent(r), Emin, Emax) − p + 1) (Format.Ulp).
 			ue := min(max(int(math.Float64bits(r)>>52&0x7FF)-1023, emin), emax) - pp + 1
 			u := math.Float64frombits(uint64(ue+1023) << 52)
-			switch {
-			case e == 0:
-				hist[0]++
-			case e <= u:
-				hist[1]++
-			case e <= 2*u:
-				hist[2]++
-			case e <= 4*u:
-				hist[3]++
-			case e <= 8*u:
-				hist[4]++
-			case e <= 16*u:
-				hist[5]++
-			default:
-				hist[6]++
-			}
+			// The bucket as a count of thresholds passed, without
+			// branches: whether e is 0, one ulp or a few is random.
+			hist[b2i(e > 0)+b2i(e > u)+b2i(e > 2*u)+b2i(e > 4*u)+b2i(e > 8*u)+b2i(e > 16*u)]++
 		} else {
 			ulp := 1.0
 			if isFloat {
@@ -367,7 +366,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 			p.bad(b0 + j)
 			p.worst.add(notRoundedElement(d, b0+j, g, r, b, alts[j], rounded[j]), notRoundedRank, e)
 			floor, floor2, full = p.worst.floor()
-		case e > 0 && !(full && (t < floor || t == floor && e < floor2)) && p.worst.takes(t, e, b0+j):
+		case b2i(e > 0)&(b2i(!full)|b2i(t > floor)|b2i(t == floor)&b2i(e >= floor2)) != 0 && p.worst.takes(t, e, b0+j):
 			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b, Alt: alts[j]}, t, e)
 			floor, floor2, full = p.worst.floor()
 		}
@@ -376,6 +375,80 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 	p.maxAbs, p.maxRel, p.tightness, p.scaleV, p.scaleE = maxAbs, maxRel, tight, scaleV, maxAbs
 	hist[nonFiniteBucket] = p.hist[nonFiniteBucket] // special counts there
 	p.hist = hist
+}
+
+// addExactBlock is addBlock for elements b0, b0+1, … of a compact
+// Expected (every element exact, bound.Expected.ExactSource) of dtype d,
+// the output's own, whose got values are gv and exact values rv. An
+// element in the short form (bound.ShortForm) whose got is bit for bit
+// its Rounded, what almost every element of a correct output is, is
+// gathered inline: from Rounded = RN(r), e ≤ b = ulp(r)/2, so it is
+// within bound, correctly rounded, in ulp bucket "0" (e = 0) or "1", and
+// e/b = e·2^-k with b = 2^k. Any other element goes through addBlock with
+// its expected values from bound.ExactElement. The figures of the inline
+// elements are kept apart and merged at the end (counts and maxima, so
+// the order does not matter); the relative-error skip and the worst
+// elements' floor are those of addBlock.
+func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int) {
+	rv = rv[:len(gv)]
+	compared, nonzero, over1e3, over5e3 := 0, 0, 0, 0
+	var maxAbs, maxRel, tight, scaleV float64
+	floor, floor2, full := p.worst.floor()
+	relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
+	for j, g := range gv {
+		r := rv[j]
+		if !sf.Takes(r) || math.Float64bits(g) != math.Float64bits(sf.Rounded(r)) {
+			ref, bnd, alt, rounded := bound.ExactElement(r, d, num)
+			refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+			v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+			p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
+			floor, floor2, full = p.worst.floor()
+			relSkip = math.Min(math.Max(maxRel, p.maxRel), 1e-3) * (1 - 0x1p-50)
+			continue
+		}
+		compared++
+		e := math.Abs(g - r)
+		ar := math.Abs(r)
+		scaleV = maxNonNeg(scaleV, maxNonNeg(math.Abs(g), ar))
+		maxAbs = maxNonNeg(maxAbs, e)
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
+			rel := e / ar // r ≠ 0 in the short form
+			maxRel = maxNonNeg(maxRel, rel)
+			if rel > 1e-3 {
+				over1e3++
+				if rel > 5e-3 {
+					over5e3++
+				}
+			}
+			relSkip = math.Min(math.Max(maxRel, p.maxRel), 1e-3) * (1 - 0x1p-50)
+		}
+		nonzero += b2i(e > 0)
+		b := sf.Bound(r)
+		t := e * math.Float64frombits((2046-math.Float64bits(b)>>52)<<52) // e/b
+		tight = maxNonNeg(tight, t)
+		if b2i(e > 0)&(b2i(!full)|b2i(t > floor)|b2i(t == floor)&b2i(e >= floor2)) != 0 && p.worst.takes(t, e, b0+j) {
+			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b}, t, e)
+			floor, floor2, full = p.worst.floor()
+		}
+	}
+	p.compared += compared
+	p.hist[0] += compared - nonzero
+	p.hist[1] += nonzero
+	p.over1e3 += over1e3
+	p.over5e3 += over5e3
+	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
+	p.scaleE = p.maxAbs
+	p.maxRel = maxNonNeg(p.maxRel, maxRel)
+	p.tightness = maxNonNeg(p.tightness, tight)
+	p.scaleV = maxNonNeg(p.scaleV, scaleV)
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // isFinite reports whether x is neither ±Inf nor NaN.
