@@ -193,23 +193,26 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 	case []float32:
 		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = float64(v)
+			d, s := dst[lo:hi], s[lo:hi]
+			for i, v := range s[:len(d)] {
+				d[i] = float64(v)
 			}
 		})
 	case []float16.Float16:
 		s = s[off : off+len(dst)]
 		tab := f16Table()
 		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = tab[v]
+			d, s := dst[lo:hi], s[lo:hi]
+			for i, v := range s[:len(d)] {
+				d[i] = tab[v]
 			}
 		})
 	case []BF16:
 		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = float64(math.Float32frombits(uint32(v) << 16))
+			d, s := dst[lo:hi], s[lo:hi]
+			for i, v := range s[:len(d)] {
+				d[i] = float64(math.Float32frombits(uint32(v) << 16))
 			}
 		})
 	default:

@@ -52,32 +52,35 @@ func (s *sums) add(t *sumTerms) {
 	s.mare = maxNonNeg(s.mare, t.mare)
 }
 
-// fillTerms computes the terms of elements [lo, hi) into t.
+// fillTerms computes the terms of elements [lo, hi) into t. A zero
+// scale is replaced by 1: a scale is 0 only when every compared element
+// has e = 0 (scaleE) or g = r = ±0 (scaleV), whose quotients by 1 are
+// then ±0, and adding ±0 leaves the sums +0 as not adding does.
 func fillTerms(got *tensor.Tensor, want *bound.Expected, lo, hi int, scaleE, scaleV float64, t *sumTerms, gb, rb []float64) {
 	k := hi - lo
-	t.mere, t.es, t.gs, t.rs = t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
-	t.mare = 0
+	mere, es, gs, rs := t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
 	gv := gb[:k]
 	got.Float64sFrom(lo, gv)
-	rv := want.Refs(lo, rb[:k])
+	rv := want.Refs(lo, rb[:k])[:k]
+	if scaleE == 0 {
+		scaleE = 1
+	}
+	if scaleV == 0 {
+		scaleV = 1
+	}
+	mare := 0.0
 	for j, g := range gv {
 		r := rv[j]
-		if bound.Of(g) != 0 || bound.Of(r) != 0 {
-			t.mere[j], t.es[j], t.gs[j], t.rs[j] = 0, 0, 0, 0
+		if !isFinite(g) || !isFinite(r) {
+			mere[j], es[j], gs[j], rs[j] = 0, 0, 0, 0
 			continue
 		}
 		e := math.Abs(g - r)
 		m := e / (math.Abs(r) + mereGuard)
-		t.mere[j] = m
-		t.mare = maxNonNeg(t.mare, m)
-		t.es[j], t.gs[j], t.rs[j] = 0, 0, 0
-		if scaleE > 0 {
-			t.es[j] = e / scaleE
-		}
-		if scaleV > 0 {
-			t.gs[j], t.rs[j] = g/scaleV, r/scaleV
-		}
+		mare = maxNonNeg(mare, m)
+		mere[j], es[j], gs[j], rs[j] = m, e/scaleE, g/scaleV, r/scaleV
 	}
+	t.mere, t.es, t.gs, t.rs, t.mare = mere, es, gs, rs, mare
 }
 
 // newSumTerms allocates the term buffers of one chunk.
