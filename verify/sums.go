@@ -68,19 +68,28 @@ func fillTerms(got *tensor.Tensor, want *bound.Expected, lo, hi int, scaleE, sca
 	if scaleV == 0 {
 		scaleV = 1
 	}
-	mare := 0.0
-	for j, g := range gv {
-		r := rv[j]
-		if !isFinite(g) || !isFinite(r) {
+	mare := terms(gv, rv, mere, es, gs, rs, scaleE, scaleV)
+	t.mere, t.es, t.gs, t.rs, t.mare = mere, es, gs, rs, mare
+}
+
+// termsGo stores the terms of the elements with got g[j] and reference
+// r[j] (both finite, else all terms +0) at j of mere, es, gs and rs, and
+// returns the largest relative error: the portable form of terms, which
+// termsAVX2 computes four elements at a time (TestTermsMatchPortable).
+func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare float64) {
+	r, mere, es, gs, rs = r[:len(g)], mere[:len(g)], es[:len(g)], gs[:len(g)], rs[:len(g)]
+	for j, gj := range g {
+		rj := r[j]
+		if !isFinite(gj) || !isFinite(rj) {
 			mere[j], es[j], gs[j], rs[j] = 0, 0, 0, 0
 			continue
 		}
-		e := math.Abs(g - r)
-		m := e / (math.Abs(r) + mereGuard)
+		e := math.Abs(gj - rj)
+		m := e / (math.Abs(rj) + mereGuard)
 		mare = maxNonNeg(mare, m)
-		mere[j], es[j], gs[j], rs[j] = m, e/scaleE, g/scaleV, r/scaleV
+		mere[j], es[j], gs[j], rs[j] = m, e/scaleE, gj/scaleV, rj/scaleV
 	}
-	t.mere, t.es, t.gs, t.rs, t.mare = mere, es, gs, rs, mare
+	return mare
 }
 
 // newSumTerms allocates the term buffers of one chunk.

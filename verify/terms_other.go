@@ -1,0 +1,11 @@
+//go:build !amd64 || purego
+
+package verify
+
+// terms is termsGo: there is no vector form off amd64 (or with purego).
+func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
+	return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
+}
+
+// useAVX2 is false: terms never runs a vector form here.
+const useAVX2 = false
