@@ -391,56 +391,90 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 // elements' floor are those of addBlock.
 func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int) {
 	rv = rv[:len(gv)]
-	compared, nonzero, over1e3, over5e3 := 0, 0, 0, 0
-	var maxAbs, maxRel, tight, scaleV float64
-	floor, floor2, full := p.worst.floor()
-	relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
-	for j, g := range gv {
-		r := rv[j]
-		if !sf.Takes(r) || math.Float64bits(g) != math.Float64bits(sf.Rounded(r)) {
-			ref, bnd, alt, rounded := bound.ExactElement(r, d, num)
-			refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
-			v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
-			p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
-			floor, floor2, full = p.worst.floor()
-			relSkip = math.Min(math.Max(maxRel, p.maxRel), 1e-3) * (1 - 0x1p-50)
-			continue
+	var acc exactRun
+	for j := 0; j < len(gv); j++ {
+		floor, floor2 := p.worstFloor()
+		relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
+		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+		if j == len(gv) {
+			break
+		}
+		// Element j needs more than run does: through addBlock.
+		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
+	}
+	p.compared += acc.compared
+	p.hist[0] += acc.zeros
+	p.hist[1] += acc.compared - acc.zeros
+	p.maxAbs = maxNonNeg(p.maxAbs, math.Float64frombits(acc.maxAbs))
+	p.scaleE = p.maxAbs
+	p.tightness = maxNonNeg(p.tightness, math.Float64frombits(acc.tight))
+	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(acc.scaleV))
+}
+
+// exactRun holds what addExactBlock gathers inline: counts, and maxima
+// of non-negative floats as their bits, whose order as integers is theirs
+// as values (so the maxima compile to conditional moves, not branches).
+type exactRun struct {
+	compared, zeros       int
+	maxAbs, tight, scaleV uint64
+}
+
+// run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
+// while they need nothing more than counts and maxima: the exact value in
+// the short form and the got its Rounded; the relative error e/|r| at
+// most M = min(MaxRel, 1e-3) (e ≤ relSkip·|r| with relSkip = M·(1 −
+// 2^-50), see addBlock), so it changes neither MaxRel nor the counts; and
+// the element cannot enter the worst ones (e = 0, or its keys below
+// floor, floor2, the bits of the last held, 0 and 0 while there is room).
+// It returns how many it gathered: the next one, if any, is not such an
+// element. It calls nothing, so that its loop keeps its figures in
+// registers.
+func (a *exactRun) run(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	sf := *sfp
+	rv = rv[:len(gv)]
+	compared, zeros := a.compared, a.zeros
+	maxAbs, tight, scaleV := a.maxAbs, a.tight, a.scaleV
+	j := 0
+	for ; j < len(gv); j++ {
+		g, r := gv[j], rv[j]
+		rb, gb := math.Float64bits(r), math.Float64bits(g)
+		if !sf.Takes(r) || gb != math.Float64bits(sf.Rounded(r)) {
+			break
+		}
+		e := math.Abs(g - r)
+		eb := math.Float64bits(e)
+		ar := math.Float64frombits(rb &^ (1 << 63))
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
+			break
+		}
+		// e/b = e·2^-k for b = 2^k.
+		t := math.Float64bits(e * math.Float64frombits((2046-math.Float64bits(sf.Bound(r))>>52)<<52))
+		if eb != 0 && (t > floor || t == floor && eb >= floor2) {
+			break
 		}
 		compared++
-		e := math.Abs(g - r)
-		ar := math.Abs(r)
-		scaleV = maxNonNeg(scaleV, maxNonNeg(math.Abs(g), ar))
-		maxAbs = maxNonNeg(maxAbs, e)
-		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
-			rel := e / ar // r ≠ 0 in the short form
-			maxRel = maxNonNeg(maxRel, rel)
-			if rel > 1e-3 {
-				over1e3++
-				if rel > 5e-3 {
-					over5e3++
-				}
-			}
-			relSkip = math.Min(math.Max(maxRel, p.maxRel), 1e-3) * (1 - 0x1p-50)
-		}
-		nonzero += b2i(e > 0)
-		b := sf.Bound(r)
-		t := e * math.Float64frombits((2046-math.Float64bits(b)>>52)<<52) // e/b
-		tight = maxNonNeg(tight, t)
-		if b2i(e > 0)&(b2i(!full)|b2i(t > floor)|b2i(t == floor)&b2i(e >= floor2)) != 0 && p.worst.takes(t, e, b0+j) {
-			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b}, t, e)
-			floor, floor2, full = p.worst.floor()
-		}
+		zeros += b2i(eb == 0)
+		scaleV = max(scaleV, gb&^(1<<63), rb&^(1<<63))
+		maxAbs = max(maxAbs, eb)
+		tight = max(tight, t)
 	}
-	p.compared += compared
-	p.hist[0] += compared - nonzero
-	p.hist[1] += nonzero
-	p.over1e3 += over1e3
-	p.over5e3 += over5e3
-	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
-	p.scaleE = p.maxAbs
-	p.maxRel = maxNonNeg(p.maxRel, maxRel)
-	p.tightness = maxNonNeg(p.tightness, tight)
-	p.scaleV = maxNonNeg(p.scaleV, scaleV)
+	a.compared, a.zeros = compared, zeros
+	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
+	return j
+}
+
+// worstFloor is ranked.floor of the part's worst elements as bits (the
+// keys are non-negative): 0 and 0, which every element passes, while the
+// list is not full.
+func (p *metricsPart) worstFloor() (key1, key2 uint64) {
+	k1, k2, full := p.worst.floor()
+	if !full {
+		return 0, 0
+	}
+	return math.Float64bits(k1), math.Float64bits(k2)
 }
 
 // b2i is 1 for true and 0 for false, without a branch.
