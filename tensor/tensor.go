@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
@@ -201,12 +202,8 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 	case []float16.Float16:
 		s = s[off : off+len(dst)]
 		tab := f16Table()
-		parallel.For(len(dst), grain, func(lo, hi int) {
-			d, s := dst[lo:hi], s[lo:hi]
-			for i, v := range s[:len(d)] {
-				d[i] = tab[v]
-			}
-		})
+		u := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(s))), len(s)) // float16.Float16 is a uint16
+		parallel.For(len(dst), grain, func(lo, hi int) { f16ToF64(dst[lo:hi], u[lo:hi], tab) })
 	case []BF16:
 		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
