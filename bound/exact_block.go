@@ -72,6 +72,14 @@ func NewShortForm(d tensor.DType) (sf ShortForm, ok bool) {
 		halfUlp: uint64(f.P) << 52}, true
 }
 
+// Bits returns the short form's constants, for element loops written in
+// assembly: r takes it iff |r|'s bits − min < span (unsigned); Rounded's
+// bits are (b + half + (b>>shift)&1) &^ mask and Bound's (b &
+// 0x7FF0000000000000) − halfUlp, b the bits of r.
+func (sf *ShortForm) Bits() (min, span, shift, half, mask, halfUlp uint64) {
+	return sf.Min, sf.Span, sf.shift, sf.half, sf.mask, sf.halfUlp
+}
+
 // Takes reports whether an element with exact value r takes the short form.
 func (sf *ShortForm) Takes(r float64) bool {
 	return math.Float64bits(r)&^(1<<63)-sf.Min < sf.Span // NaN and ±Inf too are past the span

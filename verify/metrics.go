@@ -405,13 +405,14 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
 	}
+	zeros, maxAbs, tight, scaleV := acc.merged()
 	p.compared += acc.compared
-	p.hist[0] += acc.zeros
-	p.hist[1] += acc.compared - acc.zeros
-	p.maxAbs = maxNonNeg(p.maxAbs, math.Float64frombits(acc.maxAbs))
+	p.hist[0] += zeros
+	p.hist[1] += acc.compared - zeros
+	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
 	p.scaleE = p.maxAbs
-	p.tightness = maxNonNeg(p.tightness, math.Float64frombits(acc.tight))
-	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(acc.scaleV))
+	p.tightness = maxNonNeg(p.tightness, tight)
+	p.scaleV = maxNonNeg(p.scaleV, scaleV)
 }
 
 // exactRun holds what addExactBlock gathers inline: counts, and maxima
@@ -420,6 +421,43 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 type exactRun struct {
 	compared, zeros       int
 	maxAbs, tight, scaleV uint64
+	vec                   exactRunVec
+}
+
+// exactRunVec is what exactRunAVX2 reads (the short form's constants
+// and the run's limits, each in four lanes) and gathers (four lanes of
+// each figure, merged by exactRun.merged), laid out for it.
+type exactRunVec struct {
+	min, span, half, mask, halfUlp [4]uint64  // 0, 32, 64, 96, 128
+	relSkip                        [4]float64 // 160
+	floor, floor2                  [4]uint64  // 192, 224
+	shift                          uint64     // 256
+	_                              [3]uint64
+	maxAbs, tight, scaleV          [4]float64 // 288, 320, 352
+	zeros                          [4]int64   // 384
+}
+
+// set loads the constants of sf and the limits into v.
+func (v *exactRunVec) set(sf *bound.ShortForm, floor, floor2 uint64, relSkip float64) {
+	min, span, shift, half, mask, halfUlp := sf.Bits()
+	for k := range 4 {
+		v.min[k], v.span[k], v.half[k], v.mask[k], v.halfUlp[k] = min, span, half, mask, halfUlp
+		v.relSkip[k], v.floor[k], v.floor2[k] = relSkip, floor, floor2
+	}
+	v.shift = shift
+}
+
+// merged returns a's figures with the vector lanes folded in.
+func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
+	zeros = a.zeros
+	maxAbs, tight, scaleV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.scaleV)
+	for k := range 4 {
+		zeros += int(a.vec.zeros[k])
+		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
+		tight = maxNonNeg(tight, a.vec.tight[k])
+		scaleV = maxNonNeg(scaleV, a.vec.scaleV[k])
+	}
+	return zeros, maxAbs, tight, scaleV
 }
 
 // run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
@@ -430,9 +468,21 @@ type exactRun struct {
 // the element cannot enter the worst ones (e = 0, or its keys below
 // floor, floor2, the bits of the last held, 0 and 0 while there is room).
 // It returns how many it gathered: the next one, if any, is not such an
-// element. It calls nothing, so that its loop keeps its figures in
-// registers.
-func (a *exactRun) run(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+// element. Where the CPU has AVX2, exactRunAVX2 gathers four elements at
+// a time as long as all four are such elements, and runGo the rest.
+func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	j := 0
+	if useAVX2 && len(gv) >= 4 {
+		a.vec.set(sf, floor, floor2, relSkip)
+		j = exactRunAVX2(&a.vec, &gv[0], &rv[0], len(gv)&^3)
+		a.compared += j
+	}
+	return j + a.runGo(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+}
+
+// runGo is run one element at a time, the portable form. It calls
+// nothing, so that its loop keeps its figures in registers.
+func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
 	sf := *sfp
 	rv = rv[:len(gv)]
 	compared, zeros := a.compared, a.zeros

@@ -26,3 +26,14 @@ func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 	mare := termsAVX2(&g[0], &r[0], &mere[0], &es[0], &gs[0], &rs[0], n, scaleE, scaleV, mereGuard)
 	return maxNonNeg(mare, termsGo(g[n:], r[n:], mere[n:], es[n:], gs[n:], rs[n:], scaleE, scaleV))
 }
+
+// exactRunAVX2 is exactRun.runGo on elements [0, n) of gv and rv (n a
+// multiple of 4), four at a time, stopping at the first group of four
+// that holds an element runGo would stop at: the same integer and IEEE
+// operations on each lane (the bit tests of the short form, |g − r|,
+// relSkip·|r| and e·2^-k, each correctly rounded as the scalar ones are),
+// the counts and maxima gathered per lane into v. It returns how many
+// elements it gathered.
+//
+//go:noescape
+func exactRunAVX2(v *exactRunVec, gv, rv *float64, n int) int

@@ -7,5 +7,8 @@ func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 	return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
 }
 
-// useAVX2 is false: terms never runs a vector form here.
-const useAVX2 = false
+// useAVX2 is false: no vector form runs here.
+var useAVX2 = false
+
+// exactRunAVX2 is never called here (useAVX2 is false).
+func exactRunAVX2(*exactRunVec, *float64, *float64, int) int { return 0 }

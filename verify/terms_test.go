@@ -1,9 +1,13 @@
 package verify
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // TestTermsMatchPortable holds terms (termsAVX2 where the CPU has it) to
@@ -69,4 +73,89 @@ func TestTermsMatchPortable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestComputeVectorMatchesPortable runs Compute with the AVX2 forms
+// (termsAVX2, exactRunAVX2) and with the portable ones forced, on
+// compact outputs that are mostly correct (long runs of the inline case)
+// with every kind of exception mixed in at a low rate, and on ones with
+// many exceptions: every field must agree bit for bit, with each other
+// and with the single loop.
+func TestComputeVectorMatchesPortable(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 form on this CPU or build")
+	}
+	defer func() { useAVX2 = true }()
+	for _, seed := range []uint64{51, 52} {
+		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
+			for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}} {
+				for _, n := range []int{5, 4099, 50001} {
+					got, compact, full := compactCase(d, num, n, seed)
+					if seed == 52 { // mostly correct: the got is the rounding except at a few elements
+						r := rand.New(rand.NewPCG(seed, 9))
+						for i := range n {
+							if r.IntN(500) != 0 {
+								got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
+							}
+						}
+					}
+					if seed == 51 && n == 50001 { // clean: normal sums only, all correctly rounded
+						got, compact, full = cleanCase(d, num, n, seed, false)
+					}
+					if seed == 52 && n == 50001 { // the largest errors below a half ulp, ties only among small values
+						got, compact, full = cleanCase(d, num, n, seed, true)
+					}
+					useAVX2 = true
+					vec := fmt.Sprintf("%+v", Compute(got, compact))
+					useAVX2 = false
+					portable := fmt.Sprintf("%+v", Compute(got, compact))
+					serial := fmt.Sprintf("%+v", computeSerial(got, full))
+					if vec != portable || vec != serial {
+						t.Fatalf("verify Compute %s %v n=%d seed=%d: AVX2 %s / portable %s / single loop %s", d, num, n, seed, vec, portable, serial)
+					}
+				}
+			}
+		}
+	}
+}
+
+// cleanCase is compactCase without exceptions: seeded sums of two
+// normal values of d, of magnitudes over a few binades, and their correct
+// roundings as got, so that every element is gathered inline and the
+// figures (the largest value, error and ratio among them) come from the
+// inline paths alone.
+//
+// With ties, half of the values are ties in [2^-8, 1) and the others lie in
+// [16, 32) a random fraction of an ulp off the format (almost surely
+// never a tie): the worst elements held are then small ties (e/b = 1),
+// and the largest error and the largest value, at e/b < 1, come from the
+// inline paths. (The largest ratio always comes from an element held
+// among the worst, so the inline paths never decide it.)
+func cleanCase(d tensor.DType, num tensor.Numerics, n int, seed uint64, ties bool) (got *tensor.Tensor, compact, full *bound.Expected) {
+	r := rand.New(rand.NewPCG(seed, 5))
+	f, _ := d.FloatFormat()
+	rs := make([]float64, n)
+	for i := range rs {
+		if ties {
+			if r.IntN(2) == 0 {
+				k := -1 - r.IntN(8) // ties of different sizes: few are candidates for the worst
+				rs[i] = math.Ldexp(1+float64(r.IntN(64))*f.Ulp(1)+f.Ulp(1)/2, k)
+			} else {
+				rs[i] = 16 + (float64(r.IntN(64))+r.Float64())*f.Ulp(16) // one largest error, almost surely
+			}
+			continue
+		}
+		a := tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(6)), d)
+		b := tensor.Numerics{}.Round(r.NormFloat64(), d)
+		rs[i] = a + b
+	}
+	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
+	compact = bound.NewExactFrom(n, d, num, src)
+	full = bound.NewExpected(n)
+	got = tensor.MustNew(d, n)
+	for i, v := range rs {
+		full.SetExact(i, v, d, num)
+		got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
+	}
+	return got, compact, full
 }
