@@ -272,7 +272,7 @@ func readNpyData[T any](r io.Reader, n int, presize bool, size int, decode func(
 // readNpyRaw is readNpyData with presize on a little-endian host: the n
 // elements' bytes are read into the element slice itself.
 func readNpyRaw[T any](r io.Reader, n, size int) ([]T, error) {
-	out := make([]T, n)
+	out := makeHuge[T](n, size)
 	raw := rawBytes(out, size)
 	for have := 0; have < len(raw); {
 		k := min(len(raw)-have, npyChunk)
