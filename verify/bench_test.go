@@ -50,7 +50,7 @@ func BenchmarkCompute(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		want *bound.Expected
-	}{{"compact", compact}, {"full", &full}} {
+	}{{"vector_add", compact}, {"materialized", &full}} {
 		b.Run(c.name, func(b *testing.B) {
 			c0 := cpuTime()
 			for b.Loop() {
