@@ -8,6 +8,9 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
+// BenchmarkAddBlock times the element loops of Compute on one block of
+// 2048 exact fp16 sums, correctly rounded: addBlock on an ordinary
+// Expected, and Load, which fills a window of a compact one.
 func BenchmarkAddBlock(b *testing.B) {
 	const n = 2048
 	r := rand.New(rand.NewPCG(1, 2))

@@ -153,8 +153,14 @@ type metricsPart struct {
 // gives Metrics with only N set.
 //
 // The per-element work runs over all cores in contiguous ranges; the
-// floating sums run in index order, so the result is the same as a
-// single loop's, bit for bit.
+// floating sums run in index order (orderedSums), so the result is the
+// same as a single loop's, bit for bit. A compact want
+// (bound.NewExactFrom, all elements exact) is read from its exact values
+// a block at a time, its common elements gathered inline
+// (addExactBlock); an ordinary one through windows of its arrays
+// (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
+// and TestComputeVectorMatchesPortable hold every path to the single
+// loop.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
