@@ -109,6 +109,15 @@ func (s Special) String() string {
 //
 // Exact and Rounded are nil until SetExact is first called (no exact
 // elements); once allocated they have one entry per element.
+//
+// # Compact form
+//
+// An Expected all of whose elements are exact may instead be held as the
+// source of its exact values (NewExactFrom): its arrays are then nil, and
+// it is read through Len, Load, Refs and the element methods (IsExact,
+// Accepts, RefAt, ...), which give what the arrays would hold, or made
+// ordinary by Materialize. Readers that may be handed any Expected use
+// those; writers fill ordinary ones (NewExpected).
 type Expected struct {
 	Ref   []float64
 	Bound []float64
@@ -117,6 +126,9 @@ type Expected struct {
 	Exact []bool
 	// Rounded is, at an exact element, the value it must take.
 	Rounded []float64
+
+	// lazy, when set, is the compact form: every array above is nil.
+	lazy *compactExact
 }
 
 // NewExpected allocates an Expected for n elements, none of them exact.
@@ -125,23 +137,31 @@ func NewExpected(n int) *Expected {
 }
 
 // Len is the number of elements described.
-func (e *Expected) Len() int { return len(e.Ref) }
+func (e *Expected) Len() int {
+	if e.lazy != nil {
+		return e.lazy.n
+	}
+	return len(e.Ref)
+}
 
 // SetExact makes element i exact: its only acceptable value is num's
 // rounding of r into d, bit for bit. r must round like the exact result
 // (see Exact elements above); Ref, Bound and Alt become Output(r, 0, d,
 // num), which every correctly rounded value meets.
 func (e *Expected) SetExact(i int, r float64, d tensor.DType, num tensor.Numerics) {
+	if e.lazy != nil {
+		e.Materialize()
+	}
 	if e.Exact == nil {
 		e.Exact = make([]bool, len(e.Ref))
 		e.Rounded = make([]float64, len(e.Ref))
 	}
-	e.Ref[i], e.Bound[i], e.Alt[i] = Output(r, 0, d, num)
-	e.Exact[i], e.Rounded[i] = true, num.Round(r, d)
+	e.Ref[i], e.Bound[i], e.Alt[i], e.Rounded[i] = exactOf(r, d, num)
+	e.Exact[i] = true
 }
 
 // IsExact reports whether element i accepts only Rounded[i].
-func (e *Expected) IsExact(i int) bool { return e.Exact != nil && e.Exact[i] }
+func (e *Expected) IsExact(i int) bool { return e.lazy != nil || (e.Exact != nil && e.Exact[i]) }
 
 // Identical reports whether g and w are the same value bit for bit as a
 // numerics profile stores them: equal with the same sign (so −0 ≠ +0), or
@@ -155,22 +175,22 @@ func Identical(g, w float64) bool {
 
 // Accepts reports whether g is an acceptable value for element i.
 func (e *Expected) Accepts(i int, g float64) bool {
-	if e.IsExact(i) {
-		return Identical(g, e.Rounded[i])
+	r, b, alt, exact, rounded := e.at(i)
+	if exact {
+		return Identical(g, rounded)
 	}
 	if c := Of(g); c != 0 {
-		return e.Alt[i]&c != 0
+		return alt&c != 0
 	}
-	r := e.Ref[i]
 	if math.IsNaN(r) || math.IsInf(r, 0) {
 		return false
 	}
-	return math.Abs(g-r) <= e.Bound[i]
+	return math.Abs(g-r) <= b
 }
 
 // Ambiguous reports whether element i is overflow-ambiguous (finite
 // reference, but a non-finite outcome is also legal).
 func (e *Expected) Ambiguous(i int) bool {
-	r := e.Ref[i]
-	return e.Alt[i] != 0 && !math.IsNaN(r) && !math.IsInf(r, 0)
+	r, _, alt, _, _ := e.at(i)
+	return alt != 0 && !math.IsNaN(r) && !math.IsInf(r, 0)
 }

@@ -171,7 +171,7 @@ func checkRun(info *opdb.Info, c ops.Case, fail func(layer, format string, args 
 		for _, d := range s.Shape {
 			n *= d
 		}
-		if e == nil || len(e.Ref) != n || len(e.Bound) != n {
+		if e == nil || e.Len() != n || e.Check() != nil {
 			fail("reference and bound", "case %s: output %q has no reference and bound for its %d elements", c.Name, s.Name, n)
 		}
 	}

@@ -41,8 +41,11 @@ func TestVectorAddExpectMatchesSerial(t *testing.T) {
 }
 
 // firstExpectedDiff returns the first element where a and b differ in
-// any bit of Ref, Bound, Alt, Exact or Rounded, or −1.
+// any bit of Ref, Bound, Alt, Exact or Rounded, or −1. A compact a or b
+// is compared as Materialize fills it (bound holds the compact reads to
+// that, TestCompactMatchesSetExact).
 func firstExpectedDiff(a, b *bound.Expected) int {
+	a, b = materialized(a), materialized(b)
 	if a.Len() != b.Len() || (a.Exact == nil) != (b.Exact == nil) {
 		return 0
 	}
@@ -56,14 +59,25 @@ func firstExpectedDiff(a, b *bound.Expected) int {
 	return -1
 }
 
+// materialized returns e with its arrays filled: e itself, or a filled
+// copy of a compact e.
+func materialized(e *bound.Expected) *bound.Expected {
+	if !e.Compact() {
+		return e
+	}
+	c := *e
+	c.Materialize()
+	return &c
+}
+
 // expectedAt describes element i of e for a failure message.
 func expectedAt(e *bound.Expected, i int) string {
 	if i >= e.Len() {
 		return fmt.Sprintf("%d elements", e.Len())
 	}
-	s := fmt.Sprintf("ref %g bound %g alt %v", e.Ref[i], e.Bound[i], e.Alt[i])
+	s := fmt.Sprintf("ref %g bound %g alt %v", e.RefAt(i), e.BoundAt(i), e.AltAt(i))
 	if e.IsExact(i) {
-		s += fmt.Sprintf(" exact %g", e.Rounded[i])
+		s += fmt.Sprintf(" exact %g", e.RoundedAt(i))
 	}
 	return s
 }

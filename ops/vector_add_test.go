@@ -138,17 +138,17 @@ func TestVectorAddExpectAcceptsCorrectRounding(t *testing.T) {
 			sum := float64(float32(in["x"].Float64(i)) + float32(in["y"].Float64(i)))
 			got := tensor.Numerics{}.Round(sum, d)
 			if !e.Accepts(i, got) {
-				t.Errorf("vector_add %v seed=3: z[%d]: correctly rounded %g rejected, want accepted (ref %g, bound %g)", p, i, got, e.Ref[i], e.Bound[i])
+				t.Errorf("vector_add %v seed=3: z[%d]: correctly rounded %g rejected, want accepted (ref %g, bound %g)", p, i, got, e.RefAt(i), e.BoundAt(i))
 			}
 			// One ulp away from the reference (skipping powers of two, where
 			// the spacing below is half the spacing above).
 			dir := 1.0
-			if got < e.Ref[i] {
+			if got < e.RefAt(i) {
 				dir = -1
 			}
 			off := got + dir*f.Ulp(got)
 			if fr, _ := math.Frexp(got); got != 0 && fr != 0.5 && fr != -0.5 && e.Accepts(i, off) {
-				t.Errorf("vector_add %v seed=3: z[%d]: one ulp off %g accepted, want rejected (ref %g, bound %g)", p, i, off, e.Ref[i], e.Bound[i])
+				t.Errorf("vector_add %v seed=3: z[%d]: one ulp off %g accepted, want rejected (ref %g, bound %g)", p, i, off, e.RefAt(i), e.BoundAt(i))
 			}
 		}
 	}

@@ -214,8 +214,20 @@ func npyHeaderBytes(descr string, shape []int) []byte {
 	return append(out, '\n')
 }
 
-// writeNpyData encodes s in chunks of at most npyChunk bytes.
+// writeNpyData encodes s in chunks of at most npyChunk bytes; on a
+// little-endian host the chunks are s's own bytes (hostLittleEndian).
 func writeNpyData[T any](w io.Writer, s []T, size int, encode func(dst []byte, src []T)) error {
+	if hostLittleEndian {
+		raw := rawBytes(s, size)
+		for len(raw) > 0 {
+			k := min(len(raw), npyChunk)
+			if _, err := w.Write(raw[:k]); err != nil {
+				return err
+			}
+			raw = raw[k:]
+		}
+		return nil
+	}
 	per := npyChunk / size
 	buf := make([]byte, min(len(s), per)*size)
 	for len(s) > 0 {

@@ -227,7 +227,13 @@ func readErr(err error, format string, args ...any) error {
 // doubling as data arrives (never beyond n), so memory stays in proportion
 // to the data actually present: a header that overstates the data costs
 // at most about twice the bytes the stream holds, plus a few KiB.
+//
+// On a little-endian host with presize, the bytes are read straight into
+// the element slice (hostLittleEndian), npyChunk bytes per read.
 func readNpyData[T any](r io.Reader, n int, presize bool, size int, decode func(dst []T, src []byte)) ([]T, error) {
+	if presize && hostLittleEndian {
+		return readNpyRaw[T](r, n, size)
+	}
 	const firstChunk = 4 << 10
 	step := max(1, firstChunk/size) // elements per read, doubling to npyChunk
 	out := make([]T, 0, min(n, step))
@@ -257,20 +263,50 @@ func readNpyData[T any](r io.Reader, n int, presize bool, size int, decode func(
 		decode(out[m:], buf[:k*size])
 		step = min(2*step, npyChunk/size)
 	}
-	// The data must end here: count what follows, up to a limit.
+	if err := npyDataEnds(r, n*size); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readNpyRaw is readNpyData with presize on a little-endian host: the n
+// elements' bytes are read into the element slice itself.
+func readNpyRaw[T any](r io.Reader, n, size int) ([]T, error) {
+	out := makeHuge[T](n, size)
+	raw := rawBytes(out, size)
+	for have := 0; have < len(raw); {
+		k := min(len(raw)-have, npyChunk)
+		got, err := io.ReadFull(r, raw[have:have+k])
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("truncated data: have %d bytes, want %d", have+got, n*size)
+			}
+			return nil, fmt.Errorf("reading data: %w", err)
+		}
+		have += k
+	}
+	if err := npyDataEnds(r, n*size); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// npyDataEnds requires r to be at its end after the data bytes of the
+// shape (want of them): it counts what follows, up to a limit.
+func npyDataEnds(r io.Reader, want int) error {
 	const limit = 1 << 20
 	extra, err := io.Copy(io.Discard, io.LimitReader(r, limit))
 	if err != nil {
-		return nil, fmt.Errorf("reading data: %w", err)
+		return fmt.Errorf("reading data: %w", err)
 	}
 	if extra > 0 {
 		more := ""
 		if extra == limit {
 			more = "at least "
 		}
-		return nil, fmt.Errorf("trailing data: %s%d bytes after the %d data bytes of the shape", more, extra, n*size)
+		return fmt.Errorf("trailing data: %s%d bytes after the %d data bytes of the shape", more, extra, want)
 	}
-	return out, nil
+	return nil
 }
 
 // npyDType maps a descr to the dtype it is read as, given what the caller

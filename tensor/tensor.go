@@ -1,10 +1,12 @@
 package tensor
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
@@ -38,21 +40,38 @@ func New(d DType, shape ...int) (*Tensor, error) {
 	t := &Tensor{DType: d, Shape: append([]int(nil), shape...)}
 	switch d {
 	case Float64:
-		t.data = make([]float64, n)
+		t.data = makeHuge[float64](n, 8)
 	case Float32:
-		t.data = make([]float32, n)
+		t.data = makeHuge[float32](n, 4)
 	case Float16:
-		t.data = make([]float16.Float16, n)
+		t.data = makeHuge[float16.Float16](n, 2)
 	case BFloat16:
-		t.data = make([]BF16, n)
+		t.data = makeHuge[BF16](n, 2)
 	case Int8:
-		t.data = make([]int8, n)
+		t.data = makeHuge[int8](n, 1)
 	case Int32:
-		t.data = make([]int32, n)
+		t.data = makeHuge[int32](n, 4)
 	case Uint8:
-		t.data = make([]uint8, n)
+		t.data = makeHuge[uint8](n, 1)
 	}
 	return t, nil
+}
+
+// makeHuge is make([]T, n) (size bytes per element) with the memory of a
+// large slice advised into huge pages before it is first touched
+// (adviseHuge): a tensor of tens of MiB then costs a few page faults, not
+// thousands.
+func makeHuge[T any](n, size int) []T {
+	s := make([]T, n)
+	adviseHuge(rawBytes(s, size))
+	return s
+}
+
+// cloneHuge is slices.Clone through makeHuge.
+func cloneHuge[T any](s []T, size int) []T {
+	c := makeHuge[T](len(s), size)
+	copy(c, s)
+	return c
 }
 
 // MustNew is New for shapes known to be valid; it panics otherwise and is
@@ -193,23 +212,26 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 	case []float32:
 		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = float64(v)
+			d, s := dst[lo:hi], s[lo:hi]
+			for i, v := range s[:len(d)] {
+				d[i] = float64(v)
 			}
 		})
 	case []float16.Float16:
 		s = s[off : off+len(dst)]
 		tab := f16Table()
-		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = tab[v]
-			}
-		})
+		u := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(s))), len(s)) // float16.Float16 is a uint16
+		if len(dst) < 2*grain {                                                   // one range: no closure to allocate
+			f16ToF64(dst, u, tab)
+			return
+		}
+		parallel.For(len(dst), grain, func(lo, hi int) { f16ToF64(dst[lo:hi], u[lo:hi], tab) })
 	case []BF16:
 		s = s[off : off+len(dst)]
 		parallel.For(len(dst), grain, func(lo, hi int) {
-			for i, v := range s[lo:hi] {
-				dst[lo+i] = float64(math.Float32frombits(uint32(v) << 16))
+			d, s := dst[lo:hi], s[lo:hi]
+			for i, v := range s[:len(d)] {
+				d[i] = float64(math.Float32frombits(uint32(v) << 16))
 			}
 		})
 	default:
@@ -299,19 +321,19 @@ func (t *Tensor) Clone() *Tensor {
 	c := &Tensor{DType: t.DType, Shape: slices.Clone(t.Shape)}
 	switch s := t.data.(type) {
 	case []float64:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 8)
 	case []float32:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 4)
 	case []float16.Float16:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 2)
 	case []BF16:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 2)
 	case []int8:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 1)
 	case []int32:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 4)
 	case []uint8:
-		c.data = slices.Clone(s)
+		c.data = cloneHuge(s, 1)
 	}
 	return c
 }
@@ -336,6 +358,9 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 	if a.DType != b.DType || !a.SameShape(b.Shape) {
 		return false, -1
 	}
+	if ra, rb := rawData(a), rawData(b); ra != nil && rb != nil && bytes.Equal(ra, rb) {
+		return true, 0 // the common case, at memory speed; else find where
+	}
 	i := -1
 	switch x := a.data.(type) {
 	case []float64:
@@ -359,6 +384,28 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 		return false, i
 	}
 	return true, 0
+}
+
+// rawData returns the memory of t's elements as bytes (bit patterns, in
+// the host's byte order), nil when t has no data.
+func rawData(t *Tensor) []byte {
+	switch s := t.data.(type) {
+	case []float64:
+		return rawBytes(s, 8)
+	case []float32:
+		return rawBytes(s, 4)
+	case []float16.Float16:
+		return rawBytes(s, 2)
+	case []BF16:
+		return rawBytes(s, 2)
+	case []int8:
+		return rawBytes(s, 1)
+	case []int32:
+		return rawBytes(s, 4)
+	case []uint8:
+		return s
+	}
+	return nil
 }
 
 // firstDiff returns the first index where x and y (same length) differ, or −1.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -107,19 +108,19 @@ func dualLimitsOf(in Input, d tensor.DType) dualLimits {
 	// rms of the finite references, scaled so the squares cannot overflow.
 	var scale, sumSq float64
 	finite := 0
-	for _, r := range in.Want.Ref {
+	eachRef(in.Want, func(r float64) {
 		if !math.IsNaN(r) && !math.IsInf(r, 0) {
 			finite++
 			scale = math.Max(scale, math.Abs(r))
 		}
-	}
+	})
 	rms := 0.0
 	if scale > 0 {
-		for _, r := range in.Want.Ref {
+		eachRef(in.Want, func(r float64) {
 			if !math.IsNaN(r) && !math.IsInf(r, 0) {
 				sumSq += (r / scale) * (r / scale)
 			}
-		}
+		})
 		rms = scale * math.Sqrt(sumSq/float64(finite))
 	}
 	return dualLimits{
@@ -140,16 +141,28 @@ func dualFailures(in Input, m *Metrics, lim dualLimits, mareOK bool) []Element {
 		th = lim.mare
 	}
 	fails := newRanked(WorstCount)
-	scanElements(in, m, fails, func(i int, g, r float64) {
-		den := math.Abs(r) + mereGuard
-		e := math.Abs(g - r)
+	scanElements(in, m, fails, func(x elem) {
+		den := math.Abs(x.r) + mereGuard
+		e := math.Abs(x.g - x.r)
 		if mr := e / den; mr > th {
-			el := element(in, i, g, th*den)
+			el := x.element(th * den)
 			el.Note = fmt.Sprintf("rel %.3g", mr)
 			fails.add(el, mr, e)
 		}
 	})
 	return fails.elements()
+}
+
+// eachRef calls fn on every reference of w in index order (Expected.Refs,
+// a block at a time, so that a compact Expected is read as cheaply).
+func eachRef(w *bound.Expected, fn func(r float64)) {
+	n := w.Len()
+	buf := make([]float64, min(block, n))
+	for b0 := 0; b0 < n; b0 += block {
+		for _, r := range w.Refs(b0, buf[:min(block, n-b0)]) {
+			fn(r)
+		}
+	}
 }
 
 var _ judger = dualPolicy{}

@@ -32,12 +32,13 @@ const (
 	classMismatch         // non-finite class not accepted
 )
 
-// classify applies the package's non-finite rule (see the package doc).
-func classify(w *bound.Expected, i int, g float64) int {
-	gc, rc := bound.Of(g), bound.Of(w.Ref[i])
+// classify applies the package's non-finite rule (see the package doc) to
+// got g at an element with reference r and alternatives alt.
+func classify(alt bound.Special, r, g float64) int {
+	gc, rc := bound.Of(g), bound.Of(r)
 	switch {
 	case gc != 0:
-		if w.Alt[i]&gc != 0 || gc == rc {
+		if alt&gc != 0 || gc == rc {
 			return classNonFinite
 		}
 		return classMismatch
@@ -47,11 +48,12 @@ func classify(w *bound.Expected, i int, g float64) int {
 	return classFinite
 }
 
-// mismatchNote explains a class mismatch.
-func mismatchNote(w *bound.Expected, i int, g float64) string {
-	allowed := w.Alt[i] | bound.Of(w.Ref[i])
+// mismatchNote explains a class mismatch of got g at an element with
+// reference r and alternatives alt.
+func mismatchNote(alt bound.Special, r, g float64) string {
+	allowed := alt | bound.Of(r)
 	want := allowed.String()
-	if bound.Of(w.Ref[i]) == 0 {
+	if bound.Of(r) == 0 {
 		want = "finite"
 		if allowed != 0 {
 			want += "|" + allowed.String()
@@ -126,6 +128,17 @@ func (a rankedItem) worse(b rankedItem) bool {
 // the list: callers check it before building the Element.
 func (r *ranked) takes(key1, key2 float64, index int) bool {
 	return len(r.items) < r.k || (rankedItem{e: Element{Index: index}, key1: nanToInf(key1), key2: nanToInf(key2)}).worse(r.items[len(r.items)-1])
+}
+
+// floor returns the keys of the last element held and whether the list
+// is full: an element whose first key is below key1, or equal with a
+// second key below key2, cannot enter.
+func (r *ranked) floor() (key1, key2 float64, full bool) {
+	if len(r.items) < r.k {
+		return 0, 0, false
+	}
+	last := r.items[len(r.items)-1]
+	return last.key1, last.key2, true
 }
 
 func (r *ranked) add(e Element, key1, key2 float64) {

@@ -91,11 +91,11 @@ type Metrics struct {
 var notRoundedRank = math.Nextafter(1, 2)
 
 // notRoundedElement describes exact element i, whose value g is accepted
-// by value but is not the correctly rounded want.Rounded[i]: its note
-// names that value and how many ulps of d g is from it.
-func notRoundedElement(d tensor.DType, want *bound.Expected, i int, g float64) Element {
-	w := want.Rounded[i]
-	el := Element{Index: i, Got: g, Ref: want.Ref[i], Bound: want.Bound[i], Alt: want.Alt[i]}
+// by value but is not the correctly rounded w (Expected.Rounded[i]; r, b
+// and alt are its Ref, Bound and Alt): its note names that value and how
+// many ulps of d g is from it.
+func notRoundedElement(d tensor.DType, i int, g, r, b float64, alt bound.Special, w float64) Element {
+	el := Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt}
 	switch {
 	case g == w: // equal values, different bits: the sign of a zero
 		el.Note = "not the correctly rounded " + FormatValue(w) + " (sign of zero)"
@@ -142,7 +142,7 @@ const nonFiniteBucket = 7
 type metricsPart struct {
 	ambiguous, ambiguousTaken, mismatch, notRounded, outOfBound int
 	compared, over1e3, over5e3, firstBad                        int
-	maxAbs, maxRel, mare, tightness, scaleV, scaleE             float64
+	maxAbs, maxRel, tightness, scaleV, scaleE                   float64
 	hist                                                        [8]int
 	worst                                                       *ranked
 }
@@ -153,8 +153,14 @@ type metricsPart struct {
 // gives Metrics with only N set.
 //
 // The per-element work runs over all cores in contiguous ranges; the
-// floating sums run in index order, so the result is the same as a
-// single loop's, bit for bit.
+// floating sums run in index order (orderedSums), so the result is the
+// same as a single loop's, bit for bit. A compact want
+// (bound.NewExactFrom, all elements exact) is read from its exact values
+// a block at a time, its common elements gathered inline
+// (addExactBlock); an ordinary one through windows of its arrays
+// (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
+// and TestComputeVectorMatchesPortable hold every path to the single
+// loop.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
@@ -164,7 +170,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		m.N = got.Len()
 		return m
 	}
-	n := min(got.Len(), len(want.Ref), len(want.Bound), len(want.Alt))
+	n := min(got.Len(), want.Span())
 	m.N = n
 	const grain = 1 << 14
 	var parts []*metricsPart
@@ -193,7 +199,6 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		over5e3 += p.over5e3
 		m.MaxAbs = math.Max(m.MaxAbs, p.maxAbs)
 		m.MaxRel = math.Max(m.MaxRel, p.maxRel)
-		m.MARE = math.Max(m.MARE, p.mare)
 		m.Tightness = math.Max(m.Tightness, p.tightness)
 		scaleV = math.Max(scaleV, p.scaleV)
 		scaleE = math.Max(scaleE, p.scaleE)
@@ -210,31 +215,11 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		}
 	}
 
-	// The sums, in index order; the scales keep the sums of squares from
-	// overflowing for fp64 outputs.
-	var sumMere, sumSq, sgr, sgg, srr float64
-	gb := make([]float64, min(block, n))
-	for b0 := 0; b0 < n; b0 += block {
-		gv := gb[:min(block, n-b0)]
-		got.Float64sFrom(b0, gv)
-		for j, g := range gv {
-			r := want.Ref[b0+j]
-			if bound.Of(g) != 0 || bound.Of(r) != 0 {
-				continue
-			}
-			e := math.Abs(g - r)
-			sumMere += e / (math.Abs(r) + mereGuard)
-			if scaleE > 0 {
-				sumSq += (e / scaleE) * (e / scaleE)
-			}
-			if scaleV > 0 {
-				gs, rs := g/scaleV, r/scaleV
-				sgr += gs * rs
-				sgg += gs * gs
-				srr += rs * rs
-			}
-		}
-	}
+	// The sums, in index order (orderedSums); the scales keep the sums
+	// of squares from overflowing for fp64 outputs.
+	sm := orderedSums(got, want, n, scaleE, scaleV)
+	sumMere, sumSq, sgr, sgg, srr := sm.mere, sm.sq, sm.gr, sm.gg, sm.rr
+	m.MARE = sm.mare
 	if m.Compared > 0 {
 		c := float64(m.Compared)
 		m.MERE = sumMere / c
@@ -264,77 +249,332 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	gb := make([]float64, min(block, hi-lo))
+	if src, ed, num, ok := want.ExactSource(); ok && ed == d {
+		if sf, ok := bound.NewShortForm(d); ok {
+			rb := make([]float64, len(gb))
+			for b0 := lo; b0 < hi; b0 += block {
+				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
+				got.Float64sFrom(b0, gv)
+				src(b0, rv)
+				p.addExactBlock(d, f, num, &sf, gv, rv, b0)
+			}
+			return p
+		}
+	}
+	var v bound.View
 	for b0 := lo; b0 < hi; b0 += block {
 		gv := gb[:min(block, hi-b0)]
 		got.Float64sFrom(b0, gv)
-		p.addBlock(d, f, isFloat, gv, want, b0)
+		want.Load(&v, b0, len(gv))
+		p.addBlock(d, f, isFloat, gv, &v, b0)
 	}
 	return p
 }
 
-// addBlock gathers elements b0, b0+1, … whose got values are gv.
-func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, want *bound.Expected, b0 int) {
+// addBlock gathers elements b0, b0+1, … whose got values are gv and
+// whose expected values are the window v.
+//
+// Most elements have a finite got and reference and no alternatives; the
+// loop handles those inline, with the part's figures in locals, and
+// hands the rest (non-finite values, overflow-ambiguous elements) and
+// every rejected element to methods. Where the code departs from the
+// definitions, it computes the same values:
+//   - MaxAbs and the RMSE scale are both the largest error, one maximum;
+//   - for fp16, bf16 and fp32 outputs the ulp bucket compares e with
+//     ulp·2^k instead of dividing: ulp is a power of two, and e/ulp
+//     neither overflows nor underflows for these formats, so the quotient
+//     is exact and ceil(e/ulp) ≤ 2^k exactly when e ≤ 2^k·ulp;
+//   - at a finite got, Identical(g, w) is equality of the bit patterns;
+//   - the relative error e/|r| is not computed where e ≤ q = fl(c·|r|)
+//     with c = fl(M·(1 − 2^-50)), M = min(MaxRel so far, 1e-3), q normal:
+//     with two roundings of at most 2^-53 relative each, q < M·|r|, so
+//     e/|r| < M, its rounding is at most M, and it can neither raise
+//     MaxRel nor exceed 1e-3 (nor 5e-3);
+//   - where the bound b is a power of two 2^k whose reciprocal is a
+//     normal float64, e/b is computed as e·2^-k: the same real number,
+//     rounded once the same way (an exact element's half-ulp bound is
+//     such a b);
+//   - an element whose ratio is below that of the last of the worst
+//     elements held, or equal with a smaller error, cannot enter them
+//     (ranked.takes would say so).
+func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
+	n := len(gv)
+	refs, bnds, alts := v.Ref[:n], v.Bound[:n], v.Alt[:n]
+	var exact []bool
+	var rounded []float64
+	if v.Exact != nil {
+		exact, rounded = v.Exact[:n], v.Rounded[:n]
+	}
+	ulpCmp := isFloat && d != tensor.Float64
+	emin, emax, pp := f.Emin, f.Emax, f.P
+	compared, over1e3, over5e3 := p.compared, p.over1e3, p.over5e3
+	maxAbs, maxRel, tight, scaleV := p.maxAbs, p.maxRel, p.tightness, p.scaleV
+	hist := p.hist
+	floor, floor2, full := p.worst.floor()
+	// relSkip·|r| bounds the errors whose relative error cannot change
+	// MaxRel or the 1e-3 count: see addBlock's doc.
+	relSkip := math.Min(maxRel, 1e-3) * (1 - 0x1p-50)
 	for j, g := range gv {
-		i := b0 + j
-		r, b := want.Ref[i], want.Bound[i]
-		amb := want.Ambiguous(i)
-		if amb {
-			p.ambiguous++
-		}
-		switch classify(want, i, g) {
-		case classMismatch:
-			p.hist[nonFiniteBucket]++
-			p.mismatch++
-			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i], Note: mismatchNote(want, i, g)},
-				math.Inf(1), math.Inf(1))
-			continue
-		case classNonFinite:
-			p.hist[nonFiniteBucket]++
-			if amb {
-				p.ambiguousTaken++
+		r, b := refs[j], bnds[j]
+		if alts[j] != 0 || !isFinite(g) || !isFinite(r) {
+			if !p.special(d, b0+j, g, r, b, alts[j], exact != nil && exact[j], rounded, j) {
+				continue
 			}
-			if want.IsExact(i) && !bound.Identical(g, want.Rounded[i]) {
-				p.notRounded++
-				p.bad(i)
-				p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, math.Inf(1))
-			}
-			continue
 		}
-		p.compared++
+		compared++
 		e := math.Abs(g - r)
-		p.scaleV = maxNonNeg(p.scaleV, maxNonNeg(math.Abs(g), math.Abs(r)))
-		p.scaleE = maxNonNeg(p.scaleE, e)
-		p.maxAbs = maxNonNeg(p.maxAbs, e)
-		rel := relErr(g, r)
-		p.maxRel = maxNonNeg(p.maxRel, rel)
-		if rel > 1e-3 {
-			p.over1e3++
+		ag, ar := math.Abs(g), math.Abs(r)
+		scaleV = maxNonNeg(scaleV, maxNonNeg(ag, ar))
+		maxAbs = maxNonNeg(maxAbs, e)
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) { // else rel ≤ min(maxRel, 1e-3): nothing to do
+			rel := e
+			if r != 0 {
+				rel = e / ar
+			}
+			maxRel = maxNonNeg(maxRel, rel)
+			if rel > 1e-3 {
+				over1e3++
+				if rel > 5e-3 {
+					over5e3++
+				}
+			}
+			relSkip = math.Min(maxRel, 1e-3) * (1 - 0x1p-50)
 		}
-		if rel > 5e-3 {
-			p.over5e3++
+		if ulpCmp {
+			// ulp(r) = 2^(clamp(exponent(r), Emin, Emax) − p + 1) (Format.Ulp).
+			ue := min(max(int(math.Float64bits(r)>>52&0x7FF)-1023, emin), emax) - pp + 1
+			u := math.Float64frombits(uint64(ue+1023) << 52)
+			// The bucket as a count of thresholds passed, without
+			// branches: whether e is 0, one ulp or a few is random.
+			hist[b2i(e > 0)+b2i(e > u)+b2i(e > 2*u)+b2i(e > 4*u)+b2i(e > 8*u)+b2i(e > 16*u)]++
+		} else {
+			ulp := 1.0
+			if isFloat {
+				ulp = f.Ulp(r)
+			}
+			hist[ulpBucketIndex(e/ulp)]++
 		}
-		p.mare = maxNonNeg(p.mare, e/(math.Abs(r)+mereGuard))
-		ulp := 1.0
-		if isFloat {
-			ulp = f.Ulp(r)
+		var t float64
+		if bb := math.Float64bits(b); bb&(1<<52-1) == 0 && bb>>52-1 < 2045 { // b = 2^k > 0, 1/b normal
+			t = e * math.Float64frombits((2046-bb>>52)<<52)
+		} else {
+			t = ratio(e, b)
 		}
-		p.hist[ulpBucketIndex(e/ulp)]++
-		t := ratio(e, b)
-		p.tightness = maxNonNeg(p.tightness, t)
+		tight = maxNonNeg(tight, t)
 		switch {
 		case !(e <= b):
 			p.outOfBound++
-			p.bad(i)
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
-		case want.IsExact(i) && !bound.Identical(g, want.Rounded[i]):
+			p.bad(b0 + j)
+			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b, Alt: alts[j]}, t, e)
+			floor, floor2, full = p.worst.floor()
+		case exact != nil && exact[j] && math.Float64bits(g) != math.Float64bits(rounded[j]):
 			p.notRounded++
-			p.bad(i)
-			p.worst.add(notRoundedElement(d, want, i, g), notRoundedRank, e)
-		case e > 0 && p.worst.takes(t, e, i):
-			p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
+			p.bad(b0 + j)
+			p.worst.add(notRoundedElement(d, b0+j, g, r, b, alts[j], rounded[j]), notRoundedRank, e)
+			floor, floor2, full = p.worst.floor()
+		case b2i(e > 0)&(b2i(!full)|b2i(t > floor)|b2i(t == floor)&b2i(e >= floor2)) != 0 && p.worst.takes(t, e, b0+j):
+			p.worst.add(Element{Index: b0 + j, Got: g, Ref: r, Bound: b, Alt: alts[j]}, t, e)
+			floor, floor2, full = p.worst.floor()
 		}
 	}
+	p.compared, p.over1e3, p.over5e3 = compared, over1e3, over5e3
+	p.maxAbs, p.maxRel, p.tightness, p.scaleV, p.scaleE = maxAbs, maxRel, tight, scaleV, maxAbs
+	hist[nonFiniteBucket] = p.hist[nonFiniteBucket] // special counts there
+	p.hist = hist
+}
+
+// addExactBlock is addBlock for elements b0, b0+1, … of a compact
+// Expected (every element exact, bound.Expected.ExactSource) of dtype d,
+// the output's own, whose got values are gv and exact values rv. An
+// element in the short form (bound.ShortForm) whose got is bit for bit
+// its Rounded, what almost every element of a correct output is, is
+// gathered inline: from Rounded = RN(r), e ≤ b = ulp(r)/2, so it is
+// within bound, correctly rounded, in ulp bucket "0" (e = 0) or "1", and
+// e/b = e·2^-k with b = 2^k. Any other element goes through addBlock with
+// its expected values from bound.ExactElement. The figures of the inline
+// elements are kept apart and merged at the end (counts and maxima, so
+// the order does not matter); the relative-error skip and the worst
+// elements' floor are those of addBlock.
+func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int) {
+	rv = rv[:len(gv)]
+	var acc exactRun
+	for j := 0; j < len(gv); j++ {
+		floor, floor2 := p.worstFloor()
+		relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
+		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+		if j == len(gv) {
+			break
+		}
+		// Element j needs more than run does: through addBlock.
+		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
+	}
+	zeros, maxAbs, tight, scaleV := acc.merged()
+	p.compared += acc.compared
+	p.hist[0] += zeros
+	p.hist[1] += acc.compared - zeros
+	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
+	p.scaleE = p.maxAbs
+	p.tightness = maxNonNeg(p.tightness, tight)
+	p.scaleV = maxNonNeg(p.scaleV, scaleV)
+}
+
+// exactRun holds what addExactBlock gathers inline: counts, and maxima
+// of non-negative floats as their bits, whose order as integers is theirs
+// as values (so the maxima compile to conditional moves, not branches).
+type exactRun struct {
+	compared, zeros       int
+	maxAbs, tight, scaleV uint64
+	vec                   exactRunVec
+}
+
+// exactRunVec is what exactRunAVX2 reads (the short form's constants
+// and the run's limits, each in four lanes) and gathers (four lanes of
+// each figure, merged by exactRun.merged), laid out for it.
+type exactRunVec struct {
+	min, span, half, mask, halfUlp [4]uint64  // 0, 32, 64, 96, 128
+	relSkip                        [4]float64 // 160
+	floor, floor2                  [4]uint64  // 192, 224
+	shift                          uint64     // 256
+	_                              [3]uint64
+	maxAbs, tight, scaleV          [4]float64 // 288, 320, 352
+	zeros                          [4]int64   // 384
+}
+
+// set loads the constants of sf and the limits into v.
+func (v *exactRunVec) set(sf *bound.ShortForm, floor, floor2 uint64, relSkip float64) {
+	min, span, shift, half, mask, halfUlp := sf.Bits()
+	for k := range 4 {
+		v.min[k], v.span[k], v.half[k], v.mask[k], v.halfUlp[k] = min, span, half, mask, halfUlp
+		v.relSkip[k], v.floor[k], v.floor2[k] = relSkip, floor, floor2
+	}
+	v.shift = shift
+}
+
+// merged returns a's figures with the vector lanes folded in.
+func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
+	zeros = a.zeros
+	maxAbs, tight, scaleV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.scaleV)
+	for k := range 4 {
+		zeros += int(a.vec.zeros[k])
+		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
+		tight = maxNonNeg(tight, a.vec.tight[k])
+		scaleV = maxNonNeg(scaleV, a.vec.scaleV[k])
+	}
+	return zeros, maxAbs, tight, scaleV
+}
+
+// run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
+// while they need nothing more than counts and maxima: the exact value in
+// the short form and the got its Rounded; the relative error e/|r| at
+// most M = min(MaxRel, 1e-3) (e ≤ relSkip·|r| with relSkip = M·(1 −
+// 2^-50), see addBlock), so it changes neither MaxRel nor the counts; and
+// the element cannot enter the worst ones (e = 0, or its keys below
+// floor, floor2, the bits of the last held, 0 and 0 while there is room).
+// It returns how many it gathered: the next one, if any, is not such an
+// element. Where the CPU has AVX2, exactRunAVX2 gathers four elements at
+// a time as long as all four are such elements, and runGo the rest.
+func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	j := 0
+	if useAVX2 && len(gv) >= 4 {
+		a.vec.set(sf, floor, floor2, relSkip)
+		j = exactRunAVX2(&a.vec, &gv[0], &rv[0], len(gv)&^3)
+		a.compared += j
+	}
+	return j + a.runGo(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+}
+
+// runGo is run one element at a time, the portable form. It calls
+// nothing, so that its loop keeps its figures in registers.
+func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	sf := *sfp
+	rv = rv[:len(gv)]
+	compared, zeros := a.compared, a.zeros
+	maxAbs, tight, scaleV := a.maxAbs, a.tight, a.scaleV
+	j := 0
+	for ; j < len(gv); j++ {
+		g, r := gv[j], rv[j]
+		rb, gb := math.Float64bits(r), math.Float64bits(g)
+		if !sf.Takes(r) || gb != math.Float64bits(sf.Rounded(r)) {
+			break
+		}
+		e := math.Abs(g - r)
+		eb := math.Float64bits(e)
+		ar := math.Float64frombits(rb &^ (1 << 63))
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
+			break
+		}
+		// e/b = e·2^-k for b = 2^k.
+		t := math.Float64bits(e * math.Float64frombits((2046-math.Float64bits(sf.Bound(r))>>52)<<52))
+		if eb != 0 && (t > floor || t == floor && eb >= floor2) {
+			break
+		}
+		compared++
+		zeros += b2i(eb == 0)
+		scaleV = max(scaleV, gb&^(1<<63), rb&^(1<<63))
+		maxAbs = max(maxAbs, eb)
+		tight = max(tight, t)
+	}
+	a.compared, a.zeros = compared, zeros
+	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
+	return j
+}
+
+// worstFloor is ranked.floor of the part's worst elements as bits (the
+// keys are non-negative): 0 and 0, which every element passes, while the
+// list is not full.
+func (p *metricsPart) worstFloor() (key1, key2 uint64) {
+	k1, k2, full := p.worst.floor()
+	if !full {
+		return 0, 0
+	}
+	return math.Float64bits(k1), math.Float64bits(k2)
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// isFinite reports whether x is neither ±Inf nor NaN.
+func isFinite(x float64) bool { return math.Float64bits(x)&(0x7FF<<52) != 0x7FF<<52 }
+
+// special gathers element i, whose got g or reference r is non-finite or
+// which has alternatives alt (exact says whether it is exact, and
+// rounded[j] is then its value), and reports whether it still goes
+// through the finite comparison (an overflow-ambiguous element with a
+// finite got).
+func (p *metricsPart) special(d tensor.DType, i int, g, r, b float64, alt bound.Special, exact bool, rounded []float64, j int) bool {
+	amb := alt != 0 && bound.Of(r) == 0 // Expected.Ambiguous
+	if amb {
+		p.ambiguous++
+	}
+	switch classify(alt, r, g) {
+	case classMismatch:
+		p.hist[nonFiniteBucket]++
+		p.mismatch++
+		p.bad(i)
+		p.worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: alt, Note: mismatchNote(alt, r, g)},
+			math.Inf(1), math.Inf(1))
+		return false
+	case classNonFinite:
+		p.hist[nonFiniteBucket]++
+		if amb {
+			p.ambiguousTaken++
+		}
+		if exact && !bound.Identical(g, rounded[j]) {
+			p.notRounded++
+			p.bad(i)
+			p.worst.add(notRoundedElement(d, i, g, r, b, alt, rounded[j]), notRoundedRank, math.Inf(1))
+		}
+		return false
+	}
+	return true
 }
 
 // bad records rejected element i: the range's elements come in index

@@ -4,18 +4,27 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// element builds the Element for index i of in with the given bound.
-func element(in Input, i int, g, b float64) Element {
-	return Element{Index: i, Got: g, Ref: in.Want.Ref[i], Bound: b, Alt: in.Want.Alt[i]}
+// elem is one element as the value policies see it: index, got, and the
+// expected reference, bound and alternatives.
+type elem struct {
+	i       int
+	g, r, b float64
+	alt     bound.Special
+}
+
+// element builds the Element for x with the given bound.
+func (x elem) element(b float64) Element {
+	return Element{Index: x.i, Got: x.g, Ref: x.r, Bound: b, Alt: x.alt}
 }
 
 // mismatchElement builds the Element for a non-finite class mismatch.
-func mismatchElement(in Input, i int, g float64) Element {
-	e := element(in, i, g, in.Want.Bound[i])
-	e.Note = mismatchNote(in.Want, i, g)
+func (x elem) mismatchElement() Element {
+	e := x.element(x.b)
+	e.Note = mismatchNote(x.alt, x.r, x.g)
 	return e
 }
 
@@ -58,21 +67,29 @@ func ambiguousText(m *Metrics) string {
 	return fmt.Sprintf("; %d overflow-ambiguous, %d took the non-finite outcome", m.Ambiguous, m.AmbiguousTaken)
 }
 
-// scanElements visits every element of in once: a non-finite class
-// mismatch is counted and ranked first in fails, an accepted non-finite
-// outcome is counted, and every finite pair goes to finite with its index,
-// got g and reference r. It is the loop every value policy shares.
-func scanElements(in Input, m *Metrics, fails *ranked, finite func(i int, g, r float64)) (mis, nonFinite int) {
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			mis++
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classNonFinite:
-			nonFinite++
-		case classFinite:
-			finite(i, g, in.Want.Ref[i])
+// scanElements visits every element of in once, in index order, a block
+// at a time: a non-finite class mismatch is counted and ranked first in
+// fails, an accepted non-finite outcome is counted, and every finite pair
+// goes to finite (x.g and x.r finite). It is the loop every value policy
+// shares.
+func scanElements(in Input, m *Metrics, fails *ranked, finite func(x elem)) (mis, nonFinite int) {
+	gb := make([]float64, min(block, m.N))
+	var v bound.View
+	for b0 := 0; b0 < m.N; b0 += block {
+		gv := gb[:min(block, m.N-b0)]
+		in.Got.Float64sFrom(b0, gv)
+		in.Want.Load(&v, b0, len(gv))
+		for j, g := range gv {
+			x := elem{i: b0 + j, g: g, r: v.Ref[j], b: v.Bound[j], alt: v.Alt[j]}
+			switch classify(x.alt, x.r, g) {
+			case classMismatch:
+				mis++
+				fails.add(x.mismatchElement(), math.Inf(1), math.Inf(1))
+			case classNonFinite:
+				nonFinite++
+			case classFinite:
+				finite(x)
+			}
 		}
 	}
 	return mis, nonFinite
@@ -86,13 +103,13 @@ func scanElements(in Input, m *Metrics, fails *ranked, finite func(i int, g, r f
 // the limit. note, if set, annotates each failing element.
 func scanLimits(in Input, m *Metrics, limit func(r, e float64) float64, note func(r, e float64) string) (far, mis int, worst []Element) {
 	fails := newRanked(WorstCount)
-	mis, _ = scanElements(in, m, fails, func(i int, g, r float64) {
-		e := math.Abs(g - r)
-		if lim := limit(r, e); !(e <= lim) {
+	mis, _ = scanElements(in, m, fails, func(x elem) {
+		e := math.Abs(x.g - x.r)
+		if lim := limit(x.r, e); !(e <= lim) {
 			far++
-			el := element(in, i, g, lim)
+			el := x.element(lim)
 			if note != nil {
-				el.Note = note(r, e)
+				el.Note = note(x.r, e)
 			}
 			fails.add(el, ratio(e, lim), e)
 		}
@@ -307,8 +324,9 @@ func (p thousandthPolicy) judge(in Input, m *Metrics) Verdict {
 	limit := p.n * th * float64(m.N)
 	fails := newRanked(WorstCount)
 	nRel, nAbs := 0, 0
-	mis, _ := scanElements(in, m, fails, func(i int, g, r float64) {
-		e, rel := math.Abs(g-r), relErr(g, r)
+	mis, _ := scanElements(in, m, fails, func(x elem) {
+		r := x.r
+		e, rel := math.Abs(x.g-r), relErr(x.g, r)
 		failRel, failAbs := rel > th, e > th
 		if failRel {
 			nRel++
@@ -317,7 +335,7 @@ func (p thousandthPolicy) judge(in Input, m *Metrics) Verdict {
 			nAbs++
 		}
 		if failRel || failAbs {
-			fails.add(element(in, i, g, th*math.Max(math.Abs(r), 1)), math.Min(rel, e)/th, e)
+			fails.add(x.element(th*math.Max(math.Abs(r), 1)), math.Min(rel, e)/th, e)
 		}
 	})
 	v := Verdict{Pass: mis == 0 && !(float64(nRel) > limit && float64(nAbs) > limit), Failures: fails.elements()}
@@ -360,28 +378,21 @@ func (merePolicy) judge(in Input, m *Metrics) Verdict {
 	th := mereThreshold(in.Got.DType)
 	mereOK, mareOK := m.MERE < th, m.MARE < 10*th
 	fails := newRanked(WorstCount)
-	for i := 0; i < m.N; i++ {
-		g := in.Got.Float64(i)
-		switch classify(in.Want, i, g) {
-		case classMismatch:
-			fails.add(mismatchElement(in, i, g), math.Inf(1), math.Inf(1))
-		case classFinite:
-			r := in.Want.Ref[i]
-			den := math.Abs(r) + mereGuard
-			e := math.Abs(g - r)
-			mr := e / den
-			if mr < th {
-				continue
-			}
-			lim := th
-			if !mareOK && mr >= 10*th {
-				lim = 10 * th
-			}
-			el := element(in, i, g, lim*den)
-			el.Note = fmt.Sprintf("rel %.3g", mr)
-			fails.add(el, mr, e)
+	scanElements(in, m, fails, func(x elem) {
+		den := math.Abs(x.r) + mereGuard
+		e := math.Abs(x.g - x.r)
+		mr := e / den
+		if mr < th {
+			return
 		}
-	}
+		lim := th
+		if !mareOK && mr >= 10*th {
+			lim = 10 * th
+		}
+		el := x.element(lim * den)
+		el.Note = fmt.Sprintf("rel %.3g", mr)
+		fails.add(el, mr, e)
+	})
 	v := Verdict{Pass: mereOK && mareOK && m.NonFiniteMismatch == 0, Failures: fails.elements()}
 	v.Reason = fmt.Sprintf("MERE %.4g (limit < Th = %s), MARE %.4g (limit < 10·Th = %s)%s",
 		m.MERE, num(th), m.MARE, num(10*th), mismatchText(m.NonFiniteMismatch))
@@ -435,8 +446,9 @@ func (mixedPolicy) judge(in Input, m *Metrics) Verdict {
 	rtol, atol := mixedTols(d)
 	fails := newRanked(WorstCount)
 	matched, overCap := 0, 0
-	mis, nonFinite := scanElements(in, m, fails, func(i int, g, r float64) {
-		e := math.Abs(g - r)
+	mis, nonFinite := scanElements(in, m, fails, func(x elem) {
+		r := x.r
+		e := math.Abs(x.g - r)
 		tol := atol + rtol*math.Abs(r)
 		lim := math.Max(atol, MixedCapULP*ulpOf(d, r))
 		if e <= tol {
@@ -445,11 +457,11 @@ func (mixedPolicy) judge(in Input, m *Metrics) Verdict {
 		switch {
 		case !(e <= lim):
 			overCap++
-			el := element(in, i, g, lim)
+			el := x.element(lim)
 			el.Note = "over cap max(atol, 32 ulp)"
 			fails.add(el, 1, ratio(e, lim))
 		case !(e <= tol):
-			fails.add(element(in, i, g, tol), 0, ratio(e, tol))
+			fails.add(x.element(tol), 0, ratio(e, tol))
 		}
 	})
 	matched += nonFinite // an accepted non-finite outcome matches

@@ -67,11 +67,8 @@ func validate(in Input, needWant bool) string {
 		}
 		return ""
 	}
-	if len(w.Bound) != len(w.Ref) || len(w.Alt) != len(w.Ref) {
-		return fmt.Sprintf("malformed expected set: %d refs, %d bounds, %d alts", len(w.Ref), len(w.Bound), len(w.Alt))
-	}
-	if w.Exact != nil && (len(w.Exact) != len(w.Ref) || len(w.Rounded) != len(w.Ref)) {
-		return fmt.Sprintf("malformed expected set: %d refs, %d exact flags, %d rounded values", len(w.Ref), len(w.Exact), len(w.Rounded))
+	if err := w.Check(); err != nil {
+		return err.Error()
 	}
 	if in.Got.Len() != w.Len() {
 		return fmt.Sprintf("got %s with %d elements, want %d elements", in.Got, in.Got.Len(), w.Len())

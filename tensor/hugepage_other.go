@@ -1,0 +1,6 @@
+//go:build !linux
+
+package tensor
+
+// adviseHuge does nothing here: huge-page advice is Linux's.
+func adviseHuge([]byte) {}

@@ -1,0 +1,173 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+DATA absmask<>+0(SB)/8, $0x7fffffffffffffff
+GLOBL absmask<>(SB), RODATA|NOPTR, $8
+DATA expmask<>+0(SB)/8, $0x7ff0000000000000
+GLOBL expmask<>(SB), RODATA|NOPTR, $8
+
+// func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, scaleE, scaleV, guard float64) (mare float64)
+TEXT ·termsAVX2(SB), NOSPLIT, $0-88
+	MOVQ gv+0(FP), SI
+	MOVQ rv+8(FP), DI
+	MOVQ mere+16(FP), R8
+	MOVQ es+24(FP), R9
+	MOVQ gs+32(FP), R10
+	MOVQ rs+40(FP), R11
+	MOVQ n+48(FP), CX
+	VBROADCASTSD scaleE+56(FP), Y12
+	VBROADCASTSD scaleV+64(FP), Y13
+	VBROADCASTSD guard+72(FP), Y14
+	VBROADCASTSD absmask<>(SB), Y15
+	VBROADCASTSD expmask<>(SB), Y11
+	VXORPD Y10, Y10, Y10
+	XORQ AX, AX
+
+loop:
+	CMPQ AX, CX
+	JGE  done
+	VMOVUPD (SI)(AX*8), Y0
+	VMOVUPD (DI)(AX*8), Y1
+
+	// Y2: all ones in the lanes where g or r is ±Inf or NaN.
+	VANDPD   Y11, Y0, Y2
+	VPCMPEQQ Y11, Y2, Y2
+	VANDPD   Y11, Y1, Y3
+	VPCMPEQQ Y11, Y3, Y3
+	VORPD    Y3, Y2, Y2
+
+	VSUBPD Y1, Y0, Y4  // g − r
+	VANDPD Y15, Y4, Y4 // e = |g − r|
+	VANDPD Y15, Y1, Y5 // |r|
+	VADDPD Y14, Y5, Y5 // |r| + guard
+	VDIVPD Y5, Y4, Y6  // e / (|r| + guard)
+	VDIVPD Y12, Y4, Y7 // e / scaleE
+	VDIVPD Y13, Y0, Y8 // g / scaleV
+	VDIVPD Y13, Y1, Y9 // r / scaleV
+
+	VANDNPD Y6, Y2, Y6
+	VANDNPD Y7, Y2, Y7
+	VANDNPD Y8, Y2, Y8
+	VANDNPD Y9, Y2, Y9
+	VMAXPD  Y6, Y10, Y10
+
+	VMOVUPD Y6, (R8)(AX*8)
+	VMOVUPD Y7, (R9)(AX*8)
+	VMOVUPD Y8, (R10)(AX*8)
+	VMOVUPD Y9, (R11)(AX*8)
+	ADDQ    $4, AX
+	JMP     loop
+
+done:
+	VEXTRACTF128 $1, Y10, X0
+	VMAXPD       X0, X10, X0
+	VPERMILPD    $1, X0, X1
+	VMAXSD       X1, X0, X0
+	VZEROUPPER
+	MOVSD        X0, mare+80(FP)
+	RET
+
+DATA c2046<>+0(SB)/8, $0x7fe0000000000000
+GLOBL c2046<>(SB), RODATA|NOPTR, $8
+DATA one4<>+0(SB)/8, $1
+DATA one4<>+8(SB)/8, $1
+DATA one4<>+16(SB)/8, $1
+DATA one4<>+24(SB)/8, $1
+GLOBL one4<>(SB), RODATA|NOPTR, $32
+DATA tiny4<>+0(SB)/8, $0x0030000000000000
+DATA tiny4<>+8(SB)/8, $0x0030000000000000
+DATA tiny4<>+16(SB)/8, $0x0030000000000000
+DATA tiny4<>+24(SB)/8, $0x0030000000000000
+GLOBL tiny4<>(SB), RODATA|NOPTR, $32
+
+// func exactRunAVX2(v *exactRunVec, gv, rv *float64, n int) int
+TEXT ·exactRunAVX2(SB), NOSPLIT, $0-40
+	MOVQ v+0(FP), R8
+	MOVQ gv+8(FP), SI
+	MOVQ rv+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSD absmask<>(SB), Y15
+	VBROADCASTSD expmask<>(SB), Y14
+	VBROADCASTSD c2046<>(SB), Y13
+	VPXOR        Y12, Y12, Y12        // zero
+	VMOVDQU      224(R8), Y11         // floor2
+	MOVQ         256(R8), X6          // shift
+	VMOVUPD      288(R8), Y10         // maxAbs
+	VMOVUPD      320(R8), Y9          // tight
+	VMOVUPD      352(R8), Y8          // scaleV
+	VMOVDQU      384(R8), Y7          // zeros
+	XORQ         AX, AX
+
+xloop:
+	CMPQ    AX, CX
+	JGE     xdone
+	VMOVUPD (SI)(AX*8), Y0 // g
+	VMOVUPD (DX)(AX*8), Y1 // r
+	VPAND   Y15, Y1, Y2    // |r|
+
+	// Takes: x = |r|bits − min, 0 ≤ x < span (signed: both below 2^63).
+	VPSUBQ   0(R8), Y2, Y3
+	VMOVDQU  32(R8), Y4
+	VPCMPGTQ Y3, Y4, Y4    // span > x
+	VPCMPGTQ Y3, Y12, Y5   // 0 > x
+	VPANDN   Y4, Y5, Y4    // ok
+
+	// Rounded: (b + half + (b>>shift)&1) &^ mask, equal to g's bits.
+	VPSRLQ   X6, Y1, Y3
+	VPAND    one4<>(SB), Y3, Y3
+	VPADDQ   64(R8), Y3, Y3
+	VPADDQ   Y1, Y3, Y3
+	VMOVDQU  96(R8), Y5
+	VPANDN   Y3, Y5, Y3
+	VPCMPEQQ Y0, Y3, Y3
+	VPAND    Y3, Y4, Y4
+
+	// inv = 2^-k for Bound = 2^k: 2046<<52 − ((b & expmask) − halfUlp).
+	VPAND  Y14, Y1, Y3
+	VPSUBQ 128(R8), Y3, Y3
+	VPSUBQ Y3, Y13, Y3
+
+	VSUBPD Y1, Y0, Y5 // g − r
+	VPAND  Y15, Y5, Y5 // e
+	VPAND  Y15, Y0, Y0 // |g|
+	VMAXPD Y2, Y0, Y0  // max(|g|, |r|)
+
+	// e ≤ q = relSkip·|r| and q ≥ 2^-1020.
+	VMULPD 160(R8), Y2, Y1
+	VCMPPD $0x12, Y1, Y5, Y2
+	VPAND  Y2, Y4, Y4
+	VCMPPD $0x1d, tiny4<>(SB), Y1, Y2
+	VPAND  Y2, Y4, Y4
+
+	VMULPD Y3, Y5, Y3 // t = e·inv
+
+	// Not a candidate for the worst: e = 0, or not (t > floor or t = floor and e ≥ floor2).
+	VPCMPGTQ Y5, Y11, Y1      // floor2 > e
+	VPCMPEQQ 192(R8), Y3, Y2  // t = floor
+	VPANDN   Y2, Y1, Y2
+	VPCMPGTQ 192(R8), Y3, Y1  // t > floor
+	VPOR     Y2, Y1, Y1
+	VPCMPEQQ Y12, Y5, Y2      // e = 0
+	VPANDN   Y1, Y2, Y1
+	VPANDN   Y4, Y1, Y4
+
+	VMOVMSKPD Y4, BX
+	CMPQ      BX, $15
+	JNE       xdone
+
+	VMAXPD Y5, Y10, Y10
+	VMAXPD Y3, Y9, Y9
+	VMAXPD Y0, Y8, Y8
+	VPSUBQ Y2, Y7, Y7
+	ADDQ   $4, AX
+	JMP    xloop
+
+xdone:
+	VMOVUPD Y10, 288(R8)
+	VMOVUPD Y9, 320(R8)
+	VMOVUPD Y8, 352(R8)
+	VMOVDQU Y7, 384(R8)
+	VZEROUPPER
+	MOVQ    AX, ret+32(FP)
+	RET

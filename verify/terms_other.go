@@ -1,0 +1,14 @@
+//go:build !amd64 || purego
+
+package verify
+
+// terms is termsGo: there is no vector form off amd64 (or with purego).
+func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
+	return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
+}
+
+// useAVX2 is false: no vector form runs here.
+var useAVX2 = false
+
+// exactRunAVX2 is never called here (useAVX2 is false).
+func exactRunAVX2(*exactRunVec, *float64, *float64, int) int { return 0 }

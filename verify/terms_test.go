@@ -1,0 +1,161 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// TestTermsMatchPortable holds terms (termsAVX2 where the CPU has it) to
+// termsGo bit for bit: every term and the largest relative error, at
+// lengths around the vector width, on seeded values of every magnitude
+// with ±0, subnormals, ±Inf, NaN, huge values whose difference overflows,
+// and zero, subnormal, infinite and ordinary scales.
+func TestTermsMatchPortable(t *testing.T) {
+	const seed = 41
+	r := rand.New(rand.NewPCG(seed, 0))
+	val := func() float64 {
+		switch r.IntN(12) {
+		case 0:
+			return math.Copysign(0, -1)
+		case 1:
+			return 0
+		case 2:
+			return math.Inf(1 - 2*r.IntN(2))
+		case 3:
+			return math.NaN()
+		case 4:
+			return math.Float64frombits(r.Uint64N(1 << 52)) // subnormal
+		case 5:
+			return math.Copysign(math.MaxFloat64/(1+r.Float64()), r.NormFloat64())
+		case 6:
+			return math.Float64frombits(r.Uint64())
+		}
+		return r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20)
+	}
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300}
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 64, 1001} {
+		for _, sE := range scales {
+			for _, sV := range scales {
+				g, rr := make([]float64, n), make([]float64, n)
+				for i := range n {
+					g[i], rr[i] = val(), val()
+				}
+				out := func(f func(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64) ([4][]float64, float64) {
+					var o [4][]float64
+					for k := range o {
+						o[k] = make([]float64, n)
+						for i := range o[k] {
+							o[k][i] = 42 // every entry must be written
+						}
+					}
+					m := f(g, rr, o[0], o[1], o[2], o[3], sE, sV)
+					return o, m
+				}
+				got, gm := out(terms)
+				want, wm := out(termsGo)
+				if !same(gm, wm) {
+					t.Fatalf("verify terms n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): got mare %g / want %g", n, sE, sV, seed, useAVX2, gm, wm)
+				}
+				for k := range got {
+					for i := range n {
+						if !same(got[k][i], want[k][i]) {
+							t.Fatalf("verify terms n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): term %d of element %d (g=%g r=%g): got %g (%#x) / want %g (%#x)",
+								n, sE, sV, seed, useAVX2, k, i, g[i], rr[i], got[k][i], math.Float64bits(got[k][i]), want[k][i], math.Float64bits(want[k][i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestComputeVectorMatchesPortable runs Compute with the AVX2 forms
+// (termsAVX2, exactRunAVX2) and with the portable ones forced, on
+// compact outputs that are mostly correct (long runs of the inline case)
+// with every kind of exception mixed in at a low rate, and on ones with
+// many exceptions: every field must agree bit for bit, with each other
+// and with the single loop.
+func TestComputeVectorMatchesPortable(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 form on this CPU or build")
+	}
+	defer func() { useAVX2 = true }()
+	for _, seed := range []uint64{51, 52} {
+		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
+			for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}} {
+				for _, n := range []int{5, 4099, 50001} {
+					got, compact, full := compactCase(d, num, n, seed)
+					if seed == 52 { // mostly correct: the got is the rounding except at a few elements
+						r := rand.New(rand.NewPCG(seed, 9))
+						for i := range n {
+							if r.IntN(500) != 0 {
+								got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
+							}
+						}
+					}
+					if seed == 51 && n == 50001 { // clean: normal sums only, all correctly rounded
+						got, compact, full = cleanCase(d, num, n, seed, false)
+					}
+					if seed == 52 && n == 50001 { // the largest errors below a half ulp, ties only among small values
+						got, compact, full = cleanCase(d, num, n, seed, true)
+					}
+					useAVX2 = true
+					vec := fmt.Sprintf("%+v", Compute(got, compact))
+					useAVX2 = false
+					portable := fmt.Sprintf("%+v", Compute(got, compact))
+					serial := fmt.Sprintf("%+v", computeSerial(got, full))
+					if vec != portable || vec != serial {
+						t.Fatalf("verify Compute %s %v n=%d seed=%d: AVX2 %s / portable %s / single loop %s", d, num, n, seed, vec, portable, serial)
+					}
+				}
+			}
+		}
+	}
+}
+
+// cleanCase is compactCase without exceptions: seeded sums of two
+// normal values of d, of magnitudes over a few binades, and their correct
+// roundings as got, so that every element is gathered inline and the
+// figures (the largest value, error and ratio among them) come from the
+// inline paths alone.
+//
+// With ties, half of the values are ties in [2^-8, 1) and the others lie in
+// [16, 32) a random fraction of an ulp off the format (almost surely
+// never a tie): the worst elements held are then small ties (e/b = 1),
+// and the largest error and the largest value, at e/b < 1, come from the
+// inline paths. (The largest ratio always comes from an element held
+// among the worst, so the inline paths never decide it.)
+func cleanCase(d tensor.DType, num tensor.Numerics, n int, seed uint64, ties bool) (got *tensor.Tensor, compact, full *bound.Expected) {
+	r := rand.New(rand.NewPCG(seed, 5))
+	f, _ := d.FloatFormat()
+	rs := make([]float64, n)
+	for i := range rs {
+		if ties {
+			if r.IntN(2) == 0 {
+				k := -1 - r.IntN(8) // ties of different sizes: few are candidates for the worst
+				rs[i] = math.Ldexp(1+float64(r.IntN(64))*f.Ulp(1)+f.Ulp(1)/2, k)
+			} else {
+				rs[i] = 16 + (float64(r.IntN(64))+r.Float64())*f.Ulp(16) // one largest error, almost surely
+			}
+			continue
+		}
+		a := tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(6)), d)
+		b := tensor.Numerics{}.Round(r.NormFloat64(), d)
+		rs[i] = a + b
+	}
+	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
+	compact = bound.NewExactFrom(n, d, num, src)
+	full = bound.NewExpected(n)
+	got = tensor.MustNew(d, n)
+	for i, v := range rs {
+		full.SetExact(i, v, d, num)
+		got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
+	}
+	return got, compact, full
+}
