@@ -242,16 +242,22 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 // block is how many got values Compute converts to float64 at a time.
 const block = 2048
 
+// blockBufs holds computePart's got and reference blocks, reused: a
+// fuzzer judges millions of small outputs.
+var blockBufs = sync.Pool{New: func() any { return new([2 * block]float64) }}
+
 // computePart gathers the order-free metrics of elements [lo, hi) of got
 // against want.
 func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsPart {
 	p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
 	d := got.DType
 	f, isFloat := d.FloatFormat()
-	gb := make([]float64, min(block, hi-lo))
+	bp := blockBufs.Get().(*[2 * block]float64)
+	defer blockBufs.Put(bp)
+	gb := bp[:min(block, hi-lo)]
 	if src, ed, num, ok := want.ExactSource(); ok && ed == d {
 		if sf, ok := bound.NewShortForm(d); ok {
-			rb := make([]float64, len(gb))
+			rb := bp[block : block+len(gb)]
 			for b0 := lo; b0 < hi; b0 += block {
 				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
 				got.Float64sFrom(b0, gv)

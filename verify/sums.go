@@ -92,6 +92,13 @@ func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare flo
 	return mare
 }
 
+// serialTermBufs holds the single-worker path's buffers (terms, got and
+// reference values of one chunk: 6·sumChunk float64s).
+var serialTermBufs = sync.Pool{New: func() any {
+	b := make([]float64, 6*sumChunk)
+	return &b
+}}
+
 // newSumTerms allocates the term buffers of one chunk.
 func newSumTerms(k int) *sumTerms {
 	buf := make([]float64, 4*k)
@@ -107,8 +114,15 @@ func orderedSums(got *tensor.Tensor, want *bound.Expected, n int, scaleE, scaleV
 	chunks := (n + sumChunk - 1) / sumChunk
 	workers := min(runtime.GOMAXPROCS(0), chunks)
 	if workers <= 1 {
+		// One chunk's buffers from a pool: small outputs (a fuzzer's) are
+		// judged millions of times, and 48 bytes an element of fresh
+		// buffers each time was most of what a judgement allocated.
+		bp := serialTermBufs.Get().(*[]float64)
+		defer serialTermBufs.Put(bp)
 		k := min(sumChunk, n)
-		t, gb, rb := newSumTerms(k), make([]float64, k), make([]float64, k)
+		buf := (*bp)[:6*k]
+		t := &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k : 4*k : 4*k]}
+		gb, rb := buf[4*k:5*k:5*k], buf[5*k:]
 		for lo := 0; lo < n; lo += sumChunk {
 			fillTerms(got, want, lo, min(lo+sumChunk, n), scaleE, scaleV, t, gb, rb)
 			s.add(t)
