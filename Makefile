@@ -4,11 +4,18 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-exec report fuzz golden bench lint build mutation
+.PHONY: test test-purego test-exec report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
 test:
 	$(GO) test ./...
+
+## test-purego: the packages with SIMD assembly, on their portable Go paths (-tags purego);
+## the default run already holds each assembly kernel to its Go twin bit for bit.
+SIMD_PKGS = ./internal/dgemm ./npu/internal/gemm32 ./npu ./ops ./tensor ./verify ./bound
+test-purego:
+	$(GO) vet -tags purego $(SIMD_PKGS)
+	$(GO) test -tags purego -count=1 $(SIMD_PKGS)
 
 ## test-exec: the same UT/ST suites against the independent C kernel (backend/testdata/ckernel)
 ## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'.
