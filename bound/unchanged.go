@@ -191,12 +191,17 @@ func (c *unchangedForm) materialize(e *Expected) {
 }
 
 // refs sets ref to the references of elements off, off+1, …: the base
-// values themselves where finite and of a floating dtype (Output keeps
-// them), Output's reference elsewhere, then the overrides'.
+// values themselves where of a floating dtype and finite, or non-finite
+// under a profile that does not saturate (Output keeps them), Output's
+// reference elsewhere, then the overrides'.
 func (c *unchangedForm) refs(ref []float64, off int) {
 	c.base.Float64sFrom(off, ref)
 	d := c.base.DType
 	if _, ok := d.FloatFormat(); ok && d != tensor.Float64 {
+		if c.num.Overflow != tensor.OverflowSaturate {
+			overlay(c, off, ref, func(o *Expected) []float64 { return o.Ref })
+			return
+		}
 		for j, x := range ref {
 			if !isFiniteF(x) {
 				ref[j], _, _ = Output(x, 0, d, c.num)
