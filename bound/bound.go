@@ -113,7 +113,9 @@ func (s Special) String() string {
 // # Compact form
 //
 // An Expected all of whose elements are exact may instead be held as the
-// source of its exact values (NewExactFrom): its arrays are then nil, and
+// source of its exact values (NewExactFrom), and one of an input stored
+// back unchanged but for a few spans as that input and the spans
+// (NewUnchanged, Override): its arrays are then nil, and
 // it is read through Len, Load, Refs and the element methods (IsExact,
 // Accepts, RefAt, ...), which give what the arrays would hold, or made
 // ordinary by Materialize. Readers that may be handed any Expected use
@@ -127,8 +129,10 @@ type Expected struct {
 	// Rounded is, at an exact element, the value it must take.
 	Rounded []float64
 
-	// lazy, when set, is the compact form: every array above is nil.
+	// lazy, when set, is the compact all-exact form, and kept the
+	// compact unchanged form (NewUnchanged): every array above is nil.
 	lazy *compactExact
+	kept *unchangedForm
 }
 
 // NewExpected allocates an Expected for n elements, none of them exact.
@@ -141,6 +145,9 @@ func (e *Expected) Len() int {
 	if e.lazy != nil {
 		return e.lazy.n
 	}
+	if e.kept != nil {
+		return e.kept.base.Len()
+	}
 	return len(e.Ref)
 }
 
@@ -149,7 +156,7 @@ func (e *Expected) Len() int {
 // (see Exact elements above); Ref, Bound and Alt become Output(r, 0, d,
 // num), which every correctly rounded value meets.
 func (e *Expected) SetExact(i int, r float64, d tensor.DType, num tensor.Numerics) {
-	if e.lazy != nil {
+	if e.lazy != nil || e.kept != nil {
 		e.Materialize()
 	}
 	if e.Exact == nil {
@@ -161,7 +168,13 @@ func (e *Expected) SetExact(i int, r float64, d tensor.DType, num tensor.Numeric
 }
 
 // IsExact reports whether element i accepts only Rounded[i].
-func (e *Expected) IsExact(i int) bool { return e.lazy != nil || (e.Exact != nil && e.Exact[i]) }
+func (e *Expected) IsExact(i int) bool {
+	if e.kept != nil {
+		_, _, _, exact, _ := e.kept.at(i)
+		return exact
+	}
+	return e.lazy != nil || (e.Exact != nil && e.Exact[i])
+}
 
 // Identical reports whether g and w are the same value bit for bit as a
 // numerics profile stores them: equal with the same sign (so −0 ≠ +0), or

@@ -44,16 +44,22 @@ func (e *Expected) ExactSource() (src ExactSource, d tensor.DType, num tensor.Nu
 	return nil, 0, tensor.Numerics{}, false
 }
 
-// Compact reports whether e is a compact Expected (NewExactFrom) whose
-// arrays are not filled: readers go through Load, Refs and the element
-// accessors, which work on both forms, or call Materialize first.
-func (e *Expected) Compact() bool { return e.lazy != nil }
+// Compact reports whether e is a compact Expected (NewExactFrom,
+// NewUnchanged) whose arrays are not filled: readers go through Load,
+// Refs and the element accessors, which work on every form, or call
+// Materialize first.
+func (e *Expected) Compact() bool { return e.lazy != nil || e.kept != nil }
 
 // Materialize fills Ref, Bound, Alt, Exact and Rounded of a compact
 // Expected, which is an ordinary one from then on; it does nothing to an
 // ordinary Expected. It is for readers that index the arrays directly, and
 // is not safe to call concurrently with other reads of e.
 func (e *Expected) Materialize() {
+	if k := e.kept; k != nil {
+		k.materialize(e)
+		e.kept = nil
+		return
+	}
 	c := e.lazy
 	if c == nil {
 		return
@@ -75,7 +81,7 @@ func (e *Expected) Materialize() {
 // Check reports a malformed Expected: arrays of different lengths (or, for
 // exact marks, not one per element).
 func (e *Expected) Check() error {
-	if e.lazy != nil {
+	if e.lazy != nil || e.kept != nil {
 		return nil
 	}
 	if len(e.Bound) != len(e.Ref) || len(e.Alt) != len(e.Ref) {
@@ -91,8 +97,8 @@ func (e *Expected) Check() error {
 // malformed Expected, the shortest of Ref, Bound and Alt): how far a
 // reader that trusts the lengths may index.
 func (e *Expected) Span() int {
-	if e.lazy != nil {
-		return e.lazy.n
+	if e.lazy != nil || e.kept != nil {
+		return e.Len()
 	}
 	return min(len(e.Ref), len(e.Bound), len(e.Alt))
 }
@@ -119,6 +125,15 @@ func (v *View) IsExact(j int) bool { return v.Exact != nil && v.Exact[j] }
 
 // Load points v at elements [off, off+n) of e (they must exist).
 func (e *Expected) Load(v *View, off, n int) {
+	if k := e.kept; k != nil {
+		v.grow(n)
+		v.Ref, v.Bound, v.Alt, v.Exact, v.Rounded = v.ref[:n], v.bnd[:n], v.alt[:n], nil, nil
+		if k.hasExact() {
+			v.Exact, v.Rounded = v.exact[:n], v.rounded[:n]
+		}
+		k.load(v.Ref, v.Bound, v.Alt, v.Exact, v.Rounded, off)
+		return
+	}
 	c := e.lazy
 	if c == nil {
 		end := off + n
@@ -129,14 +144,19 @@ func (e *Expected) Load(v *View, off, n int) {
 		}
 		return
 	}
-	if cap(v.r) < n {
-		v.r, v.ref, v.bnd, v.rounded = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-		v.alt, v.exact = make([]Special, n), make([]bool, n)
-	}
+	v.grow(n)
 	r := v.r[:n]
 	c.src(off, r)
 	v.Ref, v.Bound, v.Alt, v.Exact, v.Rounded = v.ref[:n], v.bnd[:n], v.alt[:n], v.exact[:n], v.rounded[:n]
 	setExactSlices(v.Ref, v.Bound, v.Alt, v.Exact, v.Rounded, r, c.d, c.num)
+}
+
+// grow makes v's buffers hold at least n elements.
+func (v *View) grow(n int) {
+	if cap(v.r) < n {
+		v.r, v.ref, v.bnd, v.rounded = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		v.alt, v.exact = make([]Special, n), make([]bool, n)
+	}
 }
 
 // Refs returns Ref[off : off+len(buf)]: for an ordinary Expected the
@@ -144,6 +164,10 @@ func (e *Expected) Load(v *View, off, n int) {
 // references, without the rest of the elements (the cheap part of Load,
 // for readers of the references only).
 func (e *Expected) Refs(off int, buf []float64) []float64 {
+	if k := e.kept; k != nil {
+		k.refs(buf, off)
+		return buf
+	}
 	c := e.lazy
 	if c == nil {
 		return e.Ref[off : off+len(buf)]
@@ -168,6 +192,9 @@ func (e *Expected) Refs(off int, buf []float64) []float64 {
 // at returns element i of e, computing it from the source for a compact
 // Expected.
 func (e *Expected) at(i int) (ref, bnd float64, alt Special, exact bool, rounded float64) {
+	if k := e.kept; k != nil {
+		return k.at(i)
+	}
 	if c := e.lazy; c != nil {
 		var r [1]float64
 		c.src(i, r[:])

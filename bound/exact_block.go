@@ -12,7 +12,7 @@ import (
 // first call allocates the exact marks: callers filling disjoint blocks
 // from several goroutines make one call first.
 func (e *Expected) SetExactBlock(off int, r []float64, d tensor.DType, num tensor.Numerics) {
-	if e.lazy != nil {
+	if e.lazy != nil || e.kept != nil {
 		e.Materialize()
 	}
 	if e.Exact == nil {

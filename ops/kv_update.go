@@ -201,14 +201,16 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 	u32 := tensor.Float32.UnitRoundoff()
 	gam := bound.Gamma(g.D, u32)
 	out := map[string]*bound.Expected{}
-	// Caches and scales start as their inputs: unwritten elements.
-	for _, name := range []string{"k_cache", "v_cache", "k_scale", "v_scale", "seq_lens"} {
-		t, ok := in[name]
-		if !ok {
-			continue
+	// Caches and scales start as their inputs, unwritten elements: held
+	// as the inputs themselves (bound.NewUnchanged), the rows written
+	// overridden below, so that Expect costs what is written, not the
+	// cache. seq_lens (S elements) is an ordinary Expected.
+	for _, name := range []string{"k_cache", "v_cache", "k_scale", "v_scale"} {
+		if t, ok := in[name]; ok {
+			out[name] = bound.NewUnchanged(t, num)
 		}
-		out[name] = kvUnwrittenExpected(t, num)
 	}
+	out["seq_lens"] = kvUnwrittenExpected(in["seq_lens"], num)
 	wr := bound.NewExpected(b)
 	lens := out["seq_lens"]
 	for _, w := range writes {
@@ -240,12 +242,23 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 		out[kv.newName] = e
 		ce := out[kv.cache]
 		for _, w := range writes {
+			// The row's span of the cache (H·D elements) and of the scales (H).
+			cr, err := ce.Override(w.Row*hd, hd)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s row %d: %w", op.Name(), kv.cache, w.Row, err)
+			}
+			var sr *bound.Expected
+			if g.Int8 {
+				if sr, err = out[kv.scale].Override(w.Row*g.H, g.H); err != nil {
+					return nil, fmt.Errorf("%s: %s row %d: %w", op.Name(), kv.scale, w.Row, err)
+				}
+			}
 			for h := range g.H {
 				src := (w.B*g.H + h) * g.D
-				dst := (w.Row*g.H + h) * g.D
+				dst := h * g.D // in the row's span
 				if !g.Int8 {
 					for i := range g.D {
-						ce.Ref[dst+i], ce.Bound[dst+i], ce.Alt[dst+i] = e.Ref[src+i], e.Bound[src+i], e.Alt[src+i]
+						cr.Ref[dst+i], cr.Bound[dst+i], cr.Alt[dst+i] = e.Ref[src+i], e.Bound[src+i], e.Alt[src+i]
 					}
 					continue
 				}
@@ -253,9 +266,7 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 				for i := range g.D {
 					amax, bmax = math.Max(amax, math.Abs(v[src+i])), math.Max(bmax, e.Bound[src+i])
 				}
-				se := out[kv.scale]
-				si := w.Row*g.H + h
-				se.Ref[si], se.Bound[si], se.Alt[si] = bound.Output(amax/127, bmax/127, tensor.Float32, num)
+				sr.Ref[h], sr.Bound[h], sr.Alt[h] = bound.Output(amax/127, bmax/127, tensor.Float32, num)
 				for i := range g.D {
 					r, bq := 0.0, 127.0
 					if amax > bmax {
@@ -263,8 +274,8 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 						r = 127 * v[src+i] / amax
 						bq = 127*((a+e.Bound[src+i])/(amax-bmax)-a/amax) + 127*4*u32
 					}
-					ce.Ref[dst+i], ce.Bound[dst+i], ce.Alt[dst+i] = bound.Output(r, math.Min(bq, 254), tensor.Int8, num)
-					ce.Ref[dst+i] = math.Max(-127, math.Min(127, ce.Ref[dst+i]))
+					cr.Ref[dst+i], cr.Bound[dst+i], cr.Alt[dst+i] = bound.Output(r, math.Min(bq, 254), tensor.Int8, num)
+					cr.Ref[dst+i] = math.Max(-127, math.Min(127, cr.Ref[dst+i]))
 				}
 			}
 		}

@@ -108,8 +108,8 @@ func TestKVChain(t *testing.T) {
 							}
 							se := r.Expected[kv.scale]
 							si := w.Row*g.H + h
-							bq := ce.Bound[(w.Row*g.H+h)*g.D+i]
-							exact[kv.cache].dev[k] = bq*(se.Ref[si]+se.Bound[si]) + 127*se.Bound[si]
+							bq := ce.BoundAt((w.Row*g.H+h)*g.D + i)
+							exact[kv.cache].dev[k] = bq*(se.RefAt(si)+se.BoundAt(si)) + 127*se.BoundAt(si)
 						}
 					}
 				}

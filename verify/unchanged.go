@@ -1,0 +1,183 @@
+package verify
+
+import (
+	"math"
+	"sort"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// unchangedGeneral is how many elements computeUnchanged hands to
+// addBlock at once from where the bit comparison stopped: a few more
+// than the one that stopped it, so that an output unlike its base goes
+// through windows, not element by element.
+const unchangedGeneral = 256
+
+// computeUnchanged is computePart for a want made by bound.NewUnchanged
+// whose base has got's dtype: elements [lo, hi) of got against base
+// outside the overridden spans, through addBlock inside them.
+//
+// An element outside the spans whose got has the base's bits (what
+// almost every element of a correct output is) has, at x = base[i],
+// reference Output(x, 0).Ref = x and error 0: for a finite x of a
+// floating dtype Output keeps x, with a bound of at least 0 and no
+// alternatives (|x| ≤ MaxFinite is below the overflow threshold), and an
+// integer keeps its value (in range, no rounding). addBlock would count
+// it compared and in ulp bucket "0", raise the RMSE-free scale to |x|,
+// and change nothing else (e = 0: MaxAbs, MaxRel, tightness stay, the
+// element is accepted and never among the worst). Under a profile that
+// does not saturate, a NaN or ±Inf x is its own reference's class (Alt
+// holds it): counted "nonfinite", nothing else. Those are gathered
+// inline (sameRun); every other element goes through addBlock, with its
+// expected values from the Expected.
+func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected, base *tensor.Tensor, num tensor.Numerics, spans []bound.Span, lo, hi int) {
+	d := got.DType
+	f, isFloat := d.FloatFormat()
+	gb := make([]float64, block)
+	var v bound.View
+	general := func(a, b int) {
+		for b0 := a; b0 < b; b0 += block {
+			gv := gb[:min(block, b-b0)]
+			got.Float64sFrom(b0, gv)
+			want.Load(&v, b0, len(gv))
+			p.addBlock(d, f, isFloat, gv, &v, b0)
+		}
+	}
+	nonFinite := num.Overflow != tensor.OverflowSaturate
+	var acc sameAcc
+	k := sort.Search(len(spans), func(k int) bool { return spans[k].Off+spans[k].N > lo })
+	for pos := lo; pos < hi; {
+		if k < len(spans) && spans[k].Off <= pos {
+			end := min(spans[k].Off+spans[k].N, hi)
+			general(pos, end)
+			pos = end
+			k++
+			continue
+		}
+		end := hi
+		if k < len(spans) {
+			end = min(end, spans[k].Off)
+		}
+		for pos < end {
+			pos += acc.sameRun(got, base, pos, end, nonFinite)
+			if pos < end {
+				e := min(pos+unchangedGeneral, end)
+				general(pos, e)
+				pos = e
+			}
+		}
+	}
+	p.compared += acc.compared
+	p.hist[0] += acc.compared
+	p.hist[nonFiniteBucket] += acc.nonFinite
+	p.scaleV = maxNonNeg(p.scaleV, acc.scaleV)
+}
+
+// sameAcc is what sameRun gathers: elements compared (finite, error 0),
+// non-finite ones of their reference's class, and the largest |x|.
+type sameAcc struct {
+	compared, nonFinite int
+	scaleV              float64
+}
+
+// sameRun gathers elements lo, lo+1, … (before hi) of got whose bits are
+// base's and that computeUnchanged may take inline (finite, or
+// non-finite when nonFinite), and returns how many: the next one, if
+// any, is not such an element. It handles fp16, bf16, fp32 and int8
+// outputs, and gathers nothing (returns 0) for any other dtype.
+func (a *sameAcc) sameRun(got, base *tensor.Tensor, lo, hi int, nonFinite bool) int {
+	switch got.DType {
+	case tensor.Float16:
+		g, b := got.F16()[lo:hi], base.F16()[lo:hi]
+		j, c, nf, m := sameRun16(g, b, 0x7C00, nonFinite)
+		a.add(c, nf, tensor.Float16, uint64(m))
+		return j
+	case tensor.BFloat16:
+		g, b := got.BF16s()[lo:hi], base.BF16s()[lo:hi]
+		j, c, nf, m := sameRun16(g, b, 0x7F80, nonFinite)
+		a.add(c, nf, tensor.BFloat16, uint64(m))
+		return j
+	case tensor.Float32:
+		g, b := got.F32()[lo:hi], base.F32()[lo:hi]
+		b = b[:len(g)]
+		c, nf, m := 0, 0, uint32(0)
+		j := 0
+		for ; j < len(g); j++ {
+			x := math.Float32bits(b[j])
+			if math.Float32bits(g[j]) != x {
+				break
+			}
+			if ax := x &^ (1 << 31); ax < 0x7F800000 {
+				c++
+				m = max(m, ax)
+			} else if nonFinite {
+				nf++
+			} else {
+				break
+			}
+		}
+		a.add(c, nf, tensor.Float32, uint64(m))
+		return j
+	case tensor.Int8:
+		g, b := got.I8()[lo:hi], base.I8()[lo:hi]
+		b = b[:len(g)]
+		m := 0
+		j := 0
+		for ; j < len(g); j++ {
+			x := b[j]
+			if g[j] != x {
+				break
+			}
+			m = max(m, int(x)*int(x)) // |x| ≤ 128: squares order as magnitudes
+		}
+		a.compared += j
+		a.scaleV = maxNonNeg(a.scaleV, math.Sqrt(float64(m)))
+		return j
+	}
+	return 0
+}
+
+// add merges a run's counts and largest magnitude (as the bits of a
+// value of d with the sign cleared) into a.
+func (a *sameAcc) add(compared, nonFinite int, d tensor.DType, mag uint64) {
+	a.compared += compared
+	a.nonFinite += nonFinite
+	if compared == 0 {
+		return
+	}
+	var x float64
+	switch d {
+	case tensor.Float16:
+		x = float64(float16.Frombits(uint16(mag)).Float32())
+	case tensor.BFloat16:
+		x = tensor.BF16(mag).Float64()
+	case tensor.Float32:
+		x = float64(math.Float32frombits(uint32(mag)))
+	}
+	a.scaleV = maxNonNeg(a.scaleV, x)
+}
+
+// sameRun16 is sameRun on 16-bit floating patterns whose exponent field
+// is inf (all ones from inf up): it returns how many it gathered, how
+// many of those are finite and non-finite, and the largest finite
+// magnitude's bits (bit patterns without the sign order as magnitudes).
+func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int, mag uint16) {
+	b = b[:len(g)]
+	for ; j < len(g); j++ {
+		x := b[j]
+		if g[j] != x {
+			break
+		}
+		if ax := uint16(x) &^ (1 << 15); ax < inf {
+			compared++
+			mag = max(mag, ax)
+		} else if nonFinite {
+			nonFin++
+		} else {
+			break
+		}
+	}
+	return j, compared, nonFin, mag
+}
