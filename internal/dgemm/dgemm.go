@@ -83,7 +83,14 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 	kcb := min(kc, k)
 	pb := getBuf(2 * kcb * ncb)
 	defer putBuf(pb)
-	workers := min(runtime.GOMAXPROCS(0), (m+mc-1)/mc)
+	// Row blocks of at most mc rows, as many as a multiple of the workers
+	// and of equal size (but the last): with 11 blocks of 96 rows for
+	// m = 1024, one of two workers would do 544 rows while the other
+	// waited at the end of every K-block; 12 blocks of 87 make it 522.
+	blocks := (m + mc - 1) / mc
+	workers := min(runtime.GOMAXPROCS(0), blocks)
+	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), mr)
+	blocks = (m + mcb - 1) / mcb
 	for jc := 0; jc < n; jc += nc {
 		ncc := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -92,17 +99,16 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 			// Row blocks go to whichever worker is free: the machine is
 			// shared, so a static split would wait for the slowest core.
 			var next atomic.Int64
-			blocks := int64((m + mc - 1) / mc)
 			work := func() {
-				pa := getBuf(mc * kcc)
+				pa := getBuf(mcb * kcc)
 				defer putBuf(pa)
 				for {
-					ib := next.Add(1) - 1
+					ib := int(next.Add(1) - 1)
 					if ib >= blocks {
 						return
 					}
-					ic := int(ib) * mc
-					mcc := min(mc, m-ic)
+					ic := ib * mcb
+					mcc := min(mcb, m-ic)
 					packA(a, k, ic, mcc, pc, kcc, *pa)
 					macro(mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], s[ic*n+jc:], n, pc > 0)
 				}
