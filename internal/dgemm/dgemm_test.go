@@ -293,3 +293,19 @@ func BenchmarkPack(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMacro is one packed block of the micro-kernel alone (mc×kc of
+// A against kc×nc of B, no packing): run with -cpu 1 and compare its
+// GFLOP/s (4·mc·kc·nc flops, d and s) with the core's FMA peak to see
+// what is left to gain in the kernel.
+func BenchmarkMacro(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 0))
+	pa, pb := gen(r, distFP16, mc*kc), gen(r, distFP16, 2*kc*nc)
+	d, s := make([]float64, mc*nc), make([]float64, mc*nc)
+	b.Run(kernelName, func(b *testing.B) {
+		for b.Loop() {
+			macro(mc, kc, nc, pa, pb, d, s, nc, true)
+		}
+		b.ReportMetric(4*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
