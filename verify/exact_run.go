@@ -1,0 +1,151 @@
+package verify
+
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// The compact-Expected path of computePart: the elements of an all-exact
+// output (bound.NewExactFrom) whose got is bit for bit their rounded exact
+// value are gathered inline, four at a time where the CPU allows.
+
+// addExactBlock is addBlock for elements b0, b0+1, … of a compact
+// Expected (every element exact, bound.Expected.ExactSource) of dtype d,
+// the output's own, whose got values are gv and exact values rv. An
+// element in the short form (bound.ShortForm) whose got is bit for bit
+// its Rounded, what almost every element of a correct output is, is
+// gathered inline: from Rounded = RN(r), e ≤ b = ulp(r)/2, so it is
+// within bound, correctly rounded, in ulp bucket "0" (e = 0) or "1", and
+// e/b = e·2^-k with b = 2^k. Any other element goes through addBlock with
+// its expected values from bound.ExactElement. The figures of the inline
+// elements are kept apart and merged at the end (counts and maxima, so
+// the order does not matter); the relative-error skip and the worst
+// elements' floor are those of addBlock.
+func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int) {
+	rv = rv[:len(gv)]
+	var acc exactRun
+	for j := 0; j < len(gv); j++ {
+		floor, floor2 := p.worstFloor()
+		relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
+		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+		if j == len(gv) {
+			break
+		}
+		// Element j needs more than run does: through addBlock.
+		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
+	}
+	zeros, maxAbs, tight, scaleV := acc.merged()
+	p.compared += acc.compared
+	p.hist[0] += zeros
+	p.hist[1] += acc.compared - zeros
+	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
+	p.scaleE = p.maxAbs
+	p.tightness = maxNonNeg(p.tightness, tight)
+	p.scaleV = maxNonNeg(p.scaleV, scaleV)
+}
+
+// exactRun holds what addExactBlock gathers inline: counts, and maxima
+// of non-negative floats as their bits, whose order as integers is theirs
+// as values (so the maxima compile to conditional moves, not branches).
+type exactRun struct {
+	compared, zeros       int
+	maxAbs, tight, scaleV uint64
+	vec                   exactRunVec
+}
+
+// exactRunVec is what exactRunAVX2 reads (the short form's constants
+// and the run's limits, each in four lanes) and gathers (four lanes of
+// each figure, merged by exactRun.merged), laid out for it.
+type exactRunVec struct {
+	min, span, half, mask, halfUlp [4]uint64  // 0, 32, 64, 96, 128
+	relSkip                        [4]float64 // 160
+	floor, floor2                  [4]uint64  // 192, 224
+	shift                          uint64     // 256
+	_                              [3]uint64
+	maxAbs, tight, scaleV          [4]float64 // 288, 320, 352
+	zeros                          [4]int64   // 384
+}
+
+// set loads the constants of sf and the limits into v.
+func (v *exactRunVec) set(sf *bound.ShortForm, floor, floor2 uint64, relSkip float64) {
+	min, span, shift, half, mask, halfUlp := sf.Bits()
+	for k := range 4 {
+		v.min[k], v.span[k], v.half[k], v.mask[k], v.halfUlp[k] = min, span, half, mask, halfUlp
+		v.relSkip[k], v.floor[k], v.floor2[k] = relSkip, floor, floor2
+	}
+	v.shift = shift
+}
+
+// merged returns a's figures with the vector lanes folded in.
+func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
+	zeros = a.zeros
+	maxAbs, tight, scaleV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.scaleV)
+	for k := range 4 {
+		zeros += int(a.vec.zeros[k])
+		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
+		tight = maxNonNeg(tight, a.vec.tight[k])
+		scaleV = maxNonNeg(scaleV, a.vec.scaleV[k])
+	}
+	return zeros, maxAbs, tight, scaleV
+}
+
+// run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
+// while they need nothing more than counts and maxima: the exact value in
+// the short form and the got its Rounded; the relative error e/|r| at
+// most M = min(MaxRel, 1e-3) (e ≤ relSkip·|r| with relSkip = M·(1 −
+// 2^-50), see addBlock), so it changes neither MaxRel nor the counts; and
+// the element cannot enter the worst ones (e = 0, or its keys below
+// floor, floor2, the bits of the last held, 0 and 0 while there is room).
+// It returns how many it gathered: the next one, if any, is not such an
+// element. Where the CPU has AVX2, exactRunAVX2 gathers four elements at
+// a time as long as all four are such elements, and runGo the rest.
+func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	j := 0
+	if useAVX2 && len(gv) >= 4 {
+		a.vec.set(sf, floor, floor2, relSkip)
+		j = exactRunAVX2(&a.vec, &gv[0], &rv[0], len(gv)&^3)
+		a.compared += j
+	}
+	return j + a.runGo(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+}
+
+// runGo is run one element at a time, the portable form. It calls
+// nothing, so that its loop keeps its figures in registers.
+func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+	sf := *sfp
+	rv = rv[:len(gv)]
+	compared, zeros := a.compared, a.zeros
+	maxAbs, tight, scaleV := a.maxAbs, a.tight, a.scaleV
+	j := 0
+	for ; j < len(gv); j++ {
+		g, r := gv[j], rv[j]
+		rb, gb := math.Float64bits(r), math.Float64bits(g)
+		if !sf.Takes(r) || gb != math.Float64bits(sf.Rounded(r)) {
+			break
+		}
+		e := math.Abs(g - r)
+		eb := math.Float64bits(e)
+		ar := math.Float64frombits(rb &^ (1 << 63))
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
+			break
+		}
+		// e/b = e·2^-k for b = 2^k.
+		t := math.Float64bits(e * math.Float64frombits((2046-math.Float64bits(sf.Bound(r))>>52)<<52))
+		if eb != 0 && (t > floor || t == floor && eb >= floor2) {
+			break
+		}
+		compared++
+		zeros += b2i(eb == 0)
+		scaleV = max(scaleV, gb&^(1<<63), rb&^(1<<63))
+		maxAbs = max(maxAbs, eb)
+		tight = max(tight, t)
+	}
+	a.compared, a.zeros = compared, zeros
+	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
+	return j
+}
