@@ -433,14 +433,14 @@ func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	m := math.Inf(-1)
 	delta := 0.0
 	for j := range n {
-		m = fmax(m, s[j])
-		delta = fmax(delta, gs*mag[j])
+		m = reference.Max(m, s[j])
+		delta = reference.Max(delta, gs*mag[j])
 	}
 	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
 		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
 		rj[j] = math.Exp(hj)*ee*eu - 1
-		rmax = fmax(rmax, rj[j])
+		rmax = reference.Max(rmax, rj[j])
 	}
 	return rmax, bound.Gamma(n+4+extra, u)
 }

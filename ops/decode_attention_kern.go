@@ -87,26 +87,3 @@ func daAccumT3Go(w, v []float64, c0 int, o, t3 []float64) {
 		t3[i] = t
 	}
 }
-
-// fmax is math.Max (+Inf wins over NaN, NaN over any other value, +0
-// over −0) in a form the compiler inlines: the two comparisons settle
-// every ordered pair of unequal values, the common case in a running
-// maximum.
-func fmax(x, y float64) float64 {
-	if x > y {
-		return x
-	}
-	if y > x {
-		return y
-	}
-	if x == y {
-		if x == 0 && math.Signbit(x) {
-			return y
-		}
-		return x
-	}
-	if math.IsInf(x, 1) || math.IsInf(y, 1) {
-		return math.Inf(1)
-	}
-	return math.NaN()
-}

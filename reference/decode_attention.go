@@ -88,7 +88,7 @@ func AttentionScores(q, k []float64, scale float64, s, mag []float64) {
 func AttentionSoftmax(s, p []float64) {
 	m := math.Inf(-1)
 	for _, x := range s {
-		m = fmax(m, x)
+		m = Max(m, x)
 	}
 	z := 0.0
 	for j := range s {
@@ -123,11 +123,11 @@ func AttentionAccum(p, v, out []float64) {
 	}
 }
 
-// fmax is math.Max (+Inf wins over NaN, NaN over any other value, +0
+// Max is math.Max (+Inf wins over NaN, NaN over any other value, +0
 // over −0) in a form the compiler inlines: the two comparisons settle
 // every ordered pair of unequal values, the common case in a running
 // maximum.
-func fmax(x, y float64) float64 {
+func Max(x, y float64) float64 {
 	if x > y {
 		return x
 	}
