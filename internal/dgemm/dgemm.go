@@ -64,11 +64,13 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 // two adds (for Zen 4's separate add pipes; |a·b| = |a|·|b| as the
 // product is exact) was 1–20% slower.
 const (
-	mr = 3
-	nr = 8
-	kc = 256
-	mc = 96   // multiple of mr
-	nc = 1024 // multiple of nr
+	mr    = 3 // MulAbs's tile rows
+	mrMul = 6 // Mul's tile rows
+	mrMax = 6
+	nr    = 8
+	kc    = 256
+	mc    = 96   // multiple of mr and mrMul
+	nc    = 1024 // multiple of nr
 )
 
 // MulAbs sets d = a·b and s = |a|·|b| for row-major a [m,k] and b [k,n];
@@ -76,7 +78,41 @@ const (
 // a[i,k]·b[k,j] must be exact in float64 (see the package comment); then
 // d and s are those of the plain loop, bit for bit.
 func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
-	d, s = d[:m*n], s[:m*n]
+	run(variant{mr: mr, abs: true, kern: kernel}, m, k, n, a, b, d[:m*n], s[:m*n])
+}
+
+// Mul sets d = a·b alone, as MulAbs does (same precondition, same bits
+// of d), for callers that bound the magnitudes some other way: with no s
+// to accumulate, its micro-kernel keeps a 6×8 tile of d in registers and
+// does about half of MulAbs's work.
+func Mul(m, k, n int, a, b Matrix, d []float64) {
+	run(variant{mr: mrMul, kern: kernelMul}, m, k, n, a, b, d[:m*n], nil)
+}
+
+// A variant is one of the two products: its micro-tile's rows, whether
+// it accumulates s (B's packed panels then carry |b| after b) and its
+// micro-kernel.
+type variant struct {
+	mr   int
+	abs  bool
+	kern kernelFunc
+}
+
+// kernelFunc is a micro-kernel: for kcc steps, the mr×nr tile of d (row
+// stride ldc), and with the magnitudes that of s, accumulates from the
+// packed panels a and b (kernelGo, kernelMulGo).
+type kernelFunc func(kcc int, a, b, d, s []float64, ldc int, load bool)
+
+// panel is how many values a packed B micro-panel holds per step of k.
+func (v variant) panel() int {
+	if v.abs {
+		return 2 * nr
+	}
+	return nr
+}
+
+// run is MulAbs (v.abs) or Mul on d and s of exactly m·n (s nil for Mul).
+func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -87,7 +123,7 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 	}
 	ncb := min(nc, roundUp(n, nr))
 	kcb := min(kc, k)
-	pb := getBuf(2 * kcb * ncb)
+	pb := getBuf(v.panel() * kcb * ncb)
 	defer putBuf(pb)
 	// Row blocks of at most mc rows, as many as a multiple of the workers
 	// and of equal size (but the last): with 11 blocks of 96 rows for
@@ -95,13 +131,13 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 	// waited at the end of every K-block; 12 blocks of 87 make it 522.
 	blocks := (m + mc - 1) / mc
 	workers := min(runtime.GOMAXPROCS(0), blocks)
-	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), mr)
+	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), v.mr)
 	blocks = (m + mcb - 1) / mcb
 	for jc := 0; jc < n; jc += nc {
 		ncc := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcc := min(kc, k-pc)
-			packB(b, n, pc, kcc, jc, ncc, *pb)
+			packB(b, n, pc, kcc, jc, ncc, v.abs, *pb)
 			// Row blocks go to whichever worker is free: the machine is
 			// shared, so a static split would wait for the slowest core.
 			var next atomic.Int64
@@ -115,8 +151,12 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 					}
 					ic := ib * mcb
 					mcc := min(mcb, m-ic)
-					packA(a, k, ic, mcc, pc, kcc, *pa)
-					macro(mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], s[ic*n+jc:], n, pc > 0)
+					packA(a, k, ic, mcc, pc, kcc, v.mr, *pa)
+					var sb []float64
+					if s != nil {
+						sb = s[ic*n+jc:]
+					}
+					macro(v, mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], sb, n, pc > 0)
 				}
 			}
 			var wg sync.WaitGroup
@@ -129,20 +169,30 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 	}
 }
 
-// macro runs the micro-kernel over one mcc×ncc block of C (d and s, row
-// stride ldc) for one K-block of kcc steps; load continues from the
-// accumulators in d and s, otherwise they start at +0.
-func macro(mcc, kcc, ncc int, pa, pb, d, s []float64, ldc int, load bool) {
-	var td, ts [mr * nr]float64
+// macro runs v's micro-kernel over one mcc×ncc block of C (d and s, row
+// stride ldc; s nil without magnitudes) for one K-block of kcc steps;
+// load continues from the accumulators in d and s, otherwise they start
+// at +0.
+func macro(v variant, mcc, kcc, ncc int, pa, pb, d, s []float64, ldc int, load bool) {
+	var td, ts [mrMax * nr]float64
+	tsv := ts[:]
+	if s == nil {
+		tsv = nil
+	}
+	vmr, w := v.mr, v.panel()
 	for q := 0; q*nr < ncc; q++ {
-		bp := pb[q*2*nr*kcc : (q+1)*2*nr*kcc]
+		bp := pb[q*w*kcc : (q+1)*w*kcc]
 		cols := min(nr, ncc-q*nr)
-		for p := 0; p*mr < mcc; p++ {
-			ap := pa[p*mr*kcc : (p+1)*mr*kcc]
-			rows := min(mr, mcc-p*mr)
-			off := p*mr*ldc + q*nr
-			if rows == mr && cols == nr {
-				kernel(kcc, ap, bp, d[off:], s[off:], ldc, load)
+		for p := 0; p*vmr < mcc; p++ {
+			ap := pa[p*vmr*kcc : (p+1)*vmr*kcc]
+			rows := min(vmr, mcc-p*vmr)
+			off := p*vmr*ldc + q*nr
+			if rows == vmr && cols == nr {
+				var so []float64
+				if s != nil {
+					so = s[off:]
+				}
+				v.kern(kcc, ap, bp, d[off:], so, ldc, load)
 				continue
 			}
 			// An edge tile runs on a full-size copy: the padding rows and
@@ -152,48 +202,54 @@ func macro(mcc, kcc, ncc int, pa, pb, d, s []float64, ldc int, load bool) {
 			if load {
 				for r := range rows {
 					copy(td[r*nr:r*nr+cols], d[off+r*ldc:])
-					copy(ts[r*nr:r*nr+cols], s[off+r*ldc:])
+					if s != nil {
+						copy(ts[r*nr:r*nr+cols], s[off+r*ldc:])
+					}
 				}
 			}
-			kernel(kcc, ap, bp, td[:], ts[:], nr, load)
+			v.kern(kcc, ap, bp, td[:], tsv, nr, load)
 			for r := range rows {
 				copy(d[off+r*ldc:off+r*ldc+cols], td[r*nr:])
-				copy(s[off+r*ldc:off+r*ldc+cols], ts[r*nr:])
+				if s != nil {
+					copy(s[off+r*ldc:off+r*ldc+cols], ts[r*nr:])
+				}
 			}
 		}
 	}
 }
 
 // packA packs rows ic…ic+mcc−1, columns pc…pc+kcc−1 of a (K columns) into
-// micro-panels of mr rows: panel p holds, for each step kk, the mr values
-// a[ic+p·mr+r, pc+kk] (rows past mcc are zero).
-func packA(a Matrix, k, ic, mcc, pc, kcc int, pa []float64) {
+// micro-panels of tmr rows: panel p holds, for each step kk, the tmr
+// values a[ic+p·tmr+r, pc+kk] (rows past mcc are zero).
+func packA(a Matrix, k, ic, mcc, pc, kcc, tmr int, pa []float64) {
 	var row [kc]float64
-	for i := range roundUp(mcc, mr) {
-		p, r := i/mr, i%mr
-		dst := pa[p*mr*kcc:]
+	for i := range roundUp(mcc, tmr) {
+		p, r := i/tmr, i%tmr
+		dst := pa[p*tmr*kcc:]
 		if i >= mcc {
 			for kk := range kcc {
-				dst[kk*mr+r] = 0
+				dst[kk*tmr+r] = 0
 			}
 			continue
 		}
 		a.Float64sFrom((ic+i)*k+pc, row[:kcc])
 		for kk, v := range row[:kcc] {
-			dst[kk*mr+r] = v
+			dst[kk*tmr+r] = v
 		}
 	}
 }
 
 // packB packs rows pc…pc+kcc−1, columns jc…jc+ncc−1 of b (N columns) into
 // micro-panels of nr columns: panel q holds, for each step kk, the nr
-// values b[pc+kk, jc+q·nr+c] and then their magnitudes (columns past ncc
-// are zero). It reads packRows rows at a time and then writes panel by
-// panel, so that each panel's part is one contiguous run: writing a row
-// at a time would jump 16·kcc bytes (a power of two) from panel to panel.
-func packB(b Matrix, n, pc, kcc, jc, ncc int, pb []float64) {
+// values b[pc+kk, jc+q·nr+c] and then, if abs, their magnitudes (columns
+// past ncc are zero). It reads packRows rows at a time and then writes
+// panel by panel, so that each panel's part is one contiguous run:
+// writing a row at a time would jump 16·kcc bytes (a power of two) from
+// panel to panel.
+func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 	const packRows = 8
 	width := roundUp(ncc, nr)
+	w := variant{abs: abs}.panel()
 	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
 		rows := make([]float64, packRows*width)
 		for g := lo; g < hi; g++ {
@@ -203,9 +259,13 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, pb []float64) {
 				b.Float64sFrom((pc+k0+r)*n+jc, rows[r*width:r*width+ncc])
 			}
 			for q := range width / nr {
-				dst := pb[q*2*nr*kcc+k0*2*nr:]
+				dst := pb[q*w*kcc+k0*w:]
 				for r := range cnt {
 					src := (*[nr]float64)(rows[r*width+q*nr:])
+					if !abs {
+						copy(dst[r*nr:r*nr+nr], src[:])
+						continue
+					}
 					d := (*[2 * nr]float64)(dst[r*2*nr:])
 					for c, v := range src {
 						d[c] = v

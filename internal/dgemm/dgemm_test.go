@@ -114,13 +114,15 @@ var shapes = [][3]int{
 	{mr, kc, nr}, {mr + 1, kc + 1, nr + 1}, {17, 2*kc + 3, 23},
 	{mc - 1, 5, 2*nr - 1}, {mc + 2, kc - 1, 3 * nr}, {2*mc + 5, 33, 17},
 	{5, 9, nc + 13}, {7, kc + 2, nc - 1},
+	{mrMul, kc, nr}, {mrMul + 1, 3, nr - 1}, {2*mrMul - 1, kc + 1, 2 * nr},
 }
 
-// withKernel runs f with the micro-kernel set to k, restoring it after.
-func withKernel(k func(int, []float64, []float64, []float64, []float64, int, bool), f func()) {
-	saved := kernel
-	kernel = k
-	defer func() { kernel = saved }()
+// withKernels runs f with MulAbs's and Mul's micro-kernels set to k and
+// km, restoring them after.
+func withKernels(k, km kernelFunc, f func()) {
+	saved, savedMul := kernel, kernelMul
+	kernel, kernelMul = k, km
+	defer func() { kernel, kernelMul = saved, savedMul }()
 	f()
 }
 
@@ -128,11 +130,13 @@ func withKernel(k func(int, []float64, []float64, []float64, []float64, int, boo
 // the portable one, against the plain loop bit for bit (d and s) on
 // shapes crossing every blocking edge and every value distribution,
 // including ±0, subnormals, ±Inf and NaN.
+//
+// Mul is held to the same loop's d the same way.
 func TestMulAbsMatchesLoop(t *testing.T) {
 	kernels := []struct {
-		name string
-		k    func(int, []float64, []float64, []float64, []float64, int, bool)
-	}{{kernelName, kernel}, {"go", kernelGo}}
+		name  string
+		k, km kernelFunc
+	}{{kernelName, kernel, kernelMul}, {"go", kernelGo, kernelMulGo}}
 	for _, kr := range kernels {
 		for si, sh := range shapes {
 			m, k, n := sh[0], sh[1], sh[2]
@@ -143,11 +147,19 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 				wd, ws := loop(m, k, n, a, b)
 				// d and s start dirty: MulAbs must overwrite them.
 				d, s := gen(r, distSpecial, m*n), gen(r, distSpecial, m*n)
-				withKernel(kr.k, func() { MulAbs(m, k, n, Slice(a), Slice(b), d, s) })
+				dm := gen(r, distSpecial, m*n)
+				withKernels(kr.k, kr.km, func() {
+					MulAbs(m, k, n, Slice(a), Slice(b), d, s)
+					Mul(m, k, n, Slice(a), Slice(b), dm)
+				})
 				for i := range wd {
 					if !same(d[i], wd[i]) || !same(s[i], ws[i]) {
 						t.Fatalf("dgemm MulAbs kernel=%s m=%d k=%d n=%d dist=%d seed=%d: element %d: got d=%v (%#x) s=%v / want loop d=%v (%#x) s=%v",
 							kr.name, m, k, n, dist, seed, i, d[i], math.Float64bits(d[i]), s[i], wd[i], math.Float64bits(wd[i]), ws[i])
+					}
+					if !same(dm[i], wd[i]) {
+						t.Fatalf("dgemm Mul kernel=%s m=%d k=%d n=%d dist=%d seed=%d: element %d: got d=%v (%#x) / want loop d=%v (%#x)",
+							kr.name, m, k, n, dist, seed, i, dm[i], math.Float64bits(dm[i]), wd[i], math.Float64bits(wd[i]))
 					}
 				}
 			}
@@ -216,7 +228,7 @@ func TestKernelGoSpecials(t *testing.T) {
 		{[]float64{-1, 0}, []float64{0, 5}, 0, 0},
 	} {
 		d, s := make([]float64, 1), make([]float64, 1)
-		withKernel(kernelGo, func() { MulAbs(1, 2, 1, Slice(c.a), Slice(c.b), d, s) })
+		withKernels(kernelGo, kernelMulGo, func() { MulAbs(1, 2, 1, Slice(c.a), Slice(c.b), d, s) })
 		if !same(d[0], c.d) || !same(s[0], c.s) {
 			t.Errorf("dgemm MulAbs a=%v b=%v: got d=%v s=%v / want d=%v s=%v", c.a, c.b, d[0], s[0], c.d, c.s)
 		}
@@ -243,15 +255,15 @@ func BenchmarkMulAbs(b *testing.B) {
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 		for _, kr := range []struct {
-			name string
-			k    func(int, []float64, []float64, []float64, []float64, int, bool)
-		}{{kernelName, kernel}, {"go", kernelGo}} {
+			name  string
+			k, km kernelFunc
+		}{{kernelName, kernel, kernelMul}, {"go", kernelGo, kernelMulGo}} {
 			if kr.name == "go" && kernelName != "go" && n > 256 {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/%d", kr.name, n), func(b *testing.B) {
 				cpu0 := cpuTime()
-				withKernel(kr.k, func() {
+				withKernels(kr.k, kr.km, func() {
 					for b.Loop() {
 						MulAbs(n, n, n, Slice(x), Slice(y), d, s)
 					}
@@ -263,6 +275,29 @@ func BenchmarkMulAbs(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkMul is d = A·B alone at 1024³ on fp16-like values (2·n³ flops),
+// beside gonum's Dgemm in the same run.
+func BenchmarkMul(b *testing.B) {
+	const n = 1024
+	r := rand.New(rand.NewPCG(1, 0))
+	x, y := gen(r, distFP16, n*n), gen(r, distFP16, n*n)
+	d := make([]float64, n*n)
+	b.Run("anchor-gonum-dgemm", func(b *testing.B) {
+		for b.Loop() {
+			blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, x, n, y, n, 0, d, n)
+		}
+		b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run(kernelName, func(b *testing.B) {
+		cpu0 := cpuTime()
+		for b.Loop() {
+			Mul(n, n, n, Slice(x), Slice(y), d)
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
 }
 
 // BenchmarkPack is the packing of MulAbs at 1024³ alone: B once (every
@@ -278,7 +313,7 @@ func BenchmarkPack(b *testing.B) {
 		pb := make([]float64, 2*kc*n)
 		for b.Loop() {
 			for pc := 0; pc < n; pc += kc {
-				packB(x, n, pc, kc, 0, n, pb)
+				packB(x, n, pc, kc, 0, n, true, pb)
 			}
 		}
 	})
@@ -287,7 +322,7 @@ func BenchmarkPack(b *testing.B) {
 		for b.Loop() {
 			for pc := 0; pc < n; pc += kc {
 				for ic := 0; ic < n; ic += mc {
-					packA(x, n, ic, min(mc, n-ic), pc, kc, pa)
+					packA(x, n, ic, min(mc, n-ic), pc, kc, mr, pa)
 				}
 			}
 		}
@@ -304,8 +339,15 @@ func BenchmarkMacro(b *testing.B) {
 	d, s := make([]float64, mc*nc), make([]float64, mc*nc)
 	b.Run(kernelName, func(b *testing.B) {
 		for b.Loop() {
-			macro(mc, kc, nc, pa, pb, d, s, nc, true)
+			macro(variant{mr: mr, abs: true, kern: kernel}, mc, kc, nc, pa, pb, d, s, nc, true)
 		}
 		b.ReportMetric(4*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	// Mul's kernel on the same block (2·mc·kc·nc flops, d alone).
+	b.Run("mul-"+kernelName, func(b *testing.B) {
+		for b.Loop() {
+			macro(variant{mr: mrMul, kern: kernelMul}, mc, kc, nc, pa, pb, d, nil, nc, true)
+		}
+		b.ReportMetric(2*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 }

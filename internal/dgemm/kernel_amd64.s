@@ -101,3 +101,97 @@ done:
 	VMOVUPD Y11, 32(R12)
 	VZEROUPPER
 	RET
+
+// One step of k for row r of Mul's 6×8 tile: broadcast a[r] into Y14
+// and add a[r]·b (Y12, Y13) into the row's accumulators. Exact products
+// (Mul's precondition): each FMA rounds like the loop's add.
+#define MROW(aoff, d0, d1) \
+	VBROADCASTSD aoff(SI), Y14 \
+	VFMADD231PD  Y12, Y14, d0  \
+	VFMADD231PD  Y13, Y14, d1
+
+#define MSTEP \
+	VMOVUPD (DI), Y12 \
+	VMOVUPD 32(DI), Y13 \
+	MROW(0, Y0, Y1) \
+	MROW(8, Y2, Y3) \
+	MROW(16, Y4, Y5) \
+	MROW(24, Y6, Y7) \
+	MROW(32, Y8, Y9) \
+	MROW(40, Y10, Y11) \
+	ADDQ $48, SI \
+	ADDQ $64, DI
+
+// func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
+// Rows 0–5 of d are at R8, R8+R10, R11, R11+R10, R12, R12+R10.
+TEXT ·mulAVX2(SB), NOSPLIT, $0-41
+	MOVQ kcc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ldc+32(FP), R10
+	SHLQ $3, R10
+	LEAQ (R8)(R10*2), R11
+	LEAQ (R11)(R10*2), R12
+	MOVBQZX load+40(FP), AX
+	TESTQ AX, AX
+	JZ   mzero
+	VMOVUPD (R8), Y0
+	VMOVUPD 32(R8), Y1
+	VMOVUPD (R8)(R10*1), Y2
+	VMOVUPD 32(R8)(R10*1), Y3
+	VMOVUPD (R11), Y4
+	VMOVUPD 32(R11), Y5
+	VMOVUPD (R11)(R10*1), Y6
+	VMOVUPD 32(R11)(R10*1), Y7
+	VMOVUPD (R12), Y8
+	VMOVUPD 32(R12), Y9
+	VMOVUPD (R12)(R10*1), Y10
+	VMOVUPD 32(R12)(R10*1), Y11
+	JMP  mbody
+
+mzero:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+mbody:
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   mtail
+
+mloop2:
+	MSTEP
+	MSTEP
+	DECQ DX
+	JNZ  mloop2
+
+mtail:
+	ANDQ $1, CX
+	JZ   mdone
+	MSTEP
+
+mdone:
+	VMOVUPD Y0, (R8)
+	VMOVUPD Y1, 32(R8)
+	VMOVUPD Y2, (R8)(R10*1)
+	VMOVUPD Y3, 32(R8)(R10*1)
+	VMOVUPD Y4, (R11)
+	VMOVUPD Y5, 32(R11)
+	VMOVUPD Y6, (R11)(R10*1)
+	VMOVUPD Y7, 32(R11)(R10*1)
+	VMOVUPD Y8, (R12)
+	VMOVUPD Y9, 32(R12)
+	VMOVUPD Y10, (R12)(R10*1)
+	VMOVUPD Y11, 32(R12)(R10*1)
+	VZEROUPPER
+	RET

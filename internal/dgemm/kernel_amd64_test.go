@@ -46,3 +46,30 @@ func TestKernelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestMulKernelsAgree is TestKernelsAgree for Mul's micro-kernels.
+func TestMulKernelsAgree(t *testing.T) {
+	if kernelName != "avx2" {
+		t.Skip("no AVX2+FMA on this CPU")
+	}
+	const ldc = nr + 5
+	for dist := range numDists {
+		for kcc := 1; kcc <= 9; kcc++ {
+			for _, load := range []bool{false, true} {
+				seed := uint64(200*dist + kcc)
+				r := rand.New(rand.NewPCG(seed, 0))
+				a, b := gen(r, dist, kcc*mrMul), gen(r, dist, kcc*nr)
+				d0 := gen(r, dist, mrMul*ldc)
+				gd, wd := append([]float64(nil), d0...), append([]float64(nil), d0...)
+				kernelMulAVX2(kcc, a, b, gd, nil, ldc, load)
+				kernelMulGo(kcc, a, b, wd, nil, ldc, load)
+				for i := range wd {
+					if !same(gd[i], wd[i]) {
+						t.Fatalf("dgemm kernelMulAVX2 kcc=%d load=%v dist=%d seed=%d: element %d: got d=%#x / want kernelMulGo d=%#x",
+							kcc, load, dist, seed, i, math.Float64bits(gd[i]), math.Float64bits(wd[i]))
+					}
+				}
+			}
+		}
+	}
+}

@@ -35,3 +35,32 @@ func kernelGo(kcc int, a, b, d, s []float64, ldc int, load bool) {
 		copy(s[r*ldc:r*ldc+nr], cs[r][:])
 	}
 }
+
+// kernelMulGo is Mul's portable micro-kernel: for kcc steps, the
+// mrMul×nr tile of d (row stride ldc) accumulates a[kk·mrMul+r]·b[kk·nr+c]
+// (B's panels carry no magnitudes; s is unused), starting from the tile's
+// values if load, else from +0. The assembly kernel must give the same
+// bits (TestKernelsAgree).
+func kernelMulGo(kcc int, a, b, d, _ []float64, ldc int, load bool) {
+	var cd [mrMul][nr]float64
+	if load {
+		for r := range mrMul {
+			copy(cd[r][:], d[r*ldc:r*ldc+nr])
+		}
+	}
+	a, b = a[:kcc*mrMul], b[:kcc*nr]
+	for kk := range kcc {
+		ak := a[kk*mrMul : kk*mrMul+mrMul]
+		bk := b[kk*nr : kk*nr+nr]
+		for r := range mrMul {
+			x := ak[r]
+			for c := range nr {
+				// Exact product (Mul's precondition): one rounding, as FMA.
+				cd[r][c] += x * bk[c]
+			}
+		}
+	}
+	for r := range mrMul {
+		copy(d[r*ldc:r*ldc+nr], cd[r][:])
+	}
+}

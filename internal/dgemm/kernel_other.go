@@ -2,8 +2,9 @@
 
 package dgemm
 
-// kernel is the portable micro-kernel where there is no assembly one.
-var kernel = kernelGo
+// kernel and kernelMul are the portable micro-kernels where there are no
+// assembly ones.
+var kernel, kernelMul kernelFunc = kernelGo, kernelMulGo
 
 // kernelName names the micro-kernel in use, for benchmarks and tests.
 const kernelName = "go"
