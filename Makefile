@@ -12,7 +12,7 @@ test:
 
 ## test-purego: the packages with SIMD assembly, on their portable Go paths (-tags purego);
 ## the default run already holds each assembly kernel to its Go twin bit for bit.
-SIMD_PKGS = ./internal/dgemm ./npu/internal/gemm32 ./npu ./ops ./tensor ./verify ./bound
+SIMD_PKGS = ./internal/dgemm ./internal/gemm32 ./npu ./ops ./tensor ./verify ./bound
 test-purego:
 	$(GO) vet -tags purego $(SIMD_PKGS)
 	$(GO) test -tags purego -count=1 $(SIMD_PKGS)

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/npuverify/npuverify/npu/internal/gemm32"
+	"github.com/npuverify/npuverify/internal/gemm32"
 	"github.com/npuverify/npuverify/tensor"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
