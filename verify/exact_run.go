@@ -166,3 +166,36 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
 	return j
 }
+
+// addExactIntBlock is addBlock for elements b0, b0+1, … of a compact
+// Expected of integer dtype d, the output's own (every element exact,
+// bound.Expected.ExactSource), whose got values are gv and exact values
+// rv. An element's Ref and Rounded are both num's rounding of r into d
+// and its Bound 0 (bound.Output of an exact integer value). A got g is a
+// value of d, an integer in d's range, so where g = r, r is one too and
+// its rounding is r itself (+0 for a zero, as g is): such an element,
+// what every element of a correct output is, is gathered inline. Its e
+// = 0 leaves the error figures, the relative error and the worst
+// elements alone (ratio(0, 0) = 0); it counts as compared, in ulp bucket
+// "0", and raises the value scale to |g|. Any other element goes through
+// addBlock with its expected values from bound.ExactElement.
+func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, gv, rv []float64, b0 int) {
+	rv = rv[:len(gv)]
+	compared := 0
+	var scaleV uint64
+	for j, g := range gv {
+		if g == rv[j] {
+			compared++
+			scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
+			continue
+		}
+		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+		p.addBlock(d, f, false, gv[j:j+1], &v, b0+j)
+	}
+	p.compared += compared
+	p.hist[0] += compared
+	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(scaleV))
+}
+
