@@ -172,19 +172,23 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 // bound.Expected.ExactSource), whose got values are gv and exact values
 // rv. An element's Ref and Rounded are both num's rounding of r into d
 // and its Bound 0 (bound.Output of an exact integer value). A got g is a
-// value of d, an integer in d's range, so where g = r, r is one too and
-// its rounding is r itself (+0 for a zero, as g is): such an element,
-// what every element of a correct output is, is gathered inline. Its e
+// value of d, an integer in d's range [lo, hi], so where g = clamp(r) =
+// max(lo, min(hi, r)) (false for a NaN r), either r = g, an integer of
+// the range whose rounding is r itself (+0 for a zero, as g is), or r ≥
+// hi = g, whose rounding (either rule) saturates to hi, or r ≤ lo = g,
+// likewise: the rounding is g. Such an element, what every element of a
+// correct output is, is gathered inline. Its e
 // = 0 leaves the error figures, the relative error and the worst
 // elements alone (ratio(0, 0) = 0); it counts as compared, in ulp bucket
 // "0", and raises the value scale to |g|. Any other element goes through
 // addBlock with its expected values from bound.ExactElement.
 func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, gv, rv []float64, b0 int) {
 	rv = rv[:len(gv)]
+	lo, hi := d.IntRange()
 	compared := 0
 	var scaleV uint64
 	for j, g := range gv {
-		if g == rv[j] {
+		if g == max(lo, min(hi, rv[j])) {
 			compared++
 			scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
 			continue
