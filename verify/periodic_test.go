@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -13,10 +14,11 @@ import (
 // values that are sums of two raw bit patterns of d (every class: zeros,
 // subnormals, NaN, ±Inf, values near overflow) repeating with a short
 // period, so that the element of the largest relative error, and the
-// worst elements' keys, recur every few elements. faults picks the got:
+// worst elements' keys, recur every few elements; a sixth of the sums
+// cancel to zero. faults picks the got:
 // 0 the correct rounding everywhere; 1 one ulp off (bits ± 1) at one
-// element of the period, so equal-key rejected elements recur; 2 bits ± 1
-// at random elements.
+// element of the period, so equal-key rejected elements recur; 2 bits ± 1,
+// NaN, ±Inf or a zero of either sign at random elements.
 func periodicCase(d tensor.DType, num tensor.Numerics, n, period int, faults int, seed uint64) (got *tensor.Tensor, compact, full *bound.Expected) {
 	r := rand.New(rand.NewPCG(seed, 17))
 	x, y := tensor.MustNew(d, period), tensor.MustNew(d, period)
@@ -25,6 +27,14 @@ func periodicCase(d tensor.DType, num tensor.Numerics, n, period int, faults int
 		y.SetBits(i, r.Uint64())
 	}
 	shift := r.IntN(period)
+	for i := range period {
+		switch r.IntN(8) {
+		case 0, 1: // cancellation: sums of ±0
+			y.SetFloat64(i, -x.Float64((i+period-shift)%period), tensor.Numerics{})
+		case 2: // ±Inf, rare among random bits (NaN is not)
+			x.SetFloat64(i, math.Inf(1-2*r.IntN(2)), tensor.Numerics{})
+		}
+	}
 	rs := make([]float64, n)
 	for i := range rs {
 		rs[i] = x.Float64(i%period) + y.Float64((i+shift)%period)
@@ -38,9 +48,12 @@ func periodicCase(d tensor.DType, num tensor.Numerics, n, period int, faults int
 		full.SetExact(i, v, d, num)
 		got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
 		if faults == 1 && i%period == bad || faults == 2 && r.IntN(97) == 0 {
-			if b := got.Bits(i); b&1 == 0 {
+			switch b := got.Bits(i); {
+			case faults == 2 && r.IntN(2) == 0: // another class, or the other zero
+				got.SetFloat64(i, []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0}[r.IntN(5)], tensor.Numerics{})
+			case b&1 == 0:
 				got.SetBits(i, b+1)
-			} else {
+			default:
 				got.SetBits(i, b-1)
 			}
 		}
