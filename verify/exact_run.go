@@ -217,4 +217,3 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	p.hist[0] += compared
 	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(scaleV))
 }
-
