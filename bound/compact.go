@@ -2,6 +2,7 @@ package bound
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -173,7 +174,20 @@ func (e *Expected) Refs(off int, buf []float64) []float64 {
 		return e.Ref[off : off+len(buf)]
 	}
 	c.src(off, buf)
-	if _, isFloat := c.d.FloatFormat(); !isFloat || c.d == tensor.Float64 {
+	if _, isFloat := c.d.FloatFormat(); !isFloat {
+		// Output(r, 0) of an integer dtype is the profile's rounding,
+		// which keeps an integer of the range (a zero as +0: r + 0).
+		lo, hi := c.d.IntRange()
+		for j, v := range buf {
+			if v >= lo && v <= hi && v == math.Trunc(v) {
+				buf[j] = v + 0
+			} else {
+				buf[j], _, _ = Output(v, 0, c.d, c.num)
+			}
+		}
+		return buf
+	}
+	if c.d == tensor.Float64 {
 		for j, v := range buf {
 			buf[j], _, _ = Output(v, 0, c.d, c.num)
 		}

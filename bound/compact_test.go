@@ -18,6 +18,15 @@ func exactValues(d tensor.DType, r *rand.Rand, n int) []float64 {
 		for _, v := range []float64{0, f.MinSubnormal(), f.MinNormal(), f.MaxFinite(), thr, math.Inf(1), math.NaN(), 1, 1 + f.Ulp(1)/2} {
 			xs = append(xs, v, -v, math.Nextafter(v, 0), math.Nextafter(v, math.Inf(1)), -math.Nextafter(v, math.Inf(1)))
 		}
+	} else { // integers in and past the range, halves, zeros of both signs
+		lo, hi := d.IntRange()
+		for _, v := range []float64{lo, hi, 0, 1} {
+			xs = append(xs, v, -v, v-1, v+1, v-0.5, v+0.5, math.Nextafter(v, 0))
+		}
+		xs = append(xs, math.Inf(1), math.Inf(-1), math.NaN())
+		for range n {
+			xs = append(xs, float64(r.IntN(600)-300))
+		}
 	}
 	for range n {
 		xs = append(xs, math.Ldexp(r.NormFloat64(), r.IntN(300)-150), r.NormFloat64()*1000, math.Float64frombits(r.Uint64()))

@@ -234,6 +234,10 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 				d[i] = float64(math.Float32frombits(uint32(v) << 16))
 			}
 		})
+	case []int8:
+		for i, v := range s[off : off+len(dst)] {
+			dst[i] = float64(v)
+		}
 	default:
 		for i := range dst {
 			dst[i] = t.Float64(off + i)

@@ -28,12 +28,27 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 	var acc exactRun
 	for j := 0; j < len(gv); j++ {
 		floor, floor2 := p.worstFloor()
-		relSkip := math.Min(p.maxRel, 1e-3) * (1 - 0x1p-50)
-		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+		relMax := math.Min(p.maxRel, 1e-3)
+		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relMax*(1-0x1p-50), relMax)
 		if j == len(gv) {
 			break
 		}
-		// Element j needs more than run does: through addBlock.
+		// Element j needs more than run does. A zero, or under
+		// overflow=inf a NaN or ±Inf, whose got is its rounding (the same
+		// bits; any NaN) is gathered here: as addBlock would, a zero
+		// counts as compared with e = 0 (its bound a power of two, e/b =
+		// 0, and nothing else moves), a non-finite value of an accepted
+		// class (its own) only in the "nonfinite" bucket. Random bit
+		// patterns, a fuzzer's, make a few percent of the sums NaN or Inf.
+		// Any other element goes through addBlock.
+		if g, r := gv[j], rv[j]; math.Float64bits(g) == math.Float64bits(r) && r == 0 {
+			acc.compared++
+			acc.zeros++
+			continue
+		} else if num.Overflow != tensor.OverflowSaturate && (g != g && r != r || math.IsInf(r, 0) && g == r) {
+			p.hist[nonFiniteBucket]++
+			continue
+		}
 		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
 		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
@@ -97,26 +112,43 @@ func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
 // run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
 // while they need nothing more than counts and maxima: the exact value in
 // the short form and the got its Rounded; the relative error e/|r| at
-// most M = min(MaxRel, 1e-3) (e ≤ relSkip·|r| with relSkip = M·(1 −
-// 2^-50), see addBlock), so it changes neither MaxRel nor the counts; and
-// the element cannot enter the worst ones (e = 0, or its keys below
-// floor, floor2, the bits of the last held, 0 and 0 while there is room).
-// It returns how many it gathered: the next one, if any, is not such an
-// element. Where the CPU has AVX2, exactRunAVX2 gathers four elements at
-// a time as long as all four are such elements, and runGo the rest.
-func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+// most M = relMax = min(MaxRel, 1e-3), so it changes neither MaxRel nor
+// the counts (addBlock's test; e ≤ relSkip·|r| with relSkip = M·(1 −
+// 2^-50) shows it without the division, see addBlock); and the element
+// cannot enter the worst ones (e = 0, or its keys below floor, floor2,
+// the bits of the last held, 0 and 0 while there is room; equal keys do
+// not enter either, the index of the one held being lower). It returns
+// how many it gathered: the next one, if any, is not such an element.
+//
+// Where the CPU has AVX2, exactRunAVX2 gathers four elements at a time as
+// long as all four pass its tests, which skip the division; a group of
+// four that does not goes through runGo, which divides where the cheap
+// test fails, and the vector loop resumes after it. A fuzzer's outputs
+// repeat a short pattern, so the element of the largest relative error
+// recurs every few elements: without the division each recurrence would
+// leave the inline path.
+func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip, relMax float64) int {
 	j := 0
 	if useAVX2 && len(gv) >= 4 {
 		a.vec.set(sf, floor, floor2, relSkip)
-		j = exactRunAVX2(&a.vec, &gv[0], &rv[0], len(gv)&^3)
-		a.compared += j
+		for len(gv)-j >= 4 {
+			k := exactRunAVX2(&a.vec, &gv[j], &rv[j], (len(gv)-j)&^3)
+			a.compared += k
+			if j += k; len(gv)-j < 4 {
+				break
+			}
+			k = a.runGo(sf, gv[j:j+4], rv[j:j+4], floor, floor2, relSkip, relMax)
+			if j += k; k < 4 {
+				return j
+			}
+		}
 	}
-	return j + a.runGo(sf, gv[j:], rv[j:], floor, floor2, relSkip)
+	return j + a.runGo(sf, gv[j:], rv[j:], floor, floor2, relSkip, relMax)
 }
 
 // runGo is run one element at a time, the portable form. It calls
 // nothing, so that its loop keeps its figures in registers.
-func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip float64) int {
+func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip, relMax float64) int {
 	sf := *sfp
 	rv = rv[:len(gv)]
 	compared, zeros := a.compared, a.zeros
@@ -131,12 +163,12 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 		e := math.Abs(g - r)
 		eb := math.Float64bits(e)
 		ar := math.Float64frombits(rb &^ (1 << 63))
-		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) {
+		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) && !(e/ar <= relMax) { // |r| ≥ MinNormal > 0
 			break
 		}
 		// e/b = e·2^-k for b = 2^k.
 		t := math.Float64bits(e * math.Float64frombits((2046-math.Float64bits(sf.Bound(r))>>52)<<52))
-		if eb != 0 && (t > floor || t == floor && eb >= floor2) {
+		if eb != 0 && (t > floor || t == floor && eb > floor2) {
 			break
 		}
 		compared++
@@ -148,4 +180,40 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 	a.compared, a.zeros = compared, zeros
 	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
 	return j
+}
+
+// addExactIntBlock is addBlock for elements b0, b0+1, … of a compact
+// Expected of integer dtype d, the output's own (every element exact,
+// bound.Expected.ExactSource), whose got values are gv and exact values
+// rv. An element's Ref and Rounded are both num's rounding of r into d
+// and its Bound 0 (bound.Output of an exact integer value). A got g is a
+// value of d, an integer in d's range [lo, hi], so where g = clamp(r) =
+// max(lo, min(hi, r)) (false for a NaN r), either r = g, an integer of
+// the range whose rounding is r itself (+0 for a zero, as g is), or r ≥
+// hi = g, whose rounding (either rule) saturates to hi, or r ≤ lo = g,
+// likewise: the rounding is g. Such an element, what every element of a
+// correct output is, is gathered inline. Its e
+// = 0 leaves the error figures, the relative error and the worst
+// elements alone (ratio(0, 0) = 0); it counts as compared, in ulp bucket
+// "0", and raises the value scale to |g|. Any other element goes through
+// addBlock with its expected values from bound.ExactElement.
+func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, gv, rv []float64, b0 int) {
+	rv = rv[:len(gv)]
+	lo, hi := d.IntRange()
+	compared := 0
+	var scaleV uint64
+	for j, g := range gv {
+		if g == max(lo, min(hi, rv[j])) {
+			compared++
+			scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
+			continue
+		}
+		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
+		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
+		p.addBlock(d, f, false, gv[j:j+1], &v, b0+j)
+	}
+	p.compared += compared
+	p.hist[0] += compared
+	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(scaleV))
 }

@@ -266,6 +266,16 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 			}
 			return p
 		}
+		if !isFloat {
+			rb := bp[block : block+len(gb)]
+			for b0 := lo; b0 < hi; b0 += block {
+				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
+				got.Float64sFrom(b0, gv)
+				src(b0, rv)
+				p.addExactIntBlock(d, f, num, gv, rv, b0)
+			}
+			return p
+		}
 	}
 	if base, num, spans, ok := want.UnchangedBase(); ok && base.DType == d && base.Len() >= hi {
 		p.computeUnchanged(got, want, base, num, spans, lo, hi)

@@ -142,10 +142,10 @@ xloop:
 
 	VMULPD Y3, Y5, Y3 // t = e·inv
 
-	// Not a candidate for the worst: e = 0, or not (t > floor or t = floor and e ≥ floor2).
-	VPCMPGTQ Y5, Y11, Y1      // floor2 > e
+	// Not a candidate for the worst: e = 0, or not (t > floor or t = floor and e > floor2).
+	VPCMPGTQ Y11, Y5, Y1      // e > floor2
 	VPCMPEQQ 192(R8), Y3, Y2  // t = floor
-	VPANDN   Y2, Y1, Y2
+	VPAND    Y2, Y1, Y2
 	VPCMPGTQ 192(R8), Y3, Y1  // t > floor
 	VPOR     Y2, Y1, Y1
 	VPCMPEQQ Y12, Y5, Y2      // e = 0
