@@ -93,14 +93,19 @@ func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T
 	_ = b[(k-1)*ldb+n-1]
 	_ = c[(m-1)*ldc+n-1]
 	panels := (n + nr - 1) / nr
-	mFull := m / mr * mr
 	// One pooled scratch: packed B, the edge tile of C, A's edge rows.
 	pp := getSlice[T](pool, panels*k*nr+mr*nr+mr*k)
 	defer pool.Put(pp)
 	bp := (*pp)[:panels*k*nr]
-	edgeC := (*[mr * nr]T)((*pp)[panels*k*nr:])
-	edgeA := (*pp)[panels*k*nr+mr*nr:]
 	packB(bp, b, ldb, k, n)
+	mulPacked(kern, m, n, k, a, lda, bp, c, ldc, (*[mr * nr]T)((*pp)[panels*k*nr:]), (*pp)[panels*k*nr+mr*nr:])
+}
+
+// mulPacked is accumulate's loops on B packed already (bp), with scratch
+// for the edge tile of C and for A's edge rows (mr·k).
+func mulPacked[T elem](kern microKernel[T], m, n, k int, a []T, lda int, bp, c []T, ldc int, edgeC *[mr * nr]T, edgeA []T) {
+	panels := (n + nr - 1) / nr
+	mFull := m / mr * mr
 	if mFull < m {
 		for r := range mr {
 			src := a[min(mFull+r, m-1)*lda:]
@@ -122,6 +127,46 @@ func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T
 			edgeTile(kern, k, edgeA, k, bpan, c[mFull*ldc+j0:], ldc, m-mFull, cols, edgeC)
 		}
 	}
+}
+
+// PackedFloat32 is a B [k × n] packed once for Float32 products of many
+// row blocks of A with it, on several cores at once (it is only read):
+// Float32 packs B on every call.
+type PackedFloat32 struct {
+	bp   []float32
+	k, n int
+}
+
+// PackFloat32 packs B [k × n] (row stride ldb) for MulAdd.
+func PackFloat32(k, n int, b []float32, ldb int) *PackedFloat32 {
+	p := &PackedFloat32{k: k, n: n}
+	if k > 0 && n > 0 {
+		_ = b[(k-1)*ldb+n-1]
+		p.bp = make([]float32, (n+nr-1)/nr*k*nr)
+		packB(p.bp, b, ldb, k, n)
+	}
+	return p
+}
+
+// MulAdd computes C += A·B for A [m × k] (row stride lda) and C [m × n]
+// (row stride ldc), with the bits of Float32 on the same operands.
+func (p *PackedFloat32) MulAdd(m int, a []float32, lda int, c []float32, ldc int) {
+	k, n := p.k, p.n
+	if m <= 0 || n <= 0 || k <= 0 {
+		return
+	}
+	_ = a[(m-1)*lda+k-1]
+	_ = c[(m-1)*ldc+n-1]
+	kern := kernelPortable
+	if hasAsm {
+		kern = kernelAsm
+	}
+	var edgeC [mr * nr]float32
+	var edgeA []float32
+	if m%mr != 0 {
+		edgeA = make([]float32, mr*k)
+	}
+	mulPacked(kern, m, n, k, a, lda, p.bp, c, ldc, &edgeC, edgeA)
 }
 
 // edgeTile runs kern on the scratch tile t for the rows × cols corner of

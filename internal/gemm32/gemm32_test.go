@@ -83,7 +83,7 @@ func TestFloat32MatchesSequential(t *testing.T) {
 		for _, run := range []struct {
 			name string
 			f    func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int)
-		}{{"Float32", Float32}, {"Float32Portable", Float32Portable}} {
+		}{{"Float32", Float32}, {"Float32Portable", Float32Portable}, {"PackFloat32+MulAdd", packedInTwo}} {
 			got := append([]float32(nil), c0...)
 			run.f(m, n, k, a, lda, b, ldb, got, ldc)
 			for i := range got {
@@ -94,6 +94,21 @@ func TestFloat32MatchesSequential(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// packedInTwo is Float32 through PackFloat32 and MulAdd, A's rows in two
+// blocks (the first of 1…m rows), as a caller splitting rows over cores
+// would run it.
+func packedInTwo(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	p := PackFloat32(k, n, b, ldb)
+	split := (m*7 + 3) / 11
+	if split == 0 {
+		split = m
+	}
+	p.MulAdd(split, a, lda, c, ldc)
+	if split < m {
+		p.MulAdd(m-split, a[split*lda:], lda, c[split*ldc:], ldc)
 	}
 }
 
