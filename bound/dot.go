@@ -44,11 +44,18 @@ func Growth(n int, u float64) float64 {
 // the product, at most 5·2^-53 relative in all for γ ≤ 1; the extra 2^-50
 // covers them, so the result is rigorous. A zero, infinite or NaN s is
 // returned unchanged.
-func MagUp(s float64, n int) float64 {
+func MagUp(s float64, n int) float64 { return MagUpIn(s, n, 0x1p-53) }
+
+// MagUpIn is MagUp for a sum s of n non-negative terms added in a format
+// of unit roundoff u (≥ 2^-53, such as fp32's 2^-24) in which every term
+// is exact and no partial sum underflows or overflows: the same argument
+// gives S ≤ s·(1 + γ_{n−1}(u)), and the same extra 2^-50 covers the
+// float64 evaluation. When (n−1)·u ≥ 1 the result is +Inf (no bound).
+func MagUpIn(s float64, n int, u float64) float64 {
 	if n <= 1 || s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		return s
 	}
-	return s * (1 + Gamma(n-1, 0x1p-53) + 0x1p-50)
+	return s * (1 + Gamma(n-1, u) + 0x1p-50)
 }
 
 // Dot is the accumulation of N terms (products, or the terms of a sum)

@@ -435,11 +435,23 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	// a and b straight from the tensors; float64 copies of them are made
 	// only if some element needs the partial-sum overflow test.
 	d, s := e.Ref, e.Bound
-	reference.MatMulTensors(in["a"], in["b"], d, s)
 	dense := &gemmDense{a: in["a"], b: in["b"]}
 	// Rows over all cores: each element reads only the inputs and its own
 	// d, s, and writes only its own entries.
-	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {
+	grain := max(1, (1<<12)/max(n, 1))
+	if gemmMagFP32(cfg.Mode.In, k) {
+		// S in fp32 (gemm_mag.go), a row block at a time, each block's
+		// rows evaluated while it is in cache.
+		reference.MulTensors(in["a"], in["b"], d)
+		ev.magUp = gemmMagUpFactor32(k)
+		mag := newGEMMMag32(in["a"], in["b"], k, n)
+		parallel.For(m, grain, func(lo, hi int) {
+			mag.each(lo, hi, s, func(lo, hi int) { ev.rows(e, lo, hi, d, s, dense, c, sa, sb, k, n) })
+		})
+		return map[string]*bound.Expected{"out": e}, nil
+	}
+	reference.MatMulTensors(in["a"], in["b"], d, s)
+	parallel.For(m, grain, func(lo, hi int) {
 		ev.rows(e, lo, hi, d, s, dense, c, sa, sb, k, n)
 	})
 	return map[string]*bound.Expected{"out": e}, nil
@@ -474,9 +486,9 @@ func (ev *gemmEval) rows(e *bound.Expected, lo, hi int, d, s []float64, dense *g
 				e.Ref[idx], e.Bound[idx], e.Alt[idx] = r, b, alt
 				continue
 			}
-			// The interval path. s[idx] is a float64 sum of k exact
-			// products: round it up (gemm_bound.go).
-			el.d, el.s, el.i, el.j = d[idx], bound.MagUp(s[idx], k), i, j
+			// The interval path. s[idx] is a sum of k exact products in
+			// float64, or in fp32 (gemm_mag.go): round it up (magUp).
+			el.d, el.s, el.i, el.j = d[idx], s[idx]*ev.magUp, i, j
 			if c != nil {
 				el.c = c[idx]
 			}

@@ -34,9 +34,13 @@ import (
 // the true Σ|a_k||b_k| by up to γ_{K−1}(2^-53)·S: every product of two
 // fp32, fp16, bf16 or int8 values is exact in float64, but the K−1
 // additions round, and a bound built on a value below S is not rigorous
-// (the shortfall g·γ_{K−1}(2^-53)·S grows as K²), so S is rounded up (bound.MagUp: s·(1 + γ_{K−1}(2^-53)) plus the
-// float64 evaluation's own rounding), and so are the positive and negative
-// sums of the overflow test below.
+// (the shortfall g·γ_{K−1}(2^-53)·S grows as K²), so S is rounded up
+// (bound.MagUp: s·(1 + γ_{K−1}(2^-53)) plus the float64 evaluation's own
+// rounding), and so are the positive and negative sums of the overflow
+// test below. For fp16 and int8 inputs and K ≤ gemmMagFP32MaxK, S is
+// summed in fp32 instead and rounded up by γ_{K−1}(2^-24) (gemm_mag.go:
+// the same argument, every such product being exact in fp32), which
+// loosens the bound by less than 2.5·10^-4 of itself.
 //
 // Epilogue. Every rounding of an intermediate y known to within e (the
 // int32→fp32 conversion when |acc| > 2^24, RN32(scale_a·scale_b), the

@@ -102,6 +102,80 @@ func TestGEMMMagnitudeRoundedUp(t *testing.T) {
 	}
 }
 
+// TestGEMMMagnitudeFP32RoundedUp is TestGEMMMagnitudeRoundedUp for S
+// summed in fp32 (gemm_mag.go): with K = gemmMagFP32MaxK fp16 operands
+// whose products are one 1 and then K−1 ties 2^-25 that round back to 1,
+// the fp32 sum lies below the true S, and the rounded-up value at or
+// above it; seeded random fp16 operands (a few large products among many
+// tiny ones, K up to the limit) confirm it element by element. Expect's
+// bound on that element exceeds the accumulation error on the unrounded
+// sum.
+func TestGEMMMagnitudeFP32RoundedUp(t *testing.T) {
+	const k = gemmMagFP32MaxK
+	a, b := tensor.MustNew(tensor.Float16, 1, k), tensor.MustNew(tensor.Float16, k, 1)
+	a.SetFloat64(0, 1, tensor.Numerics{})
+	b.SetFloat64(0, 1, tensor.Numerics{})
+	terms := []float64{1}
+	for kk := 1; kk < k; kk++ {
+		a.SetFloat64(kk, 0x1p-12, tensor.Numerics{})
+		b.SetFloat64(kk, 0x1p-13, tensor.Numerics{})
+		terms = append(terms, 0x1p-25)
+	}
+	truth := bigSum(terms)
+	s := make([]float64, 1)
+	newGEMMMag32(a, b, k, 1).each(0, 1, s, func(int, int) {})
+	if new(big.Float).SetFloat64(s[0]).Cmp(truth) >= 0 {
+		t.Errorf("gemm K=%d: fp32 S = %g, true S = %s: want it below the truth (the crafted case must undershoot)", k, s[0], truth.Text('g', 20))
+	}
+	if up := s[0] * gemmMagUpFactor32(k); new(big.Float).SetFloat64(up).Cmp(truth) < 0 {
+		t.Errorf("gemm K=%d: got fp32 S rounded up = %s / want ≥ true S = %s", k, big.NewFloat(up).Text('g', 20), truth.Text('g', 20))
+	}
+	p, _ := GEMM.Validate(Params{"mode": "fp16_fp32acc"})
+	exp, err := GEMM.Expect(p, map[string]*tensor.Tensor{"a": a, "b": b}, tensor.Numerics{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := bound.NewDot(k, tensor.Float32, tensor.Numerics{}).Sum(bound.Terms{Ref: exp["out"].Ref[0], Mag: s[0]})
+	if got := exp["out"].Bound[0]; !(got > old.Err) {
+		t.Errorf("gemm mode=fp16_fp32acc K=%d: bound %g, want above the accumulation error %g on the unrounded fp32 S", k, got, old.Err)
+	}
+
+	const seed = 2025
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for trial := range 12 {
+		m, n, kk := 1+rng.IntN(7), 1+rng.IntN(20), 1+rng.IntN(k)
+		a, b := tensor.MustNew(tensor.Float16, m, kk), tensor.MustNew(tensor.Float16, kk, n)
+		for _, x := range []*tensor.Tensor{a, b} {
+			for i := range x.Len() {
+				v := math.Ldexp(1+float64(rng.IntN(1024))/1024, -12-rng.IntN(3))
+				if rng.IntN(64) == 0 {
+					v = math.Ldexp(1, rng.IntN(4))
+				}
+				if rng.IntN(2) == 0 {
+					v = -v
+				}
+				x.SetFloat64(i, v, tensor.Numerics{})
+			}
+		}
+		s := make([]float64, m*n)
+		newGEMMMag32(a, b, kk, n).each(0, m, s, func(int, int) {})
+		av, bv := a.Float64s(), b.Float64s()
+		for i := range m {
+			for j := range n {
+				xs := make([]float64, kk)
+				for q := range kk {
+					xs[q] = math.Abs(av[i*kk+q] * bv[q*n+j])
+				}
+				tr := bigSum(xs)
+				if up := s[i*n+j] * gemmMagUpFactor32(kk); new(big.Float).SetFloat64(up).Cmp(tr) < 0 {
+					t.Fatalf("gemm fp32 S seed=%d trial %d %dx%dx%d: element [%d,%d]: got rounded-up S %s / want ≥ true %s (fp32 sum %g)",
+						seed, trial, m, kk, n, i, j, big.NewFloat(up).Text('g', 20), tr.Text('g', 20), s[i*n+j])
+				}
+			}
+		}
+	}
+}
+
 // TestGEMMMagUpFactor checks that the fast path's precomputed factor gives
 // bound.MagUp's bits for every kind of s and K it can meet.
 func TestGEMMMagUpFactor(t *testing.T) {
@@ -125,6 +199,12 @@ func TestGEMMMagUpFactor(t *testing.T) {
 			}
 			if got, want := s*f, bound.MagUp(s, k); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
 				t.Fatalf("gemm K=%d seed=%d: s=%v: got s·magUp = %v / want bound.MagUp = %v", k, seed, s, got, want)
+			}
+			if k > gemmMagFP32MaxK {
+				continue
+			}
+			if got, want := s*gemmMagUpFactor32(k), bound.MagUpIn(s, k, 0x1p-24); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("gemm K=%d seed=%d: s=%v: got s·magUp32 = %v / want bound.MagUpIn(s, K, 2^-24) = %v", k, seed, s, got, want)
 			}
 		}
 	}

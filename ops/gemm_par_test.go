@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -39,6 +40,9 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 			ev, err := newGEMMEval(cfg, k, num)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if gemmMagFP32(mode.In, k) {
+				s, ev.magUp = serialMagFP32(m, k, n, a, b), gemmMagUpFactor32(k)
 			}
 			want := bound.NewExpected(m * n)
 			ev.rows(want, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
@@ -95,4 +99,20 @@ func TestGEMMRowsAllocFree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// serialMagFP32 is S = Σ|a||b| summed in fp32 by the plain loop, k
+// ascending (the products of fp16 or int8 values are exact in fp32).
+func serialMagFP32(m, k, n int, a, b []float64) []float64 {
+	s := make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			var acc float32
+			for kk := range k {
+				acc += float32(math.Abs(a[i*k+kk]) * math.Abs(b[kk*n+j]))
+			}
+			s[i*n+j] = float64(acc)
+		}
+	}
+	return s
 }

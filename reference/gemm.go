@@ -81,6 +81,17 @@ func MatMulTensors(a, b *tensor.Tensor, d, s []float64) {
 	MatMulInto(m, k, n, a.Float64s(), b.Float64s(), d, s)
 }
 
+// MulTensors is MatMulTensors' d alone (the same bits), for callers that
+// bound the magnitudes some other way.
+func MulTensors(a, b *tensor.Tensor, d []float64) {
+	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	if exactProductDType(a.DType) && exactProductDType(b.DType) {
+		dgemm.Mul(m, k, n, a, b, d)
+		return
+	}
+	MatMulInto(m, k, n, a.Float64s(), b.Float64s(), d, make([]float64, m*n))
+}
+
 // exactProductDType reports whether every value of d has at most 24
 // significant bits within fp32's exponent range, so that the product of
 // two such values is exact in float64.

@@ -23,6 +23,8 @@ import (
 	"math"
 	"sync"
 	"unsafe"
+
+	"github.com/npuverify/npuverify/internal/parallel"
 )
 
 // The micro-kernel's register block of C: mr rows × nr columns (12 ymm
@@ -145,6 +147,28 @@ func PackFloat32(k, n int, b []float32, ldb int) *PackedFloat32 {
 		p.bp = make([]float32, (n+nr-1)/nr*k*nr)
 		packB(p.bp, b, ldb, k, n)
 	}
+	return p
+}
+
+// PackFloat32Rows is PackFloat32 of the B whose row kk (n values) row
+// stores into dst, for a B that is not held as fp32: row is called once
+// per kk, from several goroutines at once (parallel.For over kk).
+func PackFloat32Rows(k, n int, row func(kk int, dst []float32)) *PackedFloat32 {
+	p := &PackedFloat32{k: k, n: n}
+	if k <= 0 || n <= 0 {
+		return p
+	}
+	panels := (n + nr - 1) / nr
+	p.bp = make([]float32, panels*k*nr)
+	parallel.For(k, 64, func(lo, hi int) {
+		buf := make([]float32, panels*nr) // zero past n: the last panel's padding
+		for kk := lo; kk < hi; kk++ {
+			row(kk, buf[:n])
+			for q := range panels {
+				copy(p.bp[(q*k+kk)*nr:(q*k+kk+1)*nr], buf[q*nr:])
+			}
+		}
+	})
 	return p
 }
 

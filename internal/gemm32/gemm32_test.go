@@ -97,11 +97,15 @@ func TestFloat32MatchesSequential(t *testing.T) {
 	}
 }
 
-// packedInTwo is Float32 through PackFloat32 and MulAdd, A's rows in two
+// packedInTwo is Float32 through PackFloat32 (or PackFloat32Rows, for
+// odd m) and MulAdd, A's rows in two
 // blocks (the first of 1…m rows), as a caller splitting rows over cores
 // would run it.
 func packedInTwo(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	p := PackFloat32(k, n, b, ldb)
+	if m%2 == 1 { // the other packing, for half the trials
+		p = PackFloat32Rows(k, n, func(kk int, dst []float32) { copy(dst, b[kk*ldb:kk*ldb+n]) })
+	}
 	split := (m*7 + 3) / 11
 	if split == 0 {
 		split = m
