@@ -482,9 +482,15 @@ func (ev *gemmEval) rows(e *bound.Expected, lo, hi int, d, s []float64, dense *g
 	for i := lo; i < hi; i++ {
 		for j := 0; j < n; j++ {
 			idx := i*n + j
-			if r, b, alt, ok := ev.fastElement(d[idx], s[idx]); ok {
-				e.Ref[idx], e.Bound[idx], e.Alt[idx] = r, b, alt
-				continue
+			if ev.plain {
+				// The fast path (fastElement) over the rest of the row, up
+				// to the first element that needs the interval path.
+				end := (i + 1) * n
+				j += ev.out.StoreDots(&ev.dot, d[idx:end], s[idx:end], ev.magUp, e.Ref[idx:end], e.Bound[idx:end], e.Alt[idx:end])
+				if j == n {
+					break
+				}
+				idx = i*n + j
 			}
 			// The interval path. s[idx] is a sum of k exact products in
 			// float64, or in fp32 (gemm_mag.go): round it up (magUp).

@@ -140,7 +140,9 @@ func gemmMagUpFactor(k int) float64 {
 // takes element (the interval path). It is element's computation with
 // the steps that cannot apply left out, in the same float64 operations,
 // so the outcomes are the same bits (TestGEMMFastPathAgrees, on every
-// golden and suite case):
+// golden and suite case). rows runs it a row at a time through
+// bound.OutputMap.StoreDots, the same arithmetic inlined
+// (TestGEMMStoreDotsMatchesFastElement):
 //   - S = MagUp(s, K) = s·magUp;
 //   - Dot.Sum with Ref = d, Mag = S, Err = 0: not NaN or Inf, so the
 //     finite branch; its Err is 0 + mul0(G, S+0) + eta + RefErr·S with

@@ -68,14 +68,20 @@ func newGEMMMag32(a, b *tensor.Tensor, k, n int) *gemmMag32 {
 // once its S is in s.
 func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
 	k, n := g.k, g.n
-	abuf := make([]float32, gemmMag32Rows*k)
+	// The rows of |a| are lda apart, not k: the micro-kernel reads six
+	// of them at once, and at a stride of a multiple of 4 KiB (k = 1024)
+	// they would all fall in the same L1 sets.
+	lda := k + 16
+	abuf := make([]float32, gemmMag32Rows*lda)
 	sbuf := make([]float32, gemmMag32Rows*n)
 	for r0 := lo; r0 < hi; r0 += gemmMag32Rows {
 		rows := min(gemmMag32Rows, hi-r0)
-		av, sv := abuf[:rows*k], sbuf[:rows*n]
-		absFloat32s(g.a, r0*k, av)
+		for r := range rows {
+			absFloat32s(g.a, (r0+r)*k, abuf[r*lda:r*lda+k])
+		}
+		sv := sbuf[:rows*n]
 		clear(sv)
-		g.pb.MulAdd(rows, av, k, sv, n)
+		g.pb.MulAdd(rows, abuf, lda, sv, n)
 		for i, v := range sv {
 			s[r0*n+i] = float64(v)
 		}
