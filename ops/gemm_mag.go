@@ -2,6 +2,9 @@ package ops
 
 import (
 	"math"
+	"sync"
+
+	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/internal/gemm32"
@@ -92,6 +95,19 @@ func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
 // absFloat32s stores |t[off+i]| as fp32 into dst[i]: exact for fp16 and
 // int8 values (and their Inf and NaN).
 func absFloat32s(t *tensor.Tensor, off int, dst []float32) {
+	if h := t.F16(); h != nil {
+		tab := f16AbsTable()
+		for i, v := range h[off : off+len(dst)] {
+			dst[i] = tab[v.Bits()&0x7FFF]
+		}
+		return
+	}
+	if q := t.I8(); q != nil {
+		for i, v := range q[off : off+len(dst)] {
+			dst[i] = float32(math.Abs(float64(v)))
+		}
+		return
+	}
 	var buf [1024]float64
 	for i := 0; i < len(dst); i += len(buf) {
 		v := buf[:min(len(buf), len(dst)-i)]
@@ -101,3 +117,13 @@ func absFloat32s(t *tensor.Tensor, off int, dst []float32) {
 		}
 	}
 }
+
+// f16AbsTable maps the bits of a non-negative fp16 value to the value as
+// fp32, exactly (fp32 holds every fp16 value, Inf and NaN).
+var f16AbsTable = sync.OnceValue(func() *[1 << 15]float32 {
+	var t [1 << 15]float32
+	for h := range t {
+		t[h] = float16.Frombits(uint16(h)).Float32()
+	}
+	return &t
+})

@@ -209,3 +209,27 @@ func TestGEMMMagUpFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsFloat32s checks the magnitudes gemm's fp32 S is summed from
+// against math.Abs of the tensors' float64 values, for every fp16 bit
+// pattern and every int8 value.
+func TestAbsFloat32s(t *testing.T) {
+	h := tensor.MustNew(tensor.Float16, 1<<16)
+	for i := range 1 << 16 {
+		h.SetBits(i, uint64(i))
+	}
+	q := tensor.MustNew(tensor.Int8, 256)
+	for i := range 256 {
+		q.SetBits(i, uint64(i))
+	}
+	for _, x := range []*tensor.Tensor{h, q} {
+		got := make([]float32, x.Len()-3)
+		absFloat32s(x, 3, got)
+		for i, g := range got {
+			w := math.Abs(x.Float64(3 + i))
+			if float64(g) != w && !(math.IsNaN(w) && g != g) {
+				t.Fatalf("absFloat32s %s: element %d (bits %#x): got %v / want %v", x.DType, 3+i, x.Bits(3+i), g, w)
+			}
+		}
+	}
+}
