@@ -62,7 +62,10 @@ func fuzzBody(t testing.TB, info *opdb.Info, name string, data []byte) {
 	if err := ops.CheckInputs(info.Op, in.Params, in.Inputs); err != nil {
 		t.Fatalf("%s: fuzz inputs break the contract: %v", c.Subject(), err)
 	}
-	ctx := context.Background()
+	// A fuzzing run keeps every host core busy with a worker process of
+	// its own, so a launch's blocks run on the exec's goroutine: another
+	// goroutine per launch would only add a wakeup and a handoff.
+	ctx := npu.WithSerialLaunch(context.Background())
 	if in.Variant != nil {
 		ctx = kernels.WithVariant(ctx, *in.Variant)
 	}

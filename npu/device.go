@@ -154,6 +154,9 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		}
 	}
 	workers := min(blockDim, runtime.GOMAXPROCS(0))
+	if ctx.Value(serialKey{}) != nil {
+		workers = 1
+	}
 	var wg sync.WaitGroup
 	for range workers - 1 {
 		wg.Go(work)
@@ -169,6 +172,20 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		}
 	}
 	return d.deriveCost(costs), nil
+}
+
+type serialKey struct{}
+
+// WithSerialLaunch returns a context under which Launch runs every block
+// on the calling goroutine, in block order, instead of spreading them
+// over GOMAXPROCS workers. The blocks compute the same (none waits for
+// another, and each has its own core); what changes is only that no
+// goroutine is started. It is for callers that already keep every host
+// core busy with launches of their own, such as fuzzing workers (one
+// process per core): there a launch's extra goroutine only adds a wakeup
+// and a handoff to each exec.
+func WithSerialLaunch(ctx context.Context) context.Context {
+	return context.WithValue(ctx, serialKey{}, true)
 }
 
 // run runs kernel as the core's current block; a panic is the block's
