@@ -220,9 +220,10 @@ type Core struct {
 	kind  CoreKind
 	mem   [numSpaces]arena
 	cost  CoreCost
-	bufN  int     // 1 or 2, see SetBufferNum
-	pro   stage   // work before the first BeginTile
-	tiles []stage // one per BeginTile
+	bufN  int      // 1 or 2, see SetBufferNum
+	pro   stage    // work before the first BeginTile
+	tiles []stage  // one per BeginTile
+	slab  []Buffer // Buffers not yet handed out (newBuffer)
 }
 
 // stage holds the cycles of one tile by pipeline stage.

@@ -164,7 +164,8 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 		return nil, fmt.Errorf("%s: alloc of %d bytes: no contiguous free range (%d of %d bytes in use, fragmented)",
 			a.space, rounded, a.used, a.capacity)
 	}
-	b := &Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
+	b := c.newBuffer()
+	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
 	if eagerPoison {
 		b.touch(rounded)
 	}
@@ -174,6 +175,24 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 	a.used += rounded
 	a.peak = max(a.peak, a.used)
 	return b, nil
+}
+
+// bufferSlab is how many Buffers a core allocates at a time: a kernel
+// allocates a few per block (vector_add six), and a launch of many small
+// blocks (a fuzzer's) would otherwise make each a heap object of its own.
+const bufferSlab = 32
+
+// newBuffer returns a Buffer no one has held: the next of the core's
+// slab, never one handed out before, so that a stale Buffer of an earlier
+// block stays dead ("used after Free/Reset") rather than coming back to
+// life as a later allocation.
+func (c *Core) newBuffer() *Buffer {
+	if len(c.slab) == 0 {
+		c.slab = make([]Buffer, bufferSlab)
+	}
+	b := &c.slab[0]
+	c.slab = c.slab[1:]
+	return b
 }
 
 func (a *arena) free(b *Buffer) error {
