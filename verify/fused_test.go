@@ -40,29 +40,54 @@ func TestComputeFusedMatchesTwoPasses(t *testing.T) {
 	}
 }
 
-// TestRefsOfExactMatchesRefs holds refsOfExact to bound.Expected.Refs
-// on the exact values of compact Expecteds of every exact dtype and
-// profile (every class of value: zeros of both signs, ties, subnormals,
-// values near and past overflow, ±Inf, NaN, and for int8 values out of
-// range and between integers).
-func TestRefsOfExactMatchesRefs(t *testing.T) {
-	const seed, n = 41, 3000
-	extra := []float64{math.Copysign(0, -1), 0, 2.5, -0.5, 127.5, -128.5, 1e300, -1e300, -129, 128, math.NaN(), math.Inf(1), math.Inf(-1)}
+// TestComputeExactKeepsRefs holds the references computeExact keeps
+// for the fused sums to bound.Expected.Refs, bit for bit, on compact
+// Expecteds of every exact dtype and profile: every class of exact value
+// (zeros of both signs, ties, subnormals, values near and past overflow,
+// ±Inf, NaN, and for int8 values out of range and between integers), with
+// got the correct rounding (the inline paths) or not (the others).
+func TestComputeExactKeepsRefs(t *testing.T) {
+	const seed = 41
+	extra := []float64{math.Copysign(0, -1), 0, 2.5, -0.5, 127.5, -128.5, 1e300, -1e300, -129, 128, 300, math.NaN(), math.Inf(1), math.Inf(-1)}
 	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
 		for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}} {
-			_, c, _ := compactCase(d, num, n, seed)
-			src, _, _, _ := c.ExactSource()
-			rs := make([]float64, n)
-			src(0, rs)
-			rs = append(rs, extra...)
-			compact := bound.NewExactFrom(len(rs), d, num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
-			want := compact.Refs(0, make([]float64, len(rs)))
-			got := append([]float64(nil), rs...)
-			refsOfExact(got, d, num)
-			for i := range got {
-				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("verify refsOfExact %s %v seed=%d: element %d (exact %v): got %v (%#x) / want %v (%#x)",
-						d, num, seed, i, rs[i], got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+			for k, mk := range []func(n int) (*tensor.Tensor, *bound.Expected, *bound.Expected){
+				func(n int) (*tensor.Tensor, *bound.Expected, *bound.Expected) { return compactCase(d, num, n, seed) },
+				func(n int) (*tensor.Tensor, *bound.Expected, *bound.Expected) {
+					return periodicCase(d, num, n, 7, 2, seed)
+				},
+			} {
+				g0, c, _ := mk(3000)
+				src, _, _, _ := c.ExactSource()
+				rs := make([]float64, g0.Len())
+				src(0, rs)
+				for _, v := range extra {
+					rs = append(rs, v, v) // got its rounding, then one off
+				}
+				n := len(rs)
+				compact := bound.NewExactFrom(n, d, num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+				got := tensor.MustNew(d, n)
+				for i := range g0.Len() {
+					got.SetBits(i, g0.Bits(i))
+				}
+				for i := g0.Len(); i < n; i++ {
+					g := num.Round(rs[i], d)
+					if (i-g0.Len())%2 == 1 {
+						g = num.Round(g+1, d)
+					}
+					got.SetFloat64(i, g, tensor.Numerics{})
+				}
+				want := compact.Refs(0, make([]float64, n))
+				gb, rb := make([]float64, n), make([]float64, n)
+				p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+				if !computeExact(p, got, compact, 0, n, gb, rb, true) {
+					t.Fatalf("verify computeExact %s %v case=%d seed=%d: did not take the compact Expected", d, num, k, seed)
+				}
+				for i := range rb {
+					if math.Float64bits(rb[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("verify computeExact %s %v case=%d seed=%d: element %d (exact %v, got %v): kept %v (%#x) / want Refs %v (%#x)",
+							d, num, k, seed, i, rs[i], gb[i], rb[i], math.Float64bits(rb[i]), want[i], math.Float64bits(want[i]))
+					}
 				}
 			}
 		}

@@ -236,7 +236,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	// of squares from overflowing for fp64 outputs.
 	var sm sums
 	if fused != nil {
-		sm = fusedSums(got.DType, want, *fused, n, scaleE, scaleV)
+		sm = fusedSums(*fused, n, scaleE, scaleV)
 	} else {
 		sm = orderedSums(got, want, n, scaleE, scaleV)
 	}
@@ -300,7 +300,8 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 // did. It converts a block at a time into windows of gb (got values) and
 // rb (exact values): with keep, window b0−lo, so that gb[:hi−lo] and
 // rb[:hi−lo] hold every element's values afterwards (Compute's fused
-// sums); else window 0, gb and rb at least a block long.
+// sums; rb then holds the references, bound.Expected.Refs, not the exact
+// values); else window 0, gb and rb at least a block long.
 func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, hi int, gb, rb []float64, keep bool) bool {
 	d := got.DType
 	src, ed, num, ok := want.ExactSource()
@@ -322,9 +323,9 @@ func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, 
 		got.Float64sFrom(b0, gv)
 		src(b0, rv)
 		if short {
-			p.addExactBlock(d, f, num, &sf, gv, rv, b0)
+			p.addExactBlock(d, f, num, &sf, gv, rv, b0, keep)
 		} else {
-			p.addExactIntBlock(d, f, num, gv, rv, b0)
+			p.addExactIntBlock(d, f, num, gv, rv, b0, keep)
 		}
 	}
 	return true

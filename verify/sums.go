@@ -117,45 +117,17 @@ func newSumTerms(k int) *sumTerms {
 var fuseSums = true
 
 // fusedSums is orderedSums of the n ≤ sumChunk elements of a compact
-// Expected want whose got and exact values computeExact kept in
-// buf[4n:5n] and buf[5n:6n] (buf from serialTermBufs, 6·sumChunk long):
-// the exact values become want.Refs's references in place (refsOfExact),
-// and the one chunk's terms are those fillTerms would compute from the
-// same values.
-func fusedSums(d tensor.DType, want *bound.Expected, buf []float64, n int, scaleE, scaleV float64) sums {
+// Expected whose got values and references (bound.Expected.Refs)
+// computeExact kept in buf[4n:5n] and buf[5n:6n] (buf from
+// serialTermBufs, 6·sumChunk long): the one chunk's terms are those
+// fillTerms would compute from the same values.
+func fusedSums(buf []float64, n int, scaleE, scaleV float64) sums {
 	gv, rv := buf[4*n:5*n:5*n], buf[5*n:6*n:6*n]
-	_, _, num, _ := want.ExactSource()
-	refsOfExact(rv, d, num)
 	t := &sumTerms{mere: buf[:n:n], es: buf[n : 2*n : 2*n], gs: buf[2*n : 3*n : 3*n], rs: buf[3*n : 4*n : 4*n]}
 	termsOf(gv, rv, scaleE, scaleV, t)
 	var s sums
 	s.add(t)
 	return s
-}
-
-// refsOfExact turns the exact values rv of a compact Expected of dtype d
-// under num into its references, what bound.Expected.Refs returns for
-// them (TestRefsOfExactMatchesRefs): Output(r, 0) of the value, which
-// keeps an integer of the range (a zero as +0) for an integer dtype, and
-// a value in the short form (bound.ShortForm) for a floating one.
-func refsOfExact(rv []float64, d tensor.DType, num tensor.Numerics) {
-	if _, isFloat := d.FloatFormat(); !isFloat {
-		lo, hi := d.IntRange()
-		for j, v := range rv {
-			if v >= lo && v <= hi && v == math.Trunc(v) {
-				rv[j] = v + 0
-			} else {
-				rv[j], _, _ = bound.Output(v, 0, d, num)
-			}
-		}
-		return
-	}
-	sf, ok := bound.NewShortForm(d)
-	for j, v := range rv {
-		if !ok || !sf.Takes(v) {
-			rv[j], _, _ = bound.Output(v, 0, d, num)
-		}
-	}
 }
 
 // orderedSums returns the sums of elements [0, n) of got against want:
