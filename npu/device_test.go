@@ -372,3 +372,45 @@ func TestSerialLaunch(t *testing.T) {
 		t.Errorf("serial launch failing blocks 3,5: got %v want block 3's error", err)
 	}
 }
+
+// TestRecycledCoreBuffersStayDead: a launch's Cores are recycled for
+// later launches (Device.cores), and a Buffer kept from an earlier launch
+// must stay dead on them (not pass for a later allocation), every Buffer
+// handed out being a new one.
+func TestRecycledCoreBuffersStayDead(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	x := tensor.MustNew(tensor.Float32, 64)
+	seen := map[*Buffer]bool{}
+	var old []*Buffer
+	for launch := range 20 {
+		var got []*Buffer
+		_, err := d.Launch(WithSerialLaunch(bg), 3, func(c *Core) error {
+			for _, b := range old {
+				if err := c.DataCopyIn(b, x, 0, 8); err == nil {
+					return fmt.Errorf("launch %d block %d: a Buffer of an earlier launch took a copy", launch, c.BlockIdx)
+				}
+				if err := c.Free(b); err == nil {
+					return fmt.Errorf("launch %d block %d: a Buffer of an earlier launch was freed", launch, c.BlockIdx)
+				}
+			}
+			for range 7 {
+				b, err := c.AllocUB(32)
+				if err != nil {
+					return err
+				}
+				got = append(got, b)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range got {
+			if seen[b] {
+				t.Fatalf("launch %d: a Buffer was handed out twice", launch)
+			}
+			seen[b] = true
+		}
+		old = got
+	}
+}
