@@ -59,6 +59,18 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		if keep {
 			rv[j] = ref
 		}
+		// A finite got that is bit for bit the rounding and equal to the
+		// reference (under saturation, NaN as 0 and ±Inf or an overflow
+		// as ±max: a fuzzer's outputs hold a few percent of these) is
+		// gathered here too: in addBlock it would count as compared with
+		// e = 0, so in ulp bucket "0", with relative error 0 and e/b = 0
+		// (b finite), raising only the value scale to |g|.
+		if g := gv[j]; alt == 0 && math.Float64bits(g) == math.Float64bits(rounded) && g == ref && isFinite(g) && isFinite(bnd) {
+			acc.compared++
+			acc.zeros++
+			acc.scaleV = max(acc.scaleV, math.Float64bits(g)&^(1<<63))
+			continue
+		}
 		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
