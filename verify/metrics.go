@@ -180,7 +180,7 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	// and evaluating them again (fillTerms).
 	var fused *[]float64
 	if fuseSums && n > 0 && n <= sumChunk {
-		bp := serialTermBufs.Get().(*[]float64)
+		bp := serialTermBufs.Get()
 		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
 		if computeExact(p, got, want, 0, n, (*bp)[4*n:5*n], (*bp)[5*n:6*n], true) {
 			parts, fused = []*metricsPart{p}, bp

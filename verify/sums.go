@@ -100,11 +100,44 @@ func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare flo
 }
 
 // serialTermBufs holds the single-worker path's buffers (terms, got and
-// reference values of one chunk: 6·sumChunk float64s).
-var serialTermBufs = sync.Pool{New: func() any {
+// reference values of one chunk: 6·sumChunk float64s, 384 KiB).
+var serialTermBufs termBufList
+
+// termBufList is a bounded free list of term buffers. It is not a
+// sync.Pool, which every collection empties: a stream of small outputs
+// (a fuzzer's) then allocated and cleared a fresh 384 KiB after each
+// collection, which itself brought the next one closer.
+type termBufList struct {
+	mu   sync.Mutex
+	free []*[]float64
+}
+
+// termBufsKept bounds the list: one buffer per goroutine judging at a
+// time, for a few at once.
+const termBufsKept = 8
+
+// Get returns a buffer of 6·sumChunk float64s.
+func (l *termBufList) Get() *[]float64 {
+	l.mu.Lock()
+	if n := len(l.free); n > 0 {
+		b := l.free[n-1]
+		l.free = l.free[:n-1]
+		l.mu.Unlock()
+		return b
+	}
+	l.mu.Unlock()
 	b := make([]float64, 6*sumChunk)
 	return &b
-}}
+}
+
+// Put returns b to the list, or drops it when the list is full.
+func (l *termBufList) Put(b *[]float64) {
+	l.mu.Lock()
+	if len(l.free) < termBufsKept {
+		l.free = append(l.free, b)
+	}
+	l.mu.Unlock()
+}
 
 // newSumTerms allocates the term buffers of one chunk.
 func newSumTerms(k int) *sumTerms {
@@ -142,7 +175,7 @@ func orderedSums(got *tensor.Tensor, want *bound.Expected, n int, scaleE, scaleV
 		// One chunk's buffers from a pool: small outputs (a fuzzer's) are
 		// judged millions of times, and 48 bytes an element of fresh
 		// buffers each time was most of what a judgement allocated.
-		bp := serialTermBufs.Get().(*[]float64)
+		bp := serialTermBufs.Get()
 		defer serialTermBufs.Put(bp)
 		k := min(sumChunk, n)
 		buf := (*bp)[:6*k]
