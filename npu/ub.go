@@ -47,10 +47,13 @@ const Poison byte = 0xFF
 // LocalTensor ReinterpretCast. A Buffer is valid until it is freed, its
 // space is reset, or the kernel returns; views must not be kept longer.
 type Buffer struct {
+	// The fields are ordered, and poisoned is an int32 (Profile.Validate
+	// caps a local memory at 1 GiB), so that a Buffer takes 48 bytes, not
+	// 64: a launch of many small blocks allocates a few hundred of them.
 	core  *Core
-	space Space
-	off   int
 	data  []byte // len == allocated size; aliases the core's memory
+	off   int
+	space Space
 	live  bool
 	// poisoned is how many leading bytes hold what the kernel may see:
 	// Poison, or what it wrote since. The rest still holds whatever an
@@ -60,15 +63,15 @@ type Buffer struct {
 	// whole buffer. A kernel therefore sees exactly what it would if
 	// every byte were filled at allocation, without paying to fill the
 	// part of a tile-sized buffer that a short share never reaches.
-	poisoned int
+	poisoned int32
 }
 
 // touch makes the first n bytes of b what the kernel may see: those not
 // yet accessed since the allocation are Poison-filled. n ≤ len(b.data).
 func (b *Buffer) touch(n int) {
-	if n > b.poisoned {
-		fill(b.data[b.poisoned:n], Poison)
-		b.poisoned = n
+	if p := int(b.poisoned); n > p {
+		fill(b.data[p:n], Poison)
+		b.poisoned = int32(n)
 	}
 }
 
