@@ -160,7 +160,8 @@ type metricsPart struct {
 // (addExactBlock); an ordinary one through windows of its arrays
 // (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
 // and TestComputeVectorMatchesPortable hold every path to the single
-// loop.
+// loop, TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk
+// compact output to the two passes.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
@@ -175,9 +176,9 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	const grain = 1 << 14
 	var parts []*metricsPart
 	// An output of one sum chunk whose elements computePart reads from
-	// exact values (a fuzzer's, a small case's) keeps the got and exact
-	// values of that pass for the sums (fusedSums), instead of converting
-	// and evaluating them again (fillTerms).
+	// exact values (a fuzzer's, a small case's) keeps the got values and
+	// references of that pass for the sums (fusedSums), instead of
+	// converting and evaluating them again (fillTerms).
 	var fused *[]float64
 	if fuseSums && n > 0 && n <= sumChunk {
 		bp := serialTermBufs.Get()
