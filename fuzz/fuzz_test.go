@@ -2,7 +2,9 @@ package fuzz_test
 
 import (
 	"context"
+	"flag"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"testing"
 
@@ -26,7 +28,26 @@ func fuzzOp(f *testing.F, name string) {
 	for _, s := range info.FuzzSeeds {
 		f.Add(s)
 	}
+	paceWorkerGC()
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzBody(t, info, name, data) })
+}
+
+// workerGCPercent is the GC percent of a fuzzing worker process. An
+// exec allocates its tensors afresh (some 60 KB at the decoder's mean
+// length) over a live heap of a few MB, so at the default 100 the
+// collector ran every few dozen execs, and its marking, write barriers
+// and assists took a fifth to a third of an exec
+// (BenchmarkFuzzVectorAddRandom with GOGC=800 against the default).
+// Eight times the live heap is still only tens of MB.
+const workerGCPercent = 800
+
+// paceWorkerGC sets workerGCPercent in a fuzzing worker process (the
+// testing package's -test.fuzzworker), and nowhere else: plain test and
+// benchmark runs, and the fuzzing coordinator, keep the default.
+func paceWorkerGC() {
+	if fl := flag.Lookup("test.fuzzworker"); fl != nil && fl.Value.String() == "true" {
+		debug.SetGCPercent(workerGCPercent)
+	}
 }
 
 // emulators caches one emulator per numerics profile: its device keeps
@@ -62,7 +83,10 @@ func fuzzBody(t testing.TB, info *opdb.Info, name string, data []byte) {
 	if err := ops.CheckInputs(info.Op, in.Params, in.Inputs); err != nil {
 		t.Fatalf("%s: fuzz inputs break the contract: %v", c.Subject(), err)
 	}
-	ctx := context.Background()
+	// A fuzzing run keeps every host core busy with a worker process of
+	// its own, so a launch's blocks run on the exec's goroutine: another
+	// goroutine per launch would only add a wakeup and a handoff.
+	ctx := npu.WithSerialLaunch(context.Background())
 	if in.Variant != nil {
 		ctx = kernels.WithVariant(ctx, *in.Variant)
 	}

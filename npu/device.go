@@ -75,6 +75,12 @@ type Device struct {
 	prof    Profile
 	dmaRate [2]float64 // bytes per cycle per core, by CoreKind
 	pool    memPool
+	// cores recycles the Cores of finished launches (without their
+	// memories, which go back to pool): a stream of small launches then
+	// reuses a Core's lists and Buffer slab instead of growing new ones.
+	// A Buffer of an earlier launch stays dead on the recycled Core: it
+	// was reset, and the slab never hands a Buffer out twice.
+	cores sync.Pool // *Core
 }
 
 // NewDevice validates p and returns a device.
@@ -154,6 +160,9 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		}
 	}
 	workers := min(blockDim, runtime.GOMAXPROCS(0))
+	if ctx.Value(serialKey{}) != nil {
+		workers = 1
+	}
 	var wg sync.WaitGroup
 	for range workers - 1 {
 		wg.Go(work)
@@ -169,6 +178,20 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 		}
 	}
 	return d.deriveCost(costs), nil
+}
+
+type serialKey struct{}
+
+// WithSerialLaunch returns a context under which Launch runs every block
+// on the calling goroutine, in block order, instead of spreading them
+// over GOMAXPROCS workers. The blocks compute the same (none waits for
+// another, and each has its own core); what changes is only that no
+// goroutine is started. It is for callers that already keep every host
+// core busy with launches of their own, such as fuzzing workers (one
+// process per core): there a launch's extra goroutine only adds a wakeup
+// and a handoff to each exec.
+func WithSerialLaunch(ctx context.Context) context.Context {
+	return context.WithValue(ctx, serialKey{}, true)
 }
 
 // run runs kernel as the core's current block; a panic is the block's
@@ -203,9 +226,10 @@ type Core struct {
 	kind  CoreKind
 	mem   [numSpaces]arena
 	cost  CoreCost
-	bufN  int     // 1 or 2, see SetBufferNum
-	pro   stage   // work before the first BeginTile
-	tiles []stage // one per BeginTile
+	bufN  int      // 1 or 2, see SetBufferNum
+	pro   stage    // work before the first BeginTile
+	tiles []stage  // one per BeginTile
+	slab  []Buffer // Buffers not yet handed out (newBuffer)
 }
 
 // stage holds the cycles of one tile by pipeline stage.
@@ -224,11 +248,15 @@ const (
 // newCore returns a core for blocks of a launch of dim blocks on cores of
 // kind; begin starts each block on it.
 func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
-	c := &Core{BlockDim: dim, ctx: ctx, dev: d, prof: &d.prof, kind: kind}
-	for s := range numSpaces {
-		capacity, align := d.prof.spaceSize(s)
-		c.mem[s] = arena{space: s, capacity: capacity, align: align}
+	c, ok := d.cores.Get().(*Core)
+	if !ok {
+		c = &Core{dev: d, prof: &d.prof}
+		for s := range numSpaces {
+			capacity, align := d.prof.spaceSize(s)
+			c.mem[s] = arena{space: s, capacity: capacity, align: align}
+		}
 	}
+	c.BlockDim, c.ctx, c.kind = dim, ctx, kind
 	return c
 }
 
@@ -258,17 +286,20 @@ func (c *Core) finish() CoreCost {
 	return c.cost
 }
 
-// releaseMem returns the core's memories to the device pool once its
-// worker has no more blocks to run.
+// releaseMem returns the core's memories to the device pool, and the core
+// to the device's, once its worker has no more blocks to run.
 func (c *Core) releaseMem() {
 	for s := range c.mem {
 		a := &c.mem[s]
 		a.reset()
+		a.peak = 0
 		if a.mem != nil {
 			c.dev.putMem(a.space, a.mem)
 			a.mem = nil
 		}
 	}
+	c.ctx = nil
+	c.dev.cores.Put(c)
 }
 
 // Profile returns a copy of the device profile.

@@ -327,3 +327,90 @@ func TestLaunchBlockStartsFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestSerialLaunch holds WithSerialLaunch to its promise: every block
+// runs once, in block order, and the launch's cost and first error are
+// those of the default launch.
+func TestSerialLaunch(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	x := tensor.MustNew(tensor.Float32, 48*64)
+	kernel := func(c *Core) error {
+		b, err := c.AllocUB(32 * (1 + c.BlockIdx%5))
+		if err != nil {
+			return err
+		}
+		return c.DataCopyIn(b, x, 8*c.BlockIdx, 8*(1+c.BlockIdx%5))
+	}
+	want, err := d.Launch(bg, 48, kernel)
+	if err != nil {
+		t.Fatalf("launch blockDim=48: got %v want nil", err)
+	}
+	var order []int
+	got, err := d.Launch(WithSerialLaunch(bg), 48, func(c *Core) error {
+		order = append(order, c.BlockIdx) // no lock: one goroutine
+		return kernel(c)
+	})
+	if err != nil {
+		t.Fatalf("serial launch blockDim=48: got %v want nil", err)
+	}
+	for i, b := range order {
+		if b != i {
+			t.Fatalf("serial launch blockDim=48: block order %v, want 0..47", order)
+		}
+	}
+	if len(order) != 48 || !reflect.DeepEqual(got, want) {
+		t.Errorf("serial launch blockDim=48: got %d blocks, cost %+v want 48, cost %+v", len(order), got, want)
+	}
+	boom := errors.New("boom")
+	_, err = d.Launch(WithSerialLaunch(bg), 8, func(c *Core) error {
+		if c.BlockIdx == 5 || c.BlockIdx == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "block 3/8") {
+		t.Errorf("serial launch failing blocks 3,5: got %v want block 3's error", err)
+	}
+}
+
+// TestRecycledCoreBuffersStayDead: a launch's Cores are recycled for
+// later launches (Device.cores), and a Buffer kept from an earlier launch
+// must stay dead on them (not pass for a later allocation), every Buffer
+// handed out being a new one.
+func TestRecycledCoreBuffersStayDead(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	x := tensor.MustNew(tensor.Float32, 64)
+	seen := map[*Buffer]bool{}
+	var old []*Buffer
+	for launch := range 20 {
+		var got []*Buffer
+		_, err := d.Launch(WithSerialLaunch(bg), 3, func(c *Core) error {
+			for _, b := range old {
+				if err := c.DataCopyIn(b, x, 0, 8); err == nil {
+					return fmt.Errorf("launch %d block %d: a Buffer of an earlier launch took a copy", launch, c.BlockIdx)
+				}
+				if err := c.Free(b); err == nil {
+					return fmt.Errorf("launch %d block %d: a Buffer of an earlier launch was freed", launch, c.BlockIdx)
+				}
+			}
+			for range 7 {
+				b, err := c.AllocUB(32)
+				if err != nil {
+					return err
+				}
+				got = append(got, b)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range got {
+			if seen[b] {
+				t.Fatalf("launch %d: a Buffer was handed out twice", launch)
+			}
+			seen[b] = true
+		}
+		old = got
+	}
+}

@@ -47,11 +47,32 @@ const Poison byte = 0xFF
 // LocalTensor ReinterpretCast. A Buffer is valid until it is freed, its
 // space is reset, or the kernel returns; views must not be kept longer.
 type Buffer struct {
+	// The fields are ordered, and poisoned is an int32 (Profile.Validate
+	// caps a local memory at 1 GiB), so that a Buffer takes 48 bytes, not
+	// 64: a launch of many small blocks allocates a few hundred of them.
 	core  *Core
-	space Space
-	off   int
 	data  []byte // len == allocated size; aliases the core's memory
+	off   int
+	space Space
 	live  bool
+	// poisoned is how many leading bytes hold what the kernel may see:
+	// Poison, or what it wrote since. The rest still holds whatever an
+	// earlier buffer left there and is Poison-filled (touch) before
+	// anything can read it: every primitive checks the bytes it will
+	// access (checkBuf, checkBufOp), and the exported views fill the
+	// whole buffer. A kernel therefore sees exactly what it would if
+	// every byte were filled at allocation, without paying to fill the
+	// part of a tile-sized buffer that a short share never reaches.
+	poisoned int32
+}
+
+// touch makes the first n bytes of b what the kernel may see: those not
+// yet accessed since the allocation are Poison-filled. n ≤ len(b.data).
+func (b *Buffer) touch(n int) {
+	if p := int(b.poisoned); n > p {
+		fill(b.data[p:n], Poison)
+		b.poisoned = int32(n)
+	}
 }
 
 // Space reports which memory the buffer lives in.
@@ -64,25 +85,35 @@ func (b *Buffer) Len() int { return len(b.data) }
 func (b *Buffer) Offset() int { return b.off }
 
 // Bytes returns the buffer's bytes.
-func (b *Buffer) Bytes() []byte { return b.data }
+func (b *Buffer) Bytes() []byte { b.touch(len(b.data)); return b.data }
 
 // F16 views the buffer as fp16 values.
-func (b *Buffer) F16() []float16.Float16 { return view[float16.Float16](b.data) }
+func (b *Buffer) F16() []float16.Float16 { b.touch(len(b.data)); return b.f16() }
+
+func (b *Buffer) f16() []float16.Float16 { return view[float16.Float16](b.data) }
 
 // BF16 views the buffer as bf16 values.
-func (b *Buffer) BF16() []tensor.BF16 { return view[tensor.BF16](b.data) }
+func (b *Buffer) BF16() []tensor.BF16 { b.touch(len(b.data)); return b.bf16() }
+
+func (b *Buffer) bf16() []tensor.BF16 { return view[tensor.BF16](b.data) }
 
 // F32 views the buffer as fp32 values.
-func (b *Buffer) F32() []float32 { return view[float32](b.data) }
+func (b *Buffer) F32() []float32 { b.touch(len(b.data)); return b.f32() }
+
+func (b *Buffer) f32() []float32 { return view[float32](b.data) }
 
 // I8 views the buffer as int8 values.
-func (b *Buffer) I8() []int8 { return view[int8](b.data) }
+func (b *Buffer) I8() []int8 { b.touch(len(b.data)); return b.i8() }
+
+func (b *Buffer) i8() []int8 { return view[int8](b.data) }
 
 // I32 views the buffer as int32 values.
-func (b *Buffer) I32() []int32 { return view[int32](b.data) }
+func (b *Buffer) I32() []int32 { b.touch(len(b.data)); return b.i32() }
+
+func (b *Buffer) i32() []int32 { return view[int32](b.data) }
 
 // U8 views the buffer as uint8 values.
-func (b *Buffer) U8() []uint8 { return b.data }
+func (b *Buffer) U8() []uint8 { b.touch(len(b.data)); return b.data }
 
 // view reinterprets bytes as a slice of T. The backing memory is allocated
 // as []uint64 and every buffer offset is a multiple of the space's
@@ -136,14 +167,35 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 		return nil, fmt.Errorf("%s: alloc of %d bytes: no contiguous free range (%d of %d bytes in use, fragmented)",
 			a.space, rounded, a.used, a.capacity)
 	}
-	b := &Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
-	fill(b.data, Poison)
+	b := c.newBuffer()
+	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
+	if eagerPoison {
+		b.touch(rounded)
+	}
 	a.bufs = append(a.bufs, nil)
 	copy(a.bufs[at+1:], a.bufs[at:])
 	a.bufs[at] = b
 	a.used += rounded
 	a.peak = max(a.peak, a.used)
 	return b, nil
+}
+
+// bufferSlab is how many Buffers a core allocates at a time: a kernel
+// allocates a few per block (vector_add six), and a launch of many small
+// blocks (a fuzzer's) would otherwise make each a heap object of its own.
+const bufferSlab = 32
+
+// newBuffer returns a Buffer no one has held: the next of the core's
+// slab, never one handed out before, so that a stale Buffer of an earlier
+// block stays dead ("used after Free/Reset") rather than coming back to
+// life as a later allocation.
+func (c *Core) newBuffer() *Buffer {
+	if len(c.slab) == 0 {
+		c.slab = make([]Buffer, bufferSlab)
+	}
+	b := &c.slab[0]
+	c.slab = c.slab[1:]
+	return b
 }
 
 func (a *arena) free(b *Buffer) error {
@@ -165,6 +217,10 @@ func (a *arena) reset() {
 	a.bufs = a.bufs[:0]
 	a.used = 0
 }
+
+// eagerPoison fills every buffer at allocation instead of on first
+// access: the tests run kernels both ways and require the same bits.
+var eagerPoison = false
 
 // fill sets every byte of b to v: Poison by copies of a block of it
 // (one memmove per 4 KiB; most UB buffers are a few KiB and are filled
@@ -261,6 +317,7 @@ func (d *Device) putMem(s Space, mem []byte) {
 // primitive a kernel issues per tile.
 func (c *Core) checkBufOp(op, what string, b *Buffer, s Space, n int) error {
 	if b != nil && b.core == c && b.live && b.space == s && n <= len(b.data) {
+		b.touch(n)
 		return nil
 	}
 	return c.checkBuf(op+": "+what, b, s, n)
@@ -281,5 +338,6 @@ func (c *Core) checkBuf(what string, b *Buffer, s Space, n int) error {
 	case n > len(b.data):
 		return fmt.Errorf("%s holds %d bytes, the operation needs %d", what, len(b.data), n)
 	}
+	b.touch(max(n, 0))
 	return nil
 }

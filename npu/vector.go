@@ -82,16 +82,16 @@ func (c *Core) binary(op binOp, dt tensor.DType, dst, a, b *Buffer, n int) error
 	num := c.prof.Numerics
 	switch dt {
 	case tensor.Float16:
-		binF16(op, dst.F16()[:n], a.F16()[:n], b.F16()[:n])
-		fixF16(dst.F16()[:n], num)
+		binF16(op, dst.f16()[:n], a.f16()[:n], b.f16()[:n])
+		fixF16(dst.f16()[:n], num)
 	case tensor.BFloat16:
-		binBF16(op, dst.BF16()[:n], a.BF16()[:n], b.BF16()[:n])
-		fixBF16(dst.BF16()[:n], num)
+		binBF16(op, dst.bf16()[:n], a.bf16()[:n], b.bf16()[:n])
+		fixBF16(dst.bf16()[:n], num)
 	case tensor.Float32:
-		binF32(op, dst.F32()[:n], a.F32()[:n], b.F32()[:n])
-		fixF32(dst.F32()[:n], num)
+		binF32(op, dst.f32()[:n], a.f32()[:n], b.f32()[:n])
+		fixF32(dst.f32()[:n], num)
 	case tensor.Int8:
-		binI8(op, dst.I8()[:n], a.I8()[:n], b.I8()[:n])
+		binI8(op, dst.i8()[:n], a.i8()[:n], b.i8()[:n])
 	}
 	c.chargeVector(bytes)
 	c.readUB(2 * bytes) // both sources, even when they alias
@@ -246,13 +246,13 @@ func (c *Core) Duplicate(dt tensor.DType, dst *Buffer, v float64, n int) error {
 	r := c.prof.Numerics.Round(v, dt)
 	switch dt {
 	case tensor.Float16:
-		fillT(dst.F16()[:n], float16.Fromfloat32(float32(r)))
+		fillT(dst.f16()[:n], float16.Fromfloat32(float32(r)))
 	case tensor.BFloat16:
-		fillT(dst.BF16()[:n], tensor.BF16FromFloat32(float32(r)))
+		fillT(dst.bf16()[:n], tensor.BF16FromFloat32(float32(r)))
 	case tensor.Float32:
-		fillT(dst.F32()[:n], float32(r))
+		fillT(dst.f32()[:n], float32(r))
 	case tensor.Int8:
-		fillT(dst.I8()[:n], int8(r))
+		fillT(dst.i8()[:n], int8(r))
 	}
 	c.chargeVector(bytes)
 	return nil
@@ -298,19 +298,19 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 	get := func(i int) float32 {
 		switch from {
 		case tensor.Float16:
-			return src.F16()[i].Float32()
+			return src.f16()[i].Float32()
 		case tensor.BFloat16:
-			return src.BF16()[i].Float32()
+			return src.bf16()[i].Float32()
 		case tensor.Float32:
-			return src.F32()[i]
+			return src.f32()[i]
 		}
-		return float32(src.I8()[i])
+		return float32(src.i8()[i])
 	}
 	switch to {
 	case tensor.Float16:
-		z := dst.F16()[:n]
+		z := dst.f16()[:n]
 		if from == tensor.Float32 {
-			f32sToF16(z, src.F32()[:n]) // float16.Fromfloat32, branch-light (f16.go)
+			f32sToF16(z, src.f32()[:n]) // float16.Fromfloat32, branch-light (f16.go)
 		} else {
 			for i := range z {
 				z[i] = float16.Fromfloat32(get(i))
@@ -318,9 +318,9 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 		}
 		fixF16(z, num)
 	case tensor.BFloat16:
-		z := dst.BF16()[:n]
+		z := dst.bf16()[:n]
 		if from == tensor.Float32 {
-			for i, v := range src.F32()[:n] {
+			for i, v := range src.f32()[:n] {
 				z[i] = tensor.BF16FromFloat32(v)
 			}
 		} else {
@@ -330,9 +330,9 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 		}
 		fixBF16(z, num)
 	case tensor.Float32:
-		z := dst.F32()[:n]
+		z := dst.f32()[:n]
 		if from == tensor.Float32 {
-			copy(z, src.F32()[:n])
+			copy(z, src.f32()[:n])
 		} else {
 			for i := range z {
 				z[i] = get(i)
@@ -340,7 +340,7 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 		}
 		fixF32(z, num)
 	case tensor.Int8:
-		z := dst.I8()[:n]
+		z := dst.i8()[:n]
 		for i := range z {
 			z[i] = int8(num.Round(float64(get(i)), tensor.Int8))
 		}

@@ -23,7 +23,13 @@ import (
 // elements are kept apart and merged at the end (counts and maxima, so
 // the order does not matter); the relative-error skip and the worst
 // elements' floor are those of addBlock.
-func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int) {
+//
+// With keep, each rv[j] is left as its reference, what
+// bound.Expected.Refs returns for the element (Compute's fused sums):
+// Refs keeps an exact value in the short form, a zero, and under
+// overflow=inf a NaN or ±Inf, as they are, which are the elements
+// gathered inline; any other takes the reference of ExactElement.
+func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int, keep bool) {
 	rv = rv[:len(gv)]
 	var acc exactRun
 	for j := 0; j < len(gv); j++ {
@@ -50,6 +56,21 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 			continue
 		}
 		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		if keep {
+			rv[j] = ref
+		}
+		// A finite got that is bit for bit the rounding and equal to the
+		// reference (under saturation, NaN as 0 and ±Inf or an overflow
+		// as ±max: a fuzzer's outputs hold a few percent of these) is
+		// gathered here too: in addBlock it would count as compared with
+		// e = 0, so in ulp bucket "0", with relative error 0 and e/b = 0
+		// (b finite), raising only the value scale to |g|.
+		if g := gv[j]; alt == 0 && math.Float64bits(g) == math.Float64bits(rounded) && g == ref && isFinite(g) && isFinite(bnd) {
+			acc.compared++
+			acc.zeros++
+			acc.scaleV = max(acc.scaleV, math.Float64bits(g)&^(1<<63))
+			continue
+		}
 		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
@@ -197,7 +218,15 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 // elements alone (ratio(0, 0) = 0); it counts as compared, in ulp bucket
 // "0", and raises the value scale to |g|. Any other element goes through
 // addBlock with its expected values from bound.ExactElement.
-func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, gv, rv []float64, b0 int) {
+//
+// With keep, each rv[j] is left as its reference, what
+// bound.Expected.Refs returns for the element (Compute's fused sums): the
+// reference of ExactElement, the profile's rounding and saturation (an
+// integer of the range as itself, a zero as +0). An element gathered
+// inline has it in g: g = clamp(r) is an integer, so r is one of the
+// range, equal to g (which a tensor never holds as −0), or beyond the
+// range, where the rounding saturates to g.
+func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, gv, rv []float64, b0 int, keep bool) {
 	rv = rv[:len(gv)]
 	lo, hi := d.IntRange()
 	compared := 0
@@ -206,9 +235,15 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 		if g == max(lo, min(hi, rv[j])) {
 			compared++
 			scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
+			if keep {
+				rv[j] = g
+			}
 			continue
 		}
 		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		if keep {
+			rv[j] = ref
+		}
 		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, false, gv[j:j+1], &v, b0+j)

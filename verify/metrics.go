@@ -160,7 +160,8 @@ type metricsPart struct {
 // (addExactBlock); an ordinary one through windows of its arrays
 // (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
 // and TestComputeVectorMatchesPortable hold every path to the single
-// loop.
+// loop, TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk
+// compact output to the two passes.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
@@ -174,13 +175,30 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m.N = n
 	const grain = 1 << 14
 	var parts []*metricsPart
-	var mu sync.Mutex
-	parallel.For(n, grain, func(lo, hi int) {
-		p := computePart(got, want, lo, hi)
-		mu.Lock()
-		parts = append(parts, p)
-		mu.Unlock()
-	})
+	// An output of one sum chunk whose elements computePart reads from
+	// exact values (a fuzzer's, a small case's) keeps the got values and
+	// references of that pass for the sums (fusedSums), instead of
+	// converting and evaluating them again (fillTerms).
+	var fused *[]float64
+	if fuseSums && n > 0 && n <= sumChunk {
+		bp := serialTermBufs.Get()
+		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+		if computeExact(p, got, want, 0, n, (*bp)[4*n:5*n], (*bp)[5*n:6*n], true) {
+			parts, fused = []*metricsPart{p}, bp
+			defer serialTermBufs.Put(bp)
+		} else {
+			serialTermBufs.Put(bp)
+		}
+	}
+	if fused == nil {
+		var mu sync.Mutex
+		parallel.For(n, grain, func(lo, hi int) {
+			p := computePart(got, want, lo, hi)
+			mu.Lock()
+			parts = append(parts, p)
+			mu.Unlock()
+		})
+	}
 	worst := newRanked(WorstCount)
 	var over1e3, over5e3 int
 	var scaleV, scaleE float64
@@ -217,7 +235,12 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 
 	// The sums, in index order (orderedSums); the scales keep the sums
 	// of squares from overflowing for fp64 outputs.
-	sm := orderedSums(got, want, n, scaleE, scaleV)
+	var sm sums
+	if fused != nil {
+		sm = fusedSums(*fused, n, scaleE, scaleV)
+	} else {
+		sm = orderedSums(got, want, n, scaleE, scaleV)
+	}
 	sumMere, sumSq, sgr, sgg, srr := sm.mere, sm.sq, sm.gr, sm.gg, sm.rr
 	m.MARE = sm.mare
 	if m.Compared > 0 {
@@ -254,29 +277,10 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	f, isFloat := d.FloatFormat()
 	bp := blockBufs.Get().(*[2 * block]float64)
 	defer blockBufs.Put(bp)
-	gb := bp[:min(block, hi-lo)]
-	if src, ed, num, ok := want.ExactSource(); ok && ed == d {
-		if sf, ok := bound.NewShortForm(d); ok {
-			rb := bp[block : block+len(gb)]
-			for b0 := lo; b0 < hi; b0 += block {
-				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
-				got.Float64sFrom(b0, gv)
-				src(b0, rv)
-				p.addExactBlock(d, f, num, &sf, gv, rv, b0)
-			}
-			return p
-		}
-		if !isFloat {
-			rb := bp[block : block+len(gb)]
-			for b0 := lo; b0 < hi; b0 += block {
-				gv, rv := gb[:min(block, hi-b0)], rb[:min(block, hi-b0)]
-				got.Float64sFrom(b0, gv)
-				src(b0, rv)
-				p.addExactIntBlock(d, f, num, gv, rv, b0)
-			}
-			return p
-		}
+	if computeExact(p, got, want, lo, hi, bp[:block], bp[block:], false) {
+		return p
 	}
+	gb := bp[:min(block, hi-lo)]
 	if base, num, spans, ok := want.UnchangedBase(); ok && base.DType == d && base.Len() >= hi {
 		p.computeUnchanged(got, want, base, num, spans, lo, hi)
 		return p
@@ -289,6 +293,43 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 		p.addBlock(d, f, isFloat, gv, &v, b0)
 	}
 	return p
+}
+
+// computeExact gathers elements [lo, hi) of got into p if want is a
+// compact Expected of got's dtype that computePart reads through its
+// exact values (addExactBlock, addExactIntBlock), and reports whether it
+// did. It converts a block at a time into windows of gb (got values) and
+// rb (exact values): with keep, window b0−lo, so that gb[:hi−lo] and
+// rb[:hi−lo] hold every element's values afterwards (Compute's fused
+// sums; rb then holds the references, bound.Expected.Refs, not the exact
+// values); else window 0, gb and rb at least a block long.
+func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, hi int, gb, rb []float64, keep bool) bool {
+	d := got.DType
+	src, ed, num, ok := want.ExactSource()
+	if !ok || ed != d {
+		return false
+	}
+	f, isFloat := d.FloatFormat()
+	sf, short := bound.NewShortForm(d)
+	if !short && isFloat {
+		return false
+	}
+	for b0 := lo; b0 < hi; b0 += block {
+		w := 0
+		if keep {
+			w = b0 - lo
+		}
+		k := min(block, hi-b0)
+		gv, rv := gb[w:w+k:w+k], rb[w:w+k:w+k]
+		got.Float64sFrom(b0, gv)
+		src(b0, rv)
+		if short {
+			p.addExactBlock(d, f, num, &sf, gv, rv, b0, keep)
+		} else {
+			p.addExactIntBlock(d, f, num, gv, rv, b0, keep)
+		}
+	}
+	return true
 }
 
 // addBlock gathers elements b0, b0+1, … whose got values are gv and

@@ -58,10 +58,17 @@ func (s *sums) add(t *sumTerms) {
 // then ±0, and adding ±0 leaves the sums +0 as not adding does.
 func fillTerms(got *tensor.Tensor, want *bound.Expected, lo, hi int, scaleE, scaleV float64, t *sumTerms, gb, rb []float64) {
 	k := hi - lo
-	mere, es, gs, rs := t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
 	gv := gb[:k]
 	got.Float64sFrom(lo, gv)
 	rv := want.Refs(lo, rb[:k])[:k]
+	termsOf(gv, rv, scaleE, scaleV, t)
+}
+
+// termsOf computes the terms of the elements with got values gv and
+// references rv (want.Refs) into t: fillTerms once the values are in.
+func termsOf(gv, rv []float64, scaleE, scaleV float64, t *sumTerms) {
+	k := len(gv)
+	mere, es, gs, rs := t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
 	if scaleE == 0 {
 		scaleE = 1
 	}
@@ -93,16 +100,67 @@ func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare flo
 }
 
 // serialTermBufs holds the single-worker path's buffers (terms, got and
-// reference values of one chunk: 6·sumChunk float64s).
-var serialTermBufs = sync.Pool{New: func() any {
+// reference values of one chunk: 6·sumChunk float64s, 384 KiB).
+var serialTermBufs termBufList
+
+// termBufList is a bounded free list of term buffers. It is not a
+// sync.Pool, which every collection empties: a stream of small outputs
+// (a fuzzer's) then allocated and cleared a fresh 384 KiB after each
+// collection, which itself brought the next one closer.
+type termBufList struct {
+	mu   sync.Mutex
+	free []*[]float64
+}
+
+// termBufsKept bounds the list: one buffer per goroutine judging at a
+// time, for a few at once.
+const termBufsKept = 8
+
+// Get returns a buffer of 6·sumChunk float64s.
+func (l *termBufList) Get() *[]float64 {
+	l.mu.Lock()
+	if n := len(l.free); n > 0 {
+		b := l.free[n-1]
+		l.free = l.free[:n-1]
+		l.mu.Unlock()
+		return b
+	}
+	l.mu.Unlock()
 	b := make([]float64, 6*sumChunk)
 	return &b
-}}
+}
+
+// Put returns b to the list, or drops it when the list is full.
+func (l *termBufList) Put(b *[]float64) {
+	l.mu.Lock()
+	if len(l.free) < termBufsKept {
+		l.free = append(l.free, b)
+	}
+	l.mu.Unlock()
+}
 
 // newSumTerms allocates the term buffers of one chunk.
 func newSumTerms(k int) *sumTerms {
 	buf := make([]float64, 4*k)
 	return &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k:]}
+}
+
+// fuseSums lets Compute keep the values of its metrics pass for the sums
+// (fusedSums); the tests turn it off to compare with the two passes.
+var fuseSums = true
+
+// fusedSums is orderedSums of the n ≤ sumChunk elements of a compact
+// Expected whose got values and references (bound.Expected.Refs)
+// computeExact kept in buf[4n:5n] and buf[5n:6n] (buf from
+// serialTermBufs, 6·sumChunk long): the one chunk's terms are those
+// fillTerms would compute from the same values.
+func fusedSums(buf []float64, n int, scaleE, scaleV float64) sums {
+	gv, rv := buf[4*n:5*n:5*n], buf[5*n:6*n:6*n]
+	t := &sumTerms{mere: buf[:n:n], es: buf[n : 2*n : 2*n], gs: buf[2*n : 3*n : 3*n], rs: buf[3*n : 4*n : 4*n]}
+	termsOf(gv, rv, scaleE, scaleV, t)
+	var s sums
+	s.add(t)
+	return s
 }
 
 // orderedSums returns the sums of elements [0, n) of got against want:
@@ -117,7 +175,7 @@ func orderedSums(got *tensor.Tensor, want *bound.Expected, n int, scaleE, scaleV
 		// One chunk's buffers from a pool: small outputs (a fuzzer's) are
 		// judged millions of times, and 48 bytes an element of fresh
 		// buffers each time was most of what a judgement allocated.
-		bp := serialTermBufs.Get().(*[]float64)
+		bp := serialTermBufs.Get()
 		defer serialTermBufs.Put(bp)
 		k := min(sumChunk, n)
 		buf := (*bp)[:6*k]

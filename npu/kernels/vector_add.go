@@ -189,10 +189,14 @@ func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt Ve
 	if err != nil {
 		return nil, nil, fmt.Errorf("vector_add: %w", err)
 	}
-	if err := npu.CheckGuards(zg); err != nil {
-		return zg.Tensor(), cost, fmt.Errorf("vector_add: %w", err)
+	// z is a copy: the GM allocation goes back to the pool for the next
+	// launch of this length (a fuzzer's mutations mostly keep it).
+	z, gerr := zg.Tensor(), npu.CheckGuards(zg)
+	zg.Release()
+	if gerr != nil {
+		return z, cost, fmt.Errorf("vector_add: %w", gerr)
 	}
-	return zg.Tensor(), cost, nil
+	return z, cost, nil
 }
 
 // vectorAddKernel is the device side: one block per core. z[i] is GM
