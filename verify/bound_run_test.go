@@ -71,7 +71,7 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor,
 			case k == 14:
 				bnd = []float64{0, math.Copysign(0, -1), math.Inf(1), math.NaN(), -1}[r.IntN(5)]
 			case k == 15: // a zero bound, met exactly
-				ref, g, bnd = g, g, 0
+				ref, bnd = g, 0
 			case k == 16: // a power-of-two bound
 				bnd = math.Ldexp(1, r.IntN(8)-14)
 			case k == 17: // zeros of either sign, and near zero
@@ -94,7 +94,7 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor,
 			case k < 26: // the recurring element
 				ref, g, bnd = tieR, tieG, tieB
 			case k == 26: // an error that is zero
-				ref, g = g, g
+				ref = g
 			}
 		}
 		got.SetFloat64(i, g, num)

@@ -319,6 +319,10 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 //     (ranked.takes would say so).
 func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
 	n := len(gv)
+	if v.Exact == nil && isFloat && d != tensor.Float64 && n >= boundRunMin {
+		p.addBoundBlock(d, f, gv, v, b0) // its common elements inline
+		return
+	}
 	refs, bnds, alts := v.Ref[:n], v.Bound[:n], v.Alt[:n]
 	var exact []bool
 	var rounded []float64
