@@ -87,12 +87,12 @@ type boundRun struct {
 // are in 32-bit halves of the lanes: zero errors and errors above u, 2u,
 // 4u, 8u and 16u (u the ulp at the reference), in pairs.
 type boundRunVec struct {
-	relSkip               [4]float64 // 0
-	floor, floor2         [4]uint64  // 32, 64
-	umin, umax, uscale    [4]float64 // 96, 128, 160: 2^Emin, 2^Emax, 2^(1−P)
-	maxAbs, tight, scaleV [4]float64 // 192, 224, 256
+	relSkip               [4]float64   // 0
+	floor, floor2         [4]uint64    // 32, 64
+	umin, umax, uscale    [4]float64   // 96, 128, 160: 2^Emin, 2^Emax, 2^(1−P)
+	maxAbs, tight, scaleV [4]float64   // 192, 224, 256
 	counts                [3][4]uint64 // 288, 320, 352: (zero, >u), (>2u, >4u), (>8u, >16u)
-	compared              int        // 384
+	compared              int          // 384
 }
 
 // init sets a up for a run over an output of format f.
