@@ -15,23 +15,27 @@ import (
 // dot products of a few binades, each bound an accumulation error plus
 // half an ulp of the output dtype d (so rarely a power of two), and a got
 // that is d's rounding of the dot product moved by part of the
-// accumulation error. With mix, some elements are made what addBlock
+// accumulation error. With mixAll, some elements are made what addBlock
 // handles apart or what only just passes its tests: errors of up to 40
 // ulps, values out of bound, NaN and ±Inf in got and reference, bounds
 // of 0, −0, +Inf, NaN and powers of two, alternatives (ambiguous
-// elements), zero and subnormal and near-overflow references, errors
-// right at the 1e-3 and 5e-3 relative errors, and a recurring element
-// whose keys tie with the worst elements held.
-func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor, *bound.Expected) {
+// elements), zero and subnormal and near-overflow references (beyond the
+// largest finite too, where the ulp stops growing), errors
+// right at the 1e-3 and 5e-3 relative errors, and a recurring element;
+// with mixTies, only a recurring element at e/b = 1 and its scalings by
+// powers of two (the same e/b, other errors), so that the worst elements
+// held are those, and the others tie with the last of them.
+func ordinaryCase(d tensor.DType, n int, seed uint64, mix ordinaryMix) (*tensor.Tensor, *bound.Expected) {
 	r := rand.New(rand.NewPCG(seed, 23))
 	f, isFloat := d.FloatFormat()
 	num := tensor.Numerics{}
 	got := tensor.MustNew(d, n)
 	want := bound.NewExpected(n)
-	// The recurring element of the ties: the same got, reference and bound.
+	// The recurring element of the ties: the same got, reference and
+	// bound, e/b = 1, at scales 2^-1, 1, 2, 4 (the same e/b, other errors).
 	tieR := 1 + r.Float64()
 	tieG := num.Round(tieR, d)
-	tieB := math.Abs(tieG-tieR) * (1 + r.Float64()/4)
+	tieB := math.Abs(tieG - tieR)
 	for i := range n {
 		x := r.NormFloat64() * math.Ldexp(32, r.IntN(6)-3)
 		acc := math.Abs(x) * 0x1p-20 * r.Float64()
@@ -42,7 +46,11 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor,
 		ref, bnd := x, acc+half
 		g := num.Round(x+(2*r.Float64()-1)*acc/2, d)
 		var alt bound.Special
-		if mix {
+		if mix == mixTies && r.IntN(20) == 0 {
+			sc := math.Ldexp(1, r.IntN(4)-1)
+			ref, g, bnd = tieR*sc, tieG*sc, tieB*sc
+		}
+		if mix == mixAll {
 			ulp := 1.0
 			if isFloat {
 				ulp = f.Ulp(x)
@@ -95,6 +103,17 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor,
 				ref, g, bnd = tieR, tieG, tieB
 			case k == 26: // an error that is zero
 				ref = g
+			case k == 28: // a reference beyond the largest finite, its got that, within 1e-3
+				ref = math.Ldexp(1+r.Float64()*0x1p-12, f.Emax+1)
+				g = f.MaxFinite()
+				bnd = (ref - g) * (1 + r.Float64())
+			case k == 27: // a non-finite got or reference within an infinite bound
+				bnd = math.Inf(1)
+				if r.IntN(2) == 0 {
+					g = math.Inf(1 - 2*r.IntN(2))
+				} else {
+					ref = math.Inf(1 - 2*r.IntN(2))
+				}
 			}
 		}
 		got.SetFloat64(i, g, num)
@@ -102,6 +121,15 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix bool) (*tensor.Tensor,
 	}
 	return got, want
 }
+
+// ordinaryMix picks what ordinaryCase mixes into a clean output.
+type ordinaryMix int
+
+const (
+	mixNone ordinaryMix = iota
+	mixTies             // the recurring element at e/b = 1 and its scalings: the worst elements tie
+	mixAll              // every kind of exception
+)
 
 // TestComputeOrdinaryMatchesSerial holds Compute on ordinary Expected
 // (the path addBoundBlock gathers inline) to the single loop, every
@@ -115,7 +143,7 @@ func TestComputeOrdinaryMatchesSerial(t *testing.T) {
 	for _, seed := range []uint64{61, 62} {
 		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Float64, tensor.Int32} {
 			for _, n := range []int{0, 3, 63, 64, 2049, 70001} {
-				for _, mix := range []bool{false, true} {
+				for _, mix := range []ordinaryMix{mixNone, mixTies, mixAll} {
 					got, want := ordinaryCase(d, n, seed, mix)
 					serial := fmt.Sprintf("%+v", computeSerial(got, want))
 					for _, v := range []bool{false, true} {
@@ -124,7 +152,7 @@ func TestComputeOrdinaryMatchesSerial(t *testing.T) {
 						}
 						useAVX2 = v
 						if m := fmt.Sprintf("%+v", Compute(got, want)); m != serial {
-							t.Fatalf("verify Compute ordinary %s n=%d mix=%v avx2=%v seed=%d: got %s / want %s", d, n, mix, v, seed, m, serial)
+							t.Fatalf("verify Compute ordinary %s n=%d mix=%d avx2=%v seed=%d: got %s / want %s", d, n, mix, v, seed, m, serial)
 						}
 					}
 				}
@@ -138,10 +166,10 @@ func TestComputeOrdinaryMatchesSerial(t *testing.T) {
 // exceptions mixed in.
 func BenchmarkComputeOrdinary(b *testing.B) {
 	const n = 1 << 20
-	for _, mix := range []bool{false, true} {
+	for _, mix := range []ordinaryMix{mixNone, mixAll} {
 		got, want := ordinaryCase(tensor.Float16, n, 1, mix)
 		name := "clean"
-		if mix {
+		if mix == mixAll {
 			name = "mixed"
 		}
 		b.Run(name, func(b *testing.B) {
