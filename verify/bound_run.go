@@ -12,13 +12,19 @@ import (
 // made of, a gemm's for one, are gathered inline, four at a time where
 // the CPU allows; addBlock takes the others.
 
-// boundRunMin is the smallest window addBlock hands to addBoundBlock;
-// addBoundBlock hands addBlock windows of at most boundRunFallback
-// elements, so that they do not come back.
-const (
-	boundRunMin      = 64
-	boundRunFallback = 32
-)
+// boundRunFallback is the most elements addBoundBlock hands addBlock at
+// a time.
+const boundRunFallback = 32
+
+// addWindow is addBlock, through addBoundBlock where it applies (a float
+// output other than fp64, a window without exact elements).
+func (p *metricsPart) addWindow(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
+	if v.Exact == nil && isFloat && d != tensor.Float64 {
+		p.addBoundBlock(d, f, gv, v, b0)
+		return
+	}
+	p.addBlock(d, f, isFloat, gv, v, b0)
+}
 
 // addBoundBlock is addBlock for a window v without exact elements
 // (v.Exact nil) of a float output of dtype d other than fp64 (format f),
@@ -37,7 +43,6 @@ func (p *metricsPart) addBoundBlock(d tensor.DType, f tensor.Format, gv []float6
 	var acc boundRun
 	acc.init(f)
 	step := 1
-	var w *bound.View
 	for j := 0; j < n; {
 		floor, floor2 := p.worstFloor()
 		relMax := math.Min(p.maxRel, 1e-3)
@@ -51,11 +56,8 @@ func (p *metricsPart) addBoundBlock(d tensor.DType, f tensor.Format, gv []float6
 			step = 1
 		}
 		end := min(j+step, n)
-		if w == nil { // escapes (addBlock and this call each other): one per block
-			w = new(bound.View)
-		}
-		w.Ref, w.Bound, w.Alt = refs[j:end], bnds[j:end], alts[j:end]
-		p.addBlock(d, f, true, gv[j:end], w, b0+j)
+		w := bound.View{Ref: refs[j:end], Bound: bnds[j:end], Alt: alts[j:end]}
+		p.addBlock(d, f, true, gv[j:end], &w, b0+j)
 		j = end
 	}
 	compared, hist, maxAbs, tight, scaleV := acc.merged()

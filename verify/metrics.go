@@ -286,7 +286,7 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 		gv := gb[:min(block, hi-b0)]
 		got.Float64sFrom(b0, gv)
 		want.Load(&v, b0, len(gv))
-		p.addBlock(d, f, isFloat, gv, &v, b0)
+		p.addWindow(d, f, isFloat, gv, &v, b0)
 	}
 	return p
 }
@@ -319,10 +319,6 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 //     (ranked.takes would say so).
 func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv []float64, v *bound.View, b0 int) {
 	n := len(gv)
-	if v.Exact == nil && isFloat && d != tensor.Float64 && n >= boundRunMin {
-		p.addBoundBlock(d, f, gv, v, b0) // its common elements inline
-		return
-	}
 	refs, bnds, alts := v.Ref[:n], v.Bound[:n], v.Alt[:n]
 	var exact []bool
 	var rounded []float64
