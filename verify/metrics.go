@@ -158,9 +158,10 @@ type metricsPart struct {
 // (bound.NewExactFrom, all elements exact) is read from its exact values
 // a block at a time, its common elements gathered inline
 // (addExactBlock); an ordinary one through windows of its arrays
-// (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
-// and TestComputeVectorMatchesPortable hold every path to the single
-// loop.
+// (addBlock; for a float output, its common elements gathered inline by
+// addBoundBlock). TestComputeMatchesSerial,
+// TestComputeCompactMatchesSerial, TestComputeVectorMatchesPortable and
+// TestComputeOrdinaryMatchesSerial hold every path to the single loop.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
