@@ -158,7 +158,7 @@ type metricsPart struct {
 // (bound.NewExactFrom, all elements exact) is read from its exact values
 // a block at a time, its common elements gathered inline
 // (addExactBlock); an ordinary one through windows of its arrays
-// (addBlock; for a float output, its common elements gathered inline by
+// (addBlock; for an fp16, bf16 or fp32 output, its common elements inline:
 // addBoundBlock). TestComputeMatchesSerial,
 // TestComputeCompactMatchesSerial, TestComputeVectorMatchesPortable and
 // TestComputeOrdinaryMatchesSerial hold every path to the single loop.
