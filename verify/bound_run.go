@@ -50,15 +50,14 @@ func (p *metricsPart) addBoundBlock(d tensor.DType, f tensor.Format, gv []float6
 		if j += k; j == n {
 			break
 		}
-		if k < 4*boundRunFallback {
-			step = min(2*step, boundRunFallback)
-		} else {
+		if k >= 4*boundRunFallback { // a long run: the exceptions are rare
 			step = 1
 		}
 		end := min(j+step, n)
 		w := bound.View{Ref: refs[j:end], Bound: bnds[j:end], Alt: alts[j:end]}
 		p.addBlock(d, f, true, gv[j:end], &w, b0+j)
 		j = end
+		step = min(2*step, boundRunFallback)
 	}
 	compared, hist, maxAbs, tight, scaleV := acc.merged()
 	p.compared += compared
