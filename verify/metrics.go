@@ -158,10 +158,12 @@ type metricsPart struct {
 // (bound.NewExactFrom, all elements exact) is read from its exact values
 // a block at a time, its common elements gathered inline
 // (addExactBlock); an ordinary one through windows of its arrays
-// (addBlock). TestComputeMatchesSerial, TestComputeCompactMatchesSerial
-// and TestComputeVectorMatchesPortable hold every path to the single
-// loop, TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk
-// compact output to the two passes.
+// (addBlock; for an fp16, bf16 or fp32 output, its common elements inline:
+// addBoundBlock). TestComputeMatchesSerial,
+// TestComputeCompactMatchesSerial, TestComputeVectorMatchesPortable and
+// TestComputeOrdinaryMatchesSerial hold every path to the single loop,
+// TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk compact
+// output to the two passes.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
@@ -290,7 +292,7 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 		gv := gb[:min(block, hi-b0)]
 		got.Float64sFrom(b0, gv)
 		want.Load(&v, b0, len(gv))
-		p.addBlock(d, f, isFloat, gv, &v, b0)
+		p.addWindow(d, f, isFloat, gv, &v, b0)
 	}
 	return p
 }
