@@ -246,10 +246,17 @@ func getSlice[T any](p *sync.Pool, n int) []T {
 }
 
 func putSlice[T any](p *sync.Pool, s []T) {
-	if cap(s) > 0 {
+	if cap(s) > 0 && cap(s) < unpooled {
 		p.Put(&s)
 	}
 }
+
+// unpooled is the length from which the emulator's pools keep no slice.
+// The pools serve the many small launches of the suites and the fuzzer; a
+// launch of millions of elements amortises its own allocations, and
+// pooling them would keep tens of MB alive through the reference and the
+// verification that follow it (a pool survives one collection).
+const unpooled = 1 << 20
 
 // Release returns the decoded view to a pool; g must not be used after.
 func (g *GMMatrix) Release() {

@@ -127,10 +127,10 @@ var guardedPool sync.Pool // *tensor.Tensor, flat
 // Release recycles the GM allocation for a later output; g, and every view
 // of g.GM(), must not be used after. Tensor's copies stay valid.
 func (g *GuardedOutput) Release() {
-	if g.gm != nil {
+	if g.gm != nil && g.gm.Len() < unpooled {
 		guardedPool.Put(g.gm)
-		g.gm = nil
 	}
+	g.gm = nil
 }
 
 // GM is the whole allocation, guards included, as a flat tensor. Kernels
