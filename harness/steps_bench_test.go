@@ -1,0 +1,97 @@
+package harness_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+)
+
+// stepShapes are the benchmark shapes of BenchmarkSteps: for each
+// operator whose kernel runs on the emulator, a case of a few million
+// elements, the size a decoding or pruning step meets in practice.
+var stepShapes = []struct {
+	op     string
+	params ops.Params
+	dims   map[string]int
+}{
+	{"sparse_compress", ops.Params{}, map[string]int{"h": 8, "l": 4096, "d": 128}},
+	{"sparse24_prune", ops.Params{}, map[string]int{"m": 1024, "k": 2048}},
+	{"gemm24", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}},
+	{"gemm24", ops.Params{"mode": "int8_int32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}},
+}
+
+// BenchmarkSteps times the three steps of a run on each operator's
+// benchmark shape, side by side: the emulated kernel (kernel), the
+// reference and bounds (expect: ops.ExpectFor, given the kernel's outputs
+// for the operators that judge by them) and the judgement (verify:
+// verify.Check under the default policy). The rule is that no
+// verification step is slower than the kernel it checks; compare
+// expect and verify with kernel in the same run.
+func BenchmarkSteps(b *testing.B) {
+	for _, sh := range stepShapes {
+		op, err := opdb.Op(sh.op)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := op.Validate(sh.params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		const seed = 1
+		in, err := op.Generate(p, ops.Gen{Dims: sh.dims, Dist: ops.DistNormal, Seed: seed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		emu := backend.NewEmulator(npu.Ascend910B())
+		name := sh.op
+		if m := sh.params["mode"]; m != "" {
+			name += "/" + m
+		}
+		out, _, err := emu.Run(context.Background(), sh.op, p, in)
+		if err != nil {
+			b.Fatalf("%s %s seed=%d: kernel: %v", sh.op, p, seed, err)
+		}
+		runtime.GC()
+		b.Run(name+"/kernel", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := emu.Run(context.Background(), sh.op, p, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/expect", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ops.ExpectFor(op, p, in, out, tensor.Numerics{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		want, err := ops.ExpectFor(op, p, in, out, tensor.Numerics{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pol, err := verify.ParsePolicy("bound")
+		if err != nil {
+			b.Fatal(err)
+		}
+		subject := verify.Subject{Op: sh.op, Params: p.String(), Seed: seed}
+		b.Run(name+"/verify", func(b *testing.B) {
+			for b.Loop() {
+				r, err := verify.Check(subject, out, want, nil, []verify.Policy{pol})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !r.Pass {
+					b.Fatalf("%s %s seed=%d: the emulator's outputs fail: %s", sh.op, p, seed, r.Failure())
+				}
+			}
+		})
+	}
+}
