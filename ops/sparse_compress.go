@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -204,11 +205,9 @@ func CompressScores(k *tensor.Tensor, hh int) (ref, bnd []float64) {
 	l, d := k.Shape[1], k.Shape[2]
 	ref, bnd = make([]float64, l), make([]float64, l)
 	g := bound.Growth(d+1, 0x1p-24) + bound.Gamma(d, 0x1p-53)
+	row := make([]float64, d)
 	for t := 0; t < l; t++ {
-		row := make([]float64, d)
-		for j := range row {
-			row[j] = k.Float64((hh*l+t)*d + j)
-		}
+		k.Float64sFrom((hh*l+t)*d, row)
 		ref[t] = reference.Importance(row)
 		if !math.IsNaN(ref[t]) && !math.IsInf(ref[t], 0) {
 			bnd[t] = g * ref[t]
@@ -237,35 +236,44 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 		"k_out": bound.NewExpected(h * keep * d), "v_out": bound.NewExpected(h * keep * d),
 		"indices": bound.NewExpected(h * keep), "mask": bound.NewExpected(h * l),
 	}
-	for hh := 0; hh < h; hh++ {
-		ref, bnd := CompressScores(k, hh)
-		sel := reference.SelectTopK(ref, cfg.Sinks, keep)
-		if got := out["indices"]; got != nil && got.DType == tensor.Int32 && got.SameShape([]int{h, keep}) {
-			idx := make([]int, keep)
-			for t := range idx {
-				idx[t] = int(got.I32()[hh*keep+t])
-			}
-			if CheckSelection(k, hh, ref, bnd, cfg.Sinks, idx) == nil {
-				sel = idx
-			}
-		}
-		for t, i := range sel {
-			exp["indices"].Ref[hh*keep+t] = float64(i)
-			exp["mask"].Ref[hh*l+i] = 1
-			for j := 0; j < d; j++ {
-				for name, src := range map[string]*tensor.Tensor{"k_out": k, "v_out": v} {
-					x := src.Float64((hh*l+i)*d + j)
-					e := exp[name]
-					o := (hh*keep+t)*d + j
-					e.Ref[o], e.Alt[o] = x, bound.Of(x)
-					if e.Alt[o] != 0 {
-						e.Bound[o] = math.NaN()
-					}
+	kOut, vOut, indices, mask := exp["k_out"], exp["v_out"], exp["indices"], exp["mask"]
+	// Heads over all cores: each writes only its own rows.
+	parallel.For(h, 1, func(lo, hi int) {
+		for hh := lo; hh < hi; hh++ {
+			ref, bnd := CompressScores(k, hh)
+			sel := reference.SelectTopK(ref, cfg.Sinks, keep)
+			if got := out["indices"]; got != nil && got.DType == tensor.Int32 && got.SameShape([]int{h, keep}) {
+				idx := make([]int, keep)
+				for t := range idx {
+					idx[t] = int(got.I32()[hh*keep+t])
+				}
+				if CheckSelection(k, hh, ref, bnd, cfg.Sinks, idx) == nil {
+					sel = idx
 				}
 			}
+			for t, i := range sel {
+				indices.Ref[hh*keep+t] = float64(i)
+				mask.Ref[hh*l+i] = 1
+				copyRowExpected(kOut, k, (hh*l+i)*d, (hh*keep+t)*d, d)
+				copyRowExpected(vOut, v, (hh*l+i)*d, (hh*keep+t)*d, d)
+			}
+		}
+	})
+	return exp, nil
+}
+
+// copyRowExpected sets elements o, …, o+d−1 of e, untouched since
+// NewExpected, to copies of src's elements off, …: Ref the value, Alt
+// its class and, for a non-finite value, Bound NaN (a finite copy's
+// bound stays 0).
+func copyRowExpected(e *bound.Expected, src *tensor.Tensor, off, o, d int) {
+	r := e.Ref[o : o+d]
+	src.Float64sFrom(off, r)
+	for j, x := range r {
+		if a := bound.Of(x); a != 0 {
+			e.Alt[o+j], e.Bound[o+j] = a, math.NaN()
 		}
 	}
-	return exp, nil
 }
 
 // CheckSelection reports why idx (the kept tokens of head hh, as
@@ -275,7 +283,7 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 // (ref_j − bnd_j, −j), a NaN score ranking below every number; of
 // bit-identical rows only the lowest indices may be kept.
 func CheckSelection(k *tensor.Tensor, hh int, ref, bnd []float64, sinks int, idx []int) error {
-	l, d := k.Shape[1], k.Shape[2]
+	l := k.Shape[1]
 	kept := make([]bool, l)
 	for t, i := range idx {
 		if i < 0 || i >= l {
@@ -318,12 +326,7 @@ func CheckSelection(k *tensor.Tensor, hh int, ref, bnd []float64, sinks int, idx
 		}
 	}
 	// Bit-identical rows score alike on every implementation: lower first.
-	groups := map[string][]int{}
-	for i := s; i < l; i++ {
-		r := rowKey(k, (hh*l+i)*d, d)
-		groups[r] = append(groups[r], i)
-	}
-	for _, g := range groups {
+	for _, g := range identicalRows(k, hh, ref, s) {
 		dropped := false
 		for _, i := range g {
 			if !kept[i] {
@@ -334,6 +337,38 @@ func CheckSelection(k *tensor.Tensor, hh int, ref, bnd []float64, sinks int, idx
 		}
 	}
 	return nil
+}
+
+// identicalRows returns the groups of two or more bit-identical rows
+// among tokens from, …, l−1 of head hh of k, each in ascending order, the
+// groups in order of their first token. Identical rows have scores of
+// the same bits (ref, computed alike), so rows are first grouped by score
+// and only those sharing one are compared: random data has almost no
+// such ties, and comparing every row took most of CheckSelection.
+func identicalRows(k *tensor.Tensor, hh int, ref []float64, from int) [][]int {
+	l, d := k.Shape[1], k.Shape[2]
+	byScore := make(map[uint64][]int, l-from)
+	for i := from; i < l; i++ {
+		byScore[math.Float64bits(ref[i])] = append(byScore[math.Float64bits(ref[i])], i)
+	}
+	var out [][]int
+	for _, tied := range byScore {
+		if len(tied) < 2 {
+			continue
+		}
+		rows := map[string][]int{}
+		for _, i := range tied {
+			r := rowKey(k, (hh*l+i)*d, d)
+			rows[r] = append(rows[r], i)
+		}
+		for _, g := range rows {
+			if len(g) >= 2 {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
+	return out
 }
 
 // rowKey is a row's bit patterns as a map key.
