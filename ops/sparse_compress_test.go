@@ -1,6 +1,10 @@
 package ops
 
 import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +75,62 @@ func TestSparseCompressBadParams(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), `"`+name+`"`) {
 			t.Errorf("sparse_compress %v: err = %v, want one naming %q", p, err, name)
+		}
+	}
+}
+
+// TestIdenticalRowsMatchesAllPairs holds identicalRows (rows compared
+// only within tied scores) to grouping every row by its bit patterns, on
+// heads with duplicated rows, ±0 rows (the same score, different bits),
+// NaN rows and distinct rows of equal score, seeded.
+func TestIdenticalRowsMatchesAllPairs(t *testing.T) {
+	const seed, h, l, d = 12, 3, 64, 8
+	r := rand.New(rand.NewPCG(seed, 0))
+	k := tensor.MustNew(tensor.Float16, h, l, d)
+	for i := range h * l {
+		switch src := r.IntN(8); {
+		case src < 3 && i%l > 0: // a copy of an earlier row of the head
+			j := i - 1 - r.IntN(i%l)
+			for c := range d {
+				k.SetBits(i*d+c, k.Bits(j*d+c))
+			}
+			continue
+		case src == 3: // ±0 entries: equal scores, maybe different bits
+			for c := range d {
+				k.SetFloat64(i*d+c, math.Copysign(0, float64(r.IntN(2))-0.5), tensor.Numerics{})
+			}
+			continue
+		case src == 4: // a permutation of {1, 2, 0, …}: equal scores, different rows
+			for c := range d {
+				k.SetFloat64(i*d+c, 0, tensor.Numerics{})
+			}
+			k.SetFloat64(i*d+r.IntN(d), 1, tensor.Numerics{})
+			continue
+		}
+		for c := range d {
+			v := r.NormFloat64()
+			if r.IntN(40) == 0 {
+				v = math.NaN()
+			}
+			k.SetFloat64(i*d+c, v, tensor.Numerics{})
+		}
+	}
+	for hh := range h {
+		ref, _ := CompressScores(k, hh)
+		from := r.IntN(3)
+		groups := map[string][]int{}
+		for i := from; i < l; i++ {
+			groups[rowKey(k, (hh*l+i)*d, d)] = append(groups[rowKey(k, (hh*l+i)*d, d)], i)
+		}
+		var want [][]int
+		for _, g := range groups {
+			if len(g) >= 2 {
+				want = append(want, g)
+			}
+		}
+		slices.SortFunc(want, func(a, b []int) int { return a[0] - b[0] })
+		if got := identicalRows(k, hh, ref, from); !reflect.DeepEqual(got, want) {
+			t.Fatalf("sparse_compress head %d from %d seed=%d: identicalRows = %v, want %v (all rows grouped by bits)", hh, from, seed, got, want)
 		}
 	}
 }
