@@ -14,13 +14,16 @@ import (
 )
 
 // stepShapes are the benchmark shapes of BenchmarkSteps: for each
-// operator whose kernel runs on the emulator, a case of a few million
-// elements, the size a decoding or pruning step meets in practice.
+// operator added after gemm, a case of a few million elements, the size
+// a decoding or pruning step meets in practice (the KV shapes are those
+// of npu/kernels' BenchmarkKVUpdate and BenchmarkDecodeAttention).
 var stepShapes = []struct {
 	op     string
 	params ops.Params
 	dims   map[string]int
 }{
+	{"kv_update", ops.Params{}, map[string]int{"b": 16, "s": 16, "h": 8, "d": 128, "l": 2048}},
+	{"decode_attention", ops.Params{}, map[string]int{"b": 16, "s": 16, "hq": 32, "h": 8, "d": 128, "l": 2048}},
 	{"sparse_compress", ops.Params{}, map[string]int{"h": 8, "l": 4096, "d": 128}},
 	{"sparse24_prune", ops.Params{}, map[string]int{"m": 1024, "k": 2048}},
 	{"gemm24", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}},
