@@ -6,8 +6,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // Sparse24Prune is the sparse24_prune contract.
@@ -152,23 +153,92 @@ func (op sparse24Prune) Outputs(p Params, in map[string]*tensor.Tensor) ([]Tenso
 // Expect: the selection is exact (magnitudes of fp16 values compare
 // exactly), so both outputs have one acceptable value per element, bound
 // 0: the kept w bit for bit (a NaN accepted as any NaN) and the meta byte.
+// values is an ordinary Expected (Ref the kept w, Bound 0, or NaN with
+// Alt its class for a non-finite one); meta, whose every element is an
+// exact small integer, is compact (bound.NewExactFrom over the meta
+// bytes): an integer exact element accepts exactly the value that Bound
+// 0 accepts, so the verdicts and metrics are those of the ordinary form
+// (TestSparse24PruneExpectMatchesReference holds both to the float64
+// reference, reference.Prune24, bit for bit).
 func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
 	}
 	m, k, _ := pruneDims(op, in)
-	w := in["w"].Float64s()
-	keep := reference.Prune24(w, m, k)
-	vals, meta := bound.NewExpected(m*k/2), bound.NewExpected(m*k/4)
-	for g := 0; g < m*k/4; g++ {
-		for t := 0; t < 2; t++ {
-			x := w[4*g+keep[2*g+t]]
-			vals.Ref[2*g+t], vals.Alt[2*g+t] = x, bound.Of(x)
-			if vals.Alt[2*g+t] != 0 {
-				vals.Bound[2*g+t] = math.NaN()
+	w := in["w"]
+	groups := m * k / 4
+	vals := bound.NewExpected(2 * groups)
+	metaB := make([]uint8, groups)
+	bits := w.F16()
+	// A block of groups at a time: w's values converted by the tensor
+	// (exact), the selection made on its bits (prune24Meta).
+	const blockGroups = 1024
+	parallel.For(groups, 4*blockGroups, func(lo, hi int) {
+		buf := make([]float64, 4*blockGroups)
+		for g0 := lo; g0 < hi; g0 += blockGroups {
+			g1 := min(hi, g0+blockGroups)
+			wv := buf[:4*(g1-g0)]
+			w.Float64sFrom(4*g0, wv)
+			ref, bnd, alt := vals.Ref[2*g0:2*g1], vals.Bound[2*g0:2*g1], vals.Alt[2*g0:2*g1]
+			for j := range g1 - g0 {
+				g := g0 + j
+				mb := prune24Meta(bits[4*g : 4*g+4 : 4*g+4])
+				metaB[g] = mb
+				for t, x := range [2]float64{wv[4*j+int(mb&3)], wv[4*j+int(mb>>2)]} {
+					ref[2*j+t] = x
+					if c := bound.Of(x); c != 0 {
+						alt[2*j+t], bnd[2*j+t] = c, math.NaN()
+					}
+				}
 			}
 		}
-		meta.Ref[g] = float64(EncodeMeta24(keep[2*g], keep[2*g+1]))
-	}
+	})
+	meta := bound.NewExactFrom(groups, tensor.Uint8, num, func(off int, r []float64) {
+		for j, b := range metaB[off : off+len(r)] {
+			r[j] = float64(b)
+		}
+	})
 	return map[string]*bound.Expected{"values": vals, "meta": meta}, nil
+}
+
+// prune24Meta is the meta byte of one group of four fp16 values, given as
+// their bits: reference.Prune24's selection made on the bits. A value's
+// rank key is its magnitude's bits, |w| ordered as integers, ±0 equal,
+// every NaN the one key above +Inf's; below the key, 3 − index, so that
+// of equal magnitudes (or NaNs) the lower index ranks higher. The keys
+// are distinct, and the two kept are those that fewer than two others
+// outrank.
+func prune24Meta(w []float16.Float16) uint8 {
+	w = w[:4]
+	var s [4]uint32
+	for i, b := range w {
+		s[i] = min(uint32(b)&0x7FFF, 0x7C01)<<2 | uint32(3-i)
+	}
+	g01, g02, g03 := b2u(s[0] > s[1]), b2u(s[0] > s[2]), b2u(s[0] > s[3])
+	g12, g13, g23 := b2u(s[1] > s[2]), b2u(s[1] > s[3]), b2u(s[2] > s[3])
+	// above[i]: how many of the others outrank i.
+	above0 := 3 - g01 - g02 - g03
+	above1 := g01 + 2 - g12 - g13
+	above2 := g02 + g12 + 1 - g23
+	above3 := g03 + g13 + g23
+	mask := b2u(above0 < 2) | b2u(above1 < 2)<<1 | b2u(above2 < 2)<<2 | b2u(above3 < 2)<<3
+	return prune24MetaOf[mask]
+}
+
+// prune24MetaOf maps a mask of the two kept positions to its meta byte.
+var prune24MetaOf = func() (t [16]uint8) {
+	for a := range 4 {
+		for b := a + 1; b < 4; b++ {
+			t[1<<a|1<<b] = EncodeMeta24(a, b)
+		}
+	}
+	return t
+}()
+
+// b2u is 1 for true and 0 for false.
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,214 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/npuverify/npuverify/verify"
+	"github.com/x448/float16"
+)
+
+// sparse24PruneExpectSerial is sparse24_prune's Expect as it was before
+// the selection moved onto fp16 bits and meta became compact: the float64
+// reference (reference.Prune24) one group at a time, both outputs
+// ordinary Expected sets.
+func sparse24PruneExpectSerial(m, k int, w []float64) (vals, meta *bound.Expected) {
+	keep := reference.Prune24(w, m, k)
+	vals, meta = bound.NewExpected(m*k/2), bound.NewExpected(m*k/4)
+	for g := 0; g < m*k/4; g++ {
+		for t := 0; t < 2; t++ {
+			x := w[4*g+keep[2*g+t]]
+			vals.Ref[2*g+t], vals.Alt[2*g+t] = x, bound.Of(x)
+			if vals.Alt[2*g+t] != 0 {
+				vals.Bound[2*g+t] = math.NaN()
+			}
+		}
+		meta.Ref[g] = float64(EncodeMeta24(keep[2*g], keep[2*g+1]))
+	}
+	return vals, meta
+}
+
+// prune24Bits fills w with fp16 values that make the selection's corner
+// cases common: every group drawn from a small pool of patterns holding
+// ±0, equal magnitudes of both signs, subnormals, MaxFinite, ±Inf and
+// NaNs of several payloads and signs, or else random bit patterns.
+func prune24Bits(r *rand.Rand, w *tensor.Tensor) {
+	pool := []uint16{0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3800, 0xB800,
+		0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0x7FFF, 0xFD55}
+	bits := w.F16()
+	for g := 0; g < len(bits)/4; g++ {
+		random := r.IntN(4) == 0
+		for i := range 4 {
+			b := pool[r.IntN(len(pool))]
+			if random {
+				b = uint16(r.Uint32())
+			}
+			bits[4*g+i] = float16.Frombits(b)
+		}
+	}
+}
+
+// TestSparse24PruneExpectMatchesReference holds Expect to the serial
+// float64 form (sparse24PruneExpectSerial): values bit for bit (Ref,
+// Bound, Alt, no exact marks), meta materialized to the serial Ref,
+// Bound and Alt bit for bit with every element exact at its Ref; and,
+// on outputs that are the reference's with random elements changed
+// (another value of the group, the sign flipped, ±0 swapped, NaN, an
+// ulp off, another or a malformed meta byte), verify's metrics and every
+// policy's verdict the same from either Expected. Shapes cover one
+// group, odd rows, rows of one block and a parallel split; inputs every
+// dist and corner-case bits; profiles the default and flush+saturate.
+func TestSparse24PruneExpectMatchesReference(t *testing.T) {
+	var pols []verify.Policy
+	for _, s := range []string{"bound", "exact", "allclose", "ulp", "ascend-thousandth", "ascend-mere", "ascend-mixed", "ascend-dual"} {
+		pols = append(pols, verify.MustParsePolicy(s))
+	}
+	p, err := Sparse24Prune.Validate(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dists := append(Sparse24Prune.Dists(), "bits")
+	seed := uint64(0)
+	for _, sh := range [][2]int{{1, 4}, {3, 8}, {7, 36}, {2, 4100}, {20, 2048}} {
+		m, k := sh[0], sh[1]
+		for _, dist := range dists {
+			for _, num := range []tensor.Numerics{{}, {Subnormals: tensor.SubnormalFlush, Overflow: tensor.OverflowSaturate}} {
+				seed++
+				gd := dist
+				if dist == "bits" {
+					gd = DistUniform
+				}
+				in, err := Sparse24Prune.Generate(p, Gen{Dims: map[string]int{"m": m, "k": k}, Dist: gd, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(seed, 24))
+				if dist == "bits" {
+					prune24Bits(r, in["w"])
+				}
+				ctx := fmt.Sprintf("sparse24_prune %s m=%d k=%d dist=%s num=%v seed=%d", p, m, k, dist, num, seed)
+				want, err := Sparse24Prune.Expect(p, in, num)
+				if err != nil {
+					t.Fatalf("%s: %v", ctx, err)
+				}
+				sv, sm := sparse24PruneExpectSerial(m, k, in["w"].Float64s())
+				if msg := sameExpectedBits(want["values"], sv, false); msg != "" {
+					t.Fatalf("%s: values: %s", ctx, msg)
+				}
+				if !want["meta"].Compact() {
+					t.Fatalf("%s: meta: Expected is not compact", ctx)
+				}
+				full := *want["meta"]
+				full.Materialize()
+				if msg := sameExpectedBits(&full, sm, true); msg != "" {
+					t.Fatalf("%s: meta: %s", ctx, msg)
+				}
+				golden := prune24Outputs(t, m, k, sv, sm)
+				for trial := range 6 {
+					got := map[string]*tensor.Tensor{"values": golden["values"].Clone(), "meta": golden["meta"].Clone()}
+					if trial > 0 {
+						corruptPrune24(r, in["w"], got, 1+r.IntN(6))
+					}
+					for _, name := range []string{"values", "meta"} {
+						gm := verify.Compute(got[name], want[name])
+						sm := verify.Compute(got[name], map[string]*bound.Expected{"values": sv, "meta": sm}[name])
+						if g, w := fmt.Sprintf("%+v", gm), fmt.Sprintf("%+v", sm); g != w {
+							t.Fatalf("%s trial=%d: %s: metrics differ:\ngot  %s\nwant %s", ctx, trial, name, g, w)
+						}
+					}
+					s := verify.Subject{Op: "sparse24_prune", Params: p.String(), Seed: seed}
+					gr, err := verify.Check(s, got, want, golden, pols)
+					if err != nil {
+						t.Fatalf("%s trial=%d: %v", ctx, trial, err)
+					}
+					sr, err := verify.Check(s, got, map[string]*bound.Expected{"values": sv, "meta": sm}, golden, pols)
+					if err != nil {
+						t.Fatalf("%s trial=%d: %v", ctx, trial, err)
+					}
+					if g, w := fmt.Sprintf("%+v", *gr), fmt.Sprintf("%+v", *sr); g != w {
+						t.Fatalf("%s trial=%d: results differ:\ngot  %s\nwant %s", ctx, trial, g, w)
+					}
+					if trial == 0 && !gr.Pass {
+						t.Fatalf("%s: the reference's own outputs fail: %s", ctx, gr.Failure())
+					}
+				}
+			}
+		}
+	}
+}
+
+// sameExpectedBits describes the first difference between got and want
+// in Ref, Bound or Alt bit for bit ("" when none); with exact, every
+// element of got must be exact at its Ref (an integer output's Rounded),
+// else got must have no exact marks, as want has none.
+func sameExpectedBits(got, want *bound.Expected, exact bool) string {
+	if got.Len() != want.Len() {
+		return fmt.Sprintf("%d elements, want %d", got.Len(), want.Len())
+	}
+	for i := range want.Len() {
+		gr, gb, ga := got.RefAt(i), got.BoundAt(i), got.AltAt(i)
+		wr, wb, wa := want.Ref[i], want.Bound[i], want.Alt[i]
+		if math.Float64bits(gr) != math.Float64bits(wr) || math.Float64bits(gb) != math.Float64bits(wb) || ga != wa {
+			return fmt.Sprintf("element %d: got ref=%v bound=%v alt=%v, want ref=%v bound=%v alt=%v", i, gr, gb, ga, wr, wb, wa)
+		}
+		if got.IsExact(i) != exact {
+			return fmt.Sprintf("element %d: got exact=%v, want exact=%v", i, got.IsExact(i), exact)
+		}
+		if exact && math.Float64bits(got.RoundedAt(i)) != math.Float64bits(wr) {
+			return fmt.Sprintf("element %d: got rounded=%v, want %v", i, got.RoundedAt(i), wr)
+		}
+	}
+	return ""
+}
+
+// prune24Outputs returns the outputs the serial Expected sets describe:
+// values the kept w (bit for bit: the Refs are fp16 values), meta the
+// bytes.
+func prune24Outputs(t *testing.T, m, k int, vals, meta *bound.Expected) map[string]*tensor.Tensor {
+	t.Helper()
+	v := tensor.MustNew(tensor.Float16, m, k/2)
+	mt := tensor.MustNew(tensor.Uint8, m, k/4)
+	for i, x := range vals.Ref {
+		v.SetFloat64(i, x, tensor.Numerics{})
+	}
+	for i, x := range meta.Ref {
+		mt.U8()[i] = uint8(x)
+	}
+	return map[string]*tensor.Tensor{"values": v, "meta": mt}
+}
+
+// corruptPrune24 changes n random elements of the outputs: a value to
+// another of its group, its negation, the other zero, a NaN or an ulp
+// away; a meta byte to another valid or a malformed one.
+func corruptPrune24(r *rand.Rand, w *tensor.Tensor, out map[string]*tensor.Tensor, n int) {
+	vals, meta := out["values"].F16(), out["meta"].U8()
+	wb := w.F16()
+	for range n {
+		if r.IntN(3) == 0 {
+			meta[r.IntN(len(meta))] = uint8(r.IntN(32))
+			continue
+		}
+		i := r.IntN(len(vals))
+		b := vals[i].Bits()
+		switch r.IntN(5) {
+		case 0:
+			b = wb[4*(i/2)+r.IntN(4)].Bits()
+		case 1:
+			b ^= 0x8000
+		case 2:
+			if b&0x7FFF == 0 {
+				b ^= 0x8000
+			}
+		case 3:
+			b = 0x7E00
+		default:
+			b++
+		}
+		vals[i] = float16.Frombits(b)
+	}
+}
