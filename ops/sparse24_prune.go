@@ -8,7 +8,6 @@ import (
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
-	"github.com/x448/float16"
 )
 
 // Sparse24Prune is the sparse24_prune contract.
@@ -180,14 +179,21 @@ func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tenso
 			wv := buf[:4*(g1-g0)]
 			w.Float64sFrom(4*g0, wv)
 			ref, bnd, alt := vals.Ref[2*g0:2*g1], vals.Bound[2*g0:2*g1], vals.Alt[2*g0:2*g1]
-			for j := range g1 - g0 {
-				g := g0 + j
-				mb := prune24Meta(bits[4*g : 4*g+4 : 4*g+4])
-				metaB[g] = mb
-				for t, x := range [2]float64{wv[4*j+int(mb&3)], wv[4*j+int(mb>>2)]} {
-					ref[2*j+t] = x
-					if c := bound.Of(x); c != 0 {
-						alt[2*j+t], bnd[2*j+t] = c, math.NaN()
+			mbs, wb := metaB[g0:g1], bits[4*g0:4*g1]
+			for j := range mbs {
+				q := wb[4*j : 4*j+4 : 4*j+4]
+				mbs[j] = prune24Meta(uint16(q[0]), uint16(q[1]), uint16(q[2]), uint16(q[3]))
+			}
+			for j, mb := range mbs {
+				a, b := int(mb&3), int(mb>>2)
+				x := wv[4*j : 4*j+4 : 4*j+4]
+				ref[2*j], ref[2*j+1] = x[a], x[b]
+				// An fp16 Inf or NaN has every exponent bit set.
+				if q := wb[4*j : 4*j+4 : 4*j+4]; q[a]&0x7C00 == 0x7C00 || q[b]&0x7C00 == 0x7C00 {
+					for t := range 2 {
+						if c := bound.Of(ref[2*j+t]); c != 0 {
+							alt[2*j+t], bnd[2*j+t] = c, math.NaN()
+						}
 					}
 				}
 			}
@@ -206,39 +212,45 @@ func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tenso
 // rank key is its magnitude's bits, |w| ordered as integers, ±0 equal,
 // every NaN the one key above +Inf's; below the key, 3 − index, so that
 // of equal magnitudes (or NaNs) the lower index ranks higher. The keys
-// are distinct, and the two kept are those that fewer than two others
-// outrank.
-func prune24Meta(w []float16.Float16) uint8 {
-	w = w[:4]
-	var s [4]uint32
-	for i, b := range w {
-		s[i] = min(uint32(b)&0x7FFF, 0x7C01)<<2 | uint32(3-i)
-	}
-	g01, g02, g03 := b2u(s[0] > s[1]), b2u(s[0] > s[2]), b2u(s[0] > s[3])
-	g12, g13, g23 := b2u(s[1] > s[2]), b2u(s[1] > s[3]), b2u(s[2] > s[3])
-	// above[i]: how many of the others outrank i.
-	above0 := 3 - g01 - g02 - g03
-	above1 := g01 + 2 - g12 - g13
-	above2 := g02 + g12 + 1 - g23
-	above3 := g03 + g13 + g23
-	mask := b2u(above0 < 2) | b2u(above1 < 2)<<1 | b2u(above2 < 2)<<2 | b2u(above3 < 2)<<3
-	return prune24MetaOf[mask]
+// are distinct: their six pairwise comparisons are an order of the four,
+// whose two highest a table gives (prune24MetaOf). Keys are below 2^17,
+// so x > y is the sign bit of y − x as a uint32 (no branch: which of four
+// values wins is random).
+func prune24Meta(w0, w1, w2, w3 uint16) uint8 {
+	s0 := min(uint32(w0)&0x7FFF, 0x7C01)<<2 | 3
+	s1 := min(uint32(w1)&0x7FFF, 0x7C01)<<2 | 2
+	s2 := min(uint32(w2)&0x7FFF, 0x7C01)<<2 | 1
+	s3 := min(uint32(w3)&0x7FFF, 0x7C01) << 2
+	c := (s1-s0)>>31 | (s2-s0)>>31<<1 | (s3-s0)>>31<<2 | (s2-s1)>>31<<3 | (s3-s1)>>31<<4 | (s3-s2)>>31<<5
+	return prune24MetaOf[c&63]
 }
 
-// prune24MetaOf maps a mask of the two kept positions to its meta byte.
-var prune24MetaOf = func() (t [16]uint8) {
-	for a := range 4 {
-		for b := a + 1; b < 4; b++ {
-			t[1<<a|1<<b] = EncodeMeta24(a, b)
+// prune24MetaOf maps the comparisons of prune24Meta (bit 0: s0 > s1, 1:
+// s0 > s2, 2: s0 > s3, 3: s1 > s2, 4: s1 > s3, 5: s2 > s3) of four
+// distinct keys to the meta byte of the two highest. It is filled from
+// every order of four keys; the comparisons no order gives stay 0.
+var prune24MetaOf = func() (t [64]uint8) {
+	for p := range 256 {
+		s := [4]int{p & 3, p >> 2 & 3, p >> 4 & 3, p >> 6}
+		if s[0] == s[1] || s[0] == s[2] || s[0] == s[3] || s[1] == s[2] || s[1] == s[3] || s[2] == s[3] {
+			continue
 		}
+		c, bit := 0, 0
+		for i := range 4 {
+			for j := i + 1; j < 4; j++ {
+				if s[i] > s[j] {
+					c |= 1 << bit
+				}
+				bit++
+			}
+		}
+		var kept []int
+		for i := range 4 {
+			if s[i] >= 2 { // the ranks 2 and 3 of 0..3: the two highest
+				kept = append(kept, i)
+			}
+		}
+		t[c] = EncodeMeta24(kept[0], kept[1])
 	}
 	return t
 }()
-
-// b2u is 1 for true and 0 for false.
-func b2u(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -238,6 +238,10 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 		for i, v := range s[off : off+len(dst)] {
 			dst[i] = float64(v)
 		}
+	case []uint8:
+		for i, v := range s[off : off+len(dst)] {
+			dst[i] = float64(v)
+		}
 	default:
 		for i := range dst {
 			dst[i] = t.Float64(off + i)
