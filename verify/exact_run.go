@@ -231,14 +231,12 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	lo, hi := d.IntRange()
 	compared := 0
 	var scaleV uint64
-	for j, g := range gv {
-		if g == max(lo, min(hi, rv[j])) {
-			compared++
-			scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
-			if keep {
-				rv[j] = g
-			}
-			continue
+	for j := 0; j < len(gv); j++ {
+		k, s := intRun(gv[j:], rv[j:], lo, hi, keep)
+		compared += k
+		scaleV = max(scaleV, s)
+		if j += k; j == len(gv) {
+			break
 		}
 		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
 		if keep {
@@ -251,4 +249,25 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	p.compared += compared
 	p.hist[0] += compared
 	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(scaleV))
+}
+
+// intRun gathers elements 0, 1, … of gv (got) and rv (exact values)
+// while they are addExactIntBlock's inline elements (g = clamp(r); g = r
+// is the common case, an integer of the range, whose clamp is itself),
+// with keep leaving g in rv, and returns how many and the largest |g|'s
+// bits. It calls nothing, so that its loop keeps its figures in
+// registers (with addBlock's call in the loop they lived on the stack).
+func intRun(gv, rv []float64, lo, hi float64, keep bool) (n int, scaleV uint64) {
+	rv = rv[:len(gv)]
+	for ; n < len(gv); n++ {
+		g, r := gv[n], rv[n]
+		if g != r && g != max(lo, min(hi, r)) {
+			break
+		}
+		scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
+		if keep {
+			rv[n] = g
+		}
+	}
+	return n, scaleV
 }
