@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
@@ -82,9 +83,11 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 	}
 
 	res := &Result{Subject: s, Pass: true}
-	for _, name := range sortedKeys(want) {
+	names := sortedKeys(want)
+	metrics := computeAll(names, got, want)
+	for k, name := range names {
 		in := Input{Got: got[name], Want: want[name], Golden: golden[name]}
-		m := Compute(in.Got, in.Want)
+		m := metrics[k]
 		out := OutputResult{Name: name, DType: in.Got.DType, Shape: append([]int(nil), in.Got.Shape...), Metrics: m}
 		for _, p := range policies {
 			var v Verdict
@@ -243,4 +246,36 @@ func formatBound(x float64) string {
 		return FormatValue(x)
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// concurrentOutput is the fewest elements an output has for Check to
+// compute its metrics concurrently with the other outputs'.
+const concurrentOutput = 1 << 16
+
+// computeAll returns Compute(got[name], want[name]) for each name. The
+// large outputs' metrics are computed at once (the last on the calling
+// goroutine): each Compute has stretches that one core runs, the sums
+// added in index order while the terms are computed, which another
+// output's work then fills. Each output's metrics are what Compute
+// returns alone; small outputs (a fuzzer's) are computed in turn,
+// without goroutines.
+func computeAll(names []string, got map[string]*tensor.Tensor, want map[string]*bound.Expected) []Metrics {
+	ms := make([]Metrics, len(names))
+	var wg sync.WaitGroup
+	last := -1
+	for k, name := range names {
+		if got[name].Len() < concurrentOutput {
+			ms[k] = Compute(got[name], want[name])
+			continue
+		}
+		if j := last; j >= 0 {
+			wg.Go(func() { ms[j] = Compute(got[names[j]], want[names[j]]) })
+		}
+		last = k
+	}
+	if last >= 0 {
+		ms[last] = Compute(got[names[last]], want[names[last]])
+	}
+	wg.Wait()
+	return ms
 }
