@@ -264,7 +264,7 @@ func computeAll(names []string, got map[string]*tensor.Tensor, want map[string]*
 	var wg sync.WaitGroup
 	last := -1
 	for k, name := range names {
-		if got[name].Len() < concurrentOutput {
+		if g := got[name]; g == nil || g.Len() < concurrentOutput {
 			ms[k] = Compute(got[name], want[name])
 			continue
 		}
