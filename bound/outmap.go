@@ -66,7 +66,9 @@ func (m *OutputMap) Map(r, b float64) (ref, bnd float64, alt Special) {
 // It stops at the first element for which that is not the whole story,
 // and returns how many it set: one whose d[i] or s[i] is not finite, or
 // whose accumulation could reach the overflow threshold ((1+G)·S + Eta ≥
-// Threshold), which need Dot.Sum's other branches. dot must not be Exact.
+// Threshold), which need Dot.Sum's other branches; for an integer or
+// float64 output (Map's generic case) it sets none. dot must not be
+// Exact.
 //
 // Its loop is Map's and Format.Ulp's arithmetic inlined, the same
 // float64 operations in the same order, so that its outcomes are the
@@ -77,18 +79,12 @@ func (m *OutputMap) Map(r, b float64) (ref, bnd float64, alt Special) {
 func (m *OutputMap) StoreDots(dot *Dot, d, s []float64, magUp float64, ref, bnd []float64, alt []Special) int {
 	n := len(d)
 	s, ref, bnd, alt = s[:n], ref[:n], bnd[:n], alt[:n]
-	c := dotErrs{magUp: magUp, g1: 1 + dot.G, eta: dot.Eta, g: dot.G, refErr: dot.RefErr, thr: dot.Threshold}
 	if m.generic {
-		// Integer or float64 output: Map called.
-		for i, di := range d {
-			err, ok := c.of(di, s[i])
-			if !ok {
-				return i
-			}
-			ref[i], bnd[i], alt[i] = m.Map(di, err)
-		}
-		return n
+		// An integer or float64 output (no gemm mode has one): Output
+		// per element, the caller's path.
+		return 0
 	}
+	c := dotErrs{magUp: magUp, g1: 1 + dot.G, eta: dot.Eta, g: dot.G, refErr: dot.RefErr, thr: dot.Threshold}
 	emin, emax, p := m.f.Emin, m.f.Emax, m.f.P
 	othr, flush, sat, minNorm := m.thr, m.flush, m.sat, m.minNorm
 	for i, di := range d {

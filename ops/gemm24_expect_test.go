@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"math"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -9,14 +8,12 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// TestGemm24DenseMatchesSparse holds gemm24's Expect (the dense product
-// on all cores where b is finite, rows' fast path) to the sparse loop
-// (reference.Gemm24) evaluated serially on the interval path, bit for
-// bit, in both modes, on every distribution (special values make b
-// non-finite, which takes the sparse loop), on shapes crossing the
-// product's blocking; and checks that the dense d and S equal the
-// sparse loop's wherever b is finite.
-func TestGemm24DenseMatchesSparse(t *testing.T) {
+// TestGemm24ExpectMatchesInterval holds gemm24's Expect (rows over all
+// cores, their fast path) to the reference product evaluated serially on
+// the interval path, bit for bit, in both modes, on every distribution,
+// on shapes crossing the product's blocking. (reference's
+// TestGemm24IntoMatchesLoop holds the product to the sparse loop.)
+func TestGemm24ExpectMatchesInterval(t *testing.T) {
 	const seed = 41
 	for _, mode := range []string{"fp16_fp32acc", "int8_int32acc"} {
 		for _, dims := range []map[string]int{{"m": 7, "k": 12, "n": 5}, {"m": 33, "k": 520, "n": 17}, {"m": 100, "k": 64, "n": 9}} {
@@ -40,14 +37,6 @@ func TestGemm24DenseMatchesSparse(t *testing.T) {
 					vals, b := in["a_values"].Float64s(), in["b"].Float64s()
 					d, s := reference.Gemm24(m, k, n, vals, keep, b)
 					dense := reference.Decompress24(m, k, vals, keep)
-					if allFiniteValues(b) {
-						dd, ds := reference.MatMul(m, k, n, dense, b)
-						for i := range d {
-							if !sameBits(dd[i], d[i]) || !sameBits(ds[i], s[i]) {
-								t.Fatalf("gemm24 mode=%s %v dist=%s seed=%d: element %d: got dense d=%v S=%v / want sparse d=%v S=%v", mode, dims, dist, seed, i, dd[i], ds[i], d[i], s[i])
-							}
-						}
-					}
 					ev, err := newGEMMEval(cfg, k/2, num)
 					if err != nil {
 						t.Fatal(err)
@@ -66,9 +55,4 @@ func TestGemm24DenseMatchesSparse(t *testing.T) {
 			}
 		}
 	}
-}
-
-// sameBits reports whether x and y are the same float64, or both NaN.
-func sameBits(x, y float64) bool {
-	return math.Float64bits(x) == math.Float64bits(y) || x != x && y != y
 }

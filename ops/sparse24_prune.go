@@ -185,7 +185,7 @@ func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tenso
 				mbs[j] = prune24Meta(uint16(q[0]), uint16(q[1]), uint16(q[2]), uint16(q[3]))
 			}
 			for j, mb := range mbs {
-				a, b := int(mb&3), int(mb>>2)
+				a, b, _ := DecodeMeta24(mb)
 				x := wv[4*j : 4*j+4 : 4*j+4]
 				ref[2*j], ref[2*j+1] = x[a], x[b]
 				// An fp16 Inf or NaN has every exponent bit set.

@@ -1,6 +1,10 @@
 package reference
 
-import "math"
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/internal/dgemm"
+)
 
 // Prune24 returns, for a row-major w [m,k] (k a multiple of 4), the two
 // kept positions of every group of four along k: keep[2g] < keep[2g+1],
@@ -48,8 +52,33 @@ func Prune24(w []float64, m, k int) []int {
 // an Inf or NaN in a row of b that only pruned positions meet does not
 // reach the result.
 func Gemm24(m, k, n int, values []float64, keep []int, b []float64) (d, s []float64) {
-	d = make([]float64, m*n)
-	s = make([]float64, m*n)
+	d, s = make([]float64, m*n), make([]float64, m*n)
+	Gemm24Into(m, k, n, values, keep, Decompress24(m, k, values, keep), b, d, s)
+	return d, s
+}
+
+// Gemm24Into is Gemm24 into d and s (m·n each, overwritten), given also
+// a's dense form (Decompress24 of values and keep), which callers that
+// need it hold already. Where a and b are fp32 values and b is finite it
+// multiplies the dense form (dgemm.MulAbs, packed, on all cores): the
+// pruned positions add exact ±0 products, which leave every sum as the
+// kept products alone make it (a sum started at +0 is never −0), in the
+// same k-ascending order, so d and s are the sparse loop's bits, NaN
+// aside (TestGemm24IntoMatchesLoop). With an Inf or NaN in b a pruned
+// zero would meet it (0·Inf = NaN), so the sparse loop runs.
+func Gemm24Into(m, k, n int, values []float64, keep []int, dense, b, d, s []float64) {
+	d, s = d[:m*n], s[:m*n]
+	if allFP32(dense) && allFP32(b) && allFinite(b) {
+		dgemm.MulAbs(m, k, n, dgemm.Slice(dense), dgemm.Slice(b), d, s)
+		return
+	}
+	clear(d)
+	clear(s)
+	gemm24Loop(m, k, n, values, keep, b, d, s)
+}
+
+// gemm24Loop adds the kept products into d and s, the plain sparse loop.
+func gemm24Loop(m, k, n int, values []float64, keep []int, b, d, s []float64) {
 	kh := k / 2
 	for i := 0; i < m; i++ {
 		di, si := d[i*n:(i+1)*n], s[i*n:(i+1)*n]
@@ -63,7 +92,6 @@ func Gemm24(m, k, n int, values []float64, keep []int, b []float64) (d, s []floa
 			}
 		}
 	}
-	return d, s
 }
 
 // Decompress24 scatters compressed values [m,k/2] with kept positions
