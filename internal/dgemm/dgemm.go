@@ -123,7 +123,7 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	}
 	ncb := min(nc, roundUp(n, nr))
 	kcb := min(kc, k)
-	pb := getBuf(v.panel() * kcb * ncb)
+	pb := getBuf(packedBLen(v, kcb, ncb))
 	defer putBuf(pb)
 	// Row blocks of at most mc rows, as many as a multiple of the workers
 	// and of equal size (but the last): with 11 blocks of 96 rows for
@@ -276,6 +276,11 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 		}
 	})
 }
+
+// packedBLen is the length of a packed B block of kcb steps and ncb
+// columns (a multiple of nr): ncb/nr micro-panels of v.panel() values
+// per step. packB fills exactly that much (TestPackedBLen).
+func packedBLen(v variant, kcb, ncb int) int { return ncb / nr * v.panel() * kcb }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }
 

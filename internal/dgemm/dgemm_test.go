@@ -351,3 +351,31 @@ func BenchmarkMacro(b *testing.B) {
 		b.ReportMetric(2*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 }
+
+// TestPackedBLen holds the packed B buffer's length to what packB writes:
+// on a NaN-filled buffer of exactly packedBLen, packB must stay inside it
+// (a short one panics) and leave no NaN (a long one, as the buffer once
+// was, nr times too long, keeps its tail).
+func TestPackedBLen(t *testing.T) {
+	for _, abs := range []bool{false, true} {
+		v := variant{abs: abs}
+		for _, sh := range [][2]int{{1, 1}, {3, 7}, {8, 8}, {256, 1024}, {17, 9}} {
+			kcc, ncc := sh[0], sh[1]
+			ncb := roundUp(ncc, nr)
+			b := make(Slice, kcc*ncc)
+			for i := range b {
+				b[i] = float64(i + 1)
+			}
+			pb := make([]float64, packedBLen(v, kcc, ncb))
+			for i := range pb {
+				pb[i] = math.NaN()
+			}
+			packB(b, ncc, 0, kcc, 0, ncc, abs, pb)
+			for i, x := range pb {
+				if math.IsNaN(x) {
+					t.Fatalf("packB(k=%d, n=%d, abs=%v): element %d of the %d-long buffer not written, want every one", kcc, ncc, abs, i, len(pb))
+				}
+			}
+		}
+	}
+}
