@@ -127,3 +127,51 @@ func runPoisonKernel(t *testing.T, seed uint64, eager bool) [][]byte {
 	}
 	return seen
 }
+
+// TestStaleViewLeavesLiveBuffersAlone: a view taken of a Buffer after its
+// Free (a kernel bug the emulator cannot see, views being plain slices)
+// must not write anything. Under the lazy Poison fill the stale Buffer's
+// unaccessed bytes were never filled, and its exported views used to
+// fill them at once, over the live buffer that now holds those bytes:
+// the kernel's data turned into Poison, which the eager fill it replaces
+// never did.
+func TestStaleViewLeavesLiveBuffersAlone(t *testing.T) {
+	const seed, n = 11, 256 // n fp16 elements, one buffer
+	for _, eager := range []bool{true, false} {
+		old := eagerPoison
+		eagerPoison = eager
+		d := newDev(t, Ascend910B())
+		v := rand.New(rand.NewPCG(seed, 1)).NormFloat64()
+		want := float16.Fromfloat32(float32(v))
+		var got []float16.Float16
+		_, err := d.Launch(WithSerialLaunch(bg), 1, func(c *Core) error {
+			a, err := c.AllocUB(2 * n)
+			if err != nil {
+				return err
+			}
+			if err := c.Free(a); err != nil {
+				return err
+			}
+			b, err := c.AllocUB(2 * n) // a's bytes
+			if err != nil {
+				return err
+			}
+			if err := c.Duplicate(tensor.Float16, b, v, n); err != nil {
+				return err
+			}
+			_ = a.F16() // the bug: a view of a freed buffer
+			got = slices.Clone(b.F16()[:n])
+			return nil
+		})
+		eagerPoison = old
+		if err != nil {
+			t.Fatalf("Duplicate n=%d seed=%d eager=%v: launch: %v", n, seed, eager, err)
+		}
+		for i, g := range got {
+			if g != want {
+				t.Fatalf("Duplicate n=%d seed=%d eager=%v: element %d after a stale view: got %#04x / want %#04x (what Duplicate wrote)",
+					n, seed, eager, i, g.Bits(), want.Bits())
+			}
+		}
+	}
+}

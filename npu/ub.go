@@ -68,8 +68,11 @@ type Buffer struct {
 
 // touch makes the first n bytes of b what the kernel may see: those not
 // yet accessed since the allocation are Poison-filled. n ≤ len(b.data).
+// A dead buffer (freed or reset) is left alone: its bytes may be a live
+// buffer's now, and a view of it (a kernel bug the views cannot catch)
+// must not write over them, as the fill at allocation never did.
 func (b *Buffer) touch(n int) {
-	if p := int(b.poisoned); n > p {
+	if p := int(b.poisoned); n > p && b.live {
 		fill(b.data[p:n], Poison)
 		b.poisoned = int32(n)
 	}
