@@ -19,7 +19,8 @@ var Sparse24Prune Op = sparse24Prune{}
 // and NaNs among themselves go to the lower index), in ascending index
 // order; meta holds the first kept index in bits 0–1 and the second in
 // bits 2–3 (bits 4–7 zero). The values are bit copies of w (NaN payloads
-// and the sign of zero included), so both outputs are judged exactly.
+// and the sign of zero included), so both outputs are judged exactly (a
+// NaN as any NaN: see Expect).
 type sparse24Prune struct{}
 
 // DistTies draws from {0, ±0.5, ±1}: groups of four with equal
@@ -156,11 +157,11 @@ func (op sparse24Prune) Outputs(p Params, in map[string]*tensor.Tensor) ([]Tenso
 // shape (2 bytes an element where an ordinary Expected took 17), meta
 // over the meta bytes. A kept value is a copy, exact under copyNumerics
 // whatever num says: it must be the kept w bit for bit, −0 ≠ +0, a NaN
-// accepted as any NaN (bound.Identical: verify does not judge payloads;
-// the exact policy against a golden does). A meta byte is an exact small
-// integer, which an exact element accepts exactly as Bound 0 would
-// (TestSparse24PruneExpectMatchesReference holds both outputs to the
-// float64 reference, reference.Prune24, element by element).
+// accepted as any NaN (bound.Identical: the bound policy does not judge
+// payloads; the exact policy against a golden does). A meta byte is an
+// exact small integer, which an exact element accepts exactly as Bound 0
+// would (TestSparse24PruneExpectMatchesReference holds both outputs to
+// the float64 reference, reference.Prune24, element by element).
 func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
