@@ -19,7 +19,8 @@ var Sparse24Prune Op = sparse24Prune{}
 // and NaNs among themselves go to the lower index), in ascending index
 // order; meta holds the first kept index in bits 0–1 and the second in
 // bits 2–3 (bits 4–7 zero). The values are bit copies of w (NaN payloads
-// and the sign of zero included), so both outputs are judged exactly.
+// and the sign of zero included), so both outputs are judged exactly (a
+// NaN as any NaN: see Expect).
 type sparse24Prune struct{}
 
 // DistTies draws from {0, ±0.5, ±1}: groups of four with equal
@@ -150,55 +151,40 @@ func (op sparse24Prune) Outputs(p Params, in map[string]*tensor.Tensor) ([]Tenso
 }
 
 // Expect: the selection is exact (magnitudes of fp16 values compare
-// exactly), so both outputs have one acceptable value per element, bound
-// 0: the kept w bit for bit (a NaN accepted as any NaN) and the meta byte.
-// values is an ordinary Expected (Ref the kept w, Bound 0, or NaN with
-// Alt its class for a non-finite one); meta, whose every element is an
-// exact small integer, is compact (bound.NewExactFrom over the meta
-// bytes): an integer exact element accepts exactly the value that Bound
-// 0 accepts, so the verdicts and metrics are those of the ordinary form
-// (TestSparse24PruneExpectMatchesReference holds both to the float64
-// reference, reference.Prune24, bit for bit).
+// exactly), so both outputs have one acceptable value per element, and
+// both are compact all-exact Expected sets (bound.NewExactFrom): values
+// over the kept w's bits, gathered here into a tensor of the output's
+// shape (2 bytes an element where an ordinary Expected took 17), meta
+// over the meta bytes. A kept value is a copy, exact under copyNumerics
+// whatever num says: it must be the kept w bit for bit, −0 ≠ +0, a NaN
+// accepted as any NaN (bound.Identical: the bound policy does not judge
+// payloads; the exact policy against a golden does). A meta byte is an
+// exact small integer, which an exact element accepts exactly as Bound 0
+// would (TestSparse24PruneExpectMatchesReference holds both outputs to
+// the float64 reference, reference.Prune24, element by element).
 func (op sparse24Prune) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
 	}
 	m, k, _ := pruneDims(op, in)
-	w := in["w"]
 	groups := m * k / 4
-	vals := bound.NewExpected(2 * groups)
+	kept, err := tensor.New(tensor.Float16, m, k/2)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
 	metaB := make([]uint8, groups)
-	bits := w.F16()
-	// A block of groups at a time: w's values converted by the tensor
-	// (exact), the selection made on its bits (prune24Meta).
-	const blockGroups = 1024
-	parallel.For(groups, 4*blockGroups, func(lo, hi int) {
-		buf := make([]float64, 4*blockGroups)
-		for g0 := lo; g0 < hi; g0 += blockGroups {
-			g1 := min(hi, g0+blockGroups)
-			wv := buf[:4*(g1-g0)]
-			w.Float64sFrom(4*g0, wv)
-			ref, bnd, alt := vals.Ref[2*g0:2*g1], vals.Bound[2*g0:2*g1], vals.Alt[2*g0:2*g1]
-			mbs, wb := metaB[g0:g1], bits[4*g0:4*g1]
-			for j := range mbs {
-				q := wb[4*j : 4*j+4 : 4*j+4]
-				mbs[j] = prune24Meta(uint16(q[0]), uint16(q[1]), uint16(q[2]), uint16(q[3]))
-			}
-			for j, mb := range mbs {
-				a, b, _ := DecodeMeta24(mb)
-				x := wv[4*j : 4*j+4 : 4*j+4]
-				ref[2*j], ref[2*j+1] = x[a], x[b]
-				// An fp16 Inf or NaN has every exponent bit set.
-				if q := wb[4*j : 4*j+4 : 4*j+4]; q[a]&0x7C00 == 0x7C00 || q[b]&0x7C00 == 0x7C00 {
-					for t := range 2 {
-						if c := bound.Of(ref[2*j+t]); c != 0 {
-							alt[2*j+t], bnd[2*j+t] = c, math.NaN()
-						}
-					}
-				}
-			}
+	bits, vb := in["w"].F16(), kept.F16()
+	// The selection made on w's bits (prune24Meta), the kept bits gathered.
+	parallel.For(groups, 4096, func(lo, hi int) {
+		for g := lo; g < hi; g++ {
+			q := bits[4*g : 4*g+4 : 4*g+4]
+			mb := prune24Meta(uint16(q[0]), uint16(q[1]), uint16(q[2]), uint16(q[3]))
+			metaB[g] = mb
+			a, b, _ := DecodeMeta24(mb)
+			vb[2*g], vb[2*g+1] = q[a], q[b]
 		}
 	})
+	vals := bound.NewExactFrom(2*groups, tensor.Float16, copyNumerics, kept.Float64sFrom)
 	meta := bound.NewExactFrom(groups, tensor.Uint8, num, func(off int, r []float64) {
 		for j, b := range metaB[off : off+len(r)] {
 			r[j] = float64(b)

@@ -13,22 +13,20 @@ import (
 	"github.com/x448/float16"
 )
 
-// sparse24PruneExpectSerial is sparse24_prune's Expect as it was before
-// the selection moved onto fp16 bits and meta became compact: the float64
-// reference (reference.Prune24) one group at a time, both outputs
-// ordinary Expected sets.
-func sparse24PruneExpectSerial(m, k int, w []float64) (vals, meta *bound.Expected) {
+// sparse24PruneExpectSerial is sparse24_prune's Expect in its plain
+// serial form: the float64 reference (reference.Prune24) one group at a
+// time, both outputs ordinary Expected sets whose every element is exact
+// (SetExact): values a copy of the kept w under the default profile
+// (IEEE overflow, subnormals kept, which round an fp16 value to itself),
+// whatever the run's profile, meta the byte.
+func sparse24PruneExpectSerial(m, k int, w []float64, num tensor.Numerics) (vals, meta *bound.Expected) {
 	keep := reference.Prune24(w, m, k)
 	vals, meta = bound.NewExpected(m*k/2), bound.NewExpected(m*k/4)
 	for g := 0; g < m*k/4; g++ {
 		for t := 0; t < 2; t++ {
-			x := w[4*g+keep[2*g+t]]
-			vals.Ref[2*g+t], vals.Alt[2*g+t] = x, bound.Of(x)
-			if vals.Alt[2*g+t] != 0 {
-				vals.Bound[2*g+t] = math.NaN()
-			}
+			vals.SetExact(2*g+t, w[4*g+keep[2*g+t]], tensor.Float16, tensor.Numerics{})
 		}
-		meta.Ref[g] = float64(EncodeMeta24(keep[2*g], keep[2*g+1]))
+		meta.SetExact(g, float64(EncodeMeta24(keep[2*g], keep[2*g+1])), tensor.Uint8, num)
 	}
 	return vals, meta
 }
@@ -54,9 +52,9 @@ func prune24Bits(r *rand.Rand, w *tensor.Tensor) {
 }
 
 // TestSparse24PruneExpectMatchesReference holds Expect to the serial
-// float64 form (sparse24PruneExpectSerial): values bit for bit (Ref,
-// Bound, Alt, no exact marks), meta materialized to the serial Ref,
-// Bound and Alt bit for bit with every element exact at its Ref; and,
+// float64 form (sparse24PruneExpectSerial): both outputs compact and,
+// materialized, the serial Ref, Bound, Alt and Rounded bit for bit with
+// every element exact; and,
 // on outputs that are the reference's with random elements changed
 // (another value of the group, the sign flipped, ±0 swapped, NaN, an
 // ulp off, another or a malformed meta byte), verify's metrics and every
@@ -96,17 +94,19 @@ func TestSparse24PruneExpectMatchesReference(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", ctx, err)
 				}
-				sv, sm := sparse24PruneExpectSerial(m, k, in["w"].Float64s())
-				if msg := sameExpectedBits(want["values"], sv, false); msg != "" {
-					t.Fatalf("%s: values: %s", ctx, msg)
-				}
-				if !want["meta"].Compact() {
-					t.Fatalf("%s: meta: Expected is not compact", ctx)
-				}
-				full := *want["meta"]
-				full.Materialize()
-				if msg := sameExpectedBits(&full, sm, true); msg != "" {
-					t.Fatalf("%s: meta: %s", ctx, msg)
+				sv, sm := sparse24PruneExpectSerial(m, k, in["w"].Float64s(), num)
+				for _, o := range []struct {
+					name string
+					want *bound.Expected
+				}{{"values", sv}, {"meta", sm}} {
+					if !want[o.name].Compact() {
+						t.Fatalf("%s: %s: Expected is not compact", ctx, o.name)
+					}
+					full := *want[o.name]
+					full.Materialize()
+					if msg := sameExpectedBits(&full, o.want); msg != "" {
+						t.Fatalf("%s: %s: %s", ctx, o.name, msg)
+					}
 				}
 				golden := prune24Outputs(t, m, k, sv, sm)
 				for trial := range 6 {
@@ -143,24 +143,23 @@ func TestSparse24PruneExpectMatchesReference(t *testing.T) {
 }
 
 // sameExpectedBits describes the first difference between got and want
-// in Ref, Bound or Alt bit for bit ("" when none); with exact, every
-// element of got must be exact at its Ref (an integer output's Rounded),
-// else got must have no exact marks, as want has none.
-func sameExpectedBits(got, want *bound.Expected, exact bool) string {
+// bit for bit in Ref, Bound, Alt, the exact mark and, at an exact
+// element, Rounded ("" when none).
+func sameExpectedBits(got, want *bound.Expected) string {
 	if got.Len() != want.Len() {
 		return fmt.Sprintf("%d elements, want %d", got.Len(), want.Len())
 	}
 	for i := range want.Len() {
 		gr, gb, ga := got.RefAt(i), got.BoundAt(i), got.AltAt(i)
-		wr, wb, wa := want.Ref[i], want.Bound[i], want.Alt[i]
+		wr, wb, wa := want.RefAt(i), want.BoundAt(i), want.AltAt(i)
 		if math.Float64bits(gr) != math.Float64bits(wr) || math.Float64bits(gb) != math.Float64bits(wb) || ga != wa {
 			return fmt.Sprintf("element %d: got ref=%v bound=%v alt=%v, want ref=%v bound=%v alt=%v", i, gr, gb, ga, wr, wb, wa)
 		}
-		if got.IsExact(i) != exact {
-			return fmt.Sprintf("element %d: got exact=%v, want exact=%v", i, got.IsExact(i), exact)
+		if got.IsExact(i) != want.IsExact(i) {
+			return fmt.Sprintf("element %d: got exact=%v, want exact=%v", i, got.IsExact(i), want.IsExact(i))
 		}
-		if exact && math.Float64bits(got.RoundedAt(i)) != math.Float64bits(wr) {
-			return fmt.Sprintf("element %d: got rounded=%v, want %v", i, got.RoundedAt(i), wr)
+		if g, w := got.RoundedAt(i), want.RoundedAt(i); math.Float64bits(g) != math.Float64bits(w) {
+			return fmt.Sprintf("element %d: got rounded=%v, want %v", i, g, w)
 		}
 	}
 	return ""

@@ -223,7 +223,13 @@ func (op sparseCompress) Expect(p Params, in map[string]*tensor.Tensor, num tens
 }
 
 // ExpectGiven resolves the acceptable set to the returned selection when
-// it is valid (CheckSelection), else to the reference selection.
+// it is valid (CheckSelection), else to the reference selection. Every
+// output is then a compact all-exact Expected (bound.NewExactFrom): k_out
+// and v_out over the selected rows' bits, gathered here into tensors of
+// the outputs' shapes, exact under copyNumerics whatever num says (a copy
+// must be its row bit for bit, −0 ≠ +0, a NaN as any NaN); indices and
+// mask over the selection, exact small integers, which an exact element
+// accepts exactly as Bound 0 would.
 func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -232,11 +238,16 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 	h, l, d, _ := compressDims(op, in)
 	keep := reference.KeepCount(l, cfg.KeepRatio, cfg.Sinks)
 	k, v := in["k"], in["v"]
-	exp := map[string]*bound.Expected{
-		"k_out": bound.NewExpected(h * keep * d), "v_out": bound.NewExpected(h * keep * d),
-		"indices": bound.NewExpected(h * keep), "mask": bound.NewExpected(h * l),
+	kOut, err := tensor.New(tensor.Float16, h, keep, d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
 	}
-	kOut, vOut, indices, mask := exp["k_out"], exp["v_out"], exp["indices"], exp["mask"]
+	vOut, err := tensor.New(tensor.Float16, h, keep, d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	indices, mask := make([]int32, h*keep), make([]uint8, h*l)
+	kb, vb, kob, vob := k.F16(), v.F16(), kOut.F16(), vOut.F16()
 	// Heads over all cores: each writes only its own rows.
 	parallel.For(h, 1, func(lo, hi int) {
 		for hh := lo; hh < hi; hh++ {
@@ -252,28 +263,28 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 				}
 			}
 			for t, i := range sel {
-				indices.Ref[hh*keep+t] = float64(i)
-				mask.Ref[hh*l+i] = 1
-				copyRowExpected(kOut, k, (hh*l+i)*d, (hh*keep+t)*d, d)
-				copyRowExpected(vOut, v, (hh*l+i)*d, (hh*keep+t)*d, d)
+				indices[hh*keep+t] = int32(i)
+				mask[hh*l+i] = 1
+				src, dst := (hh*l+i)*d, (hh*keep+t)*d
+				copy(kob[dst:dst+d], kb[src:src+d])
+				copy(vob[dst:dst+d], vb[src:src+d])
 			}
 		}
 	})
-	return exp, nil
-}
-
-// copyRowExpected sets elements o, …, o+d−1 of e, untouched since
-// NewExpected, to copies of src's elements off, …: Ref the value, Alt
-// its class and, for a non-finite value, Bound NaN (a finite copy's
-// bound stays 0).
-func copyRowExpected(e *bound.Expected, src *tensor.Tensor, off, o, d int) {
-	r := e.Ref[o : o+d]
-	src.Float64sFrom(off, r)
-	for j, x := range r {
-		if a := bound.Of(x); a != 0 {
-			e.Alt[o+j], e.Bound[o+j] = a, math.NaN()
-		}
-	}
+	return map[string]*bound.Expected{
+		"k_out": bound.NewExactFrom(h*keep*d, tensor.Float16, copyNumerics, kOut.Float64sFrom),
+		"v_out": bound.NewExactFrom(h*keep*d, tensor.Float16, copyNumerics, vOut.Float64sFrom),
+		"indices": bound.NewExactFrom(h*keep, tensor.Int32, num, func(off int, r []float64) {
+			for j, x := range indices[off : off+len(r)] {
+				r[j] = float64(x)
+			}
+		}),
+		"mask": bound.NewExactFrom(h*l, tensor.Uint8, num, func(off int, r []float64) {
+			for j, x := range mask[off : off+len(r)] {
+				r[j] = float64(x)
+			}
+		}),
+	}, nil
 }
 
 // CheckSelection reports why idx (the kept tokens of head hh, as

@@ -134,8 +134,10 @@ func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
 // while they need nothing more than counts and maxima: the exact value in
 // the short form and the got its Rounded; the relative error e/|r| at
 // most M = relMax = min(MaxRel, 1e-3), so it changes neither MaxRel nor
-// the counts (addBlock's test; e ≤ relSkip·|r| with relSkip = M·(1 −
-// 2^-50) shows it without the division, see addBlock); and the element
+// the counts (addBlock's test; e = 0, or e ≤ relSkip·|r| with relSkip =
+// M·(1 − 2^-50), shows it without the division, see addBlock: e = 0 is
+// tested apart because while every element so far is exact, a copy's
+// are, M is 0 and so is relSkip·|r|, below the guard); and the element
 // cannot enter the worst ones (e = 0, or its keys below floor, floor2,
 // the bits of the last held, 0 and 0 while there is room; equal keys do
 // not enter either, the index of the one held being lower). It returns
@@ -184,7 +186,7 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 		e := math.Abs(g - r)
 		eb := math.Float64bits(e)
 		ar := math.Float64frombits(rb &^ (1 << 63))
-		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) && !(e/ar <= relMax) { // |r| ≥ MinNormal > 0
+		if q := relSkip * ar; eb != 0 && !(e <= q && q >= 0x1p-1020) && !(e/ar <= relMax) { // |r| ≥ MinNormal > 0
 			break
 		}
 		// e/b = e·2^-k for b = 2^k.

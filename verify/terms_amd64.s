@@ -133,12 +133,14 @@ xloop:
 	VPAND  Y15, Y0, Y0 // |g|
 	VMAXPD Y2, Y0, Y0  // max(|g|, |r|)
 
-	// e ≤ q = relSkip·|r| and q ≥ 2^-1020.
-	VMULPD 160(R8), Y2, Y1
-	VCMPPD $0x12, Y1, Y5, Y2
-	VPAND  Y2, Y4, Y4
-	VCMPPD $0x1d, tiny4<>(SB), Y1, Y2
-	VPAND  Y2, Y4, Y4
+	// e = 0, or e ≤ q = relSkip·|r| and q ≥ 2^-1020.
+	VMULPD   160(R8), Y2, Y1
+	VCMPPD   $0x12, Y1, Y5, Y2
+	VCMPPD   $0x1d, tiny4<>(SB), Y1, Y1
+	VPAND    Y1, Y2, Y2
+	VPCMPEQQ Y12, Y5, Y1
+	VPOR     Y1, Y2, Y2
+	VPAND    Y2, Y4, Y4
 
 	VMULPD Y3, Y5, Y3 // t = e·inv
 

@@ -79,8 +79,9 @@ func TestTermsMatchPortable(t *testing.T) {
 // (termsAVX2, exactRunAVX2) and with the portable ones forced, on
 // compact outputs that are mostly correct (long runs of the inline case)
 // with every kind of exception mixed in at a low rate, and on ones with
-// many exceptions: every field must agree bit for bit, with each other
-// and with the single loop.
+// many exceptions, and on copies (every element its exact value, error 0
+// throughout): every field must agree bit for bit, with each other and
+// with the single loop.
 func TestComputeVectorMatchesPortable(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 form on this CPU or build")
@@ -104,6 +105,9 @@ func TestComputeVectorMatchesPortable(t *testing.T) {
 					}
 					if seed == 52 && n == 50001 { // the largest errors below a half ulp, ties only among small values
 						got, compact, full = cleanCase(d, num, n, seed, true)
+					}
+					if n == 4099 { // copies: every error 0, so the largest relative error stays 0
+						got, compact, full = copyCase(d, num, n, seed)
 					}
 					useAVX2 = true
 					vec := fmt.Sprintf("%+v", Compute(got, compact))
@@ -148,6 +152,31 @@ func cleanCase(d tensor.DType, num tensor.Numerics, n int, seed uint64, ties boo
 		a := tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(6)), d)
 		b := tensor.Numerics{}.Round(r.NormFloat64(), d)
 		rs[i] = a + b
+	}
+	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
+	compact = bound.NewExactFrom(n, d, num, src)
+	full = bound.NewExpected(n)
+	got = tensor.MustNew(d, n)
+	for i, v := range rs {
+		full.SetExact(i, v, d, num)
+		got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
+	}
+	return got, compact, full
+}
+
+// copyCase is an output of copies: seeded values of d (normal values
+// over a few binades, a few zeros of either sign), each its own exact
+// value and, as got, its own rounding, so every error is 0 and the
+// largest relative error stays 0 (the inline paths' relative-error test
+// then rests on e = 0 alone).
+func copyCase(d tensor.DType, num tensor.Numerics, n int, seed uint64) (got *tensor.Tensor, compact, full *bound.Expected) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	rs := make([]float64, n)
+	for i := range rs {
+		rs[i] = tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(6)), d)
+		if r.IntN(100) == 0 {
+			rs[i] = math.Copysign(0, float64(r.IntN(2))-0.5)
+		}
 	}
 	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
 	compact = bound.NewExactFrom(n, d, num, src)
