@@ -21,6 +21,12 @@
 //   - Store maps the final interval through the output's store under the
 //     numerics profile to one element of an Expected (Output does the
 //     same for a value known only as reference ± bound).
+//
+// The bounds' own arithmetic writes every product that feeds an addition
+// as float64(x*y): Go may otherwise fuse x*y + z into one rounding
+// (arm64, amd64 from GOAMD64=v3), and the bounds, and the Expected they
+// produce, must have the same bits on every target. The rounding-error
+// arguments count those separate roundings.
 package bound
 
 import (

@@ -14,8 +14,8 @@ import (
 func exactValues(d tensor.DType, r *rand.Rand, n int) []float64 {
 	var xs []float64
 	if f, isFloat := d.FloatFormat(); isFloat {
-		thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
-		for _, v := range []float64{0, f.MinSubnormal(), f.MinNormal(), f.MaxFinite(), thr, math.Inf(1), math.NaN(), 1, 1 + f.Ulp(1)/2} {
+		thr := f.MaxFinite() + float64(f.Ulp(f.MaxFinite())/2)
+		for _, v := range []float64{0, f.MinSubnormal(), f.MinNormal(), f.MaxFinite(), thr, math.Inf(1), math.NaN(), 1, 1 + float64(f.Ulp(1)/2)} {
 			xs = append(xs, v, -v, math.Nextafter(v, 0), math.Nextafter(v, math.Inf(1)), -math.Nextafter(v, math.Inf(1)))
 		}
 	} else { // integers in and past the range, halves, zeros of both signs

@@ -11,7 +11,7 @@ import (
 // bound is then void and callers must treat the result as unbounded;
 // Growth stays finite there).
 func Gamma(n int, u float64) float64 {
-	nu := float64(n) * u
+	nu := float64(float64(n) * u) // rounded: 1 − nu must not fuse
 	if nu >= 1 {
 		return math.Inf(1)
 	}
@@ -134,7 +134,7 @@ func (d Dot) Sum(t Terms) Interval {
 	if math.IsNaN(t.Ref) {
 		return Interval{Ref: t.Ref, Alt: NaN}
 	}
-	reach := func(m, eta float64) bool { return (1+d.G)*(m+t.Err)+eta >= d.Threshold }
+	reach := func(m, eta float64) bool { return float64((1+d.G)*(m+t.Err))+eta >= d.Threshold }
 	if math.IsInf(t.Ref, 0) {
 		v := Interval{Ref: t.Ref, Alt: Of(t.Ref)}
 		pos, neg := t.PosNeg()
@@ -152,7 +152,7 @@ func (d Dot) Sum(t Terms) Interval {
 	if t.Mag == 0 && t.Err == 0 {
 		eta = 0 // every term is zero: nothing to round
 	}
-	v.Err = t.Err + mul0(d.G, t.Mag+t.Err) + eta + d.RefErr*t.Mag
+	v.Err = t.Err + mul0(d.G, t.Mag+t.Err) + eta + float64(d.RefErr*t.Mag)
 	if reach(t.Mag, eta) {
 		pos, neg := t.PosNeg()
 		if reach(pos, eta) {

@@ -66,7 +66,7 @@ func NewShortForm(d tensor.DType) (sf ShortForm, ok bool) {
 		return ShortForm{}, false
 	}
 	minN := math.Float64bits(f.MinNormal())
-	thr := math.Float64bits(f.MaxFinite() + f.Ulp(f.MaxFinite())/2)
+	thr := math.Float64bits(f.MaxFinite() + float64(f.Ulp(f.MaxFinite())/2))
 	shift := uint64(53 - f.P)
 	return ShortForm{Min: minN, Span: thr - minN, shift: shift, half: 1<<(shift-1) - 1, mask: 1<<shift - 1,
 		halfUlp: uint64(f.P) << 52}, true

@@ -35,7 +35,7 @@ func NewFormat(d tensor.DType, num tensor.Numerics) (Format, error) {
 	}
 	flush := num.Subnormals == tensor.SubnormalFlush
 	r := Format{DType: d, U: f.UnitRoundoffValue(), Under: f.MinSubnormal() / 2, Flush: flush, f: f,
-		Threshold: f.MaxFinite() + f.Ulp(f.MaxFinite())/2}
+		Threshold: f.MaxFinite() + float64(f.Ulp(f.MaxFinite())/2)}
 	if flush {
 		r.Under = f.MinNormal()
 	}
@@ -56,6 +56,6 @@ func (f Format) Round(v Interval) Interval {
 	if v.Err == 0 && f.f.RoundNearestEven(v.Ref) == v.Ref && (!f.Flush || v.Ref == 0 || math.Abs(v.Ref) >= f.f.MinNormal()) {
 		return v // an exact value of the format: the rounding is exact
 	}
-	v.Err += f.U*(math.Abs(v.Ref)+v.Err) + f.Under
+	v.Err += float64(f.U*(math.Abs(v.Ref)+v.Err)) + f.Under
 	return v
 }

@@ -31,7 +31,7 @@ func Exact(x float64) Interval {
 // F64Err bounds the error of one float64 operation whose result is x: half
 // an ulp of float64 relative (2^-53, doubled to cover library functions
 // accurate to one ulp) plus the smallest float64 subnormal for underflow.
-func F64Err(x float64) float64 { return math.Abs(x)*0x1p-52 + 0x1p-1074 }
+func F64Err(x float64) float64 { return float64(math.Abs(x)*0x1p-52) + 0x1p-1074 }
 
 // mul0 is x·y with 0·Inf = 0: an exact zero times an unbounded error
 // contributes nothing.
@@ -39,7 +39,7 @@ func mul0(x, y float64) float64 {
 	if x == 0 || y == 0 {
 		return 0
 	}
-	return x * y
+	return float64(x * y)
 }
 
 // Mul is the exact product a·b (rounding to a format is a separate step,
@@ -105,7 +105,7 @@ func Div(a, b Interval) Interval {
 		r.Ref = x / y
 		num := mul0(math.Abs(y), a.Err) + mul0(math.Abs(x), b.Err)
 		den := math.Abs(y) * (math.Abs(y) - b.Err)
-		r.Err = num/den*(1+0x1p-48) + F64Err(r.Ref)
+		r.Err = float64(num/den*(1+0x1p-48)) + F64Err(r.Ref)
 		if bInf {
 			r.Err = math.Max(r.Err, math.Abs(r.Ref))
 		}
@@ -131,9 +131,9 @@ func Exp(v Interval, rel float64) Interval {
 			r.Ref, r.Alt = x, r.Alt|PosInf
 		} else {
 			r.Finite, r.Ref = true, x
-			r.Err = mul0(x, math.Expm1(v.Err))*(1+0x1p-48) + 2*F64Err(x)
+			r.Err = float64(mul0(x, math.Expm1(v.Err))*(1+0x1p-48)) + 2*F64Err(x)
 			if rel != 0 {
-				r.Err += rel * (x + r.Err) * (1 + 0x1p-48)
+				r.Err += float64(rel * (x + r.Err) * (1 + 0x1p-48))
 			}
 		}
 	}

@@ -230,13 +230,13 @@ func TestDotHandDerived(t *testing.T) {
 	}{
 		{"int32 exact", NewDot(4, tensor.Int32, keep).Sum(Terms{Ref: 7, Mag: 9, PosNeg: noPN}), iv(7, 0)},
 		{"all zero", d.Sum(Terms{Ref: 0, Mag: 0, PosNeg: noPN}), iv(0, 0)},
-		{"1+2-1", d.Sum(Terms{Ref: 2, Mag: 4, PosNeg: noPN}), iv(2, g*4+d.Eta+Gamma(3, 0x1p-53)*4)},
-		{"with input error", d.Sum(Terms{Ref: 2, Mag: 4, Err: 0.5, PosNeg: noPN}), iv(2, 0.5+g*4.5+d.Eta+Gamma(3, 0x1p-53)*4)},
+		{"1+2-1", d.Sum(Terms{Ref: 2, Mag: 4, PosNeg: noPN}), iv(2, float64(g*4)+d.Eta+float64(Gamma(3, 0x1p-53)*4))},
+		{"with input error", d.Sum(Terms{Ref: 2, Mag: 4, Err: 0.5, PosNeg: noPN}), iv(2, 0.5+float64(g*4.5)+d.Eta+float64(Gamma(3, 0x1p-53)*4))},
 		{"positive overflow certain", d.Sum(Terms{Ref: 3 * 60000, Mag: 3 * 60000, PosNeg: pn(3*60000, 0)}), Interval{Ref: 180000, Alt: PosInf}},
 		{"ambiguous: 60000+60000-60000", d.Sum(Terms{Ref: 60000, Mag: 180000, PosNeg: pn(120000, 60000)}),
-			Interval{Ref: 60000, Err: g*180000 + d.Eta + Gamma(3, 0x1p-53)*180000, Finite: true, Alt: PosInf}},
+			Interval{Ref: 60000, Err: float64(g*180000) + d.Eta + float64(Gamma(3, 0x1p-53)*180000), Finite: true, Alt: PosInf}},
 		{"both ways: NaN too", d.Sum(Terms{Ref: 0, Mag: 240000, PosNeg: pn(120000, 120000)}),
-			Interval{Ref: 0, Err: g*240000 + d.Eta + Gamma(3, 0x1p-53)*240000, Finite: true, Alt: PosInf | NegInf | NaN}},
+			Interval{Ref: 0, Err: float64(g*240000) + d.Eta + float64(Gamma(3, 0x1p-53)*240000), Finite: true, Alt: PosInf | NegInf | NaN}},
 		{"+inf term", d.Sum(Terms{Ref: inf, Mag: 1, PosNeg: pn(1, 0)}), Interval{Ref: inf, Alt: PosInf}},
 		{"+inf term, negatives overflow", d.Sum(Terms{Ref: inf, Mag: 120000, PosNeg: pn(0, 120000)}), Interval{Ref: inf, Alt: PosInf | NaN}},
 		{"nan term", d.Sum(Terms{Ref: nan, PosNeg: noPN}), Interval{Ref: nan, Alt: NaN}},
@@ -299,14 +299,14 @@ func points(r *rand.Rand, v Interval) []float64 {
 	}
 	ps := []float64{lo, hi, v.Ref}
 	for range 3 {
-		ps = append(ps, lo+(hi-lo)*r.Float64())
+		ps = append(ps, lo+float64((hi-lo)*r.Float64()))
 	}
 	return ps
 }
 
 // randInterval is a finite interval with a random magnitude and error.
 func randInterval(r *rand.Rand) Interval {
-	x := math.Ldexp(r.Float64()*2-1, r.IntN(60)-30)
+	x := math.Ldexp(float64(r.Float64())*2-1, r.IntN(60)-30)
 	e := 0.0
 	if r.IntN(3) > 0 {
 		e = math.Abs(x) * math.Ldexp(r.Float64(), -r.IntN(30))
@@ -358,7 +358,7 @@ func TestIntervalContainsExact(t *testing.T) {
 		e := Exp(s, rel)
 		for _, x := range points(r, s) {
 			for _, impl := range []float64{1 - rel, 1, 1 + rel} {
-				g := math.Exp(x) * impl
+				g := float64(math.Exp(x) * impl)
 				if !e.Finite || math.Abs(g-e.Ref) > e.Err {
 					t.Fatalf("bound Exp seed=%d iteration %d: s=%+v rel=%g at %g: got %g / want %g / bound %g", seed, it, s, rel, x, g, e.Ref, e.Err)
 				}
@@ -415,7 +415,7 @@ func checkDot(t *testing.T, d tensor.DType, num tensor.Numerics, dot Dot, xs, ys
 	var ref, mag, pos, neg float64
 	exact := new(big.Float).SetPrec(2200)
 	for k := range n {
-		ps[k] = xs[k] * ys[k] // exact in float64 for fp32 and narrower inputs
+		ps[k] = float64(xs[k] * ys[k]) // rounded (no fused add below), though exact in float64 for fp32 and narrower inputs
 		ref += ps[k]
 		mag += math.Abs(ps[k])
 		if ps[k] > 0 {
@@ -507,7 +507,7 @@ func TestSoftmaxChainAcceptsImplementations(t *testing.T) {
 		// The implementation: fp32 exp perturbed by up to rel.
 		ge := make([]float64, n)
 		for j := range s {
-			ge[j] = rn32(math.Exp(rn32(s[j]-m)) * (1 + rel*(2*r.Float64()-1)))
+			ge[j] = rn32(math.Exp(rn32(s[j]-m)) * (1 + float64(rel*(2*float64(r.Float64())-1))))
 		}
 		for _, impl := range []string{"forwards", "backwards", "fp16 sum (bug)"} {
 			acc := 0.0

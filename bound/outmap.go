@@ -33,7 +33,7 @@ func NewOutputMap(d tensor.DType, num tensor.Numerics) OutputMap {
 		m.sat = num.Overflow == tensor.OverflowSaturate
 		m.flush = num.Subnormals == tensor.SubnormalFlush
 		m.max = f.MaxFinite()
-		m.thr = m.max + f.Ulp(m.max)/2
+		m.thr = m.max + float64(f.Ulp(m.max)/2)
 		m.minNorm = f.MinNormal()
 	}
 	return m
@@ -48,7 +48,7 @@ func (m *OutputMap) Map(r, b float64) (ref, bnd float64, alt Special) {
 	if a-b >= m.thr {
 		return Output(r, b, m.d, m.num)
 	}
-	bnd = b + m.f.Ulp(a+b)/2
+	bnd = b + float64(m.f.Ulp(a+b)/2)
 	if m.flush && a-b < m.minNorm {
 		bnd = b + math.Max(m.minNorm, m.f.Ulp(a+b)/2)
 	}
@@ -142,5 +142,5 @@ func (c *dotErrs) of(d, s float64) (err float64, ok bool) {
 	} else if c.g != 0 {
 		g = c.g * mag
 	}
-	return g + eta + c.refErr*mag, c.g1*mag+eta < c.thr
+	return g + eta + float64(c.refErr*mag), float64(c.g1*mag)+eta < c.thr
 }

@@ -28,7 +28,7 @@ func TestOutputMapMatchesOutput(t *testing.T) {
 			// a+b landing exactly on the overflow threshold, and a−b on MinNormal.
 			bounds = append(bounds, f.Ulp(f.MaxFinite())/2, f.MinNormal()/2)
 			mx, mn := f.MaxFinite(), f.MinNormal()
-			for _, x := range []float64{mx, mx + f.Ulp(mx)/2, mn, f.MinSubnormal()} {
+			for _, x := range []float64{mx, mx + float64(f.Ulp(mx)/2), mn, f.MinSubnormal()} {
 				pts = append(pts, x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)))
 			}
 		}

@@ -58,14 +58,14 @@ func Output(r, b float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64
 		return r, b, 0
 	}
 	inf := math.Copysign(math.Inf(1), r)
-	thr := f.MaxFinite() + f.Ulp(f.MaxFinite())/2
+	thr := f.MaxFinite() + float64(f.Ulp(f.MaxFinite())/2)
 	if math.IsInf(r, 0) || math.Abs(r)-b >= thr {
 		if sat {
 			return math.Copysign(f.MaxFinite(), r), 0, 0
 		}
 		return inf, math.NaN(), Of(inf)
 	}
-	bnd = b + f.Ulp(math.Abs(r)+b)/2
+	bnd = b + float64(f.Ulp(math.Abs(r)+b)/2)
 	if num.Subnormals == tensor.SubnormalFlush && math.Abs(r)-b < f.MinNormal() {
 		bnd = b + math.Max(f.MinNormal(), f.Ulp(math.Abs(r)+b)/2)
 	}

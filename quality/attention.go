@@ -165,7 +165,7 @@ func newHead(rng *rand.Rand, dist string, cfg Config) (head, error) {
 		for range cfg.Queries {
 			q := normal(d, 1)
 			for i := range q {
-				q[i] += 8 * u[i]
+				q[i] += float64(8 * u[i])
 			}
 			hd.q = append(hd.q, q)
 		}
@@ -173,13 +173,13 @@ func newHead(rng *rand.Rand, dist string, cfg Config) (head, error) {
 			k := normal(d, math.Exp(0.3*rng.NormFloat64()))
 			a := 0.0
 			if t < cfg.Sinks || rng.IntN(16) == 0 {
-				a = 0.75 * math.Sqrt(float64(d)) * (1 + rng.Float64())
+				a = 0.75 * math.Sqrt(float64(d)) * (1 + float64(rng.Float64()))
 				if t >= cfg.Sinks && rng.IntN(4) == 0 {
 					a = -a
 				}
 			}
 			for i := range k {
-				k[i] += a * u[i]
+				k[i] += float64(a * u[i])
 			}
 			hd.k = append(hd.k, k)
 		}
@@ -213,7 +213,7 @@ func all(n int) []int {
 func dot(a, b []float64) float64 {
 	s := 0.0
 	for i := range a {
-		s += a[i] * b[i]
+		s += float64(a[i] * b[i])
 	}
 	return s
 }
@@ -237,7 +237,7 @@ func attend(q []float64, k, v [][]float64, idx []int) (o, w []float64) {
 	for t, i := range idx {
 		w[t] /= sum
 		for j, x := range v[i] {
-			o[j] += w[t] * x
+			o[j] += float64(w[t] * x)
 		}
 	}
 	return o, w
@@ -262,8 +262,8 @@ func topByWeight(w []float64, keep int) []int {
 func relErr(got, want []float64) float64 {
 	var num, den float64
 	for i := range want {
-		num += (got[i] - want[i]) * (got[i] - want[i])
-		den += want[i] * want[i]
+		num += float64((got[i] - want[i]) * (got[i] - want[i]))
+		den += float64(want[i] * want[i])
 	}
 	if num == 0 {
 		return 0

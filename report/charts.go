@@ -160,7 +160,7 @@ func ulpChart(cases []Case, op string) *plot.Plot {
 	p.Legend.Top, p.Legend.Left = true, false
 	width := vg.Points(36) / vg.Length(len(variants))
 	for j, v := range variants {
-		b := &logBars{width: width, color: palette[j%len(palette)], offset: (vg.Length(j) - vg.Length(len(variants)-1)/2) * width}
+		b := &logBars{width: width, color: palette[j%len(palette)], offset: (vg.Length(j) - vg.Length(vg.Length(len(variants)-1)/2)) * width}
 		for _, k := range verify.UlpBuckets {
 			x := math.NaN()
 			if n := hist[v][k]; n > 0 {
@@ -304,7 +304,7 @@ func heatColor(v float64) color.Color {
 		}
 		return color.RGBA{R: 0xff - uint8(80*s), G: uint8(140 * (1 - s)), B: uint8(140 * (1 - s)), A: 0xff}
 	}
-	return color.RGBA{R: uint8(200 * (1 - v)), G: uint8(220 - 90*v), B: 0xff, A: 0xff}
+	return color.RGBA{R: uint8(200 * (1 - v)), G: uint8(220 - float64(90*v)), B: 0xff, A: 0xff}
 }
 
 // invertedScale puts row 0 at the top, as a matrix is read.

@@ -197,7 +197,7 @@ type decodingGen struct {
 func newDecodingGen(seed uint64) *decodingGen {
 	g := &decodingGen{rng: rand.New(rand.NewPCG(seed, 0x6465636f6465))}
 	for i := range g.table {
-		g.table[i] = float16.Fromfloat32(float32((float64(i)+0.5)/128 - 1))
+		g.table[i] = float16.Fromfloat32(float32(float64((float64(i)+0.5)/128) - 1))
 	}
 	return g
 }

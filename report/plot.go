@@ -95,7 +95,7 @@ func rmseChart(rows []PrecisionRow) *plot.Plot {
 	width := vg.Points(60) / vg.Length(len(dists))
 	for j, dist := range dists {
 		b := &logBars{width: width, color: palette[j%len(palette)],
-			offset: (vg.Length(j) - vg.Length(len(dists)-1)/2) * width}
+			offset: (vg.Length(j) - vg.Length(vg.Length(len(dists)-1)/2)) * width}
 		for _, m := range modes {
 			v, ok := rmse[[2]string{dist, m}]
 			if !ok {
@@ -129,7 +129,7 @@ func (b *logBars) Plot(c draw.Canvas, p *plot.Plot) {
 		if math.IsNaN(v) {
 			continue
 		}
-		x := trX(float64(i)) + b.offset - b.width/2
+		x := trX(float64(i)) + b.offset - vg.Length(b.width/2)
 		top := trY(math.Min(math.Max(v, p.Y.Min), p.Y.Max))
 		pts := []vg.Point{{X: x, Y: c.Min.Y}, {X: x, Y: top}, {X: x + b.width, Y: top}, {X: x + b.width, Y: c.Min.Y}}
 		c.FillPolygon(b.color, c.ClipPolygonXY(pts))

@@ -190,7 +190,7 @@ func precisionSource(cfg PrecisionConfig, dist string) (a, b *tensor.Tensor, err
 				a.SetBits(i*cfg.K+p+1, a.Bits(i*cfg.K+p))
 			}
 			for j := 0; j < cfg.N; j++ {
-				delta := (2*rng.Float64() - 1) / 128
+				delta := float64((2*float64(rng.Float64()) - 1) / 128)
 				b.SetFloat64((p+1)*cfg.N+j, -b.Float64(p*cfg.N+j)*(1+delta), tensor.Numerics{})
 			}
 		}

@@ -33,18 +33,18 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix ordinaryMix) (*tensor.
 	want := bound.NewExpected(n)
 	// The recurring element of the ties: the same got, reference and
 	// bound, e/b = 1, at scales 2^-1, 1, 2, 4 (the same e/b, other errors).
-	tieR := 1 + r.Float64()
+	tieR := 1 + float64(r.Float64())
 	tieG := num.Round(tieR, d)
 	tieB := math.Abs(tieG - tieR)
 	for i := range n {
-		x := r.NormFloat64() * math.Ldexp(32, r.IntN(6)-3)
-		acc := math.Abs(x) * 0x1p-20 * r.Float64()
+		x := float64(r.NormFloat64() * math.Ldexp(32, r.IntN(6)-3))
+		acc := float64(math.Abs(x) * 0x1p-20 * r.Float64())
 		half := 0.5
 		if isFloat {
-			half = f.Ulp(math.Abs(x)+acc) / 2
+			half = float64(f.Ulp(math.Abs(x)+acc) / 2)
 		}
 		ref, bnd := x, acc+half
-		g := num.Round(x+(2*r.Float64()-1)*acc/2, d)
+		g := num.Round(x+float64((2*float64(r.Float64())-1)*acc/2), d)
 		var alt bound.Special
 		if mix == mixTies && r.IntN(20) == 0 {
 			sc := math.Ldexp(1, r.IntN(4)-1)
@@ -57,9 +57,9 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix ordinaryMix) (*tensor.
 			}
 			switch k := r.IntN(100); {
 			case k < 8: // a few ulps off: out of bound or, with a wide bound, in
-				g = num.Round(x+float64(r.IntN(81)-40)*ulp, d)
+				g = num.Round(x+float64(float64(r.IntN(81)-40)*ulp), d)
 				if r.IntN(2) == 0 {
-					bnd = math.Abs(g-x) * (1 + r.Float64())
+					bnd = math.Abs(g-x) * (1 + float64(r.Float64()))
 				}
 			case k == 8:
 				g = math.NaN()
@@ -87,11 +87,11 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix ordinaryMix) (*tensor.
 				g = []float64{0, math.Copysign(0, -1), f.MinSubnormal()}[r.IntN(3)]
 				bnd = f.MinSubnormal() * float64(r.IntN(3))
 			case k == 18: // subnormal references
-				ref = f.MinSubnormal() * float64(r.IntN(64)) * (1 + r.Float64()/8)
+				ref = f.MinSubnormal() * float64(r.IntN(64)) * (1 + float64(r.Float64()/8))
 				g = num.Round(ref, d)
 				bnd = f.MinSubnormal() * float64(1+r.IntN(4))
 			case k == 19: // near overflow
-				ref = f.MaxFinite() * (1 - r.Float64()/64)
+				ref = f.MaxFinite() * (1 - float64(r.Float64()/64))
 				g = num.Round(ref, d)
 				bnd = f.Ulp(ref)
 			case k == 20: // relative errors right at 1e-3 and 5e-3
@@ -104,9 +104,9 @@ func ordinaryCase(d tensor.DType, n int, seed uint64, mix ordinaryMix) (*tensor.
 			case k == 26: // an error that is zero
 				ref = g
 			case k == 28: // a reference beyond the largest finite, its got that, within 1e-3
-				ref = math.Ldexp(1+r.Float64()*0x1p-12, f.Emax+1)
+				ref = math.Ldexp(1+float64(r.Float64()*0x1p-12), f.Emax+1)
 				g = f.MaxFinite()
-				bnd = (ref - g) * (1 + r.Float64())
+				bnd = (ref - g) * (1 + float64(r.Float64()))
 			case k == 27: // a non-finite got or reference within an infinite bound
 				bnd = math.Inf(1)
 				if r.IntN(2) == 0 {

@@ -29,17 +29,17 @@ func compactCase(d tensor.DType, num tensor.Numerics, n int, seed uint64) (got *
 			case k == 1:
 				v = 0
 			case k == 2: // a tie
-				v += f.Ulp(v) / 2
+				v += float64(f.Ulp(v) / 2)
 			case k == 3:
 				v = f.MinSubnormal() * float64(r.IntN(9)-4)
 			case k == 4:
-				v = math.Copysign(f.MaxFinite()+f.Ulp(f.MaxFinite())*float64(r.IntN(3))/2, r.NormFloat64())
+				v = math.Copysign(f.MaxFinite()+float64(f.Ulp(f.MaxFinite())*float64(r.IntN(3))/2), r.NormFloat64())
 			case k == 5:
 				v = math.Inf(1 - 2*r.IntN(2))
 			case k == 6:
 				v = math.NaN()
 			case k == 7:
-				v = f.MinNormal() * (1 - float64(r.IntN(3))/8)
+				v = f.MinNormal() * (1 - float64(float64(r.IntN(3))/8))
 			}
 		} else if r.IntN(20) == 0 {
 			v = float64(r.IntN(600) - 300) // saturates
@@ -69,7 +69,7 @@ func compactCase(d tensor.DType, num tensor.Numerics, n int, seed uint64) (got *
 				g++
 			}
 		case k == 3:
-			g = full.Ref[i] * (1 + float64(r.IntN(5)-2)/64)
+			g = full.Ref[i] * (1 + float64(float64(r.IntN(5)-2)/64))
 		}
 		got.SetFloat64(i, g, tensor.Numerics{})
 	}

@@ -118,7 +118,7 @@ func dualLimitsOf(in Input, d tensor.DType) dualLimits {
 	if scale > 0 {
 		eachRef(in.Want, func(r float64) {
 			if !math.IsNaN(r) && !math.IsInf(r, 0) {
-				sumSq += (r / scale) * (r / scale)
+				sumSq += float64((r / scale) * (r / scale))
 			}
 		})
 		rms = scale * math.Sqrt(sumSq/float64(finite))

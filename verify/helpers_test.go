@@ -42,7 +42,7 @@ func randRefs(d tensor.DType, n int, lo, hi float64, seed uint64) []float64 {
 	r := rand.New(rand.NewPCG(seed, 1))
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = tensor.Numerics{}.Round(lo+(hi-lo)*r.Float64(), d)
+		out[i] = tensor.Numerics{}.Round(lo+float64((hi-lo)*r.Float64()), d)
 	}
 	return out
 }
@@ -51,7 +51,7 @@ func randRefs(d tensor.DType, n int, lo, hi float64, seed uint64) []float64 {
 func shifted(d tensor.DType, ref []float64, k float64, idx ...int) []float64 {
 	out := append([]float64(nil), ref...)
 	for _, i := range idx {
-		out[i] += k * ulpOf(d, out[i])
+		out[i] += float64(k * ulpOf(d, out[i]))
 	}
 	return out
 }

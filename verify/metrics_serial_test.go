@@ -90,13 +90,13 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 		sumMere += mr
 		m.MARE = math.Max(m.MARE, mr)
 		if scaleE > 0 {
-			sumSq += (e / scaleE) * (e / scaleE)
+			sumSq += float64((e / scaleE) * (e / scaleE))
 		}
 		if scaleV > 0 {
 			gs, rs := g/scaleV, r/scaleV
-			sgr += gs * rs
-			sgg += gs * gs
-			srr += rs * rs
+			sgr += float64(gs * rs)
+			sgg += float64(gs * gs)
+			srr += float64(rs * rs)
 		}
 		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
 		t := ratio(e, b)
@@ -151,7 +151,7 @@ func TestComputeMatchesSerial(t *testing.T) {
 				g := ref
 				switch k := r.IntN(40); {
 				case k < 20:
-					g = ref + float64(r.IntN(5)-2)*math.Max(1e-3, math.Abs(ref)*1e-3)
+					g = ref + float64(float64(r.IntN(5)-2)*math.Max(1e-3, math.Abs(ref)*1e-3))
 				case k == 20:
 					g = math.NaN()
 				case k == 21:

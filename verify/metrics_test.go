@@ -49,7 +49,7 @@ func TestComputeHandVector(t *testing.T) {
 	near(t, "RMSE", m.RMSE, math.Sqrt((pow2(-18)+pow2(-14)+pow2(-20))/4))
 	// Cosine over the 4 finite pairs: Σgr = 1 + 2(2+2^-9) + 4(4+2^-7)
 	// = 21.03515625, Σr² = 21, Σg² = 1 + (2+2^-9)² + (4+2^-7)² + 2^-20.
-	sgg := 1 + (2+pow2(-9))*(2+pow2(-9)) + (4+pow2(-7))*(4+pow2(-7)) + pow2(-20)
+	sgg := 1 + float64((2+pow2(-9))*(2+pow2(-9))) + float64((4+pow2(-7))*(4+pow2(-7))) + pow2(-20)
 	near(t, "Cosine", m.Cosine, 21.03515625/math.Sqrt(21*sgg))
 	// rel > 1e-3 only at element 2 (2^-9 ≈ 1.95e-3; 2^-10 ≈ 9.77e-4 is
 	// below): 1 of 4 compared. Nothing is above 5e-3.

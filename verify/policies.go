@@ -247,7 +247,7 @@ func (p allclosePolicy) tols(d tensor.DType) (rtol, atol float64) {
 
 func (p allclosePolicy) judge(in Input, m *Metrics) Verdict {
 	rtol, atol := p.tols(in.Got.DType)
-	far, mis, worst := scanLimits(in, m, func(r, _ float64) float64 { return atol + rtol*math.Abs(r) }, nil)
+	far, mis, worst := scanLimits(in, m, func(r, _ float64) float64 { return atol + float64(rtol*math.Abs(r)) }, nil)
 	v := Verdict{Pass: far == 0 && mis == 0, Failures: worst}
 	rule := fmt.Sprintf("|got−want| ≤ atol + rtol·|want| (rtol=%s, atol=%s)", num(rtol), num(atol))
 	if v.Pass {
@@ -449,7 +449,7 @@ func (mixedPolicy) judge(in Input, m *Metrics) Verdict {
 	mis, nonFinite := scanElements(in, m, fails, func(x elem) {
 		r := x.r
 		e := math.Abs(x.g - r)
-		tol := atol + rtol*math.Abs(r)
+		tol := atol + float64(rtol*math.Abs(r))
 		lim := math.Max(atol, MixedCapULP*ulpOf(d, r))
 		if e <= tol {
 			matched++

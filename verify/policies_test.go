@@ -102,7 +102,7 @@ func TestAllclosePolicy(t *testing.T) {
 	if len(v.Failures) != 1 || v.Failures[0].Index != 42 {
 		t.Errorf("failures %+v", v.Failures)
 	}
-	near(t, "element bound", v.Failures[0].Bound, 1e-5+1e-3*ref[42])
+	near(t, "element bound", v.Failures[0].Bound, 1e-5+float64(1e-3*ref[42]))
 	// Explicit tolerances replace the defaults: rtol 2e-3 admits 2 ulps,
 	// rtol = atol = 0 admits nothing.
 	wantPass(t, judge(t, "allclose:rtol=2e-3", Input{Got: two, Want: w}))
@@ -203,7 +203,7 @@ func TestMEREPolicy(t *testing.T) {
 	scaled := func(c float64) *tensor.Tensor {
 		g := make([]float64, len(ref))
 		for i, r := range ref {
-			g[i] = tensor.Numerics{}.Round(r*(1+c*th), d)
+			g[i] = tensor.Numerics{}.Round(r*(1+float64(c*th)), d)
 		}
 		return mk(t, d, g)
 	}
@@ -217,7 +217,7 @@ func TestMEREPolicy(t *testing.T) {
 	// MARE: one element at 11·Th (MERE 0.011·Th) fails, at 9·Th passes.
 	one := func(c float64) *tensor.Tensor {
 		g := append([]float64(nil), ref...)
-		g[500] = tensor.Numerics{}.Round(ref[500]*(1+c*th), d)
+		g[500] = tensor.Numerics{}.Round(ref[500]*(1+float64(c*th)), d)
 		return mk(t, d, g)
 	}
 	wantPass(t, judge(t, "ascend-mere", Input{Got: one(9), Want: w}))

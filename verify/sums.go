@@ -43,10 +43,14 @@ func (s *sums) add(t *sumTerms) {
 	es, gs, rs := t.es[:len(t.mere)], t.gs[:len(t.mere)], t.rs[:len(t.mere)]
 	for j, m := range t.mere {
 		mere += m
-		sq += es[j] * es[j]
-		gr += gs[j] * rs[j]
-		gg += gs[j] * gs[j]
-		rr += rs[j] * rs[j]
+		// Each square or product is rounded before it is added (the
+		// conversions keep the compiler from fusing them into one
+		// multiply-add), so the sums' bits are the same on every
+		// architecture and GOAMD64 level.
+		sq += float64(es[j] * es[j])
+		gr += float64(gs[j] * rs[j])
+		gg += float64(gs[j] * gs[j])
+		rr += float64(rs[j] * rs[j])
 	}
 	s.mere, s.sq, s.gr, s.gg, s.rr = mere, sq, gr, gg, rr
 	s.mare = maxNonNeg(s.mare, t.mare)

@@ -31,7 +31,7 @@ func TestTermsMatchPortable(t *testing.T) {
 		case 4:
 			return math.Float64frombits(r.Uint64N(1 << 52)) // subnormal
 		case 5:
-			return math.Copysign(math.MaxFloat64/(1+r.Float64()), r.NormFloat64())
+			return math.Copysign(math.MaxFloat64/(1+float64(r.Float64())), r.NormFloat64())
 		case 6:
 			return math.Float64frombits(r.Uint64())
 		}
@@ -143,9 +143,9 @@ func cleanCase(d tensor.DType, num tensor.Numerics, n int, seed uint64, ties boo
 		if ties {
 			if r.IntN(2) == 0 {
 				k := -1 - r.IntN(8) // ties of different sizes: few are candidates for the worst
-				rs[i] = math.Ldexp(1+float64(r.IntN(64))*f.Ulp(1)+f.Ulp(1)/2, k)
+				rs[i] = math.Ldexp(1+float64(float64(r.IntN(64))*f.Ulp(1))+float64(f.Ulp(1)/2), k)
 			} else {
-				rs[i] = 16 + (float64(r.IntN(64))+r.Float64())*f.Ulp(16) // one largest error, almost surely
+				rs[i] = 16 + float64((float64(r.IntN(64))+float64(r.Float64()))*f.Ulp(16)) // one largest error, almost surely
 			}
 			continue
 		}
