@@ -17,6 +17,10 @@ import (
 // one unless it sits on it.)
 
 // twoSum returns s = RN64(a+b) and the exact error e = a + b − s.
+// Its steps must each round on their own: callers pass products written
+// float64(x*y), so that the compiler cannot fuse one into the inlined sum
+// (the Go spec allows x*y + z to round once unless the product is
+// explicitly converted).
 func twoSum(a, b float64) (s, e float64) {
 	s = a + b
 	bb := s - a
@@ -30,7 +34,7 @@ const (
 
 var (
 	fp16Format, _ = tensor.Float16.FloatFormat()
-	fp16Thr       = fp16Format.MaxFinite() + fp16Format.Ulp(fp16Format.MaxFinite())/2
+	fp16Thr       = fp16Format.MaxFinite() + float64(fp16Format.Ulp(fp16Format.MaxFinite())/2) // /2 compiles to ·0.5: converted so it is not fused
 )
 
 // roundHiLo32 returns RN32(hi + lo) for |lo| below one float64 ulp of hi
@@ -100,7 +104,10 @@ func roundAcc(acc tensor.DType, hi, lo float64) float32 {
 // fmaRound returns RN_acc(c + a·b) with a single rounding (a·b exact in
 // float64 for fp32, fp16 and bf16 operands).
 func fmaRound(acc tensor.DType, c, a, b float32) float32 {
-	p := float64(a) * float64(b)
+	// Converted so that no fused multiply-add takes the place of twoSum's
+	// sum (the product is exact, but the error-free transformation is
+	// only proved for separately rounded steps).
+	p := float64(float64(a) * float64(b))
 	s, e := twoSum(float64(c), p)
 	if math.IsNaN(e) || math.IsInf(s, 0) {
 		// Non-finite operands or sum: IEEE gives the same in any rounding.
@@ -179,7 +186,7 @@ func sumRound(acc tensor.DType, xs []float64, scratch *[]float64) float32 {
 // value is that sum rounded once to fp16 (rn16). Otherwise (an inexact
 // sum, Inf or NaN) it is fmaRound itself.
 func fmaRound16(c, a, b float32) float32 {
-	p := float64(a) * float64(b)
+	p := float64(float64(a) * float64(b)) // converted: see fmaRound
 	s, e := twoSum(float64(c), p)
 	if e != 0 {
 		return fmaRound(tensor.Float16, c, a, b)

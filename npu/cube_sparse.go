@@ -104,15 +104,18 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 		}
 	case p.Acc == tensor.Float32 && a.DType == tensor.Float16:
 		// fp16 products are exact in fp32, so float32 multiply-then-add is
-		// the single rounding of the sequential model (a fused
-		// multiply-add gives the same), Inf and NaN included.
+		// the single rounding of the sequential model, Inf and NaN
+		// included. The conversion keeps the compiler from fusing it (a
+		// fused multiply-add would give the same value, the product being
+		// exact, but the code then says what it computes on every
+		// platform).
 		cc := dst.F32()[:p.M*n]
 		for r := 0; r < p.M; r++ {
 			ci := cc[r*n : (r+1)*n]
 			for t := 0; t < p.UsefulK; t++ {
 				x, k := a.f[r*a.ld+t], int(ix[r*idxLd+t])
 				for j, y := range b.f[k*b.ld : k*b.ld+n] {
-					ci[j] += x * y
+					ci[j] += float32(x * y)
 				}
 			}
 		}

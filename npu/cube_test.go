@@ -49,7 +49,7 @@ func bigRound(f tensor.Format, xs []float64) float64 {
 func randVal(r *rand.Rand, d tensor.DType) float64 {
 	f, _ := d.FloatFormat()
 	e := r.IntN(f.Emax-f.Emin+f.P) + f.Emin - f.P
-	v := math.Ldexp(1+r.Float64(), e)
+	v := math.Ldexp(1+float64(r.Float64()), e) // converted: never fused, the same draws on every platform
 	if r.IntN(4) == 0 {
 		v = math.Ldexp(1, e) // a power of two
 	}
@@ -72,7 +72,7 @@ func TestExactRoundingHelpers(t *testing.T) {
 			}
 			if r.IntN(3) == 0 {
 				// Put c + a·b on (or next to) a midpoint of acc's format.
-				mid := c + f.Ulp(c)/2
+				mid := c + float64(f.Ulp(c)/2)
 				a, b = float64(float32(mid-c)), 1
 				if r.IntN(2) == 0 {
 					a = math.Nextafter(a, math.Inf(1))
@@ -233,11 +233,11 @@ func TestRN16MatchesFormat(t *testing.T) {
 		check(-x)
 	}
 	for range 1_000_000 {
-		x := math.Ldexp(1+r.Float64(), r.IntN(60)-40)
+		x := math.Ldexp(1+float64(r.Float64()), r.IntN(60)-40) // converted: never fused
 		switch r.IntN(3) {
 		case 0: // a tie or near-tie of fp16 at x's exponent
 			q := math.Ldexp(1, max(math.Ilogb(x)-10, -24))
-			x = (math.Floor(x/q) + 0.5) * q
+			x = float64((math.Floor(x/q) + 0.5) * q) // converted: not fused into the next line's sum
 			x = math.Nextafter(x, x+float64(r.IntN(3)-1))
 		case 1:
 			x = float64(math.Float32frombits(r.Uint32() & 0x7F7FFFFF))

@@ -225,7 +225,7 @@ func mmadFused16(cc, a, b []float32, g mmadGeom) {
 			x64 := float64(x)
 			for j, y := range b[kk*g.ldb : kk*g.ldb+n] {
 				c := float64(ci[j])
-				p := x64 * float64(y)
+				p := float64(x64 * float64(y)) // converted: the twoSum test below needs an unfused sum
 				s := c + p
 				bb := s - c
 				if (c-(s-bb))+(p-bb) != 0 { // inexact (or NaN: Inf or NaN operands)
@@ -270,7 +270,7 @@ func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 			for t, x := range ai {
 				x64 := float64(x)
 				for j, y := range b[(k0+t)*g.ldb : (k0+t)*g.ldb+n] {
-					s0, p := sums[j], x64*float64(y)
+					s0, p := sums[j], float64(x64*float64(y)) // converted: unfused, for the twoSum test
 					s := s0 + p
 					bb := s - s0
 					sums[j] = s

@@ -6,7 +6,10 @@ import "math"
 // s_j = scale·(q·k_j) over the n positions of k and v (each [n][D]),
 // p = softmax(s) with the maximum subtracted, out = Σ_j p_j·v_j. It also
 // returns the scores, the weights and the magnitudes S_j = Σ_i |q_i·k_ji|
-// the error bound is built from. n = 0 gives a zero row.
+// the error bound is built from. n = 0 gives a zero row. Every product is
+// rounded before it is added (written float64(x*y), which the compiler
+// may not fuse), as the bound counts the roundings and so that the bits
+// are the same on every platform.
 func Attention(q []float64, k, v [][]float64, scale float64) (out, s, p, mag []float64) {
 	d := len(q)
 	out = make([]float64, d)
@@ -18,7 +21,7 @@ func Attention(q []float64, k, v [][]float64, scale float64) (out, s, p, mag []f
 	m := math.Inf(-1)
 	for j := range n {
 		for i := range d {
-			s[j] += q[i] * k[j][i]
+			s[j] += float64(q[i] * k[j][i])
 			mag[j] += math.Abs(q[i] * k[j][i])
 		}
 		s[j] *= scale
@@ -33,7 +36,7 @@ func Attention(q []float64, k, v [][]float64, scale float64) (out, s, p, mag []f
 	for j := range n {
 		p[j] /= z
 		for i := range d {
-			out[i] += p[j] * v[j][i]
+			out[i] += float64(p[j] * v[j][i])
 		}
 	}
 	return out, s, p, mag
@@ -65,7 +68,7 @@ func AttentionScores(q, k []float64, scale float64, s, mag []float64) {
 		k0, k1, k2, k3 := k[j*d:j*d+d], k[(j+1)*d:(j+1)*d+d], k[(j+2)*d:(j+2)*d+d], k[(j+3)*d:(j+3)*d+d]
 		var s0, s1, s2, s3, m0, m1, m2, m3 float64
 		for i, qi := range q {
-			x0, x1, x2, x3 := qi*k0[i], qi*k1[i], qi*k2[i], qi*k3[i]
+			x0, x1, x2, x3 := float64(qi*k0[i]), float64(qi*k1[i]), float64(qi*k2[i]), float64(qi*k3[i])
 			s0, s1, s2, s3 = s0+x0, s1+x1, s2+x2, s3+x3
 			m0, m1, m2, m3 = m0+math.Abs(x0), m1+math.Abs(x1), m2+math.Abs(x2), m3+math.Abs(x3)
 		}
@@ -76,7 +79,7 @@ func AttentionScores(q, k []float64, scale float64, s, mag []float64) {
 		kj := k[j*d : j*d+d]
 		var sj, mj float64
 		for i, qi := range q {
-			sj += qi * kj[i]
+			sj += float64(qi * kj[i])
 			mj += math.Abs(qi * kj[i])
 		}
 		s[j] = sj * scale
@@ -109,16 +112,16 @@ func AttentionAccum(p, v, out []float64) {
 		v0, v1, v2, v3 := v[j*d:j*d+d], v[(j+1)*d:(j+1)*d+d], v[(j+2)*d:(j+2)*d+d], v[(j+3)*d:(j+3)*d+d]
 		p0, p1, p2, p3 := p[j], p[j+1], p[j+2], p[j+3]
 		for i := range out {
-			x := out[i] + p0*v0[i]
-			x += p1 * v1[i]
-			x += p2 * v2[i]
-			out[i] = x + p3*v3[i]
+			x := out[i] + float64(p0*v0[i])
+			x += float64(p1 * v1[i])
+			x += float64(p2 * v2[i])
+			out[i] = x + float64(p3*v3[i])
 		}
 	}
 	for ; j < n; j++ {
 		pj, vj := p[j], v[j*d:j*d+d]
 		for i := range out {
-			out[i] += pj * vj[i]
+			out[i] += float64(pj * vj[i])
 		}
 	}
 }

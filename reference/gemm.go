@@ -171,9 +171,12 @@ func GEMM(m, k, n int, a, b []float64, alpha, beta float64, c, sa, sb []float64)
 			if sa != nil || sb != nil {
 				v = (scaleAt(sa, i) * scaleAt(sb, j)) * v
 			}
-			v = alpha * v
+			// Each product rounds on its own (converted, so the
+			// compiler may not fuse alpha·v + beta·c): the same bits on
+			// every platform.
+			v = float64(alpha * v)
 			if beta != 0 {
-				v += beta * c[i*n+j]
+				v += float64(beta * c[i*n+j])
 			}
 			out[i*n+j] = v
 		}

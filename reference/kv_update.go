@@ -18,7 +18,7 @@ func Project(x, w []float64, b, h, d int) (out, mag []float64) {
 			m := mag[(bb*h+hh)*d:][:d]
 			for i, xi := range xr {
 				for j := range d {
-					p := xi * wm[i*d+j]
+					p := float64(xi * wm[i*d+j]) // converted: rounded before the sum, never fused
 					o[j] += p
 					m[j] += math.Abs(p)
 				}

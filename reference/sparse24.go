@@ -87,8 +87,10 @@ func gemm24Loop(m, k, n int, values []float64, keep []int, b, d, s []float64) {
 			kk := 4*(t/2) + keep[2*g+t%2]
 			a := values[i*kh+t]
 			for j, bkj := range b[kk*n : (kk+1)*n] {
-				di[j] += a * bkj
-				si[j] += abs(a) * abs(bkj)
+				// Converted: each product rounds before its sum
+				// (never fused), as in matMulLoop.
+				di[j] += float64(a * bkj)
+				si[j] += float64(abs(a) * abs(bkj))
 			}
 		}
 	}

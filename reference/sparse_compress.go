@@ -14,7 +14,7 @@ func Importance(row []float64) float64 {
 	}
 	s := 0.0
 	for _, x := range row {
-		s += x * x
+		s += float64(x * x) // converted: never fused, the same bits everywhere
 	}
 	return s / float64(len(row))
 }

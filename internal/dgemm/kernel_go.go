@@ -23,10 +23,14 @@ func kernelGo(kcc int, a, b, d, s []float64, ldc int, load bool) {
 			x := ak[r]
 			ax := math.Abs(x)
 			for c := range nr {
-				// The product is exact (MulAbs's precondition), so this
-				// rounds once, like the assembly kernels' fused multiply-add.
-				cd[r][c] += x * bk[c]
-				cs[r][c] += ax * bk[nr+c]
+				// The product is exact (MulAbs's precondition), so
+				// rounding it and then the sum gives the one rounding of
+				// the assembly kernels' fused multiply-add. The
+				// conversion keeps the compiler from fusing here (it
+				// would give the same value): this twin then compiles
+				// to the same operations on every platform.
+				cd[r][c] += float64(x * bk[c])
+				cs[r][c] += float64(ax * bk[nr+c])
 			}
 		}
 	}
@@ -55,8 +59,10 @@ func kernelMulGo(kcc int, a, b, d, _ []float64, ldc int, load bool) {
 		for r := range mrMul {
 			x := ak[r]
 			for c := range nr {
-				// Exact product (Mul's precondition): one rounding, as FMA.
-				cd[r][c] += x * bk[c]
+				// Exact product (Mul's precondition): the sum's rounding
+				// is the assembly's fused one; converted so that the
+				// compiler does not fuse (same value, same code everywhere).
+				cd[r][c] += float64(x * bk[c])
 			}
 		}
 	}

@@ -289,7 +289,10 @@ func fma32(a, b, c float32) float32 {
 	if a != a || b != b || c != c {
 		return fmaNaN(a, b, c)
 	}
-	p := float64(a) * float64(b)
+	// The conversion rounds the (exact) product on its own: the compiler
+	// must not fuse it into s or into twoSum's steps below, which are
+	// error-free only for separately rounded operations.
+	p := float64(float64(a) * float64(b))
 	s := p + float64(c)
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return float32(s) // Inf·0 or Inf − Inf: the default NaN; or ±Inf

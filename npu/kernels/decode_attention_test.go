@@ -21,7 +21,7 @@ func decodeInputs(seed uint64, hq, hkv, d, l int, lens []int) map[string]*tensor
 	b := len(lens)
 	fill := func(t *tensor.Tensor) *tensor.Tensor {
 		for i := range t.Len() {
-			t.SetFloat64(i, 2*rng.Float64()-1, tensor.Numerics{})
+			t.SetFloat64(i, 2*float64(rng.Float64())-1, tensor.Numerics{}) // converted: rand's inlined product is not fused into 2x = x + x
 		}
 		return t
 	}

@@ -224,7 +224,7 @@ func kvProject(c *npu.Core, acc []float32, x, w, out []float16.Float16) {
 		xv := xi.Float32()
 		row := w[i*d : (i+1)*d]
 		for j, wv := range row {
-			acc[j] += xv * wv.Float32()
+			acc[j] += float32(xv * wv.Float32()) // converted: rounds on its own (exact), never fused
 		}
 	}
 	num := c.Profile().Numerics

@@ -36,7 +36,7 @@ func Values(r *rand.Rand, dt tensor.DType, n int, specials bool) *tensor.Tensor 
 		case k == 2:
 			t.SetFloat64(i, r.NormFloat64()*math.Ldexp(1, r.IntN(f.Emax-f.Emin)+f.Emin), tensor.Numerics{})
 		default:
-			t.SetFloat64(i, (r.Float64()*0.5+0.5)*f.MaxFinite()*float64(1-2*r.IntN(2)), tensor.Numerics{})
+			t.SetFloat64(i, (float64(r.Float64()*0.5)+0.5)*f.MaxFinite()*float64(1-2*r.IntN(2)), tensor.Numerics{})
 		}
 	}
 	return t
