@@ -438,8 +438,10 @@ func decodeBoundWeights(g KVGeom, s, mag, rj []float64) (rmax, gn float64) {
 	}
 	ee, eu := math.Pow(1+DecodeExpRelErr, 2), math.Pow(1+u, 2)
 	for j := range n {
-		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
-		rj[j] = math.Exp(hj)*ee*eu - 1
+		// Each product rounded on its own (float64(…)), as on amd64 v1,
+		// so the bound's bits do not depend on whether the compiler fuses.
+		hj := float64(gs*mag[j]) + float64(2*u*(math.Abs(s[j]-m)+2*delta))
+		rj[j] = float64(math.Exp(hj)*ee*eu) - 1
 		rmax = reference.Max(rmax, rj[j])
 	}
 	return rmax, bound.Gamma(n+4+extra, u)
@@ -459,7 +461,7 @@ func decodeBoundFinish(o, t3, a []float64, rmax, gn float64, out []float64) {
 		t := (t3[i] + 2*gn/(1-gn)*a[i]*(1+rmax)/(1-rmax)) / (1 - rmax)
 		// fp32 division; the float64 evaluation of this bound is far below
 		// its last term, but round up by one part in 2^40 to keep it above.
-		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
+		out[i] = (t + float64(u*(math.Abs(o[i])+t))) * (1 + 0x1p-40)
 	}
 }
 

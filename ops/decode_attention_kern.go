@@ -15,7 +15,10 @@ import (
 // implementation runs; decode_attention_amd64.s holds
 // AVX2 versions that vectorise across independent sums only (query heads
 // or columns, never along a sum), and TestDecodeKernelsAsmMatchGo holds
-// them to these bit for bit.
+// them to these bit for bit. The assembly rounds each product
+// (VMULPD, then VADDPD), so every product here is converted,
+// float64(x*y), to keep the compiler from fusing it into the sum where
+// it may (arm64, GOAMD64=v3).
 
 // daLanes is how many query heads the score kernel evaluates at once (one
 // AVX2 vector of float64): the group's heads are taken four at a time,
@@ -50,7 +53,7 @@ func daScoresGo(qT, k []float64, d int, s4, m4 []float64) {
 		for g := range daLanes {
 			var s, m float64
 			for i, x := range kj {
-				p := qT[i*daLanes+g] * x
+				p := float64(qT[i*daLanes+g] * x)
 				s += p
 				m += math.Abs(p)
 			}
@@ -68,8 +71,8 @@ func daAccumOAGo(p, v []float64, c0 int, o, a []float64) {
 		oi, ai := o[i], a[i]
 		for j, pj := range p {
 			x := v[j*d+i]
-			oi += pj * x
-			ai += pj * math.Abs(x)
+			oi += float64(pj * x)
+			ai += float64(pj * math.Abs(x))
 		}
 		o[i], a[i] = oi, ai
 	}
@@ -82,7 +85,7 @@ func daAccumT3Go(w, v []float64, c0 int, o, t3 []float64) {
 	for i := c0; i < d; i++ {
 		oi, t := o[i], t3[i]
 		for j, wj := range w {
-			t += wj * math.Abs(v[j*d+i]-oi)
+			t += float64(wj * math.Abs(v[j*d+i]-oi))
 		}
 		t3[i] = t
 	}

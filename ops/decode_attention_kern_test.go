@@ -26,7 +26,7 @@ func daSample(rng *rand.Rand) float64 {
 	case 2:
 		return float64(rng.IntN(9)-4) * 0x1p-1070 // float64 subnormals
 	case 3:
-		return (2*rng.Float64() - 1) * 0x1p1000
+		return (float64(2*rngFloat64(rng)) - 1) * 0x1p1000
 	case 4:
 		return math.Inf(1 - 2*rng.IntN(2))
 	case 5:
@@ -34,7 +34,7 @@ func daSample(rng *rand.Rand) float64 {
 			return math.NaN()
 		}
 	}
-	return 2*rng.Float64() - 1
+	return float64(2*rngFloat64(rng)) - 1
 }
 
 func daSamples(rng *rand.Rand, n int) []float64 {

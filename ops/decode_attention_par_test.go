@@ -112,6 +112,8 @@ func decodeExpectSerial(t *testing.T, p Params, in map[string]*tensor.Tensor, nu
 }
 
 // decodeBoundSerial is decodeAttentionBound with an element-outer loop.
+// Its products are rounded on their own (float64(…)), as Expect's are,
+// so no fusion the compiler may do (arm64, GOAMD64=v3) makes them differ.
 func decodeBoundSerial(g KVGeom, o, s, p, mag []float64, v [][]float64) []float64 {
 	u := tensor.Float32.UnitRoundoff()
 	n := len(s)
@@ -129,8 +131,8 @@ func decodeBoundSerial(g KVGeom, o, s, p, mag []float64, v [][]float64) []float6
 	rj := make([]float64, n)
 	rmax := 0.0
 	for j := range n {
-		hj := gs*mag[j] + 2*u*(math.Abs(s[j]-m)+2*delta)
-		rj[j] = math.Exp(hj)*math.Pow(1+DecodeExpRelErr, 2)*math.Pow(1+u, 2) - 1
+		hj := float64(gs*mag[j]) + float64(2*u*(math.Abs(s[j]-m)+2*delta))
+		rj[j] = float64(math.Exp(hj)*math.Pow(1+DecodeExpRelErr, 2)*math.Pow(1+u, 2)) - 1
 		rmax = math.Max(rmax, rj[j])
 	}
 	gn := bound.Gamma(n+4+extra, u)
@@ -144,11 +146,11 @@ func decodeBoundSerial(g KVGeom, o, s, p, mag []float64, v [][]float64) []float6
 	for i := range o {
 		var t3, a float64
 		for j := range n {
-			t3 += p[j] * rj[j] * math.Abs(v[j][i]-o[i])
-			a += p[j] * math.Abs(v[j][i])
+			t3 += float64(p[j] * rj[j] * math.Abs(v[j][i]-o[i]))
+			a += float64(p[j] * math.Abs(v[j][i]))
 		}
 		t := (t3 + 2*gn/(1-gn)*a*(1+rmax)/(1-rmax)) / (1 - rmax)
-		out[i] = (t + u*(math.Abs(o[i])+t)) * (1 + 0x1p-40)
+		out[i] = (t + float64(u*(math.Abs(o[i])+t))) * (1 + 0x1p-40)
 	}
 	return out
 }

@@ -291,7 +291,7 @@ func (op gemm) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 				return nil, err
 			}
 			for i := 0; i < s.n; i++ {
-				t.SetFloat64(i, (1+2*rng.Float64())/256, generationNumerics)
+				t.SetFloat64(i, (1+float64(2*rngFloat64(rng)))/256, generationNumerics)
 			}
 			in[s.name] = t
 		}
@@ -520,7 +520,7 @@ func gemmScaleAt(s []float64, i int) float64 {
 // up by bound.MagUp (the products are exact in float64, gemm_bound.go).
 func dotPosNeg(a, b []float64, i, j, k, n int) (pos, neg float64) {
 	for kk := 0; kk < k; kk++ {
-		p := a[i*k+kk] * b[kk*n+j]
+		p := float64(a[i*k+kk] * b[kk*n+j])
 		switch {
 		case p > 0 && !math.IsInf(p, 0):
 			pos += p

@@ -124,7 +124,7 @@ func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 		}{{"scale_a", m}, {"scale_b", n}} {
 			t := tensor.MustNew(tensor.Float32, s.n)
 			for i := 0; i < s.n; i++ {
-				t.SetFloat64(i, (1+2*rng.Float64())/256, generationNumerics)
+				t.SetFloat64(i, (1+float64(2*rngFloat64(rng)))/256, generationNumerics)
 			}
 			in[s.name] = t
 		}

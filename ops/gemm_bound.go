@@ -161,14 +161,16 @@ func (ev *gemmEval) fastElement(d, s float64) (ref, bnd float64, alt bound.Speci
 	if mag == 0 {
 		eta = 0
 	}
-	if (1+dot.G)*mag+eta >= dot.Threshold {
+	// Products rounded on their own (float64(…)), as in the interval path
+	// and StoreDots, so no fusion the compiler may do makes them differ.
+	if float64((1+dot.G)*mag)+eta >= dot.Threshold {
 		return 0, 0, 0, false
 	}
 	var g float64 // mul0(G, S): an exact zero times anything is 0
 	if dot.G != 0 && mag != 0 {
 		g = dot.G * mag
 	}
-	err := g + eta + dot.RefErr*mag
+	err := g + eta + float64(dot.RefErr*mag)
 	ref, bnd, alt = ev.out.Map(d, err)
 	return ref, bnd, alt, true
 }

@@ -237,7 +237,7 @@ func implGEMM(cfg GEMMConfig, in map[string]*tensor.Tensor, impl dotImpl, fusedE
 			case fusedEpilogue && cfg.Beta != 0:
 				c := in["c"].Float64(i*n + j)
 				if anyNonFinite([]float64{v, c, alpha * v, beta * c}) {
-					v = rnE(alpha*v + beta*c)
+					v = rnE(float64(alpha*v) + float64(beta*c))
 				} else {
 					v = exactSum(fe, alpha*v, beta*c)
 				}

@@ -86,7 +86,7 @@ func TestGEMMMagnitudeRoundedUp(t *testing.T) {
 		n := 1<<14 + rng.IntN(1<<14)
 		xs := make([]float64, n)
 		for i := range xs {
-			xs[i] = math.Ldexp(1+float64(rng.IntN(1<<20))/(1<<20), -53-rng.IntN(3))
+			xs[i] = math.Ldexp(1+float64(float64(rng.IntN(1<<20))/(1<<20)), -53-rng.IntN(3))
 			if rng.IntN(64) == 0 {
 				xs[i] = math.Ldexp(1, rng.IntN(3))
 			}
@@ -147,7 +147,7 @@ func TestGEMMMagnitudeFP32RoundedUp(t *testing.T) {
 		a, b := tensor.MustNew(tensor.Float16, m, kk), tensor.MustNew(tensor.Float16, kk, n)
 		for _, x := range []*tensor.Tensor{a, b} {
 			for i := range x.Len() {
-				v := math.Ldexp(1+float64(rng.IntN(1024))/1024, -12-rng.IntN(3))
+				v := math.Ldexp(1+float64(float64(rng.IntN(1024))/1024), -12-rng.IntN(3))
 				if rng.IntN(64) == 0 {
 					v = math.Ldexp(1, rng.IntN(4))
 				}

@@ -51,10 +51,10 @@ func TestGEMMStoreDotsMatchesFastElement(t *testing.T) {
 					case 1:
 						return []float64{math.Inf(1), math.Inf(-1), math.NaN(), 0x1p-1074, -0x1p-1060}[r.IntN(5)]
 					case 2: // around the output's overflow threshold
-						x := of.MaxFinite() + of.Ulp(of.MaxFinite())/2
-						return x * (1 + float64(r.IntN(41)-20)*0x1p-12)
+						x := of.MaxFinite() + float64(of.Ulp(of.MaxFinite())/2)
+						return x * (1 + float64(float64(r.IntN(41)-20)*0x1p-12))
 					case 3: // around the accumulator's
-						return af.MaxFinite() * (1 + float64(r.IntN(41)-20)*0x1p-10)
+						return af.MaxFinite() * (1 + float64(float64(r.IntN(41)-20)*0x1p-10))
 					case 4: // output subnormals
 						return of.MinNormal() * r.Float64()
 					}
@@ -65,7 +65,7 @@ func TestGEMMStoreDotsMatchesFastElement(t *testing.T) {
 				for i := range d {
 					d[i], s[i] = value(), math.Abs(value())
 					if r.IntN(3) == 0 { // a magnitude of the dot product's order
-						s[i] = math.Abs(d[i]) * (1 + r.Float64())
+						s[i] = math.Abs(d[i]) * (1 + rngFloat64(r))
 					}
 				}
 				// Sweeps a float64 ulp at a time across the two thresholds,
@@ -73,7 +73,7 @@ func TestGEMMStoreDotsMatchesFastElement(t *testing.T) {
 				// (1+G)·S + Eta against the accumulator's, and |d| ± err
 				// against the output's.
 				acc := (ev.dot.Threshold - ev.dot.Eta) / (1 + ev.dot.G) / ev.magUp
-				out := of.MaxFinite() + of.Ulp(of.MaxFinite())/2
+				out := of.MaxFinite() + float64(of.Ulp(of.MaxFinite())/2)
 				for q := -40; q <= 40; q++ {
 					d = append(d, 1, out, -out)
 					s = append(s, nudge(acc, q), 0, 0)

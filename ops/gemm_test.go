@@ -389,7 +389,7 @@ func TestGEMMDotBoundTightness(t *testing.T) {
 							ps[kk] = a[i*k+kk] * b[kk*4+j]
 						}
 						got := implDot(impl, acc, ps)
-						bnd := g*s[i*4+j] + float64(k)*h*(1+g)
+						bnd := float64(g*s[i*4+j]) + float64(float64(k)*h*(1+g))
 						if r := math.Abs(got-d[i*4+j]) / bnd; r > worst {
 							worst, worstImpl = r, implNames[impl]
 						}

@@ -84,7 +84,7 @@ func (op kvUpdate) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) 
 	for _, name := range []string{"w_k", "w_v"} {
 		w := tensor.MustNew(tensor.Float16, h, d.D, d.D)
 		for i := range w.Len() {
-			w.SetFloat64(i, (2*rng.Float64()-1)*ws, generationNumerics)
+			w.SetFloat64(i, (float64(2*rngFloat64(rng))-1)*ws, generationNumerics)
 		}
 		in[name] = w
 	}
@@ -272,7 +272,7 @@ func (op kvUpdate) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Num
 					if amax > bmax {
 						a := math.Abs(v[src+i])
 						r = 127 * v[src+i] / amax
-						bq = 127*((a+e.Bound[src+i])/(amax-bmax)-a/amax) + 127*4*u32
+						bq = float64(127*((a+e.Bound[src+i])/(amax-bmax)-a/amax)) + float64(127*4*u32)
 					}
 					cr.Ref[dst+i], cr.Bound[dst+i], cr.Alt[dst+i] = bound.Output(r, math.Min(bq, 254), tensor.Int8, num)
 					cr.Ref[dst+i] = math.Max(-127, math.Min(127, cr.Ref[dst+i]))

@@ -165,7 +165,7 @@ func kvProject(x, w []float64, b, h, d int, v, mag []float64) {
 			for i, xi := range xr {
 				wr := wm[i*d:][:d]
 				for j, wj := range wr {
-					p := xi * wj
+					p := float64(xi * wj)
 					o[j] += p
 					m[j] += math.Abs(p)
 				}

@@ -132,7 +132,7 @@ func kvUpdateExpectSerial(p Params, in map[string]*tensor.Tensor, num tensor.Num
 					if amax > bmax {
 						a := math.Abs(v[src+i])
 						r = 127 * v[src+i] / amax
-						bq = 127*((a+e.Bound[src+i])/(amax-bmax)-a/amax) + 127*4*u32
+						bq = float64(127*((a+e.Bound[src+i])/(amax-bmax)-a/amax)) + float64(127*4*u32)
 					}
 					ce.Ref[dst+i], ce.Bound[dst+i], ce.Alt[dst+i] = bound.Output(r, math.Min(bq, 254), tensor.Int8, num)
 					ce.Ref[dst+i] = math.Max(-127, math.Min(127, ce.Ref[dst+i]))
@@ -162,7 +162,7 @@ func TestKVFillFromTableRuns(t *testing.T) {
 				run := []int{1, 2, kvRunMin - 1, kvRunMin, kvRunMin + 1, 300}[rng.IntN(6)]
 				v := pats[rng.IntN(len(pats))]
 				if rng.IntN(3) == 0 {
-					v = 2*rng.Float64() - 1
+					v = float64(2*rngFloat64(rng)) - 1
 				}
 				for ; run > 0 && i < n; run, i = run-1, i+1 {
 					x.SetFloat64(i, v, tensor.Numerics{})

@@ -410,7 +410,7 @@ func kvGenCache(rng *rand.Rand, dist string, g KVGeom, lens, bt *tensor.Tensor) 
 				off := r*rowLen + h*g.D
 				if g.Int8 {
 					sc := kvSample(rng, dist) // a non-unit positive scale
-					sc = math.Abs(sc)/64 + 1.0/512
+					sc = float64(math.Abs(sc)/64) + 1.0/512
 					scale.SetFloat64(r*g.H+h, sc, generationNumerics)
 					for i := range g.D {
 						cache.I8()[off+i] = int8(rng.IntN(255) - 127)
@@ -451,7 +451,7 @@ func kvSample(rng *rand.Rand, dist string) float64 {
 			return 0.5
 		}
 	}
-	return 2*rng.Float64() - 1
+	return float64(2*rngFloat64(rng)) - 1
 }
 
 // parseKVScale parses decode_attention's scale ("" = 1/√D).

@@ -143,7 +143,7 @@ func (op sparseCompress) Generate(p Params, g Gen) (map[string]*tensor.Tensor, e
 				if g.Dist == DistLastBits && d > 0 {
 					x := k.Float64(row(hh, t))
 					f, _ := tensor.Float16.FloatFormat()
-					k.SetFloat64(row(hh, t), x+float64(rng.IntN(5)-2)*f.Ulp(x), generationNumerics)
+					k.SetFloat64(row(hh, t), x+float64(float64(rng.IntN(5)-2)*f.Ulp(x)), generationNumerics)
 				}
 			case DistAscending, DistDescending:
 				sc := float64(t+1) / float64(max(l, 1))
@@ -151,7 +151,7 @@ func (op sparseCompress) Generate(p Params, g Gen) (map[string]*tensor.Tensor, e
 					sc = float64(l-t) / float64(max(l, 1))
 				}
 				for j := 0; j < d; j++ {
-					k.SetFloat64(row(hh, t)+j, sc*(0.5+0.5*math.Abs(k.Float64(row(hh, t)+j))), generationNumerics)
+					k.SetFloat64(row(hh, t)+j, sc*(0.5+float64(0.5*math.Abs(k.Float64(row(hh, t)+j)))), generationNumerics)
 				}
 			}
 		}

@@ -146,7 +146,7 @@ func TestVectorAddExpectAcceptsCorrectRounding(t *testing.T) {
 			if got < e.RefAt(i) {
 				dir = -1
 			}
-			off := got + dir*f.Ulp(got)
+			off := got + float64(dir*f.Ulp(got))
 			if fr, _ := math.Frexp(got); got != 0 && fr != 0.5 && fr != -0.5 && e.Accepts(i, off) {
 				t.Errorf("vector_add %v seed=3: z[%d]: one ulp off %g accepted, want rejected (ref %g, bound %g)", p, i, off, e.RefAt(i), e.BoundAt(i))
 			}
