@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-purego test-exec report fuzz golden bench lint build mutation
+.PHONY: test test-purego test-v3 test-exec report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
 test:
@@ -16,6 +16,11 @@ SIMD_PKGS = ./internal/dgemm ./internal/gemm32 ./npu ./ops ./tensor ./verify ./b
 test-purego:
 	$(GO) vet -tags purego $(SIMD_PKGS)
 	$(GO) test -tags purego -count=1 $(SIMD_PKGS)
+
+## test-v3: the whole suite built for GOAMD64=v3, where the compiler may fuse a multiply and an add
+## (as arm64 always may): every bit the tests pin must come out the same (needs a v3 CPU).
+test-v3:
+	GOAMD64=v3 $(GO) test -count=1 ./...
 
 ## test-exec: the same UT/ST suites against the independent C kernel (backend/testdata/ckernel)
 ## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'.
@@ -44,11 +49,13 @@ golden:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
 
-## lint: gofmt, go vet and staticcheck (pinned in go.mod as a tool).
+## lint: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and fmacheck (no multiply-add fused
+## where the source does not call math.FMA, on amd64 v3 and arm64: scripts/fmacheck.sh).
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt: files above need formatting"; exit 1)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	./scripts/fmacheck.sh
 
 build:
 	$(GO) build -o bin/npuverify ./cmd/npuverify
