@@ -93,8 +93,14 @@ func roundHiLo16(hi, lo float64) float64 {
 }
 
 // roundAcc rounds the exact hi + lo to the accumulator format acc (Float32
-// or Float16), returned as float32 (fp16 values are exact in fp32).
+// or Float16), returned as float32 (fp16 values are exact in fp32). A NaN
+// (an invalid operation, or a NaN operand or accumulator) is the default
+// NaN (nan.go), whatever payload the host's float64 arithmetic left: the
+// fp32 default NaN is also fp16's, widened.
 func roundAcc(acc tensor.DType, hi, lo float64) float32 {
+	if hi != hi {
+		return defaultNaN32
+	}
 	if acc == tensor.Float16 {
 		return float32(roundHiLo16(hi, lo))
 	}
@@ -102,7 +108,8 @@ func roundAcc(acc tensor.DType, hi, lo float64) float32 {
 }
 
 // fmaRound returns RN_acc(c + a·b) with a single rounding (a·b exact in
-// float64 for fp32, fp16 and bf16 operands).
+// float64 for fp32, fp16 and bf16 operands); a NaN result is the default
+// NaN (roundAcc).
 func fmaRound(acc tensor.DType, c, a, b float32) float32 {
 	// Converted so that no fused multiply-add takes the place of twoSum's
 	// sum (the product is exact, but the error-free transformation is
@@ -117,7 +124,7 @@ func fmaRound(acc tensor.DType, c, a, b float32) float32 {
 }
 
 // sumRound returns RN_acc(Σ xs) with a single rounding of the exact sum
-// (xs finite float64 values). It first tries the float64 sum with
+// (a NaN sum is the default NaN: roundAcc). It first tries the float64 sum with
 // error-free transformations; if any step was inexact it builds the exact
 // sum as a non-overlapping expansion (Shewchuk's grow-expansion, as in
 // Python's math.fsum) and renormalises it from the top. scratch is reused

@@ -119,6 +119,9 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 				}
 			}
 		}
+		if p.UsefulK > 0 {
+			canonNaNs(cc) // the host's NaN → the default NaN, as fmaRound (nan.go)
+		}
 	default:
 		cc := dst.F32()[:p.M*n]
 		for r := 0; r < p.M; r++ {

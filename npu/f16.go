@@ -7,8 +7,11 @@ import (
 )
 
 // f32sToF16 sets z[i] = f32ToF16(s[i]), with the conversion written
-// inline so the loop runs without calls.
-func f32sToF16(z []float16.Float16, s []float32) {
+// inline so the loop runs without calls. With arith, s holds results of
+// arithmetic and a NaN becomes the fp16 default NaN (nan.go), tested only
+// in the rare Inf/NaN/overflow branch; otherwise (a conversion) a NaN
+// keeps its sign and payload, quieted and truncated.
+func f32sToF16(z []float16.Float16, s []float32, arith bool) {
 	s = s[:len(z)]
 	for i, f := range s {
 		u := math.Float32bits(f)
@@ -16,6 +19,10 @@ func f32sToF16(z []float16.Float16, s []float32) {
 		a := u & 0x7FFFFFFF
 		switch {
 		case a >= 0x47800000:
+			if arith && a > 0x7F800000 {
+				z[i] = DefaultNaN16Bits
+				continue
+			}
 			z[i] = float16.Fromfloat32(f)
 		case a < 0x38800000:
 			z[i] = float16.Float16(sign | uint16(math.Float32bits(math.Float32frombits(a)+0.5)-half32))

@@ -38,7 +38,7 @@ func TestF32ToF16Exhaustive(t *testing.T) {
 		for lo := range src {
 			src[lo] = math.Float32frombits(uint32(hi<<16 | uint64(lo)))
 		}
-		f32sToF16(dst, src)
+		f32sToF16(dst, src, false)
 		for i, f := range src {
 			want := float16.Fromfloat32(f)
 			if got := f32ToF16(f); got != want || dst[i] != want {
@@ -60,10 +60,22 @@ func TestF32sToF16(t *testing.T) {
 		}
 	}
 	dst := make([]float16.Float16, len(src))
-	f32sToF16(dst, src)
+	f32sToF16(dst, src, false)
 	for i, f := range src {
 		if want := float16.Fromfloat32(f); dst[i] != want {
 			t.Fatalf("f32sToF16 bits=%#08x (%g): got %#04x want %#04x", math.Float32bits(f), f, dst[i].Bits(), want.Bits())
+		}
+	}
+	// As the rounding of arithmetic results: the same, except that every
+	// NaN becomes the fp16 default NaN.
+	f32sToF16(dst, src, true)
+	for i, f := range src {
+		want := float16.Fromfloat32(f)
+		if f != f {
+			want = DefaultNaN16Bits
+		}
+		if dst[i] != want {
+			t.Fatalf("f32sToF16 arith bits=%#08x (%g): got %#04x want %#04x", math.Float32bits(f), f, dst[i].Bits(), want.Bits())
 		}
 	}
 }

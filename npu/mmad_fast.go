@@ -36,9 +36,9 @@ const (
 // mmadFMA is the sequential fp32 model whenever A and B are finite: each
 // step of the model, RN32(acc + a·b) with one rounding of the exact value,
 // is by definition one fp32 FMA, products exact or not (fp32 inputs
-// included), and with finite operands the only NaN is an accumulator's
-// own, which both keep (quieted). (With Inf or NaN in A or B the model's
-// NaN payload follows float64 arithmetic, which the FMA need not.) Under
+// included), and both make every NaN accumulator the default NaN.
+// (Inf or NaN in A or B would give the same bits too now that no payload
+// survives; the path is kept to finite operands as it was proved.) Under
 // Exact32 it also needs what mmadGer needs: the model's saxpy skips a zero
 // a[i,k] on a −0 or signalling-NaN accumulator, the FMA does not.
 func mmadChoose(p MmadParams, a, b *L0Tile, cf []float32) string {
@@ -61,7 +61,8 @@ func mmadChoose(p MmadParams, a, b *L0Tile, cf []float32) string {
 
 // mmadFast runs the multiply-accumulate of p on the operands' decoded
 // views into the accumulators cf (fp32 storage) or ci (int32, Acc Int32)
-// by the path mmadChoose picks; each computes the model's bits.
+// by the path mmadChoose picks; each computes the model's bits, a NaN
+// accumulator the default NaN (nan.go; gemm32 canonicalises its own).
 func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) {
 	switch mmadChoose(p, a, b, cf) {
 	case pathFMA:
@@ -72,10 +73,23 @@ func mmadFast(cf []float32, ci []int32, a, b *L0Tile, p MmadParams, g mmadGeom) 
 		mmadBlocked(p.Acc, cf, a.f, b.f, g)
 	case pathGer:
 		mmadGer(cf, a.f, b.f, g)
+		canonAcc(cf, g)
 	case pathSaxpy:
 		mmadSaxpy(cf, a.f, b.f, g)
+		canonAcc(cf, g)
 	default:
 		mmadFused(p.Acc, cf, a.f, b.f, g)
+	}
+}
+
+// canonAcc makes every NaN accumulator of a gonum path the default NaN
+// (nan.go), as the model's roundAcc does: gonum's multiply and add keep
+// the host's NaN. Only when the call accumulated something (ku > 0): the
+// model leaves the accumulators of an empty k range as they are. One pass
+// over the tile against ku passes of the update.
+func canonAcc(cf []float32, g mmadGeom) {
+	if g.ku > 0 {
+		canonNaNs(cf)
 	}
 }
 

@@ -96,7 +96,8 @@ func mmadInitAcc(r *rand.Rand, c mmadCase, cf []float32, ci []int32) {
 // the fp16-accumulation fault under fp32 and bf16 inputs), sequential and
 // blocked16, odd sizes padded to the fractal, K split into slices like
 // the gemm kernel, from +0 (Init) or from earlier accumulators, with
-// signed zeros, subnormals, Inf and NaN. It also requires that every fast
+// signed zeros, subnormals, Inf and NaN (of any payload: every NaN result
+// must be the default NaN, nan.go). It also requires that every fast
 // path ran, so that none goes unchecked. (The padded M, a multiple of 16,
 // leaves mmadFMA's 6-row register block a ragged edge unless it is 48;
 // gemm32's own tests cover ragged columns, which Mmad never has.)
@@ -206,6 +207,14 @@ func TestMmadFastMatchesReference(t *testing.T) {
 					if got, want := math.Float32bits(cf[i]), math.Float32bits(wantF[i]); got != want {
 						return fmt.Errorf("accumulator (%d,%d) after the Mmad of k [%d, %d): got %#08x (%g) / want %#08x (%g) (mmadReference)",
 							i/nc, i%nc, kk, kk+kb, got, cf[i], want, wantF[i])
+					}
+				}
+				for i, v := range cf {
+					// The first Mmad has UsefulK ≥ 1: from there every NaN
+					// accumulator is one that arithmetic produced.
+					if got := math.Float32bits(v); v != v && got != DefaultNaN32Bits {
+						return fmt.Errorf("accumulator (%d,%d) after the Mmad of k [%d, %d): got NaN %#08x / want the default NaN %#08x",
+							i/nc, i%nc, kk, kk+kb, got, DefaultNaN32Bits)
 					}
 				}
 				for i := range wantI {

@@ -17,7 +17,9 @@ import (
 // and since fp32 has p' = 24 ≥ 2p+2 bits (p = 11, 8), rounding the fp32
 // result to the dtype equals rounding the exact result (the
 // double-rounding theorem): the output is tensor.Numerics.Round of the
-// exact value. int8 arithmetic saturates to [−128, 127].
+// exact value. A NaN result is the format's default NaN whatever the
+// operands' payloads (nan.go); saturate then maps it to +0 as any NaN.
+// int8 arithmetic saturates to [−128, 127].
 //
 // Each instruction costs VectorIssueCycles + ceil(n·size / 256) cycles
 // (256 = VectorBytesPerCycle on ascend910b), charged to the compute stage
@@ -127,7 +129,7 @@ func binF16(op binOp, z, a, b []float16.Float16) {
 				s[i] = t[a0[i]] * t[b0[i]]
 			}
 		}
-		f32sToF16(z[:len(s)], s)
+		f32sToF16(z[:len(s)], s, true) // NaN → default NaN (nan.go)
 		z, a, b = z[len(s):], a[len(s):], b[len(s):]
 	}
 }
@@ -138,34 +140,57 @@ func binBF16(op binOp, z, a, b []tensor.BF16) {
 	switch op {
 	case opAdd:
 		for i := range z {
-			z[i] = tensor.BF16FromFloat32(a[i].Float32() + b[i].Float32())
+			z[i] = bf16Result(a[i].Float32() + b[i].Float32())
 		}
 	case opSub:
 		for i := range z {
-			z[i] = tensor.BF16FromFloat32(a[i].Float32() - b[i].Float32())
+			z[i] = bf16Result(a[i].Float32() - b[i].Float32())
 		}
 	case opMul:
 		for i := range z {
-			z[i] = tensor.BF16FromFloat32(a[i].Float32() * b[i].Float32())
+			z[i] = bf16Result(a[i].Float32() * b[i].Float32())
 		}
 	}
 }
 
+// bf16Result rounds the fp32 result of an arithmetic operation to bf16, a
+// NaN to the default NaN (nan.go).
+func bf16Result(r float32) tensor.BF16 {
+	if r != r {
+		return DefaultNaNBF16Bits
+	}
+	return tensor.BF16FromFloat32(r)
+}
+
+// binF32 computes the fp32 op; a NaN result becomes the default NaN
+// (nan.go), one well-predicted compare per element.
 func binF32(op binOp, z, a, b []float32) {
 	b = b[:len(z)]
 	a = a[:len(z)]
 	switch op {
 	case opAdd:
 		for i := range z {
-			z[i] = a[i] + b[i]
+			r := a[i] + b[i]
+			if r != r {
+				r = defaultNaN32
+			}
+			z[i] = r
 		}
 	case opSub:
 		for i := range z {
-			z[i] = a[i] - b[i]
+			r := a[i] - b[i]
+			if r != r {
+				r = defaultNaN32
+			}
+			z[i] = r
 		}
 	case opMul:
 		for i := range z {
-			z[i] = a[i] * b[i]
+			r := a[i] * b[i]
+			if r != r {
+				r = defaultNaN32
+			}
+			z[i] = r
 		}
 	}
 }
@@ -310,7 +335,7 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 	case tensor.Float16:
 		z := dst.f16()[:n]
 		if from == tensor.Float32 {
-			f32sToF16(z, src.f32()[:n]) // float16.Fromfloat32, branch-light (f16.go)
+			f32sToF16(z, src.f32()[:n], false) // a conversion keeps a NaN (nan.go); float16.Fromfloat32, branch-light (f16.go)
 		} else {
 			for i := range z {
 				z[i] = float16.Fromfloat32(get(i))

@@ -14,9 +14,14 @@
 // has it, a portable pure-Go kernel with the same bits everywhere else.
 // Every element of C still sees its k terms in ascending order, one FMA
 // each, so blocking C into tiles, packing B and using several cores change
-// nothing in the result. Float32 bits (NaN payloads included) are the same
-// on both kernels when A and B are finite; with Inf or NaN in A or B the
-// values are IEEE's on both, but which NaN payload survives may differ.
+// nothing in the result. Every NaN a Float32 step produces (an invalid
+// operation, or a NaN operand or accumulator) is the default NaN
+// 0xFFC00000 (sign set, quiet, zero payload): the hardware's NaN depends
+// on the host (x86's default NaN has the sign set, arm64's not, and which
+// operand's payload survives differs between architectures and x86
+// vendors), so the assembly kernel's tiles get a pass that replaces any
+// NaN, and the portable kernel computes it so. Float32 bits are therefore
+// the same on both kernels and every host, whatever A, B and C hold.
 package gemm32
 
 import (
@@ -281,13 +286,14 @@ func kernelPortable(k int, a []float32, lda int, b, c []float32, ldc int) {
 }
 
 // fma32 returns RN32(a·b + c) with one rounding, as VFMADD231PS computes
-// it, NaN payloads included. The product is exact in float64 (24 + 24
+// it, except that a NaN result is the default NaN (the package's
+// convention; the assembly kernel gets there by canonNaNTile). The product is exact in float64 (24 + 24
 // significand bits); the sum's float64 rounding error e (twoSum) decides
 // the fp32 rounding when the float64 sum s sits exactly halfway between
 // two fp32 values, the one case where rounding s again would differ.
 func fma32(a, b, c float32) float32 {
 	if a != a || b != b || c != c {
-		return fmaNaN(a, b, c)
+		return defaultNaN
 	}
 	// The conversion rounds the (exact) product on its own: the compiler
 	// must not fuse it into s or into twoSum's steps below, which are
@@ -295,7 +301,10 @@ func fma32(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b))
 	s := p + float64(c)
 	if math.IsNaN(s) || math.IsInf(s, 0) {
-		return float32(s) // Inf·0 or Inf − Inf: the default NaN; or ±Inf
+		if s != s {
+			return defaultNaN // Inf·0 or Inf − Inf
+		}
+		return float32(s) // ±Inf
 	}
 	bb := s - p
 	e := (p - (s - bb)) + (float64(c) - bb)
@@ -326,15 +335,19 @@ func fma32(a, b, c float32) float32 {
 	return r
 }
 
-// fmaNaN is fma32 with a NaN operand: the first NaN of a, b, c, quieted
-// (the order AMD Zen's VFMADD231 follows with a and b as the multiplicands
-// and c the addend; other x86 may pick another payload, which is why
-// payloads are promised only for finite A and B).
-func fmaNaN(a, b, c float32) float32 {
-	for _, x := range [3]float32{a, b, c} {
-		if x != x {
-			return math.Float32frombits(math.Float32bits(x) | 0x00400000)
+// defaultNaN is the fp32 default NaN, every NaN result of Float32 (a
+// variable: Go has no NaN constants).
+var defaultNaN = math.Float32frombits(0xFFC00000)
+
+// canonNaNTile replaces every NaN of the 6×16 tile c (row stride ldc) by
+// the default NaN: the assembly kernel's results carry the host's NaN.
+// One compare per element against k FMAs for it.
+func canonNaNTile(c []float32, ldc int) {
+	for r := range mr {
+		for j, v := range c[r*ldc : r*ldc+nr] {
+			if v != v {
+				c[r*ldc+j] = defaultNaN
+			}
 		}
 	}
-	return c
 }

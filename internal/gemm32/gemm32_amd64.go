@@ -36,6 +36,7 @@ func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
 
 func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
 	kernel6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc)
+	canonNaNTile(c, ldc)
 }
 
 func kernelAsmInt(k int, a []int32, lda int, b, c []int32, ldc int) {
