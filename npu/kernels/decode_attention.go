@@ -291,7 +291,9 @@ func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int,
 			if n > 0 {
 				v = w.nacc[h][i] / w.zRun[h]
 			}
-			o[i] = float16.Fromfloat32(float32(num.Round(float64(v), tensor.Float16)))
+			// Every output is arithmetic (exp, sums, the division): a NaN
+			// is the default NaN, whichever the host's float32 made.
+			o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
 		}
 		c.ChargeVector(d * 4)
 		if err := c.DataCopyPadOut(out.GM(), out.Base()+qoff+h*d, w.ob, d); err != nil {

@@ -141,8 +141,13 @@ var fp16Format, _ = tensor.Float16.FloatFormat()
 
 // roundTo returns RN_E(x) for a value x that is the exact result of one
 // operation on E-values computed in float64 (exact for products, or a
-// correctly rounded sum whose second rounding is innocuous).
+// correctly rounded sum whose second rounding is innocuous). A NaN is the
+// default NaN (npu.CanonNaN): the host's float64 arithmetic picked its
+// sign and payload.
 func roundTo(e tensor.DType, x float64) float32 {
+	if x != x {
+		return npu.CanonNaN(float32(x))
+	}
 	if e == tensor.Float16 {
 		return float32(fp16Format.RoundNearestEven(x))
 	}
@@ -182,7 +187,7 @@ func dequantI32(core *npu.Core, dst, src, sa, sb *npu.Buffer, rows, cols, saOff 
 				}
 				s := float32(float64(si) * float64(sj)) // exact product, one rounding
 				v := float32(in[i*cols+j])              // RN32 of the integer
-				out[i*cols+j] = float32(float64(s) * float64(v))
+				out[i*cols+j] = npu.CanonNaN(float32(float64(s) * float64(v))) // a NaN scale: the default NaN
 			}
 		}
 	}, npu.VectorOperand{Name: "dst", Buf: dst, Bytes: n * 4}, npu.VectorOperand{Name: "src", Buf: src, Bytes: n * 4, ReadBytes: n * 4},

@@ -229,7 +229,7 @@ func kvProject(c *npu.Core, acc []float32, x, w, out []float16.Float16) {
 	}
 	num := c.Profile().Numerics
 	for j, a := range acc {
-		out[j] = float16.Fromfloat32(float32(num.Round(float64(a), tensor.Float16)))
+		out[j] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(a)), tensor.Float16))) // a NaN sum: the default NaN
 	}
 	c.ChargeCube(1, d, d, true)
 	c.ChargeVector(d * 4)
@@ -249,7 +249,7 @@ func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8)
 		clear(q)
 		return 0
 	}
-	sc := amax / 127
+	sc := npu.CanonNaN(amax / 127) // a NaN in the row: the default NaN scale
 	for i, x := range v {
 		r := num.Round(float64(x.Float32()/sc), tensor.Int8)
 		q[i] = int8(max(-127, min(127, r)))
