@@ -40,6 +40,12 @@
 // summed over cores, where hidden = DMA + compute − cycles. The model
 // uses only integer counters and one fixed division per transfer, so it is
 // deterministic.
+//
+// The arithmetic is the host's floats, but not its NaNs: every NaN that
+// emulated arithmetic produces is its format's default NaN (sign set,
+// quiet, zero payload), whatever the host and the operands' payloads, so
+// the emulator's output bits are the same on every host (nan.go). Copies
+// keep a NaN's payload bit for bit.
 package npu
 
 import (

@@ -185,8 +185,8 @@ func dequantI32(core *npu.Core, dst, src, sa, sb *npu.Buffer, rows, cols, saOff 
 				if !sbBcst {
 					sj = fb[j]
 				}
-				s := float32(float64(si) * float64(sj)) // exact product, one rounding
-				v := float32(in[i*cols+j])              // RN32 of the integer
+				s := float32(float64(si) * float64(sj))                        // exact product, one rounding
+				v := float32(in[i*cols+j])                                     // RN32 of the integer
 				out[i*cols+j] = npu.CanonNaN(float32(float64(s) * float64(v))) // a NaN scale: the default NaN
 			}
 		}
