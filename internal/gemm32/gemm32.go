@@ -19,9 +19,10 @@
 // 0xFFC00000 (sign set, quiet, zero payload): the hardware's NaN depends
 // on the host (x86's default NaN has the sign set, arm64's not, and which
 // operand's payload survives differs between architectures and x86
-// vendors), so the assembly kernel's tiles get a pass that replaces any
-// NaN, and the portable kernel computes it so. Float32 bits are therefore
-// the same on both kernels and every host, whatever A, B and C hold.
+// vendors), so the assembly kernel replaces any NaN in its registers
+// before it stores them, and the portable kernel computes it so. Float32
+// bits are therefore the same on both kernels and every host, whatever
+// A, B and C hold.
 package gemm32
 
 import (
@@ -287,9 +288,9 @@ func kernelPortable(k int, a []float32, lda int, b, c []float32, ldc int) {
 
 // fma32 returns RN32(a·b + c) with one rounding, as VFMADD231PS computes
 // it, except that a NaN result is the default NaN (the package's
-// convention; the assembly kernel gets there by canonNaNTile). The product is exact in float64 (24 + 24
-// significand bits); the sum's float64 rounding error e (twoSum) decides
-// the fp32 rounding when the float64 sum s sits exactly halfway between
+// convention; the assembly kernel blends it in before its stores). The
+// product is exact in float64 (24 + 24 significand bits); the sum's
+// float64 rounding error e (twoSum) decides the fp32 rounding when the float64 sum s sits exactly halfway between
 // two fp32 values, the one case where rounding s again would differ.
 func fma32(a, b, c float32) float32 {
 	if a != a || b != b || c != c {
@@ -338,16 +339,3 @@ func fma32(a, b, c float32) float32 {
 // defaultNaN is the fp32 default NaN, every NaN result of Float32 (a
 // variable: Go has no NaN constants).
 var defaultNaN = math.Float32frombits(0xFFC00000)
-
-// canonNaNTile replaces every NaN of the 6×16 tile c (row stride ldc) by
-// the default NaN: the assembly kernel's results carry the host's NaN.
-// One compare per element against k FMAs for it.
-func canonNaNTile(c []float32, ldc int) {
-	for r := range mr {
-		for j, v := range c[r*ldc : r*ldc+nr] {
-			if v != v {
-				c[r*ldc+j] = defaultNaN
-			}
-		}
-	}
-}

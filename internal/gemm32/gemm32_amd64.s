@@ -2,10 +2,14 @@
 
 #include "textflag.h"
 
+DATA defaultNaN32<>+0(SB)/4, $0xFFC00000
+GLOBL defaultNaN32<>(SB), RODATA|NOPTR, $4
+
 // func kernel6x16AVX2(k int, a *float32, lda int, b *float32, c *float32, ldc int)
 //
 // C[6×16] (row stride ldc) += A[6×k] (row stride lda) · Bp[k×16] (packed,
-// 16 floats per k), each element by one VFMADD231PS per k, k ascending.
+// 16 floats per k), each element by one VFMADD231PS per k, k ascending;
+// for k > 0 a NaN result is stored as the default NaN 0xFFC00000.
 TEXT ·kernel6x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
@@ -63,6 +67,35 @@ loop:
 	ADDQ         $64, SI
 	DECQ         CX
 	JNZ          loop
+
+	// A NaN accumulator becomes the default NaN 0xFFC00000 (the package's
+	// convention; the hardware's NaN is the host's): per register, an
+	// unordered self-compare picks the lanes, a blend writes the NaN.
+	VBROADCASTSS defaultNaN32<>(SB), Y14
+	VCMPPS       $3, Y0, Y0, Y15
+	VBLENDVPS    Y15, Y14, Y0, Y0
+	VCMPPS       $3, Y1, Y1, Y15
+	VBLENDVPS    Y15, Y14, Y1, Y1
+	VCMPPS       $3, Y2, Y2, Y15
+	VBLENDVPS    Y15, Y14, Y2, Y2
+	VCMPPS       $3, Y3, Y3, Y15
+	VBLENDVPS    Y15, Y14, Y3, Y3
+	VCMPPS       $3, Y4, Y4, Y15
+	VBLENDVPS    Y15, Y14, Y4, Y4
+	VCMPPS       $3, Y5, Y5, Y15
+	VBLENDVPS    Y15, Y14, Y5, Y5
+	VCMPPS       $3, Y6, Y6, Y15
+	VBLENDVPS    Y15, Y14, Y6, Y6
+	VCMPPS       $3, Y7, Y7, Y15
+	VBLENDVPS    Y15, Y14, Y7, Y7
+	VCMPPS       $3, Y8, Y8, Y15
+	VBLENDVPS    Y15, Y14, Y8, Y8
+	VCMPPS       $3, Y9, Y9, Y15
+	VBLENDVPS    Y15, Y14, Y9, Y9
+	VCMPPS       $3, Y10, Y10, Y15
+	VBLENDVPS    Y15, Y14, Y10, Y10
+	VCMPPS       $3, Y11, Y11, Y15
+	VBLENDVPS    Y15, Y14, Y11, Y11
 
 store:
 	VMOVUPS Y0, (DI)
