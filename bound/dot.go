@@ -26,7 +26,7 @@ func Growth(n int, u float64) float64 {
 	if n == 0 {
 		return 0
 	}
-	return math.Expm1(float64(n)*math.Log1p(u)) * (1 + 0x1p-40)
+	return expm1(float64(n)*log1p(u)) * (1 + 0x1p-40)
 }
 
 // MagUp returns an upper bound on S = Σ_k s_k given s, the float64 sum,

@@ -131,7 +131,7 @@ func Exp(v Interval, rel float64) Interval {
 			r.Ref, r.Alt = x, r.Alt|PosInf
 		} else {
 			r.Finite, r.Ref = true, x
-			r.Err = float64(mul0(x, math.Expm1(v.Err))*(1+0x1p-48)) + 2*F64Err(x)
+			r.Err = float64(mul0(x, expm1(v.Err))*(1+0x1p-48)) + 2*F64Err(x)
 			if rel != 0 {
 				r.Err += float64(rel * (x + r.Err) * (1 + 0x1p-48))
 			}
