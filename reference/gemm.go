@@ -36,6 +36,9 @@ import (
 //     zero a[i,k]; with b finite that product is ±0, and adding ±0 to an
 //     accumulator that started at +0 and was never −0 (a rounded sum is
 //     −0 only when both addends are) changes nothing;
+//     (On amd64, where that axpy is gonum's assembly; elsewhere it is Go
+//     code the compiler may fuse, so those inputs take the loop:
+//     gonumUnfused.)
 //   - the rest (non-fp32 values with an Inf or NaN, where 0·Inf = NaN
 //     must not be skipped) take the plain loop.
 func MatMul(m, k, n int, a, b []float64) (d, s []float64) {
@@ -53,7 +56,7 @@ func MatMulInto(m, k, n int, a, b, d, s []float64) {
 	switch {
 	case allFP32(a) && allFP32(b):
 		dgemm.MulAbs(m, k, n, dgemm.Slice(a), dgemm.Slice(b), d, s)
-	case allFinite(a) && allFinite(b):
+	case gonumUnfused && allFinite(a) && allFinite(b):
 		clear(d)
 		clear(s)
 		if m == 0 || n == 0 || k == 0 {
