@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-purego test-v3 test-exec report fuzz golden bench lint build mutation
+.PHONY: test test-purego test-v3 test-arm64 test-exec report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora.
 test:
@@ -21,6 +21,11 @@ test-purego:
 ## (as arm64 always may): every bit the tests pin must come out the same (needs a v3 CPU).
 test-v3:
 	GOAMD64=v3 $(GO) test -count=1 ./...
+
+## test-arm64: the whole suite built for arm64 and run under qemu-user (apt-get install qemu-user;
+## tests that exec a binary they build need binfmt_misc to know qemu-aarch64). About 20 minutes.
+test-arm64:
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec qemu-aarch64 -count=1 -timeout 60m ./...
 
 ## test-exec: the same UT/ST suites against the independent C kernel (backend/testdata/ckernel)
 ## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'.
