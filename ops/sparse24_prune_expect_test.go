@@ -114,28 +114,8 @@ func TestSparse24PruneExpectMatchesReference(t *testing.T) {
 					if trial > 0 {
 						corruptPrune24(r, in["w"], got, 1+r.IntN(6))
 					}
-					for _, name := range []string{"values", "meta"} {
-						gm := verify.Compute(got[name], want[name])
-						sm := verify.Compute(got[name], map[string]*bound.Expected{"values": sv, "meta": sm}[name])
-						if g, w := fmt.Sprintf("%+v", gm), fmt.Sprintf("%+v", sm); g != w {
-							t.Fatalf("%s trial=%d: %s: metrics differ:\ngot  %s\nwant %s", ctx, trial, name, g, w)
-						}
-					}
 					s := verify.Subject{Op: "sparse24_prune", Params: p.String(), Seed: seed}
-					gr, err := verify.Check(s, got, want, golden, pols)
-					if err != nil {
-						t.Fatalf("%s trial=%d: %v", ctx, trial, err)
-					}
-					sr, err := verify.Check(s, got, map[string]*bound.Expected{"values": sv, "meta": sm}, golden, pols)
-					if err != nil {
-						t.Fatalf("%s trial=%d: %v", ctx, trial, err)
-					}
-					if g, w := fmt.Sprintf("%+v", *gr), fmt.Sprintf("%+v", *sr); g != w {
-						t.Fatalf("%s trial=%d: results differ:\ngot  %s\nwant %s", ctx, trial, g, w)
-					}
-					if trial == 0 && !gr.Pass {
-						t.Fatalf("%s: the reference's own outputs fail: %s", ctx, gr.Failure())
-					}
+					sameJudgement(t, ctx, trial, s, got, want, map[string]*bound.Expected{"values": sv, "meta": sm}, golden, pols)
 				}
 			}
 		}

@@ -251,18 +251,7 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 	// Heads over all cores: each writes only its own rows.
 	parallel.For(h, 1, func(lo, hi int) {
 		for hh := lo; hh < hi; hh++ {
-			ref, bnd := CompressScores(k, hh)
-			sel := reference.SelectTopK(ref, cfg.Sinks, keep)
-			if got := out["indices"]; got != nil && got.DType == tensor.Int32 && got.SameShape([]int{h, keep}) {
-				idx := make([]int, keep)
-				for t := range idx {
-					idx[t] = int(got.I32()[hh*keep+t])
-				}
-				if CheckSelection(k, hh, ref, bnd, cfg.Sinks, idx) == nil {
-					sel = idx
-				}
-			}
-			for t, i := range sel {
+			for t, i := range compressSelection(k, hh, cfg.Sinks, keep, out["indices"]) {
 				indices[hh*keep+t] = int32(i)
 				mask[hh*l+i] = 1
 				src, dst := (hh*l+i)*d, (hh*keep+t)*d
@@ -285,6 +274,25 @@ func (op sparseCompress) ExpectGiven(p Params, in, out map[string]*tensor.Tensor
 			}
 		}),
 	}, nil
+}
+
+// compressSelection is the kept tokens of head hh that ExpectGiven
+// resolves to: got's (the returned indices, [H, keep] int32) when they are
+// an acceptable selection (CheckSelection), else the reference's
+// (reference.SelectTopK on the reference scores).
+func compressSelection(k *tensor.Tensor, hh, sinks, keep int, got *tensor.Tensor) []int {
+	ref, bnd := CompressScores(k, hh)
+	sel := reference.SelectTopK(ref, sinks, keep)
+	if got != nil && got.DType == tensor.Int32 && got.SameShape([]int{k.Shape[0], keep}) {
+		idx := make([]int, keep)
+		for t := range idx {
+			idx[t] = int(got.I32()[hh*keep+t])
+		}
+		if CheckSelection(k, hh, ref, bnd, sinks, idx) == nil {
+			sel = idx
+		}
+	}
+	return sel
 }
 
 // CheckSelection reports why idx (the kept tokens of head hh, as

@@ -153,15 +153,7 @@ func cleanCase(d tensor.DType, num tensor.Numerics, n int, seed uint64, ties boo
 		b := tensor.Numerics{}.Round(r.NormFloat64(), d)
 		rs[i] = a + b
 	}
-	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
-	compact = bound.NewExactFrom(n, d, num, src)
-	full = bound.NewExpected(n)
-	got = tensor.MustNew(d, n)
-	for i, v := range rs {
-		full.SetExact(i, v, d, num)
-		got.SetFloat64(i, full.Rounded[i], tensor.Numerics{})
-	}
-	return got, compact, full
+	return exactCase(d, num, rs)
 }
 
 // copyCase is an output of copies: seeded values of d (normal values
@@ -178,6 +170,13 @@ func copyCase(d tensor.DType, num tensor.Numerics, n int, seed uint64) (got *ten
 			rs[i] = math.Copysign(0, float64(r.IntN(2))-0.5)
 		}
 	}
+	return exactCase(d, num, rs)
+}
+
+// exactCase makes every element of rs exact in d under num, compact and
+// full, with got the correctly rounded outputs.
+func exactCase(d tensor.DType, num tensor.Numerics, rs []float64) (got *tensor.Tensor, compact, full *bound.Expected) {
+	n := len(rs)
 	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
 	compact = bound.NewExactFrom(n, d, num, src)
 	full = bound.NewExpected(n)
