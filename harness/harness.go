@@ -146,6 +146,13 @@ type Options struct {
 	// their bits are known once the outputs can be compared with those
 	// hashes (golden/recipe.go). An error is an input error.
 	GoldenFor func(out map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	// Stream lets the run judge an output a block at a time
+	// (ops.BlockExpecter, verify.Stream) when its op can produce its
+	// Expected so and every policy judges by the metrics alone
+	// (verify.MetricsOnly) with no golden outputs: the whole Expected, 17
+	// bytes an element for a GEMM, is then never held. The verdicts are
+	// the same; Result.Expected is nil for such a run.
+	Stream bool
 }
 
 // Run prepares c and runs it on b. See RunPrepared.
@@ -227,19 +234,30 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	}
 	backendIn = nil
 	collectIfLarge(pc.Inputs)
-	exp, err := ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
-	if err != nil {
-		return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
-	}
-	gold := opt.Golden
-	if opt.GoldenFor != nil {
-		if gold, err = opt.GoldenFor(out); err != nil {
+	var exp map[string]*bound.Expected
+	var vr *verify.Result
+	if be, ok := streams(pc.Op, policies, opt); ok {
+		metrics, err := streamMetrics(be, pc.Params, pc.Inputs, out, num)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		}
+		if vr, err = verify.CheckMetrics(c.Subject(), out, metrics, policies); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		}
+	} else {
+		exp, err = ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
+		if err != nil {
 			return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
 		}
-	}
-	vr, err := verify.Check(c.Subject(), out, exp, gold, policies)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		gold := opt.Golden
+		if opt.GoldenFor != nil {
+			if gold, err = opt.GoldenFor(out); err != nil {
+				return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+			}
+		}
+		if vr, err = verify.Check(c.Subject(), out, exp, gold, policies); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		}
 	}
 	for i := 0; i < len(inputsModified); i += 2 {
 		vr.AddFailure(inputsModified[i], CheckInputsUnchanged, inputsModified[i+1])
@@ -260,6 +278,64 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 		}
 	}
 	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: out, Expected: exp, Cost: cost, Verify: vr}, nil
+}
+
+// streams returns op as a BlockExpecter when a run with opt and policies
+// judges its outputs a block at a time (Options.Stream).
+func streams(op ops.Op, policies []verify.Policy, opt Options) (ops.BlockExpecter, bool) {
+	be, ok := op.(ops.BlockExpecter)
+	if !opt.Stream || !ok || opt.Golden != nil || opt.GoldenFor != nil {
+		return nil, false
+	}
+	if _, judge := op.(ops.OutputJudge); judge {
+		return nil, false
+	}
+	for _, p := range policies {
+		if !verify.MetricsOnly(p) {
+			return nil, false
+		}
+	}
+	return be, true
+}
+
+// streamMetrics computes the metrics of every output of out from the
+// blocks of its Expected. An error from the op's Expect is an
+// *InputError, as Expect's is.
+func streamMetrics(be ops.BlockExpecter, p ops.Params, in, out map[string]*tensor.Tensor, num tensor.Numerics) (map[string]verify.Metrics, error) {
+	st := map[string]*verify.Stream{}
+	var internal error
+	err := be.ExpectBlocks(p, in, num, func(name string, e *bound.Expected) error {
+		s, ok := st[name]
+		if !ok {
+			t := out[name]
+			if t == nil {
+				internal = fmt.Errorf("expected blocks of output %q, which the backend did not return", name)
+				return internal
+			}
+			s = verify.NewStream(t)
+			st[name] = s
+		}
+		if err := s.Add(e); err != nil {
+			internal = fmt.Errorf("output %q: %w", name, err)
+			return internal
+		}
+		return nil
+	})
+	switch {
+	case internal != nil:
+		return nil, internal
+	case err != nil:
+		return nil, &InputError{err}
+	}
+	metrics := make(map[string]verify.Metrics, len(st))
+	for name, s := range st {
+		m, err := s.Metrics()
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		metrics[name] = m
+	}
+	return metrics, nil
 }
 
 // CheckOutputs holds out to op's output contract for params p and inputs

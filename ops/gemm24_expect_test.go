@@ -47,7 +47,7 @@ func TestGemm24ExpectMatchesInterval(t *testing.T) {
 						sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
 					}
 					want := bound.NewExpected(m * n)
-					ev.rows(want, 0, m, d, s, &gemmDense{af: dense, bf: b}, nil, sa, sb, k, n)
+					ev.rows(want, 0, 0, m, d, s, &gemmDense{af: dense, bf: b}, nil, sa, sb, k, n)
 					if i := firstExpectedDiff(got["out"], want); i >= 0 {
 						t.Fatalf("gemm24 mode=%s %v dist=%s num=%s seed=%d: element %d: got %s / want %s (sparse loop, interval path)", mode, dims, dist, num, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
 					}

@@ -66,9 +66,9 @@ func newGEMMMag32(a, b *tensor.Tensor, k, n int) *gemmMag32 {
 	return &gemmMag32{a: a, k: k, n: n, pb: pb}
 }
 
-// each sets s[i·n + j] = ŝ (the fp32 sum, as float64) for the rows i of
-// [lo, hi), a block of gemmMag32Rows at a time, calling fn on each block
-// once its S is in s.
+// each sets s[(i−lo)·n + j] = ŝ (the fp32 sum, as float64) for the rows
+// i of [lo, hi), a block of gemmMag32Rows at a time, calling fn on each
+// block (its rows) once its S is in s.
 func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
 	k, n := g.k, g.n
 	// The rows of |a| are lda apart, not k: the micro-kernel reads six
@@ -86,7 +86,7 @@ func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
 		clear(sv)
 		g.pb.MulAdd(rows, abuf, lda, sv, n)
 		for i, v := range sv {
-			s[r0*n+i] = float64(v)
+			s[(r0-lo)*n+i] = float64(v)
 		}
 		fn(r0, r0+rows)
 	}

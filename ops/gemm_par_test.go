@@ -45,9 +45,56 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 				s, ev.magUp = serialMagFP32(m, k, n, a, b), gemmMagUpFactor32(k)
 			}
 			want := bound.NewExpected(m * n)
-			ev.rows(want, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
+			ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
 				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
+			}
+		}
+	}
+}
+
+// TestGEMMExpectBlocksMatchesExpect holds ExpectBlocks, its blocks
+// concatenated, to Expect bit for bit in every mode and dist, with alpha
+// and beta, on blocks of one row, of several rows with a shorter last
+// one, and of the whole output.
+func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
+	const m, k, n, seed = 37, 40, 70, 19
+	defer func(v int) { gemmBlockElems = v }(gemmBlockElems)
+	for _, mode := range GEMMModes() {
+		for _, dist := range GEMM.Dists() {
+			p, err := GEMM.Validate(Params{"mode": mode.Name, "alpha": "0.75", "beta": "-1.5"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := GEMM.Generate(p, Gen{Dims: map[string]int{"m": m, "k": k, "n": n}, Dist: dist, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := GEMM.Expect(p, in, tensor.Numerics{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rows := range []int{1, 5, m} {
+				gemmBlockElems = rows * n
+				got := bound.NewExpected(0)
+				var blocks []int
+				err := GEMM.(BlockExpecter).ExpectBlocks(p, in, tensor.Numerics{}, func(name string, e *bound.Expected) error {
+					if name != "out" {
+						t.Fatalf("gemm mode=%s dist=%s seed=%d: block of output %q, want \"out\"", mode.Name, dist, seed, name)
+					}
+					got.Ref, got.Bound, got.Alt = append(got.Ref, e.Ref...), append(got.Bound, e.Bound...), append(got.Alt, e.Alt...)
+					blocks = append(blocks, e.Span())
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("gemm mode=%s dist=%s seed=%d: ExpectBlocks: %v", mode.Name, dist, seed, err)
+				}
+				if got.Span() != m*n || len(blocks) != (m+rows-1)/rows {
+					t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: blocks %v, want %d of %d rows covering %d elements", mode.Name, dist, m, k, n, rows, seed, blocks, (m+rows-1)/rows, rows, m*n)
+				}
+				if i := firstExpectedDiff(got, full["out"]); i >= 0 {
+					t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: element %d: got %s / want (Expect) %s", mode.Name, dist, m, k, n, rows, seed, i, expectedAt(got, i), expectedAt(full["out"], i))
+				}
 			}
 		}
 	}
@@ -92,7 +139,7 @@ func TestGEMMRowsAllocFree(t *testing.T) {
 				dense := &gemmDense{a: in["a"], b: in["b"]}
 				dense.values() // made once per case, not per element
 				e := bound.NewExpected(m * n)
-				if allocs := testing.AllocsPerRun(5, func() { ev.rows(e, 0, m, d, s, dense, c, sa, sb, k, n) }); allocs != 0 {
+				if allocs := testing.AllocsPerRun(5, func() { ev.rows(e, 0, 0, m, d, s, dense, c, sa, sb, k, n) }); allocs != 0 {
 					t.Errorf("gemm params %v dist=%s interval=%v %dx%dx%d seed=%d: rows: got %v allocs per run / want 0",
 						p, dist, interval, m, k, n, seed, allocs)
 				}

@@ -25,3 +25,16 @@ func ExpectFor(op Op, p Params, in, out map[string]*tensor.Tensor, num tensor.Nu
 	}
 	return op.Expect(p, in, num)
 }
+
+// BlockExpecter is implemented by ops whose Expected can be produced a
+// block of consecutive output elements at a time, so that a large output
+// is judged (verify.Stream) without its whole Expected in memory. The
+// blocks of an output, concatenated, are Expect's bit for bit.
+type BlockExpecter interface {
+	// ExpectBlocks calls yield with the Expected of each block of each
+	// output, an output's blocks in index order and together covering it
+	// (an empty output as one empty block). yield must not keep e, which
+	// the next block may reuse; its error stops ExpectBlocks, which
+	// returns it.
+	ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, yield func(output string, e *bound.Expected) error) error
+}

@@ -76,23 +76,39 @@ func MatMulInto(m, k, n int, a, b, d, s []float64) {
 // uint8) it packs straight from the tensors, without float64 copies of
 // them: a 1024³ fp16 case then holds 4 MiB of inputs, not 20.
 func MatMulTensors(a, b *tensor.Tensor, d, s []float64) {
-	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	MatMulTensorRows(a, b, 0, a.Shape[0], d, s)
+}
+
+// MatMulTensorRows is MatMulTensors for rows [r0, r1) of a alone, into d
+// and s of (r1−r0)·n elements: the same bits as those rows of
+// MatMulTensors', since an element's sum reads only its own row and
+// column. It lets a caller compute a large product a block of rows at a
+// time.
+func MatMulTensorRows(a, b *tensor.Tensor, r0, r1 int, d, s []float64) {
+	k, n := a.Shape[1], b.Shape[1]
+	rows := a.Window(r0*k, (r1-r0)*k)
 	if exactProductDType(a.DType) && exactProductDType(b.DType) {
-		dgemm.MulAbs(m, k, n, a, b, d, s)
+		dgemm.MulAbs(r1-r0, k, n, rows, b, d, s)
 		return
 	}
-	MatMulInto(m, k, n, a.Float64s(), b.Float64s(), d, s)
+	MatMulInto(r1-r0, k, n, rows.Float64s(), b.Float64s(), d, s)
 }
 
 // MulTensors is MatMulTensors' d alone (the same bits), for callers that
 // bound the magnitudes some other way.
 func MulTensors(a, b *tensor.Tensor, d []float64) {
-	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	MulTensorRows(a, b, 0, a.Shape[0], d)
+}
+
+// MulTensorRows is MatMulTensorRows' d alone (the same bits).
+func MulTensorRows(a, b *tensor.Tensor, r0, r1 int, d []float64) {
+	k, n := a.Shape[1], b.Shape[1]
+	rows := a.Window(r0*k, (r1-r0)*k)
 	if exactProductDType(a.DType) && exactProductDType(b.DType) {
-		dgemm.Mul(m, k, n, a, b, d)
+		dgemm.Mul(r1-r0, k, n, rows, b, d)
 		return
 	}
-	MatMulInto(m, k, n, a.Float64s(), b.Float64s(), d, make([]float64, m*n))
+	MatMulInto(r1-r0, k, n, rows.Float64s(), b.Float64s(), d, make([]float64, (r1-r0)*n))
 }
 
 // exactProductDType reports whether every value of d has at most 24

@@ -90,7 +90,8 @@ func sameBits(x, y float64) bool {
 }
 
 // TestMatMulTensors checks that packing straight from fp16, bf16, fp32,
-// int8 and float64 tensors gives the plain loop's bits on their values.
+// int8 and float64 tensors gives the plain loop's bits on their values,
+// whole and a block of rows at a time.
 func TestMatMulTensors(t *testing.T) {
 	const seed = 13
 	r := rand.New(rand.NewPCG(seed, 0))
@@ -115,6 +116,20 @@ func TestMatMulTensors(t *testing.T) {
 				if !sameBits(d[i], wd[i]) || !sameBits(s[i], ws[i]) {
 					t.Fatalf("reference MatMulTensors %s %dx%dx%d seed=%d: element %d: got d=%x s=%x / want loop d=%x s=%x",
 						dt, m, k, n, seed, i, math.Float64bits(d[i]), math.Float64bits(s[i]), math.Float64bits(wd[i]), math.Float64bits(ws[i]))
+				}
+			}
+			// A block of rows alone, and d alone, give those rows' bits.
+			for _, rr := range [][2]int{{0, m}, {m / 3, m/3 + 1}, {m / 2, m}} {
+				r0, r1 := rr[0], rr[1]
+				bd, bs, bd2 := make([]float64, (r1-r0)*n), make([]float64, (r1-r0)*n), make([]float64, (r1-r0)*n)
+				MatMulTensorRows(a, b, r0, r1, bd, bs)
+				MulTensorRows(a, b, r0, r1, bd2)
+				for i := range bd {
+					w := r0*n + i
+					if !sameBits(bd[i], wd[w]) || !sameBits(bs[i], ws[w]) || !sameBits(bd2[i], wd[w]) {
+						t.Fatalf("reference MatMulTensorRows %s %dx%dx%d rows [%d, %d) seed=%d: element %d: got d=%x s=%x, MulTensorRows d=%x / want loop d=%x s=%x",
+							dt, m, k, n, r0, r1, seed, i, math.Float64bits(bd[i]), math.Float64bits(bs[i]), math.Float64bits(bd2[i]), math.Float64bits(wd[w]), math.Float64bits(ws[w]))
+					}
 				}
 			}
 		}

@@ -140,7 +140,7 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 	if err != nil {
 		return PrecisionRow{}, fmt.Errorf("precision table: %s: %w", c.Subject(), err)
 	}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num})
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num, Stream: true})
 	if err != nil {
 		return PrecisionRow{}, fmt.Errorf("precision table: %w", err)
 	}

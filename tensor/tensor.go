@@ -346,6 +346,32 @@ func (t *Tensor) Clone() *Tensor {
 	return c
 }
 
+// Window returns the 1-D tensor of elements off, off+1, … off+n−1 of t,
+// sharing t's memory: a write through either is seen by both. It lets a
+// caller judge a large output a block at a time without copying it.
+// 0 ≤ off ≤ off+n ≤ t.Len() is the caller's to hold; it panics otherwise,
+// as a slice expression would.
+func (t *Tensor) Window(off, n int) *Tensor {
+	w := &Tensor{DType: t.DType, Shape: []int{n}}
+	switch s := t.data.(type) {
+	case []float64:
+		w.data = s[off : off+n : off+n]
+	case []float32:
+		w.data = s[off : off+n : off+n]
+	case []float16.Float16:
+		w.data = s[off : off+n : off+n]
+	case []BF16:
+		w.data = s[off : off+n : off+n]
+	case []int8:
+		w.data = s[off : off+n : off+n]
+	case []int32:
+		w.data = s[off : off+n : off+n]
+	case []uint8:
+		w.data = s[off : off+n : off+n]
+	}
+	return w
+}
+
 // SameShape reports whether t has exactly the given shape.
 func (t *Tensor) SameShape(shape []int) bool {
 	if len(t.Shape) != len(shape) {

@@ -128,6 +128,36 @@ func fillPatterns(x *Tensor) {
 	}
 }
 
+// TestWindow: a window holds exactly the elements it names, for every
+// dtype, and shares their memory both ways.
+func TestWindow(t *testing.T) {
+	for _, d := range DTypes() {
+		x := MustNew(d, 3, 5)
+		fillPatterns(x)
+		for _, c := range [][2]int{{0, 15}, {4, 7}, {15, 0}, {14, 1}} {
+			off, n := c[0], c[1]
+			w := x.Window(off, n)
+			if w.DType != d || !w.SameShape([]int{n}) || w.Len() != n {
+				t.Errorf("%v.Window(%d, %d) = %v, want %s[%d]", x, off, n, w, d, n)
+				continue
+			}
+			for i := range n {
+				if w.Bits(i) != x.Bits(off+i) {
+					t.Errorf("%v.Window(%d, %d): element %d = %#x, want %#x", x, off, n, i, w.Bits(i), x.Bits(off+i))
+				}
+			}
+			if n > 0 {
+				old := x.Bits(off)
+				w.SetBits(0, old^1)
+				if x.Bits(off) != old^1 {
+					t.Errorf("%v.Window(%d, %d) does not share memory with the tensor", x, off, n)
+				}
+				w.SetBits(0, old)
+			}
+		}
+	}
+}
+
 func TestClone(t *testing.T) {
 	for _, d := range DTypes() {
 		for _, shape := range [][]int{{3, 5}, {}, {0}, {2, 0, 3}} {

@@ -82,18 +82,28 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 		return nil, errors.New(s.String() + ": " + strings.Join(errs, "; "))
 	}
 
-	res := &Result{Subject: s, Pass: true}
 	names := sortedKeys(want)
 	metrics := computeAll(names, got, want)
+	return judgeAll(s, names, got, want, golden, metrics, policies), nil
+}
+
+// judgeAll judges each output of names, whose metrics are metrics[k], with
+// every policy (want nil for outputs judged by their metrics alone).
+func judgeAll(s Subject, names []string, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, metrics []Metrics, policies []Policy) *Result {
+	res := &Result{Subject: s, Pass: true}
 	for k, name := range names {
 		in := Input{Got: got[name], Want: want[name], Golden: golden[name]}
 		m := metrics[k]
 		out := OutputResult{Name: name, DType: in.Got.DType, Shape: append([]int(nil), in.Got.Shape...), Metrics: m}
 		for _, p := range policies {
 			var v Verdict
-			if j, ok := p.(judger); ok {
+			switch j, ok := p.(judger); {
+			case want == nil: // CheckMetrics holds every policy to be a metricsJudger
+				v = j.judge(in, &m)
+				v.Policy, v.Metrics = p.Name(), m
+			case ok:
 				v = run(j, in, &m)
-			} else {
+			default:
 				v = p.Judge(in)
 				if v.Policy == "" {
 					v.Policy = p.Name()
@@ -106,7 +116,61 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 		}
 		res.Outputs = append(res.Outputs, out)
 	}
-	return res, nil
+	return res
+}
+
+// metricsJudger is a policy whose verdict reads nothing but the output's
+// Metrics (judge ignores the Input).
+type metricsJudger interface {
+	judger
+	metricsOnly()
+}
+
+// MetricsOnly reports whether p judges an output by its Metrics alone
+// (the bound policy), so that it can judge an output whose Expected was
+// never whole: one a Stream computed the metrics of (CheckMetrics).
+func MetricsOnly(p Policy) bool {
+	_, ok := p.(metricsJudger)
+	return ok
+}
+
+// CheckMetrics is Check for outputs whose Metrics were computed already,
+// a block at a time (Stream): it judges every output with every policy
+// (the bound policy when policies is empty). Its errors are Check's for
+// an output metrics describes but got lacks (or the reverse) or whose
+// length differs from its Metrics.N, and a policy that is not
+// MetricsOnly.
+func CheckMetrics(s Subject, got map[string]*tensor.Tensor, metrics map[string]Metrics, policies []Policy) (*Result, error) {
+	if len(policies) == 0 {
+		policies = []Policy{DefaultPolicy()}
+	}
+	var errs []string
+	for i, p := range policies {
+		if !MetricsOnly(p) {
+			errs = append(errs, fmt.Sprintf("policy %d (%v) does not judge by the metrics alone", i, p))
+		}
+	}
+	for _, name := range sortedKeys(got) {
+		if _, ok := metrics[name]; !ok {
+			errs = append(errs, fmt.Sprintf("output %q: not in the expected outputs (%s)", name, strings.Join(sortedKeys(metrics), ", ")))
+		}
+	}
+	names := sortedKeys(metrics)
+	ms := make([]Metrics, len(names))
+	for k, name := range names {
+		t, m := got[name], metrics[name]
+		switch {
+		case t == nil:
+			errs = append(errs, fmt.Sprintf("output %q: missing", name))
+		case t.Len() != m.N:
+			errs = append(errs, fmt.Sprintf("output %q: got %s with %d elements, want %d elements", name, t, t.Len(), m.N))
+		}
+		ms[k] = m
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(s.String() + ": " + strings.Join(errs, "; "))
+	}
+	return judgeAll(s, names, got, nil, nil, ms, policies), nil
 }
 
 // AddFailure records a failed check that is not an accuracy policy, such

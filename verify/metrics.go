@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -153,8 +152,10 @@ type metricsPart struct {
 // gives Metrics with only N set.
 //
 // The per-element work runs over all cores in contiguous ranges; the
-// floating sums run in index order (orderedSums), so the result is the
-// same as a single loop's, bit for bit. A compact want
+// floating sums are taken per chunk of sumChunk elements and the chunks
+// added in order (sums.go), so the result does not depend on how the
+// work is split, nor on whether the Expected comes whole or a block at a
+// time (Compute is a Stream given one block). A compact want
 // (bound.NewExactFrom, all elements exact) is read from its exact values
 // a block at a time, its common elements gathered inline
 // (addExactBlock); an ordinary one through windows of its arrays
@@ -165,103 +166,29 @@ type metricsPart struct {
 // TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk compact
 // output to the two passes.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
-	m := Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	if got == nil {
-		return m
+		return Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
 	}
 	if want == nil {
-		m.N = got.Len()
-		return m
+		return Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1, N: got.Len()}
 	}
 	n := min(got.Len(), want.Span())
-	m.N = n
-	const grain = 1 << 14
-	var parts []*metricsPart
 	// An output of one sum chunk whose elements computePart reads from
 	// exact values (a fuzzer's, a small case's) keeps the got values and
 	// references of that pass for the sums (fusedSums), instead of
-	// converting and evaluating them again (fillTerms).
-	var fused *[]float64
+	// converting and evaluating them again.
 	if fuseSums && n > 0 && n <= sumChunk {
-		bp := serialTermBufs.Get()
+		bp := termBufs.Get()
+		defer termBufs.Put(bp)
 		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
 		if computeExact(p, got, want, 0, n, (*bp)[4*n:5*n], (*bp)[5*n:6*n], true) {
-			parts, fused = []*metricsPart{p}, bp
-			defer serialTermBufs.Put(bp)
-		} else {
-			serialTermBufs.Put(bp)
+			s := &Stream{got: got, n: n, next: n, acc: p, chunks: []chunkSums{fusedSums(*bp, n)}}
+			return s.metrics()
 		}
 	}
-	if fused == nil {
-		var mu sync.Mutex
-		parallel.For(n, grain, func(lo, hi int) {
-			p := computePart(got, want, lo, hi)
-			mu.Lock()
-			parts = append(parts, p)
-			mu.Unlock()
-		})
-	}
-	worst := newRanked(WorstCount)
-	var over1e3, over5e3 int
-	var scaleV, scaleE float64
-	var hist [8]int
-	for _, p := range parts {
-		m.Ambiguous += p.ambiguous
-		m.AmbiguousTaken += p.ambiguousTaken
-		m.NonFiniteMismatch += p.mismatch
-		m.NotRounded += p.notRounded
-		m.OutOfBound += p.outOfBound
-		if p.firstBad >= 0 && (m.FirstBad < 0 || p.firstBad < m.FirstBad) {
-			m.FirstBad = p.firstBad
-		}
-		m.Compared += p.compared
-		over1e3 += p.over1e3
-		over5e3 += p.over5e3
-		m.MaxAbs = math.Max(m.MaxAbs, p.maxAbs)
-		m.MaxRel = math.Max(m.MaxRel, p.maxRel)
-		m.Tightness = math.Max(m.Tightness, p.tightness)
-		scaleV = math.Max(scaleV, p.scaleV)
-		scaleE = math.Max(scaleE, p.scaleE)
-		for i, c := range p.hist {
-			hist[i] += c
-		}
-		for _, it := range p.worst.items {
-			worst.add(it.e, it.key1, it.key2)
-		}
-	}
-	for i, c := range hist {
-		if c > 0 {
-			m.UlpHist[UlpBuckets[i]] = c
-		}
-	}
-
-	// The sums, in index order (orderedSums); the scales keep the sums
-	// of squares from overflowing for fp64 outputs.
-	var sm sums
-	if fused != nil {
-		sm = fusedSums(*fused, n, scaleE, scaleV)
-	} else {
-		sm = orderedSums(got, want, n, scaleE, scaleV)
-	}
-	sumMere, sumSq, sgr, sgg, srr := sm.mere, sm.sq, sm.gr, sm.gg, sm.rr
-	m.MARE = sm.mare
-	if m.Compared > 0 {
-		c := float64(m.Compared)
-		m.MERE = sumMere / c
-		m.RMSE = scaleE * math.Sqrt(sumSq/c)
-		m.ErrRatio1e3 = float64(over1e3) / c
-		m.ErrRatio5e3 = float64(over5e3) / c
-		switch {
-		case sgg == 0 && srr == 0:
-			m.Cosine = 1
-		case sgg == 0 || srr == 0:
-			m.Cosine = 0
-		default:
-			m.Cosine = math.Max(-1, math.Min(1, sgr/math.Sqrt(sgg*srr)))
-		}
-	}
-	m.Worst = worst.elements()
-	return m
+	s := newStream(got, n)
+	s.add(want, n)
+	return s.metrics()
 }
 
 // block is how many got values Compute converts to float64 at a time.

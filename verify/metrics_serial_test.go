@@ -35,16 +35,32 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 	m.N = n
 	worst := newRanked(WorstCount)
 
-	// Two passes: the first finds scales so that sums of squares cannot
-	// overflow for fp64 outputs.
-	var scaleV, scaleE float64
-	for i := 0; i < n; i++ {
-		g, r := got.Float64(i), want.Ref[i]
-		if classify(want.Alt[i], want.Ref[i], g) != classFinite {
-			continue
+	// The sums (sums.go): per chunk of sumChunk elements, each term
+	// scaled by the chunk's own powers of two (2^x ≤ the chunk's largest
+	// error, value < 2^(x+1)), added in index order; then the chunks,
+	// brought to the largest scale, added in chunk order.
+	type chunk struct {
+		mere, sq, gr, gg, rr float64
+		se, sv               float64 // the chunk's scales; 0 when all its errors (values) are 0
+	}
+	chunks := make([]chunk, (n+sumChunk-1)/sumChunk)
+	for c := range chunks {
+		var maxE, maxV float64
+		for i := c * sumChunk; i < min((c+1)*sumChunk, n); i++ {
+			g, r := got.Float64(i), want.Ref[i]
+			if classify(want.Alt[i], want.Ref[i], g) != classFinite {
+				continue
+			}
+			maxE = math.Max(maxE, math.Abs(g-r))
+			maxV = math.Max(maxV, math.Max(math.Abs(g), math.Abs(r)))
 		}
-		scaleV = math.Max(scaleV, math.Max(math.Abs(g), math.Abs(r)))
-		scaleE = math.Max(scaleE, math.Abs(g-r))
+		chunks[c].se, chunks[c].sv = pow2Floor(maxE), pow2Floor(maxV)
+	}
+	nonZero := func(x float64) float64 {
+		if x == 0 {
+			return 1
+		}
+		return x
 	}
 
 	var sumMere, sumSq, sgr, sgg, srr float64
@@ -87,17 +103,15 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 			over5e3++
 		}
 		mr := e / (math.Abs(r) + mereGuard)
-		sumMere += mr
 		m.MARE = math.Max(m.MARE, mr)
-		if scaleE > 0 {
-			sumSq += float64((e / scaleE) * (e / scaleE))
-		}
-		if scaleV > 0 {
-			gs, rs := g/scaleV, r/scaleV
-			sgr += float64(gs * rs)
-			sgg += float64(gs * gs)
-			srr += float64(rs * rs)
-		}
+		ch := &chunks[i/sumChunk]
+		ch.mere += mr
+		es := e / nonZero(ch.se)
+		ch.sq += float64(es * es)
+		gs, rs := g/nonZero(ch.sv), r/nonZero(ch.sv)
+		ch.gr += float64(gs * rs)
+		ch.gg += float64(gs * gs)
+		ch.rr += float64(rs * rs)
 		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
 		t := ratio(e, b)
 		m.Tightness = math.Max(m.Tightness, t)
@@ -115,10 +129,27 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 			worst.add(Element{Index: i, Got: g, Ref: r, Bound: b, Alt: want.Alt[i]}, t, e)
 		}
 	}
+	var scaleE, scaleV float64
+	for _, ch := range chunks {
+		scaleE, scaleV = math.Max(scaleE, ch.se), math.Max(scaleV, ch.sv)
+	}
+	for _, ch := range chunks {
+		sumMere += ch.mere
+		if ch.se > 0 {
+			f := float64((ch.se / scaleE) * (ch.se / scaleE))
+			sumSq += float64(ch.sq * f)
+		}
+		if ch.sv > 0 {
+			f := float64((ch.sv / scaleV) * (ch.sv / scaleV))
+			sgr += float64(ch.gr * f)
+			sgg += float64(ch.gg * f)
+			srr += float64(ch.rr * f)
+		}
+	}
 	if m.Compared > 0 {
 		c := float64(m.Compared)
 		m.MERE = sumMere / c
-		m.RMSE = scaleE * math.Sqrt(sumSq/c)
+		m.RMSE = nonZero(scaleE) * math.Sqrt(sumSq/c)
 		m.ErrRatio1e3 = float64(over1e3) / c
 		m.ErrRatio5e3 = float64(over5e3) / c
 		switch {
@@ -134,6 +165,22 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 	return m
 }
 
+// pow2Floor returns the largest power of two ≤ x, 0 for x = 0: by
+// halving and doubling, independently of sums.go's pow2Below.
+func pow2Floor(x float64) float64 {
+	if x == 0 {
+		return 0
+	}
+	p := 1.0
+	for p > x {
+		p /= 2
+	}
+	for p*2 <= x {
+		p *= 2
+	}
+	return p
+}
+
 // TestComputeMatchesSerial holds the split Compute to the single loop
 // (every field, the sums' last bits included) on outputs large enough to
 // be split, with errors of a few ulps, values out of bound, exact
@@ -144,33 +191,7 @@ func TestComputeMatchesSerial(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 0))
 	for _, d := range []tensor.DType{tensor.Float16, tensor.Float32, tensor.Float64, tensor.Int8} {
 		for _, n := range []int{0, 1, 1000, 100003} {
-			got := tensor.MustNew(d, n)
-			want := bound.NewExpected(n)
-			for i := range n {
-				ref := tensor.Numerics{}.Round(r.NormFloat64()*100, d)
-				g := ref
-				switch k := r.IntN(40); {
-				case k < 20:
-					g = ref + float64(float64(r.IntN(5)-2)*math.Max(1e-3, math.Abs(ref)*1e-3))
-				case k == 20:
-					g = math.NaN()
-				case k == 21:
-					ref = math.Inf(1)
-				case k == 22:
-					want.Alt[i] = bound.PosInf
-					g = math.Inf(1)
-				case k == 23:
-					want.SetExact(i, ref, d, tensor.Numerics{})
-					g = ref + 1
-				case k == 24:
-					ref, g = 0, 0
-				}
-				got.SetFloat64(i, g, tensor.Numerics{})
-				if !want.IsExact(i) {
-					want.Ref[i] = ref
-					want.Bound[i] = math.Abs(ref) * 2e-3
-				}
-			}
+			got, want := mixedCase(r, d, n)
 			gotM, wantM := Compute(got, want), computeSerial(got, want)
 			// %+v prints every float exactly (shortest round-trip form),
 			// and a NaN as NaN, which reflect.DeepEqual would not equate.
@@ -179,4 +200,39 @@ func TestComputeMatchesSerial(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mixedCase draws from r an output of n elements of dtype d and its
+// Expected: errors of a few ulps, values out of bound, exact elements
+// rounded the wrong way, NaN and Inf in got and in the reference,
+// ambiguous elements and zeros.
+func mixedCase(r *rand.Rand, d tensor.DType, n int) (*tensor.Tensor, *bound.Expected) {
+	got := tensor.MustNew(d, n)
+	want := bound.NewExpected(n)
+	for i := range n {
+		ref := tensor.Numerics{}.Round(r.NormFloat64()*100, d)
+		g := ref
+		switch k := r.IntN(40); {
+		case k < 20:
+			g = ref + float64(float64(r.IntN(5)-2)*math.Max(1e-3, math.Abs(ref)*1e-3))
+		case k == 20:
+			g = math.NaN()
+		case k == 21:
+			ref = math.Inf(1)
+		case k == 22:
+			want.Alt[i] = bound.PosInf
+			g = math.Inf(1)
+		case k == 23:
+			want.SetExact(i, ref, d, tensor.Numerics{})
+			g = ref + 1
+		case k == 24:
+			ref, g = 0, 0
+		}
+		got.SetFloat64(i, g, tensor.Numerics{})
+		if !want.IsExact(i) {
+			want.Ref[i] = ref
+			want.Bound[i] = math.Abs(ref) * 2e-3
+		}
+	}
+	return got, want
 }

@@ -124,6 +124,7 @@ type boundPolicy struct{}
 func (boundPolicy) Name() string             { return "bound" }
 func (boundPolicy) needsWant() bool          { return true }
 func (p boundPolicy) Judge(in Input) Verdict { return run(p, in, nil) }
+func (boundPolicy) metricsOnly()             {}
 
 func (boundPolicy) judge(in Input, m *Metrics) Verdict {
 	// Metrics.Worst ranks class mismatches (key +Inf) and then e/b: every

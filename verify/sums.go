@@ -2,43 +2,68 @@ package verify
 
 import (
 	"math"
-	"runtime"
 	"sync"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// The floating sums of Compute (MERE, RMSE, cosine) are added in index
-// order, so that their rounding is that of a single loop however the
-// work is split. What is added at each element is a function of that
-// element and the scales alone, so the terms are computed over all cores
-// a chunk at a time, and one goroutine adds the chunks' terms in order,
-// each chunk as soon as it is ready: the divisions run in parallel, only
-// the additions in sequence.
+// The floating sums of Compute (MERE, RMSE, cosine) are taken in two
+// levels with a fixed association, so that their rounding is the same
+// however the work is split and whether the output is judged whole or a
+// block at a time (Stream):
+//
+//   - the output is cut into chunks of sumChunk elements at fixed
+//     offsets (0, sumChunk, 2·sumChunk, …); a chunk's sums add its
+//     elements' terms in index order, from +0;
+//   - the chunks' sums are added in chunk order.
+//
+// Each chunk scales its terms by powers of two of its own, 2^x with
+// 2^x ≤ max < 2^(x+1) over its compared elements (e for the squared
+// errors, |g| and |r| for the cosine's products), so the sums of squares
+// of an fp64 output can neither overflow nor lose its smallest errors to
+// underflow; a chunk's sums are brought to the output's largest scale by
+// math.Ldexp when they are added. A division or multiplication by a power
+// of two is exact unless it overflows or underflows, so apart from chunks
+// far below the largest (2^-1000 of it) the sums are those of the terms
+// taken unscaled. Each chunk depends only on its own elements: chunks are
+// computed over all cores and added at the end.
 
-// sumChunk is how many elements' terms are computed at a time.
+// sumChunk is how many elements one chunk's sums cover.
 const sumChunk = 8192
 
 // sumTerms are the terms of one chunk, one entry per element: the
 // relative error e/(|r| + 1e-7), e/scaleE and g/scaleV, r/scaleV. An
-// element that is not compared (g or r non-finite), or a sum whose scale
-// is 0, has +0 terms: every sum starts at +0 and none ever holds −0 (its
-// terms are ≥ 0, or for Σgr, a sum is −0 only when both addends are), so
-// adding +0 leaves it unchanged, bit for bit, as not adding at all.
+// element that is not compared (g or r non-finite) has +0 terms: every
+// sum starts at +0 and none ever holds −0 (its terms are ≥ 0, or for Σgr,
+// a sum is −0 only when both addends are), so adding +0 leaves it
+// unchanged, bit for bit, as not adding at all.
 type sumTerms struct {
 	mere, es, gs, rs []float64
 	mare             float64 // the largest relative error of the chunk
 }
 
-// sums are the running sums of Compute.
+// chunkSums are one chunk's sums: sq in units of 2^(2·xe), gr, gg and rr
+// of 2^(2·xv); hasE (hasV) is false when every compared error (value) of
+// the chunk is 0, and the sums in its unit are then +0.
+type chunkSums struct {
+	mere, sq, gr, gg, rr float64
+	mare                 float64
+	xe, xv               int
+	hasE, hasV           bool
+}
+
+// sums are the totals of Compute: sq scaled by 2^(−2·xe), gr, gg and rr
+// by 2^(−2·xv).
 type sums struct {
 	mere, sq, gr, gg, rr float64
 	mare                 float64
+	xe                   int
 }
 
-// add adds the terms of one chunk, in index order.
-func (s *sums) add(t *sumTerms) {
+// add adds the terms of one chunk in index order to s.
+func (s *chunkSums) add(t *sumTerms) {
 	mere, sq, gr, gg, rr := s.mere, s.sq, s.gr, s.gg, s.rr
 	es, gs, rs := t.es[:len(t.mere)], t.gs[:len(t.mere)], t.rs[:len(t.mere)]
 	for j, m := range t.mere {
@@ -56,29 +81,71 @@ func (s *sums) add(t *sumTerms) {
 	s.mare = maxNonNeg(s.mare, t.mare)
 }
 
-// fillTerms computes the terms of elements [lo, hi) into t. A zero
-// scale is replaced by 1: a scale is 0 only when every compared element
-// has e = 0 (scaleE) or g = r = ±0 (scaleV), whose quotients by 1 are
-// then ±0, and adding ±0 leaves the sums +0 as not adding does.
-func fillTerms(got *tensor.Tensor, want *bound.Expected, lo, hi int, scaleE, scaleV float64, t *sumTerms, gb, rb []float64) {
-	k := hi - lo
-	gv := gb[:k]
-	got.Float64sFrom(lo, gv)
-	rv := want.Refs(lo, rb[:k])[:k]
+// pow2Below returns 2^x and x for the largest x with 2^x ≤ v, or 1 and 0
+// for v = 0 (v finite, ≥ 0).
+func pow2Below(v float64) (float64, int) {
+	if v == 0 {
+		return 1, 0
+	}
+	_, x := math.Frexp(v) // v = f·2^x, f in [½, 1)
+	return math.Ldexp(1, x-1), x - 1
+}
+
+// chunkOf returns the sums of one chunk whose got values are gv and whose
+// references are rv (bound.Expected.Refs), its terms computed into t.
+func chunkOf(gv, rv []float64, t *sumTerms) chunkSums {
+	rv = rv[:len(gv)]
+	var maxE, maxV float64
+	for j, g := range gv {
+		r := rv[j]
+		if !isFinite(g) || !isFinite(r) {
+			continue
+		}
+		maxE = maxNonNeg(maxE, math.Abs(g-r))
+		maxV = maxNonNeg(maxV, maxNonNeg(math.Abs(g), math.Abs(r)))
+	}
+	scaleE, xe := pow2Below(maxE)
+	scaleV, xv := pow2Below(maxV)
 	termsOf(gv, rv, scaleE, scaleV, t)
+	c := chunkSums{xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
+	c.add(t)
+	return c
+}
+
+// total adds the chunks' sums in chunk order, each brought to the
+// largest scale of its kind.
+func total(chunks []chunkSums) sums {
+	var s sums
+	xv, anyE, anyV := 0, false, false
+	for _, c := range chunks {
+		if c.hasE && (!anyE || c.xe > s.xe) {
+			s.xe, anyE = c.xe, true
+		}
+		if c.hasV && (!anyV || c.xv > xv) {
+			xv, anyV = c.xv, true
+		}
+	}
+	for _, c := range chunks {
+		s.mere += c.mere
+		s.mare = maxNonNeg(s.mare, c.mare)
+		if c.hasE {
+			s.sq += math.Ldexp(c.sq, 2*(c.xe-s.xe))
+		}
+		if c.hasV {
+			f := 2 * (c.xv - xv)
+			s.gr += math.Ldexp(c.gr, f)
+			s.gg += math.Ldexp(c.gg, f)
+			s.rr += math.Ldexp(c.rr, f)
+		}
+	}
+	return s
 }
 
 // termsOf computes the terms of the elements with got values gv and
-// references rv (want.Refs) into t: fillTerms once the values are in.
+// references rv (want.Refs) into t, with the scales given (powers of two).
 func termsOf(gv, rv []float64, scaleE, scaleV float64, t *sumTerms) {
 	k := len(gv)
 	mere, es, gs, rs := t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
-	if scaleE == 0 {
-		scaleE = 1
-	}
-	if scaleV == 0 {
-		scaleV = 1
-	}
 	mare := terms(gv, rv, mere, es, gs, rs, scaleE, scaleV)
 	t.mere, t.es, t.gs, t.rs, t.mare = mere, es, gs, rs, mare
 }
@@ -103,9 +170,9 @@ func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare flo
 	return mare
 }
 
-// serialTermBufs holds the single-worker path's buffers (terms, got and
-// reference values of one chunk: 6·sumChunk float64s, 384 KiB).
-var serialTermBufs termBufList
+// termBufs holds the buffers of one chunk's terms, got values and
+// references (6·sumChunk float64s, 384 KiB).
+var termBufs termBufList
 
 // termBufList is a bounded free list of term buffers. It is not a
 // sync.Pool, which every collection empties: a stream of small outputs
@@ -143,84 +210,42 @@ func (l *termBufList) Put(b *[]float64) {
 	l.mu.Unlock()
 }
 
-// newSumTerms allocates the term buffers of one chunk.
-func newSumTerms(k int) *sumTerms {
-	buf := make([]float64, 4*k)
-	return &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k:]}
+// termsIn returns the term slices of buf (from termBufs) for k elements,
+// and the got and reference buffers after them.
+func termsIn(buf []float64, k int) (t *sumTerms, gb, rb []float64) {
+	t = &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k : 4*k : 4*k]}
+	return t, buf[4*k : 5*k : 5*k], buf[5*k : 6*k : 6*k]
 }
 
 // fuseSums lets Compute keep the values of its metrics pass for the sums
 // (fusedSums); the tests turn it off to compare with the two passes.
 var fuseSums = true
 
-// fusedSums is orderedSums of the n ≤ sumChunk elements of a compact
-// Expected whose got values and references (bound.Expected.Refs)
-// computeExact kept in buf[4n:5n] and buf[5n:6n] (buf from
-// serialTermBufs, 6·sumChunk long): the one chunk's terms are those
-// fillTerms would compute from the same values.
-func fusedSums(buf []float64, n int, scaleE, scaleV float64) sums {
-	gv, rv := buf[4*n:5*n:5*n], buf[5*n:6*n:6*n]
-	t := &sumTerms{mere: buf[:n:n], es: buf[n : 2*n : 2*n], gs: buf[2*n : 3*n : 3*n], rs: buf[3*n : 4*n : 4*n]}
-	termsOf(gv, rv, scaleE, scaleV, t)
-	var s sums
-	s.add(t)
-	return s
+// fusedSums is the one chunk of an output of n ≤ sumChunk elements whose
+// got values and references (bound.Expected.Refs) computeExact kept in
+// buf[4n:5n] and buf[5n:6n] (buf from termBufs): the same chunk
+// chunkSumsOf would compute from the same values.
+func fusedSums(buf []float64, n int) chunkSums {
+	t, gv, rv := termsIn(buf, n)
+	return chunkOf(gv, rv, t)
 }
 
-// orderedSums returns the sums of elements [0, n) of got against want:
-// chunks' terms computed by one worker per core (worker w takes chunks
-// w, w+P, w+2P, … in order, into two buffers of its own), added by the
-// calling goroutine in chunk order.
-func orderedSums(got *tensor.Tensor, want *bound.Expected, n int, scaleE, scaleV float64) sums {
-	var s sums
-	chunks := (n + sumChunk - 1) / sumChunk
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	if workers <= 1 {
-		// One chunk's buffers from a pool: small outputs (a fuzzer's) are
-		// judged millions of times, and 48 bytes an element of fresh
-		// buffers each time was most of what a judgement allocated.
-		bp := serialTermBufs.Get()
-		defer serialTermBufs.Put(bp)
-		k := min(sumChunk, n)
-		buf := (*bp)[:6*k]
-		t := &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k : 4*k : 4*k]}
-		gb, rb := buf[4*k:5*k:5*k], buf[5*k:]
-		for lo := 0; lo < n; lo += sumChunk {
-			fillTerms(got, want, lo, min(lo+sumChunk, n), scaleE, scaleV, t, gb, rb)
-			s.add(t)
+// chunksOf computes the sums of the chunks that start at lo, lo+sumChunk,
+// … below hi (lo a chunk boundary; each chunk ends sumChunk later or at
+// hi, which is then the end of the output) into out (out[0] is the chunk
+// at lo). The elements' got values are got's, their references want's
+// from index lo−off on. The chunks run over all cores.
+func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []chunkSums) {
+	chunks := (hi - lo + sumChunk - 1) / sumChunk
+	parallel.For(chunks, 1, func(c0, c1 int) {
+		bp := termBufs.Get()
+		defer termBufs.Put(bp)
+		for c := c0; c < c1; c++ {
+			a := lo + c*sumChunk
+			k := min(sumChunk, hi-a)
+			t, gb, rb := termsIn(*bp, k)
+			got.Float64sFrom(a, gb)
+			out[c] = chunkOf(gb, want.Refs(a-off, rb), t)
 		}
-		return s
-	}
-	type slot struct {
-		t           *sumTerms
-		free, ready chan struct{}
-	}
-	slots := make([][2]slot, workers)
-	for w := range slots {
-		for b := range slots[w] {
-			slots[w][b] = slot{t: newSumTerms(sumChunk), free: make(chan struct{}, 1), ready: make(chan struct{}, 1)}
-			slots[w][b].free <- struct{}{}
-		}
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			gb, rb := make([]float64, sumChunk), make([]float64, sumChunk)
-			for c := w; c < chunks; c += workers {
-				sl := &slots[w][(c/workers)%2]
-				<-sl.free
-				lo := c * sumChunk
-				fillTerms(got, want, lo, min(lo+sumChunk, n), scaleE, scaleV, sl.t, gb, rb)
-				sl.ready <- struct{}{}
-			}
-		})
-	}
-	for c := range chunks {
-		sl := &slots[c%workers][(c/workers)%2]
-		<-sl.ready
-		s.add(sl.t)
-		sl.free <- struct{}{}
-	}
-	wg.Wait()
-	return s
+	})
 }

@@ -1,0 +1,134 @@
+package verify
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// blockOf returns elements [lo, hi) of the ordinary Expected e as an
+// Expected of their own, sharing e's arrays.
+func blockOf(e *bound.Expected, lo, hi int) *bound.Expected {
+	b := &bound.Expected{Ref: e.Ref[lo:hi], Bound: e.Bound[lo:hi], Alt: e.Alt[lo:hi]}
+	if e.Exact != nil {
+		b.Exact, b.Rounded = e.Exact[lo:hi], e.Rounded[lo:hi]
+	}
+	return b
+}
+
+// TestStreamMatchesCompute holds a Stream fed seeded random blocks (from
+// one element to several chunks, ending inside chunks and on their
+// boundaries) to Compute on the whole Expected, every field bit for bit,
+// on outputs of every kind of element (mixedCase) and sizes around the
+// sum chunk. Fed in the wrong amounts, it fails instead of judging.
+func TestStreamMatchesCompute(t *testing.T) {
+	const seed = 23
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, d := range []tensor.DType{tensor.Float16, tensor.Float32, tensor.Float64, tensor.Int8} {
+		for _, n := range []int{1, 2, sumChunk - 1, sumChunk, sumChunk + 1, 3*sumChunk + 5, 100003} {
+			got, want := mixedCase(r, d, n)
+			wantM := fmt.Sprintf("%+v", Compute(got, want))
+			for split := range 4 {
+				s := NewStream(got)
+				var sizes []int
+				for lo := 0; lo < n; {
+					k := 1 + r.IntN(n-lo)
+					switch split {
+					case 0: // a few elements
+						k = min(k, 1+r.IntN(7))
+					case 1: // up to a chunk boundary
+						k = min(n, (lo/sumChunk+1)*sumChunk) - lo
+					case 2: // within a few chunks
+						k = min(k, 1+r.IntN(3*sumChunk))
+					}
+					if err := s.Add(blockOf(want, lo, lo+k)); err != nil {
+						t.Fatalf("verify Stream %s n=%d seed=%d: Add [%d, %d): %v", d, n, seed, lo, lo+k, err)
+					}
+					sizes = append(sizes, k)
+					lo += k
+				}
+				m, err := s.Metrics()
+				if err != nil {
+					t.Fatalf("verify Stream %s n=%d seed=%d blocks %v: Metrics: %v", d, n, seed, sizes, err)
+				}
+				if g := fmt.Sprintf("%+v", m); g != wantM {
+					t.Fatalf("verify Stream %s n=%d split=%d seed=%d blocks %.20v: got %s / want (Compute) %s", d, n, split, seed, sizes, g, wantM)
+				}
+			}
+		}
+	}
+	got, want := mixedCase(r, tensor.Float32, 10)
+	s := NewStream(got)
+	if err := s.Add(blockOf(want, 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Metrics(); err == nil || !strings.Contains(err.Error(), "4 of 10") {
+		t.Errorf("verify Stream n=10: Metrics after 4 elements: got error %v, want one naming 4 of 10", err)
+	}
+	if err := s.Add(want); err == nil || s.Added() != 4 {
+		t.Errorf("verify Stream n=10: Add of 10 more after 4: got error %v, %d added, want an error and 4 added", err, s.Added())
+	}
+}
+
+// TestCheckMetricsMatchesCheck: judging a Stream's metrics with
+// CheckMetrics gives Check's Result on the whole Expected (verdicts,
+// reasons, failing elements), for a failing output and a passing one;
+// policies that read more than the metrics, and outputs that do not
+// match the metrics, are errors.
+func TestCheckMetricsMatchesCheck(t *testing.T) {
+	const seed = 29
+	r := rand.New(rand.NewPCG(seed, 0))
+	s := Subject{Op: "gemm", Params: "mode=fp16", Seed: seed}
+	bad, badWant := mixedCase(r, tensor.Float16, 3*sumChunk+7)
+	good := tensor.MustNew(tensor.Float32, 100)
+	goodWant := bound.NewExpected(100)
+	for i := range 100 {
+		goodWant.Ref[i], goodWant.Bound[i] = float64(i), 0.5
+		good.SetFloat64(i, float64(i)+0.25, tensor.Numerics{})
+	}
+	got := map[string]*tensor.Tensor{"bad": bad, "good": good}
+	want := map[string]*bound.Expected{"bad": badWant, "good": goodWant}
+	metrics := map[string]Metrics{}
+	for name, w := range want {
+		st := NewStream(got[name])
+		for lo := 0; lo < w.Span(); lo += 5000 {
+			if err := st.Add(blockOf(w, lo, min(lo+5000, w.Span()))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := st.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics[name] = m
+	}
+	wantRes, err := Check(s, got, want, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRes, err := CheckMetrics(s, got, metrics, nil)
+	if err != nil {
+		t.Fatalf("%s: CheckMetrics: %v", s, err)
+	}
+	if g, w := fmt.Sprintf("%+v", gotRes), fmt.Sprintf("%+v", wantRes); g != w || wantRes.Pass {
+		t.Fatalf("%s: CheckMetrics = %s / want (Check, failing) %s", s, g, w)
+	}
+	for _, c := range []struct {
+		got      map[string]*tensor.Tensor
+		policies []Policy
+		want     string
+	}{
+		{got, []Policy{MustParsePolicy("ulp(n=2)")}, "does not judge by the metrics alone"},
+		{map[string]*tensor.Tensor{"bad": bad}, nil, `output "good": missing`},
+		{map[string]*tensor.Tensor{"bad": bad, "good": good, "x": good}, nil, `output "x": not in the expected outputs`},
+		{map[string]*tensor.Tensor{"bad": good, "good": good}, nil, `output "bad": got fp32[100] with 100 elements, want 24583`},
+	} {
+		if _, err := CheckMetrics(s, c.got, metrics, c.policies); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: CheckMetrics(%v): got error %v, want one containing %q", s, c.policies, err, c.want)
+		}
+	}
+}
