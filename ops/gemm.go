@@ -420,11 +420,12 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 }
 
 // gemmBlockElems is about how many output elements one block of
-// ExpectBlocks covers: 2 MiB of Expected (17 bytes an element), while the
-// reference's B is packed again for every block (about 1% of a block's
-// product at n = 1024). A variable for the test that cuts small outputs
+// ExpectBlocks covers: 4 MiB of Expected (17 bytes an element), less than
+// the emulator holds while it runs, and few blocks, as the reference
+// packs B again for each (at n = 1024 four blocks pack it 16 times, 4
+// ms of a 1024³ run). A variable for the test that cuts small outputs
 // into many blocks.
-var gemmBlockElems = 1 << 17
+var gemmBlockElems = 1 << 18
 
 // ExpectBlocks is Expect a block of whole rows of out at a time, one
 // Expected of at most max(n, gemmBlockElems) elements reused for every

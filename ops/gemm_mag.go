@@ -58,7 +58,13 @@ type gemmMag32 struct {
 	a    *tensor.Tensor
 	k, n int
 	pb   *gemm32.PackedFloat32
+	// scratch recycles each's row buffers: ExpectBlocks calls each for
+	// every block of rows on every core.
+	scratch sync.Pool
 }
+
+// gemmMag32Scratch is one call of each's |a| rows and fp32 sums.
+type gemmMag32Scratch struct{ a, s []float32 }
 
 // newGEMMMag32 packs |b| [k,n] as fp32.
 func newGEMMMag32(a, b *tensor.Tensor, k, n int) *gemmMag32 {
@@ -75,8 +81,12 @@ func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
 	// of them at once, and at a stride of a multiple of 4 KiB (k = 1024)
 	// they would all fall in the same L1 sets.
 	lda := k + 16
-	abuf := make([]float32, gemmMag32Rows*lda)
-	sbuf := make([]float32, gemmMag32Rows*n)
+	sc, _ := g.scratch.Get().(*gemmMag32Scratch)
+	if sc == nil {
+		sc = &gemmMag32Scratch{a: make([]float32, gemmMag32Rows*lda), s: make([]float32, gemmMag32Rows*n)}
+	}
+	defer g.scratch.Put(sc)
+	abuf, sbuf := sc.a, sc.s
 	for r0 := lo; r0 < hi; r0 += gemmMag32Rows {
 		rows := min(gemmMag32Rows, hi-r0)
 		for r := range rows {

@@ -175,7 +175,7 @@ func pow2Floor(x float64) float64 {
 	for p > x {
 		p /= 2
 	}
-	for p*2 <= x {
+	for p*2 <= x && !math.IsInf(p*2, 1) {
 		p *= 2
 	}
 	return p

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -129,6 +130,35 @@ func TestCheckMetricsMatchesCheck(t *testing.T) {
 	} {
 		if _, err := CheckMetrics(s, c.got, metrics, c.policies); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: CheckMetrics(%v): got error %v, want one containing %q", s, c.policies, err, c.want)
+		}
+	}
+}
+
+// TestComputeOverflowingError: an fp64 output whose error overflows
+// (got and reference finite, their difference not) has MaxAbs and RMSE
+// +Inf, whole and streamed, as the single loop says.
+func TestComputeOverflowingError(t *testing.T) {
+	got := tensor.MustNew(tensor.Float64, 3)
+	want := bound.NewExpected(3)
+	for i, v := range [][2]float64{{1e308, -1e308}, {1, 1}, {2, 2.5}} {
+		got.SetFloat64(i, v[0], tensor.Numerics{})
+		want.Ref[i], want.Bound[i] = v[1], 1
+	}
+	m := Compute(got, want)
+	s := NewStream(got)
+	for i := range 3 {
+		if err := s.Add(blockOf(want, i, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sm, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := computeSerial(got, want)
+	for _, c := range []Metrics{m, sm} {
+		if !math.IsInf(c.MaxAbs, 1) || !math.IsInf(c.RMSE, 1) || fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", w) {
+			t.Errorf("verify Compute fp64 [1e308 1 2] against [-1e308 1 2.5]: got %+v / want MaxAbs, RMSE +Inf, as %+v", c, w)
 		}
 	}
 }

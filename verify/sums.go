@@ -82,10 +82,14 @@ func (s *chunkSums) add(t *sumTerms) {
 }
 
 // pow2Below returns 2^x and x for the largest x with 2^x ≤ v, or 1 and 0
-// for v = 0 (v finite, ≥ 0).
+// for v = 0 (v ≥ 0). For v = +Inf, an error of two finite fp64 values
+// that overflows, it is 2^1023: the terms are then +Inf, and so is RMSE.
 func pow2Below(v float64) (float64, int) {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return 1, 0
+	case math.IsInf(v, 1):
+		return 0x1p1023, 1023
 	}
 	_, x := math.Frexp(v) // v = f·2^x, f in [½, 1)
 	return math.Ldexp(1, x-1), x - 1
@@ -95,19 +99,21 @@ func pow2Below(v float64) (float64, int) {
 // references are rv (bound.Expected.Refs), its terms computed into t.
 func chunkOf(gv, rv []float64, t *sumTerms) chunkSums {
 	rv = rv[:len(gv)]
-	var maxE, maxV float64
+	// The maxima as bit patterns: the magnitudes of finite floats order as
+	// their bits do, and integer max needs no branch.
+	const abs, inf = 1<<63 - 1, 0x7FF << 52
+	var maxE, maxV uint64
 	for j, g := range gv {
-		r := rv[j]
-		if !isFinite(g) || !isFinite(r) {
-			continue
+		gb, rb := math.Float64bits(g)&abs, math.Float64bits(rv[j])&abs
+		if gb < inf && rb < inf {
+			maxE = max(maxE, math.Float64bits(g-rv[j])&abs)
+			maxV = max(maxV, gb, rb)
 		}
-		maxE = maxNonNeg(maxE, math.Abs(g-r))
-		maxV = maxNonNeg(maxV, maxNonNeg(math.Abs(g), math.Abs(r)))
 	}
-	scaleE, xe := pow2Below(maxE)
-	scaleV, xv := pow2Below(maxV)
+	scaleE, xe := pow2Below(math.Float64frombits(maxE))
+	scaleV, xv := pow2Below(math.Float64frombits(maxV))
 	termsOf(gv, rv, scaleE, scaleV, t)
-	c := chunkSums{xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
+	c := chunkSums{xe: xe, xv: xv, hasE: maxE != 0, hasV: maxV != 0}
 	c.add(t)
 	return c
 }

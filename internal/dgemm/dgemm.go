@@ -123,8 +123,8 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	}
 	ncb := min(nc, roundUp(n, nr))
 	kcb := min(kc, k)
-	pb := getBuf(packedBLen(v, kcb, ncb))
-	defer putBuf(pb)
+	pb := getBuf(&bBufs, packedBLen(v, kcb, ncb))
+	defer bBufs.Put(pb)
 	// Row blocks of at most mc rows, as many as a multiple of the workers
 	// and of equal size (but the last): with 11 blocks of 96 rows for
 	// m = 1024, one of two workers would do 544 rows while the other
@@ -142,8 +142,8 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 			// shared, so a static split would wait for the slowest core.
 			var next atomic.Int64
 			work := func() {
-				pa := getBuf(mcb * kcc)
-				defer putBuf(pa)
+				pa := getBuf(&aBufs, mcb*kcc)
+				defer aBufs.Put(pa)
 				for {
 					ib := int(next.Add(1) - 1)
 					if ib >= blocks {
@@ -251,7 +251,9 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 	width := roundUp(ncc, nr)
 	w := variant{abs: abs}.panel()
 	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
-		rows := make([]float64, packRows*width)
+		rp := getBuf(&rowBufs, packRows*width)
+		defer rowBufs.Put(rp)
+		rows := *rp
 		for g := lo; g < hi; g++ {
 			k0 := g * packRows
 			cnt := min(packRows, kcc-k0)
@@ -263,7 +265,9 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 				for r := range cnt {
 					src := (*[nr]float64)(rows[r*width+q*nr:])
 					if !abs {
-						copy(dst[r*nr:r*nr+nr], src[:])
+						// An array assignment, not copy: a call to
+						// memmove per 64 bytes took most of packB.
+						*(*[nr]float64)(dst[r*nr:]) = *src
 						continue
 					}
 					d := (*[2 * nr]float64)(dst[r*2*nr:])
@@ -284,17 +288,19 @@ func packedBLen(v variant, kcb, ncb int) int { return ncb / nr * v.panel() * kcb
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }
 
-// bufs recycles packing buffers between calls: a verification run calls
-// MulAbs once per case, and many cases are small.
-var bufs sync.Pool
+// The buffers of packed B blocks, packed A blocks and packB's rows, each
+// recycled between calls in a pool of its own: a verification run calls
+// MulAbs once per case (or once per block of rows, ExpectBlocks), and
+// many cases are small; with one pool for all three, a Get for a B block
+// kept finding an A block too small for it and allocated afresh.
+var bBufs, aBufs, rowBufs sync.Pool
 
-func getBuf(n int) *[]float64 {
-	if p, ok := bufs.Get().(*[]float64); ok && cap(*p) >= n {
+// getBuf returns a buffer of n float64s from pool.
+func getBuf(pool *sync.Pool, n int) *[]float64 {
+	if p, ok := pool.Get().(*[]float64); ok && cap(*p) >= n {
 		*p = (*p)[:n]
 		return p
 	}
 	b := make([]float64, n)
 	return &b
 }
-
-func putBuf(p *[]float64) { bufs.Put(p) }
