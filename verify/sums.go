@@ -99,23 +99,29 @@ func pow2Below(v float64) (float64, int) {
 // references are rv (bound.Expected.Refs), its terms computed into t.
 func chunkOf(gv, rv []float64, t *sumTerms) chunkSums {
 	rv = rv[:len(gv)]
-	// The maxima as bit patterns: the magnitudes of finite floats order as
-	// their bits do, and integer max needs no branch.
-	const abs, inf = 1<<63 - 1, 0x7FF << 52
-	var maxE, maxV uint64
-	for j, g := range gv {
-		gb, rb := math.Float64bits(g)&abs, math.Float64bits(rv[j])&abs
-		if gb < inf && rb < inf {
-			maxE = max(maxE, math.Float64bits(g-rv[j])&abs)
-			maxV = max(maxV, gb, rb)
-		}
-	}
-	scaleE, xe := pow2Below(math.Float64frombits(maxE))
-	scaleV, xv := pow2Below(math.Float64frombits(maxV))
+	maxE, maxV := chunkMax(gv, rv)
+	scaleE, xe := pow2Below(maxE)
+	scaleV, xv := pow2Below(maxV)
 	termsOf(gv, rv, scaleE, scaleV, t)
-	c := chunkSums{xe: xe, xv: xv, hasE: maxE != 0, hasV: maxV != 0}
+	c := chunkSums{xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
 	c.add(t)
 	return c
+}
+
+// chunkMaxGo returns the largest |g − r| and the largest |g| and |r| over
+// the elements where g = gv[j] and r = rv[j] are both finite (+0 when
+// there is none): the portable form of chunkMax, which chunkMaxAVX2
+// computes four elements at a time (TestChunkMaxMatchesPortable).
+func chunkMaxGo(gv, rv []float64) (maxE, maxV float64) {
+	rv = rv[:len(gv)]
+	for j, g := range gv {
+		r := rv[j]
+		if isFinite(g) && isFinite(r) {
+			maxE = maxNonNeg(maxE, math.Abs(g-r))
+			maxV = maxNonNeg(maxV, maxNonNeg(math.Abs(g), math.Abs(r)))
+		}
+	}
+	return maxE, maxV
 }
 
 // total adds the chunks' sums in chunk order, each brought to the

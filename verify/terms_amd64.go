@@ -37,3 +37,25 @@ func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 //
 //go:noescape
 func exactRunAVX2(v *exactRunVec, gv, rv *float64, n int) int
+
+// chunkMaxAVX2 is chunkMaxGo on elements [0, n) (n a multiple of 4),
+// four at a time: the maxima of non-negative values masked to +0 in the
+// lanes where g or r is non-finite, which VMAXPD takes as the scalar
+// comparison does (no NaN reaches it: g − r of finite g and r is never
+// NaN).
+//
+//go:noescape
+func chunkMaxAVX2(gv, rv *float64, n int) (maxE, maxV float64)
+
+// chunkMax is chunkMaxGo, the bulk of it by chunkMaxAVX2 where the CPU
+// has AVX2.
+func chunkMax(g, r []float64) (maxE, maxV float64) {
+	n := len(g) &^ 3
+	if !useAVX2 || n == 0 {
+		return chunkMaxGo(g, r)
+	}
+	r = r[:len(g)]
+	maxE, maxV = chunkMaxAVX2(&g[0], &r[0], n)
+	e, v := chunkMaxGo(g[n:], r[n:])
+	return maxNonNeg(maxE, e), maxNonNeg(maxV, v)
+}

@@ -173,3 +173,53 @@ xdone:
 	VZEROUPPER
 	MOVQ    AX, ret+32(FP)
 	RET
+
+// func chunkMaxAVX2(gv, rv *float64, n int) (maxE, maxV float64)
+TEXT ·chunkMaxAVX2(SB), NOSPLIT, $0-40
+	MOVQ         gv+0(FP), SI
+	MOVQ         rv+8(FP), DI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD absmask<>(SB), Y15
+	VBROADCASTSD expmask<>(SB), Y14
+	VXORPD       Y12, Y12, Y12 // maxE
+	VXORPD       Y13, Y13, Y13 // maxV
+	XORQ         AX, AX
+
+mloop:
+	CMPQ AX, CX
+	JGE  mdone
+	VMOVUPD (SI)(AX*8), Y0
+	VMOVUPD (DI)(AX*8), Y1
+
+	// Y2: all ones in the lanes where g or r is ±Inf or NaN.
+	VANDPD   Y14, Y0, Y2
+	VPCMPEQQ Y14, Y2, Y2
+	VANDPD   Y14, Y1, Y3
+	VPCMPEQQ Y14, Y3, Y3
+	VORPD    Y3, Y2, Y2
+
+	VSUBPD  Y1, Y0, Y4  // g − r
+	VANDPD  Y15, Y4, Y4 // e = |g − r|
+	VANDPD  Y15, Y0, Y5 // |g|
+	VANDPD  Y15, Y1, Y6 // |r|
+	VMAXPD  Y6, Y5, Y5  // max(|g|, |r|)
+	VANDNPD Y4, Y2, Y4
+	VANDNPD Y5, Y2, Y5
+	VMAXPD  Y4, Y12, Y12
+	VMAXPD  Y5, Y13, Y13
+	ADDQ    $4, AX
+	JMP     mloop
+
+mdone:
+	VEXTRACTF128 $1, Y12, X0
+	VMAXPD       X0, X12, X0
+	VPERMILPD    $1, X0, X1
+	VMAXSD       X1, X0, X0
+	MOVSD        X0, maxE+24(FP)
+	VEXTRACTF128 $1, Y13, X0
+	VMAXPD       X0, X13, X0
+	VPERMILPD    $1, X0, X1
+	VMAXSD       X1, X0, X0
+	MOVSD        X0, maxV+32(FP)
+	VZEROUPPER
+	RET

@@ -7,6 +7,9 @@ func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 	return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
 }
 
+// chunkMax is chunkMaxGo: there is no vector form off amd64 (or with purego).
+func chunkMax(g, r []float64) (maxE, maxV float64) { return chunkMaxGo(g, r) }
+
 // useAVX2 is false: no vector form runs here.
 var useAVX2 = false
 

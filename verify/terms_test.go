@@ -10,6 +10,51 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
+// termsVal draws from r a value of every magnitude, with ±0, subnormals,
+// ±Inf, NaN, values near the largest and arbitrary bit patterns.
+func termsVal(r *rand.Rand) float64 {
+	switch r.IntN(12) {
+	case 0:
+		return math.Copysign(0, -1)
+	case 1:
+		return 0
+	case 2:
+		return math.Inf(1 - 2*r.IntN(2))
+	case 3:
+		return math.NaN()
+	case 4:
+		return math.Float64frombits(r.Uint64N(1 << 52)) // subnormal
+	case 5:
+		return math.Copysign(math.MaxFloat64/(1+float64(r.Float64())), r.NormFloat64())
+	case 6:
+		return math.Float64frombits(r.Uint64())
+	}
+	return r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20)
+}
+
+// TestChunkMaxMatchesPortable holds chunkMax (chunkMaxAVX2 where the CPU
+// has it) to chunkMaxGo bit for bit at lengths around the vector width,
+// on the values of TestTermsMatchPortable: huge values whose difference
+// overflows, non-finite ones that must be left out, zeros and
+// subnormals.
+func TestChunkMaxMatchesPortable(t *testing.T) {
+	const seed = 43
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 64, 1001} {
+		for range 20 {
+			g, rr := make([]float64, n), make([]float64, n)
+			for i := range n {
+				g[i], rr[i] = termsVal(r), termsVal(r)
+			}
+			ge, gv := chunkMax(g, rr)
+			we, wv := chunkMaxGo(g, rr)
+			if math.Float64bits(ge) != math.Float64bits(we) || math.Float64bits(gv) != math.Float64bits(wv) {
+				t.Fatalf("verify chunkMax n=%d seed=%d (AVX2 %v): got %g, %g / want %g, %g", n, seed, useAVX2, ge, gv, we, wv)
+			}
+		}
+	}
+}
+
 // TestTermsMatchPortable holds terms (termsAVX2 where the CPU has it) to
 // termsGo bit for bit: every term and the largest relative error, at
 // lengths around the vector width, on seeded values of every magnitude
@@ -18,25 +63,7 @@ import (
 func TestTermsMatchPortable(t *testing.T) {
 	const seed = 41
 	r := rand.New(rand.NewPCG(seed, 0))
-	val := func() float64 {
-		switch r.IntN(12) {
-		case 0:
-			return math.Copysign(0, -1)
-		case 1:
-			return 0
-		case 2:
-			return math.Inf(1 - 2*r.IntN(2))
-		case 3:
-			return math.NaN()
-		case 4:
-			return math.Float64frombits(r.Uint64N(1 << 52)) // subnormal
-		case 5:
-			return math.Copysign(math.MaxFloat64/(1+float64(r.Float64())), r.NormFloat64())
-		case 6:
-			return math.Float64frombits(r.Uint64())
-		}
-		return r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20)
-	}
+	val := func() float64 { return termsVal(r) }
 	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300}
 	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 64, 1001} {
