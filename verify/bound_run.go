@@ -59,15 +59,13 @@ func (p *metricsPart) addBoundBlock(d tensor.DType, f tensor.Format, gv []float6
 		j = end
 		step = min(2*step, boundRunFallback)
 	}
-	compared, hist, maxAbs, tight, scaleV := acc.merged()
+	compared, hist, maxAbs, tight := acc.merged()
 	p.compared += compared
 	for k, c := range hist {
 		p.hist[k] += c
 	}
 	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
-	p.scaleE = p.maxAbs
 	p.tightness = maxNonNeg(p.tightness, tight)
-	p.scaleV = maxNonNeg(p.scaleV, scaleV)
 }
 
 // boundRun holds what addBoundBlock gathers inline: counts, the ulp
@@ -75,11 +73,11 @@ func (p *metricsPart) addBoundBlock(d tensor.DType, f tensor.Format, gv []float6
 // their bits, whose order as integers is theirs as values (so the maxima
 // compile to conditional moves, not branches).
 type boundRun struct {
-	emin, emax, p         int
-	compared              int
-	hist                  [7]int
-	maxAbs, tight, scaleV uint64
-	vec                   boundRunVec
+	emin, emax, p int
+	compared      int
+	hist          [7]int
+	maxAbs, tight uint64
+	vec           boundRunVec
 }
 
 // boundRunVec is what boundRunAVX2 reads (the run's limits and the
@@ -88,12 +86,12 @@ type boundRun struct {
 // are in 32-bit halves of the lanes: zero errors and errors above u, 2u,
 // 4u, 8u and 16u (u the ulp at the reference), in pairs.
 type boundRunVec struct {
-	relSkip               [4]float64   // 0
-	floor, floor2         [4]uint64    // 32, 64
-	umin, umax, uscale    [4]float64   // 96, 128, 160: 2^Emin, 2^Emax, 2^(1−P)
-	maxAbs, tight, scaleV [4]float64   // 192, 224, 256
-	counts                [3][4]uint64 // 288, 320, 352: (zero, >u), (>2u, >4u), (>8u, >16u)
-	compared              int          // 384
+	relSkip            [4]float64   // 0
+	floor, floor2      [4]uint64    // 32, 64
+	umin, umax, uscale [4]float64   // 96, 128, 160: 2^Emin, 2^Emax, 2^(1−P)
+	maxAbs, tight      [4]float64   // 192, 224
+	counts             [3][4]uint64 // 256, 288, 320: (zero, >u), (>2u, >4u), (>8u, >16u)
+	compared           int          // 352
 }
 
 // init sets a up for a run over an output of format f.
@@ -107,9 +105,9 @@ func (a *boundRun) init(f tensor.Format) {
 // merged returns a's figures with the vector lanes folded in: the
 // vector counts are of errors above thresholds that nest (0 < u < 2u <
 // … < 16u), so a bucket's count is the difference of two of them.
-func (a *boundRun) merged() (compared int, hist [7]int, maxAbs, tight, scaleV float64) {
+func (a *boundRun) merged() (compared int, hist [7]int, maxAbs, tight float64) {
 	compared, hist = a.compared+a.vec.compared, a.hist
-	maxAbs, tight, scaleV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.scaleV)
+	maxAbs, tight = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight)
 	var above [6]int // above[0]: zeros; above[k]: errors above 2^(k−1)·u
 	for k := range 4 {
 		for c := range 3 {
@@ -118,7 +116,6 @@ func (a *boundRun) merged() (compared int, hist [7]int, maxAbs, tight, scaleV fl
 		}
 		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
 		tight = maxNonNeg(tight, a.vec.tight[k])
-		scaleV = maxNonNeg(scaleV, a.vec.scaleV[k])
 	}
 	hist[0] += above[0]
 	hist[1] += a.vec.compared - above[0] - above[1]
@@ -126,7 +123,7 @@ func (a *boundRun) merged() (compared int, hist [7]int, maxAbs, tight, scaleV fl
 		hist[k] += above[k-1] - above[k]
 	}
 	hist[6] += above[5]
-	return compared, hist, maxAbs, tight, scaleV
+	return compared, hist, maxAbs, tight
 }
 
 // run gathers elements 0, 1, … of gv (got), rv, bv and av (the window's
@@ -175,7 +172,7 @@ func (a *boundRun) runGo(gv, rv, bv []float64, av []bound.Special, floor, floor2
 	rv, bv, av = rv[:n], bv[:n], av[:n]
 	emin, emax, pp := a.emin, a.emax, a.p
 	compared, hist := a.compared, a.hist
-	maxAbs, tight, scaleV := a.maxAbs, a.tight, a.scaleV
+	maxAbs, tight := a.maxAbs, a.tight
 	j := 0
 	for ; j < n; j++ {
 		g, r, b := gv[j], rv[j], bv[j]
@@ -211,9 +208,8 @@ func (a *boundRun) runGo(gv, rv, bv []float64, av []bound.Special, floor, floor2
 		hist[b2i(e > 0)+b2i(e > u)+b2i(e > 2*u)+b2i(e > 4*u)+b2i(e > 8*u)+b2i(e > 16*u)]++
 		maxAbs = max(maxAbs, eb)
 		tight = max(tight, tb)
-		scaleV = max(scaleV, math.Float64bits(g)&^(1<<63), math.Float64bits(ar))
 	}
 	a.compared, a.hist = compared, hist
-	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
+	a.maxAbs, a.tight = maxAbs, tight
 	return j
 }

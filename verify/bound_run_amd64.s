@@ -31,12 +31,11 @@ TEXT ·boundRunAVX2(SB), NOSPLIT, $0-56
 	MOVQ    bv+24(FP), R9
 	MOVQ    av+32(FP), DI
 	MOVQ    n+40(FP), CX
-	VMOVDQU 288(R8), Y10 // counts: zero | >u
-	VMOVDQU 320(R8), Y11 // >2u | >4u
-	VMOVDQU 352(R8), Y12 // >8u | >16u
+	VMOVDQU 256(R8), Y10 // counts: zero | >u
+	VMOVDQU 288(R8), Y11 // >2u | >4u
+	VMOVDQU 320(R8), Y12 // >8u | >16u
 	VMOVUPD 192(R8), Y13 // maxAbs
 	VMOVUPD 224(R8), Y14 // tight
-	VMOVUPD 256(R8), Y15 // scaleV
 	XORQ    AX, AX
 
 bloop:
@@ -60,7 +59,6 @@ bloop:
 	VPOR     Y7, Y6, Y6
 	VCMPPD   $0x12, Y2, Y5, Y7 // e ≤ b
 	VPANDN   Y7, Y6, Y6
-	VMAXPD   Y4, Y3, Y3        // max(|g|, |r|)
 
 	// t = e/b, +0 where e = 0.
 	VDIVPD   Y2, Y5, Y2
@@ -114,17 +112,15 @@ bloop:
 
 	VMAXPD Y5, Y13, Y13
 	VMAXPD Y2, Y14, Y14
-	VMAXPD Y3, Y15, Y15
 	ADDQ   $4, AX
 	JMP    bloop
 
 bdone:
-	VMOVDQU Y10, 288(R8)
-	VMOVDQU Y11, 320(R8)
-	VMOVDQU Y12, 352(R8)
+	VMOVDQU Y10, 256(R8)
+	VMOVDQU Y11, 288(R8)
+	VMOVDQU Y12, 320(R8)
 	VMOVUPD Y13, 192(R8)
 	VMOVUPD Y14, 224(R8)
-	VMOVUPD Y15, 256(R8)
 	VZEROUPPER
 	MOVQ    AX, ret+48(FP)
 	RET

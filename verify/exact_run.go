@@ -64,34 +64,31 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		// as ±max: a fuzzer's outputs hold a few percent of these) is
 		// gathered here too: in addBlock it would count as compared with
 		// e = 0, so in ulp bucket "0", with relative error 0 and e/b = 0
-		// (b finite), raising only the value scale to |g|.
+		// (b finite).
 		if g := gv[j]; alt == 0 && math.Float64bits(g) == math.Float64bits(rounded) && g == ref && isFinite(g) && isFinite(bnd) {
 			acc.compared++
 			acc.zeros++
-			acc.scaleV = max(acc.scaleV, math.Float64bits(g)&^(1<<63))
 			continue
 		}
 		refs, bnds, alts, exact, rnd := [1]float64{ref}, [1]float64{bnd}, [1]bound.Special{alt}, [1]bool{true}, [1]float64{rounded}
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
 	}
-	zeros, maxAbs, tight, scaleV := acc.merged()
+	zeros, maxAbs, tight := acc.merged()
 	p.compared += acc.compared
 	p.hist[0] += zeros
 	p.hist[1] += acc.compared - zeros
 	p.maxAbs = maxNonNeg(p.maxAbs, maxAbs)
-	p.scaleE = p.maxAbs
 	p.tightness = maxNonNeg(p.tightness, tight)
-	p.scaleV = maxNonNeg(p.scaleV, scaleV)
 }
 
 // exactRun holds what addExactBlock gathers inline: counts, and maxima
 // of non-negative floats as their bits, whose order as integers is theirs
 // as values (so the maxima compile to conditional moves, not branches).
 type exactRun struct {
-	compared, zeros       int
-	maxAbs, tight, scaleV uint64
-	vec                   exactRunVec
+	compared, zeros int
+	maxAbs, tight   uint64
+	vec             exactRunVec
 }
 
 // exactRunVec is what exactRunAVX2 reads (the short form's constants
@@ -103,8 +100,8 @@ type exactRunVec struct {
 	floor, floor2                  [4]uint64  // 192, 224
 	shift                          uint64     // 256
 	_                              [3]uint64
-	maxAbs, tight, scaleV          [4]float64 // 288, 320, 352
-	zeros                          [4]int64   // 384
+	maxAbs, tight                  [4]float64 // 288, 320
+	zeros                          [4]int64   // 352
 }
 
 // set loads the constants of sf and the limits into v.
@@ -118,16 +115,15 @@ func (v *exactRunVec) set(sf *bound.ShortForm, floor, floor2 uint64, relSkip flo
 }
 
 // merged returns a's figures with the vector lanes folded in.
-func (a *exactRun) merged() (zeros int, maxAbs, tight, scaleV float64) {
+func (a *exactRun) merged() (zeros int, maxAbs, tight float64) {
 	zeros = a.zeros
-	maxAbs, tight, scaleV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.scaleV)
+	maxAbs, tight = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight)
 	for k := range 4 {
 		zeros += int(a.vec.zeros[k])
 		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
 		tight = maxNonNeg(tight, a.vec.tight[k])
-		scaleV = maxNonNeg(scaleV, a.vec.scaleV[k])
 	}
-	return zeros, maxAbs, tight, scaleV
+	return zeros, maxAbs, tight
 }
 
 // run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
@@ -175,7 +171,7 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 	sf := *sfp
 	rv = rv[:len(gv)]
 	compared, zeros := a.compared, a.zeros
-	maxAbs, tight, scaleV := a.maxAbs, a.tight, a.scaleV
+	maxAbs, tight := a.maxAbs, a.tight
 	j := 0
 	for ; j < len(gv); j++ {
 		g, r := gv[j], rv[j]
@@ -196,12 +192,11 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 		}
 		compared++
 		zeros += b2i(eb == 0)
-		scaleV = max(scaleV, gb&^(1<<63), rb&^(1<<63))
 		maxAbs = max(maxAbs, eb)
 		tight = max(tight, t)
 	}
 	a.compared, a.zeros = compared, zeros
-	a.maxAbs, a.tight, a.scaleV = maxAbs, tight, scaleV
+	a.maxAbs, a.tight = maxAbs, tight
 	return j
 }
 
@@ -218,7 +213,7 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 // correct output is, is gathered inline. Its e
 // = 0 leaves the error figures, the relative error and the worst
 // elements alone (ratio(0, 0) = 0); it counts as compared, in ulp bucket
-// "0", and raises the value scale to |g|. Any other element goes through
+// "0". Any other element goes through
 // addBlock with its expected values from bound.ExactElement.
 //
 // With keep, each rv[j] is left as its reference, what
@@ -232,11 +227,9 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	rv = rv[:len(gv)]
 	lo, hi := d.IntRange()
 	compared := 0
-	var scaleV uint64
 	for j := 0; j < len(gv); j++ {
-		k, s := intRun(gv[j:], rv[j:], lo, hi, keep)
+		k := intRun(gv[j:], rv[j:], lo, hi, keep)
 		compared += k
-		scaleV = max(scaleV, s)
 		if j += k; j == len(gv) {
 			break
 		}
@@ -250,26 +243,23 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	}
 	p.compared += compared
 	p.hist[0] += compared
-	p.scaleV = maxNonNeg(p.scaleV, math.Float64frombits(scaleV))
 }
 
 // intRun gathers elements 0, 1, … of gv (got) and rv (exact values)
 // while they are addExactIntBlock's inline elements (g = clamp(r); g = r
 // is the common case, an integer of the range, whose clamp is itself),
-// with keep leaving g in rv, and returns how many and the largest |g|'s
-// bits. It calls nothing, so that its loop keeps its figures in
+// with keep leaving g in rv, and returns how many. It calls nothing, so that its loop keeps its figures in
 // registers (with addBlock's call in the loop they lived on the stack).
-func intRun(gv, rv []float64, lo, hi float64, keep bool) (n int, scaleV uint64) {
+func intRun(gv, rv []float64, lo, hi float64, keep bool) (n int) {
 	rv = rv[:len(gv)]
 	for ; n < len(gv); n++ {
 		g, r := gv[n], rv[n]
 		if g != r && g != max(lo, min(hi, r)) {
 			break
 		}
-		scaleV = max(scaleV, math.Float64bits(g)&^(1<<63))
 		if keep {
 			rv[n] = g
 		}
 	}
-	return n, scaleV
+	return n
 }

@@ -135,13 +135,13 @@ const nonFiniteBucket = 7
 // metricsPart is what Compute gathers over one range of elements:
 // counts, maxima, the histogram and the worst elements, none of which
 // depends on the order the ranges are merged in (ranked is a total
-// order). The sums (MERE, RMSE, cosine) are not here: Compute adds them
-// in one pass in index order, so that their rounding is the same however
-// the work is split.
+// order). The sums (MERE, RMSE, cosine) are not here: they are taken
+// per chunk of fixed offsets (sums.go), so that their rounding is the
+// same however the work is split.
 type metricsPart struct {
 	ambiguous, ambiguousTaken, mismatch, notRounded, outOfBound int
 	compared, over1e3, over5e3, firstBad                        int
-	maxAbs, maxRel, tightness, scaleV, scaleE                   float64
+	maxAbs, maxRel, tightness                                   float64
 	hist                                                        [8]int
 	worst                                                       *ranked
 }
@@ -269,7 +269,6 @@ func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, 
 // hands the rest (non-finite values, overflow-ambiguous elements) and
 // every rejected element to methods. Where the code departs from the
 // definitions, it computes the same values:
-//   - MaxAbs and the RMSE scale are both the largest error, one maximum;
 //   - for fp16, bf16 and fp32 outputs the ulp bucket compares e with
 //     ulp·2^k instead of dividing: ulp is a power of two, and e/ulp
 //     neither overflows nor underflows for these formats, so the quotient
@@ -298,7 +297,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 	ulpCmp := isFloat && d != tensor.Float64
 	emin, emax, pp := f.Emin, f.Emax, f.P
 	compared, over1e3, over5e3 := p.compared, p.over1e3, p.over5e3
-	maxAbs, maxRel, tight, scaleV := p.maxAbs, p.maxRel, p.tightness, p.scaleV
+	maxAbs, maxRel, tight := p.maxAbs, p.maxRel, p.tightness
 	hist := p.hist
 	floor, floor2, full := p.worst.floor()
 	// relSkip·|r| bounds the errors whose relative error cannot change
@@ -313,8 +312,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 		}
 		compared++
 		e := math.Abs(g - r)
-		ag, ar := math.Abs(g), math.Abs(r)
-		scaleV = maxNonNeg(scaleV, maxNonNeg(ag, ar))
+		ar := math.Abs(r)
 		maxAbs = maxNonNeg(maxAbs, e)
 		if q := relSkip * ar; !(e <= q && q >= 0x1p-1020) { // else rel ≤ min(maxRel, 1e-3): nothing to do
 			rel := e
@@ -368,7 +366,7 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 		}
 	}
 	p.compared, p.over1e3, p.over5e3 = compared, over1e3, over5e3
-	p.maxAbs, p.maxRel, p.tightness, p.scaleV, p.scaleE = maxAbs, maxRel, tight, scaleV, maxAbs
+	p.maxAbs, p.maxRel, p.tightness = maxAbs, maxRel, tight
 	hist[nonFiniteBucket] = p.hist[nonFiniteBucket] // special counts there
 	p.hist = hist
 }

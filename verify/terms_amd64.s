@@ -95,8 +95,7 @@ TEXT ·exactRunAVX2(SB), NOSPLIT, $0-40
 	MOVQ         256(R8), X6          // shift
 	VMOVUPD      288(R8), Y10         // maxAbs
 	VMOVUPD      320(R8), Y9          // tight
-	VMOVUPD      352(R8), Y8          // scaleV
-	VMOVDQU      384(R8), Y7          // zeros
+	VMOVDQU      352(R8), Y7          // zeros
 	XORQ         AX, AX
 
 xloop:
@@ -130,8 +129,6 @@ xloop:
 
 	VSUBPD Y1, Y0, Y5 // g − r
 	VPAND  Y15, Y5, Y5 // e
-	VPAND  Y15, Y0, Y0 // |g|
-	VMAXPD Y2, Y0, Y0  // max(|g|, |r|)
 
 	// e = 0, or e ≤ q = relSkip·|r| and q ≥ 2^-1020.
 	VMULPD   160(R8), Y2, Y1
@@ -160,7 +157,6 @@ xloop:
 
 	VMAXPD Y5, Y10, Y10
 	VMAXPD Y3, Y9, Y9
-	VMAXPD Y0, Y8, Y8
 	VPSUBQ Y2, Y7, Y7
 	ADDQ   $4, AX
 	JMP    xloop
@@ -168,8 +164,7 @@ xloop:
 xdone:
 	VMOVUPD Y10, 288(R8)
 	VMOVUPD Y9, 320(R8)
-	VMOVUPD Y8, 352(R8)
-	VMOVDQU Y7, 384(R8)
+	VMOVDQU Y7, 352(R8)
 	VZEROUPPER
 	MOVQ    AX, ret+32(FP)
 	RET

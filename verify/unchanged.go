@@ -6,7 +6,6 @@ import (
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
-	"github.com/x448/float16"
 )
 
 // unchangedGeneral is how many elements computeUnchanged hands to
@@ -72,14 +71,12 @@ func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected,
 	p.compared += acc.compared
 	p.hist[0] += acc.compared
 	p.hist[nonFiniteBucket] += acc.nonFinite
-	p.scaleV = maxNonNeg(p.scaleV, acc.scaleV)
 }
 
-// sameAcc is what sameRun gathers: elements compared (finite, error 0),
-// non-finite ones of their reference's class, and the largest |x|.
+// sameAcc is what sameRun gathers: elements compared (finite, error 0)
+// and non-finite ones of their reference's class.
 type sameAcc struct {
 	compared, nonFinite int
-	scaleV              float64
 }
 
 // sameRun gathers elements lo, lo+1, … (before hi) of got whose bits are
@@ -91,93 +88,64 @@ func (a *sameAcc) sameRun(got, base *tensor.Tensor, lo, hi int, nonFinite bool) 
 	switch got.DType {
 	case tensor.Float16:
 		g, b := got.F16()[lo:hi], base.F16()[lo:hi]
-		j, c, nf, m := sameRun16(g, b, 0x7C00, nonFinite)
-		a.add(c, nf, tensor.Float16, uint64(m))
+		j, c, nf := sameRun16(g, b, 0x7C00, nonFinite)
+		a.compared, a.nonFinite = a.compared+c, a.nonFinite+nf
 		return j
 	case tensor.BFloat16:
 		g, b := got.BF16s()[lo:hi], base.BF16s()[lo:hi]
-		j, c, nf, m := sameRun16(g, b, 0x7F80, nonFinite)
-		a.add(c, nf, tensor.BFloat16, uint64(m))
+		j, c, nf := sameRun16(g, b, 0x7F80, nonFinite)
+		a.compared, a.nonFinite = a.compared+c, a.nonFinite+nf
 		return j
 	case tensor.Float32:
 		g, b := got.F32()[lo:hi], base.F32()[lo:hi]
 		b = b[:len(g)]
-		c, nf, m := 0, 0, uint32(0)
+		c, nf := 0, 0
 		j := 0
 		for ; j < len(g); j++ {
 			x := math.Float32bits(b[j])
 			if math.Float32bits(g[j]) != x {
 				break
 			}
-			if ax := x &^ (1 << 31); ax < 0x7F800000 {
+			if x&^(1<<31) < 0x7F800000 {
 				c++
-				m = max(m, ax)
 			} else if nonFinite {
 				nf++
 			} else {
 				break
 			}
 		}
-		a.add(c, nf, tensor.Float32, uint64(m))
+		a.compared, a.nonFinite = a.compared+c, a.nonFinite+nf
 		return j
 	case tensor.Int8:
 		g, b := got.I8()[lo:hi], base.I8()[lo:hi]
 		b = b[:len(g)]
-		m := 0
 		j := 0
-		for ; j < len(g); j++ {
-			x := b[j]
-			if g[j] != x {
-				break
-			}
-			m = max(m, int(x)*int(x)) // |x| ≤ 128: squares order as magnitudes
+		for j < len(g) && g[j] == b[j] {
+			j++
 		}
 		a.compared += j
-		a.scaleV = maxNonNeg(a.scaleV, math.Sqrt(float64(m)))
 		return j
 	}
 	return 0
 }
 
-// add merges a run's counts and largest magnitude (as the bits of a
-// value of d with the sign cleared) into a.
-func (a *sameAcc) add(compared, nonFinite int, d tensor.DType, mag uint64) {
-	a.compared += compared
-	a.nonFinite += nonFinite
-	if compared == 0 {
-		return
-	}
-	var x float64
-	switch d {
-	case tensor.Float16:
-		x = float64(float16.Frombits(uint16(mag)).Float32())
-	case tensor.BFloat16:
-		x = tensor.BF16(mag).Float64()
-	case tensor.Float32:
-		x = float64(math.Float32frombits(uint32(mag)))
-	}
-	a.scaleV = maxNonNeg(a.scaleV, x)
-}
-
 // sameRun16 is sameRun on 16-bit floating patterns whose exponent field
-// is inf (all ones from inf up): it returns how many it gathered, how
-// many of those are finite and non-finite, and the largest finite
-// magnitude's bits (bit patterns without the sign order as magnitudes).
-func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int, mag uint16) {
+// is inf (all ones from inf up): it returns how many it gathered, and
+// how many of those are finite and non-finite.
+func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int) {
 	b = b[:len(g)]
 	for ; j < len(g); j++ {
 		x := b[j]
 		if g[j] != x {
 			break
 		}
-		if ax := uint16(x) &^ (1 << 15); ax < inf {
+		if uint16(x)&^(1<<15) < inf {
 			compared++
-			mag = max(mag, ax)
 		} else if nonFinite {
 			nonFin++
 		} else {
 			break
 		}
 	}
-	return j, compared, nonFin, mag
+	return j, compared, nonFin
 }

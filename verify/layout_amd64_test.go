@@ -1,0 +1,41 @@
+//go:build amd64 && !purego
+
+package verify
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestAsmLayouts holds the offsets the assembly reads and writes
+// (bound_run_amd64.s, terms_amd64.s) to the Go structs, so that a field
+// added or removed on one side alone fails here, not as wrong figures.
+func TestAsmLayouts(t *testing.T) {
+	var b boundRunVec
+	var e exactRunVec
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"boundRunVec.relSkip", unsafe.Offsetof(b.relSkip), 0},
+		{"boundRunVec.floor", unsafe.Offsetof(b.floor), 32},
+		{"boundRunVec.floor2", unsafe.Offsetof(b.floor2), 64},
+		{"boundRunVec.umin", unsafe.Offsetof(b.umin), 96},
+		{"boundRunVec.umax", unsafe.Offsetof(b.umax), 128},
+		{"boundRunVec.uscale", unsafe.Offsetof(b.uscale), 160},
+		{"boundRunVec.maxAbs", unsafe.Offsetof(b.maxAbs), 192},
+		{"boundRunVec.tight", unsafe.Offsetof(b.tight), 224},
+		{"boundRunVec.counts", unsafe.Offsetof(b.counts), 256},
+		{"exactRunVec.relSkip", unsafe.Offsetof(e.relSkip), 160},
+		{"exactRunVec.floor", unsafe.Offsetof(e.floor), 192},
+		{"exactRunVec.floor2", unsafe.Offsetof(e.floor2), 224},
+		{"exactRunVec.shift", unsafe.Offsetof(e.shift), 256},
+		{"exactRunVec.maxAbs", unsafe.Offsetof(e.maxAbs), 288},
+		{"exactRunVec.tight", unsafe.Offsetof(e.tight), 320},
+		{"exactRunVec.zeros", unsafe.Offsetof(e.zeros), 352},
+	} {
+		if c.got != c.want {
+			t.Errorf("verify: offset of %s = %d, want %d (the assembly's)", c.name, c.got, c.want)
+		}
+	}
+}
