@@ -11,74 +11,78 @@ import (
 
 // Cube operand views: the matrices and tiles the cube reads. The bytes
 // really move through the buffers (GM → L1 by 2-D DMA, L1 → L0A/L0B by
-// LoadL0); alongside, each operand carries a decoded view of its values
+// LoadL0); alongside, each L1 tile carries a decoded view of its values
 // (float32, or int32 for int8) so that Mmad does arithmetic without
-// decoding an element twice: GMMatrix decodes once per launch on the host,
-// an L1Tile views the GMMatrix (or a zero-padded copy of a block of it),
-// and an L0Tile views its L1 tile.
+// decoding an element for every use: LoadL1 decodes the block it loads
+// from the GMMatrix's tensor, and an L0Tile views its L1 tile. A whole
+// matrix is never decoded: at 1024³ fp16 its fp32 copies of A and B took
+// 8 MiB, twice the inputs, while the tiles of the two cores that run at a
+// time take about 1 MiB (their decoded views are pooled).
 
 // L0LoadBytesPerCycle is the L1 → L0A/L0B bandwidth of the model.
 const L0LoadBytesPerCycle = 256
 
-// GMMatrix is a row-major matrix in GM together with the cube's decoded
-// view of its values (float32, or int32 for int8), made once on the host
-// before a launch so that the cores never decode the same element twice.
-// It also records the facts kernels use to pick an exact fast path.
+// GMMatrix is a row-major matrix in GM, with the facts about its values
+// that kernels use to pick an exact fast path, found by one scan on the
+// host before a launch.
 type GMMatrix struct {
 	T          *tensor.Tensor
 	Rows, Cols int
-	f          []float32
-	i          []int32
 	// MaxAbs and MinNonZero are the largest and the smallest non-zero
 	// magnitude of the finite values (MinNonZero is +Inf if there is none;
 	// both NaN for fp16, where they are not computed); NonFinite reports an
 	// Inf or NaN.
 	MaxAbs, MinNonZero float64
 	NonFinite          bool
-	// zeroFree reports that the decoded float view holds no ±0, so that
-	// the cube's zero-skipping paths never skip (see mmadGer).
+	// zeroFree reports that the matrix holds no ±0, so that the cube's
+	// zero-skipping paths never skip on a tile of it (see mmadGer).
 	zeroFree bool
 }
 
-// NewGMMatrix decodes a 2-D fp16, bf16, fp32 or int8 tensor.
+// NewGMMatrix scans a 2-D fp16, bf16, fp32 or int8 tensor.
 func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 	if t == nil || len(t.Shape) != 2 {
 		return nil, fmt.Errorf("NewGMMatrix: want a 2-D tensor, got %v", t)
 	}
 	g := &GMMatrix{T: t, Rows: t.Shape[0], Cols: t.Shape[1], MinNonZero: math.Inf(1)}
-	n := t.Len()
 	switch t.DType {
 	case tensor.Int8:
-		g.i = getSlice[int32](&i32Pool, n)
-		for k, v := range t.I8() {
-			g.i[k] = int32(v)
+		for _, v := range t.I8() {
 			if a := math.Abs(float64(v)); a > 0 {
 				g.MaxAbs, g.MinNonZero = max(g.MaxAbs, a), min(g.MinNonZero, a)
 			}
 		}
 		return g, nil
 	case tensor.Float16:
-		g.f = getSlice[float32](&f32Pool, n)
 		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
 		var zero bool
-		g.NonFinite, zero = decodeF16(g.f, t.F16())
+		g.NonFinite, zero = scanF16(t.F16())
 		g.zeroFree = !zero
 		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
 		return g, nil
 	case tensor.BFloat16:
-		g.f = getSlice[float32](&f32Pool, n)
-		for k, v := range t.BF16s() {
-			g.f[k] = v.Float32()
-		}
+		g.scan(func(yield func(float32)) {
+			for _, v := range t.BF16s() {
+				yield(v.Float32())
+			}
+		})
 	case tensor.Float32:
-		g.f = getSlice[float32](&f32Pool, n)
-		copy(g.f, t.F32())
+		g.scan(func(yield func(float32)) {
+			for _, v := range t.F32() {
+				yield(v)
+			}
+		})
 	default:
 		return nil, fmt.Errorf("NewGMMatrix: dtype %s not supported by the cube", t.DType)
 	}
+	return g, nil
+}
+
+// scan sets g's facts from the values each yields.
+func (g *GMMatrix) scan(each func(yield func(float32))) {
 	var hi, lo float32 = 0, float32(math.Inf(1))
 	g.zeroFree = true
-	for _, v := range g.f {
+	each(func(v float32) {
 		a := float32(math.Abs(float64(v)))
 		switch {
 		case a != a || a > math.MaxFloat32:
@@ -88,16 +92,13 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		default:
 			g.zeroFree = false
 		}
-	}
+	})
 	g.MaxAbs, g.MinNonZero = float64(hi), float64(lo)
-	return g, nil
 }
 
 // L1Tile is a dense row-major [Rows × Cols] tile in L1 (its buffer holds
 // the dtype's bytes) with the decoded view the cube reads: row r of the
-// tile starts at view element r·ld. An unpadded block's view is the
-// GMMatrix's own decoded values (no copy); a padded one is copied into the
-// tile's storage.
+// tile starts at view element r·ld (ld = Cols), padding decoded as zeros.
 type L1Tile struct {
 	Buf        *Buffer
 	DType      tensor.DType
@@ -105,13 +106,13 @@ type L1Tile struct {
 	f, fOwn    []float32
 	i, iOwn    []int32
 	ld         int
-	zeroFree   bool // the float view holds no ±0 (GMMatrix.zeroFree)
+	zeroFree   bool // the float view holds no ±0 (GMMatrix.zeroFree, and no padding)
 	finite     bool // the float view holds no Inf or NaN (!GMMatrix.NonFinite)
 }
 
 // LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
 // [tileRows × tileCols] tile, zero-padded (DataCopy2DIn: one transfer of
-// rows·cols elements), and fills the tile's decoded view.
+// rows·cols elements), and decodes it into the tile's view.
 func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows, tileCols int) error {
 	if t == nil || t.Buf == nil || t.Buf.space != L1 {
 		return fmt.Errorf("LoadL1: tile buffer must be in L1")
@@ -124,47 +125,68 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	}
 	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols
 	n := tileRows * tileCols
-	if rows == tileRows && cols == tileCols && rows > 0 && cols > 0 {
-		// No padding: view the decoded GM values in place.
-		t.ld, t.zeroFree, t.finite = src.Cols, src.zeroFree, !src.NonFinite
-		if src.i != nil {
-			t.i, t.f = src.i[row0*src.Cols+col0:], nil
-		} else {
-			t.f, t.i = src.f[row0*src.Cols+col0:], nil
-		}
-		return nil
-	}
-	t.ld, t.zeroFree, t.finite = tileCols, false, !src.NonFinite // the padding is zeros
-	if src.i != nil {
+	padded := rows != tileRows || cols != tileCols
+	t.ld, t.zeroFree, t.finite = tileCols, src.zeroFree && !padded, !src.NonFinite
+	if src.T.DType == tensor.Int8 {
 		if cap(t.iOwn) < n {
 			putSlice(&i32Pool, t.iOwn)
 			t.iOwn = getSlice[int32](&i32Pool, n)
 		}
 		t.i, t.f = t.iOwn[:n], nil
-		copyBlock(t.i, tileCols, src.i, src.Cols, row0, col0, rows, cols, tileRows)
-	} else {
-		if cap(t.fOwn) < n {
-			putSlice(&f32Pool, t.fOwn)
-			t.fOwn = getSlice[float32](&f32Pool, n)
-		}
-		t.f, t.i = t.fOwn[:n], nil
-		copyBlock(t.f, tileCols, src.f, src.Cols, row0, col0, rows, cols, tileRows)
+		decodeBlock(t.i, tileCols, src.T.I8(), src.Cols, row0, col0, rows, cols, tileRows, decodeI8Row)
+		return nil
+	}
+	if cap(t.fOwn) < n {
+		putSlice(&f32Pool, t.fOwn)
+		t.fOwn = getSlice[float32](&f32Pool, n)
+	}
+	t.f, t.i = t.fOwn[:n], nil
+	switch src.T.DType {
+	case tensor.Float16:
+		decodeBlock(t.f, tileCols, src.T.F16(), src.Cols, row0, col0, rows, cols, tileRows, decodeF16Row)
+	case tensor.BFloat16:
+		decodeBlock(t.f, tileCols, src.T.BF16s(), src.Cols, row0, col0, rows, cols, tileRows, decodeBF16Row)
+	default:
+		decodeBlock(t.f, tileCols, src.T.F32(), src.Cols, row0, col0, rows, cols, tileRows, decodeF32Row)
 	}
 	return nil
 }
 
-// copyBlock copies the [rows × cols] block at (row0, col0) of src (ld per
-// row) into dst (dstLd per row, dstRows rows), zero-filling the rest.
-func copyBlock[T any](dst []T, dstLd int, src []T, ld, row0, col0, rows, cols, dstRows int) {
+// decodeBlock decodes the [rows × cols] block at (row0, col0) of src (ld
+// per row) into dst (dstLd per row, dstRows rows) a row at a time with
+// row, zero-filling the rest.
+func decodeBlock[S any, D float32 | int32](dst []D, dstLd int, src []S, ld, row0, col0, rows, cols, dstRows int, row func(d []D, s []S)) {
 	for r := 0; r < dstRows; r++ {
 		d := dst[r*dstLd : (r+1)*dstLd]
-		if r < rows {
-			s := (row0+r)*ld + col0
-			copy(d, src[s:s+cols])
-			clear(d[cols:])
-		} else {
+		if r >= rows {
 			clear(d)
+			continue
 		}
+		row(d[:cols], src[(row0+r)*ld+col0:][:cols])
+		clear(d[cols:])
+	}
+}
+
+// The rows of decodeBlock: fp16 through the table of every pattern, bf16
+// as the upper half of an fp32, fp32 as itself, int8 widened.
+func decodeF16Row(d []float32, s []float16.Float16) {
+	tab := f16Table()
+	for j, v := range s {
+		d[j] = tab[v]
+	}
+}
+
+func decodeBF16Row(d []float32, s []tensor.BF16) {
+	for j, v := range s {
+		d[j] = v.Float32()
+	}
+}
+
+func decodeF32Row(d, s []float32) { copy(d, s) }
+
+func decodeI8Row(d []int32, s []int8) {
+	for j, v := range s {
+		d[j] = int32(v)
 	}
 }
 
@@ -258,13 +280,6 @@ func putSlice[T any](p *sync.Pool, s []T) {
 // verification that follow it (a pool survives one collection).
 const unpooled = 1 << 20
 
-// Release returns the decoded view to a pool; g must not be used after.
-func (g *GMMatrix) Release() {
-	putSlice(&f32Pool, g.f)
-	putSlice(&i32Pool, g.i)
-	g.f, g.i = nil, nil
-}
-
 // Release returns the tile's decoded view to a pool; the tile (and L0
 // tiles loaded from it) must not be used after.
 func (t *L1Tile) Release() {
@@ -273,16 +288,12 @@ func (t *L1Tile) Release() {
 	t.f, t.i, t.fOwn, t.iOwn = nil, nil, nil, nil
 }
 
-// decodeF16 decodes src into dst and reports whether it held Inf or NaN,
-// and whether it held ±0.
-func decodeF16(dst []float32, src []float16.Float16) (nonFinite, zero bool) {
-	t := f16Table() // vector.go: every fp16 bit pattern decoded
-	dst = dst[:len(src)]
+// scanF16 reports whether src holds Inf or NaN, and whether it holds ±0.
+func scanF16(src []float16.Float16) (nonFinite, zero bool) {
 	// The least and the greatest magnitude bits (branch-free min/max):
 	// Inf and NaN have an exponent of all ones (from 0x7C00), ±0 is 0.
 	lo, hi := uint16(0x7FFF), uint16(0)
-	for k, v := range src {
-		dst[k] = t[v]
+	for _, v := range src {
 		a := uint16(v) & 0x7FFF
 		lo, hi = min(lo, a), max(hi, a)
 	}

@@ -178,22 +178,27 @@ func TestCubePrimitiveChecks(t *testing.T) {
 	}
 }
 
-// TestDecodeF16 checks decodeF16 on every fp16 bit pattern against the
-// table, and its Inf/NaN and ±0 reports.
-func TestDecodeF16(t *testing.T) {
-	src := make([]float16.Float16, 1<<16)
-	for i := range src {
-		src[i] = float16.Float16(i)
+// TestDecodeRows checks the fp16 and bf16 rows of decodeBlock on every
+// bit pattern against float16 and tensor.BF16, and scanF16's Inf/NaN and
+// ±0 reports.
+func TestDecodeRows(t *testing.T) {
+	h, bf := make([]float16.Float16, 1<<16), make([]tensor.BF16, 1<<16)
+	for i := range h {
+		h[i], bf[i] = float16.Float16(i), tensor.BF16(i)
 	}
-	dst := make([]float32, len(src))
-	nonFinite, zero := decodeF16(dst, src)
-	for i, v := range dst {
-		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(v) != math.Float32bits(want) {
-			t.Fatalf("decodeF16(%#04x) = %#08x want %#08x", i, math.Float32bits(v), math.Float32bits(want))
+	dh, db := make([]float32, len(h)), make([]float32, len(bf))
+	decodeF16Row(dh, h)
+	decodeBF16Row(db, bf)
+	for i := range dh {
+		if want := float16.Frombits(uint16(i)).Float32(); math.Float32bits(dh[i]) != math.Float32bits(want) {
+			t.Fatalf("decodeF16Row(%#04x) = %#08x want %#08x", i, math.Float32bits(dh[i]), math.Float32bits(want))
+		}
+		if want := tensor.BF16(i).Float32(); math.Float32bits(db[i]) != math.Float32bits(want) {
+			t.Fatalf("decodeBF16Row(%#04x) = %#08x want %#08x", i, math.Float32bits(db[i]), math.Float32bits(want))
 		}
 	}
-	if !nonFinite || !zero {
-		t.Errorf("decodeF16(all patterns) = %v, %v want true, true", nonFinite, zero)
+	if nonFinite, zero := scanF16(h); !nonFinite || !zero {
+		t.Errorf("scanF16(all patterns) = %v, %v want true, true", nonFinite, zero)
 	}
 	for _, c := range []struct {
 		bits            []uint16
@@ -207,9 +212,35 @@ func TestDecodeF16(t *testing.T) {
 		for i, b := range c.bits {
 			s[i] = float16.Float16(b)
 		}
-		nf, z := decodeF16(make([]float32, len(s)), s)
-		if nf != c.nonFinite || z != c.zero {
-			t.Errorf("decodeF16(%#04x) = %v, %v want %v, %v", c.bits, nf, z, c.nonFinite, c.zero)
+		if nf, z := scanF16(s); nf != c.nonFinite || z != c.zero {
+			t.Errorf("scanF16(%#04x) = %v, %v want %v, %v", c.bits, nf, z, c.nonFinite, c.zero)
+		}
+	}
+}
+
+// TestDecodeBlock: the block lands at the top left of the tile, row by
+// row, and every other element of the tile (stale values before) is
+// zero.
+func TestDecodeBlock(t *testing.T) {
+	const ld, row0, col0, rows, cols, tileRows, tileCols = 7, 2, 3, 3, 4, 5, 6
+	src := make([]int8, 6*ld)
+	for i := range src {
+		src[i] = int8(i + 1)
+	}
+	dst := make([]int32, tileRows*tileCols)
+	for i := range dst {
+		dst[i] = -1
+	}
+	decodeBlock(dst, tileCols, src, ld, row0, col0, rows, cols, tileRows, decodeI8Row)
+	for r := range tileRows {
+		for c := range tileCols {
+			want := int32(0)
+			if r < rows && c < cols {
+				want = int32(src[(row0+r)*ld+col0+c])
+			}
+			if got := dst[r*tileCols+c]; got != want {
+				t.Errorf("decodeBlock %d×%d at (%d,%d) into %d×%d: element (%d,%d) = %d, want %d", rows, cols, row0, col0, tileRows, tileCols, r, c, got, want)
+			}
 		}
 	}
 }

@@ -226,8 +226,6 @@ func TestMmadFastMatchesReference(t *testing.T) {
 			}
 			return nil
 		})
-		ga.Release()
-		gb.Release()
 		if err != nil {
 			t.Errorf("%v: %v", c, err)
 		}

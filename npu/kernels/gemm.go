@@ -78,23 +78,17 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	defer out.Release() // what GEMM returns is out.Tensor(), a copy
 	f := newGEMMFaults(npu.FaultsFrom(ctx))
 	b = f.readB(b)
-	// Decode A and B concurrently: on the host, before the launch, the
-	// decode is serial work.
+	// Scan A and B concurrently: on the host, before the launch, the
+	// scan is serial work.
 	var gb *npu.GMMatrix
 	var errB error
-	decodedB := make(chan struct{})
+	scannedB := make(chan struct{})
 	go func() {
-		defer close(decodedB)
+		defer close(scannedB)
 		gb, errB = npu.NewGMMatrix(b)
 	}()
 	ga, errA := npu.NewGMMatrix(a)
-	<-decodedB
-	if ga != nil {
-		defer ga.Release()
-	}
-	if gb != nil {
-		defer gb.Release()
-	}
+	<-scannedB
 	if errA != nil {
 		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", errA)
 	}

@@ -75,12 +75,10 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: input \"a_values\": %w", err)
 	}
-	defer ga.Release()
 	gb, err := npu.NewGMMatrix(in["b"])
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: input \"b\": %w", err)
 	}
-	defer gb.Release()
 	f := newGEMM24Faults(npu.FaultsFrom(ctx))
 	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemm24Kernel(t, f, ga, in["a_meta"], gb, sa, sb, out))
 	if err != nil {
