@@ -15,42 +15,32 @@ import (
 // beta, on a shape large enough to be split.
 func TestGEMMExpectMatchesSerial(t *testing.T) {
 	const m, k, n, seed = 130, 40, 70, 17
-	for _, mode := range GEMMModes() {
-		for _, dist := range GEMM.Dists() {
-			p, err := GEMM.Validate(Params{"mode": mode.Name, "alpha": "0.75", "beta": "-1.5"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := GEMM.Generate(p, Gen{Dims: map[string]int{"m": m, "k": k, "n": n}, Dist: dist, Seed: seed})
-			if err != nil {
-				t.Fatal(err)
-			}
-			num := tensor.Numerics{}
-			got, err := GEMM.Expect(p, in, num)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := gemmConfig(p)
-			a, b, c := in["a"].Float64s(), in["b"].Float64s(), in["c"].Float64s()
-			var sa, sb []float64
-			if mode.Int8() {
-				sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
-			}
-			d, s := reference.MatMul(m, k, n, a, b)
-			ev, err := newGEMMEval(cfg, k, num)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if gemmMagFP32(mode.In, k) {
-				s, ev.magUp = serialMagFP32(m, k, n, a, b), gemmMagUpFactor32(k)
-			}
-			want := bound.NewExpected(m * n)
-			ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-			if i := firstExpectedDiff(got["out"], want); i >= 0 {
-				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
-			}
+	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
+		num := tensor.Numerics{}
+		got, err := GEMM.Expect(p, in, num)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		cfg := gemmConfig(p)
+		a, b, c := in["a"].Float64s(), in["b"].Float64s(), in["c"].Float64s()
+		var sa, sb []float64
+		if mode.Int8() {
+			sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+		}
+		d, s := reference.MatMul(m, k, n, a, b)
+		ev, err := newGEMMEval(cfg, k, num)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gemmMagFP32(mode.In, k) {
+			s, ev.magUp = serialMagFP32(m, k, n, a, b), gemmMagUpFactor32(k)
+		}
+		want := bound.NewExpected(m * n)
+		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
+		if i := firstExpectedDiff(got["out"], want); i >= 0 {
+			t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
+		}
+	})
 }
 
 // TestGEMMExpectBlocksMatchesExpect holds ExpectBlocks, its blocks
@@ -60,6 +50,41 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 	const m, k, n, seed = 37, 40, 70, 19
 	defer func(v int) { gemmBlockElems = v }(gemmBlockElems)
+	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
+		full, err := GEMM.Expect(p, in, tensor.Numerics{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rows := range []int{1, 5, m} {
+			gemmBlockElems = rows * n
+			got := bound.NewExpected(0)
+			var blocks []int
+			err := GEMM.(BlockExpecter).ExpectBlocks(p, in, tensor.Numerics{}, func(name string, e *bound.Expected) error {
+				if name != "out" {
+					t.Fatalf("gemm mode=%s dist=%s seed=%d: block of output %q, want \"out\"", mode.Name, dist, seed, name)
+				}
+				got.Ref, got.Bound, got.Alt = append(got.Ref, e.Ref...), append(got.Bound, e.Bound...), append(got.Alt, e.Alt...)
+				blocks = append(blocks, e.Span())
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("gemm mode=%s dist=%s seed=%d: ExpectBlocks: %v", mode.Name, dist, seed, err)
+			}
+			if got.Span() != m*n || len(blocks) != (m+rows-1)/rows {
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: blocks %v, want %d of %d rows covering %d elements", mode.Name, dist, m, k, n, rows, seed, blocks, (m+rows-1)/rows, rows, m*n)
+			}
+			if i := firstExpectedDiff(got, full["out"]); i >= 0 {
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: element %d: got %s / want (Expect) %s", mode.Name, dist, m, k, n, rows, seed, i, expectedAt(got, i), expectedAt(full["out"], i))
+			}
+		}
+	})
+}
+
+// eachGEMMCase calls fn with the validated params (alpha 0.75, beta
+// −1.5) and the seeded inputs of an m×k×n gemm case in every mode and
+// dist.
+func eachGEMMCase(t *testing.T, m, k, n int, seed uint64, fn func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor)) {
+	t.Helper()
 	for _, mode := range GEMMModes() {
 		for _, dist := range GEMM.Dists() {
 			p, err := GEMM.Validate(Params{"mode": mode.Name, "alpha": "0.75", "beta": "-1.5"})
@@ -70,32 +95,7 @@ func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			full, err := GEMM.Expect(p, in, tensor.Numerics{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, rows := range []int{1, 5, m} {
-				gemmBlockElems = rows * n
-				got := bound.NewExpected(0)
-				var blocks []int
-				err := GEMM.(BlockExpecter).ExpectBlocks(p, in, tensor.Numerics{}, func(name string, e *bound.Expected) error {
-					if name != "out" {
-						t.Fatalf("gemm mode=%s dist=%s seed=%d: block of output %q, want \"out\"", mode.Name, dist, seed, name)
-					}
-					got.Ref, got.Bound, got.Alt = append(got.Ref, e.Ref...), append(got.Bound, e.Bound...), append(got.Alt, e.Alt...)
-					blocks = append(blocks, e.Span())
-					return nil
-				})
-				if err != nil {
-					t.Fatalf("gemm mode=%s dist=%s seed=%d: ExpectBlocks: %v", mode.Name, dist, seed, err)
-				}
-				if got.Span() != m*n || len(blocks) != (m+rows-1)/rows {
-					t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: blocks %v, want %d of %d rows covering %d elements", mode.Name, dist, m, k, n, rows, seed, blocks, (m+rows-1)/rows, rows, m*n)
-				}
-				if i := firstExpectedDiff(got, full["out"]); i >= 0 {
-					t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: element %d: got %s / want (Expect) %s", mode.Name, dist, m, k, n, rows, seed, i, expectedAt(got, i), expectedAt(full["out"], i))
-				}
-			}
+			fn(mode, dist, p, in)
 		}
 	}
 }
