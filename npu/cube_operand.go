@@ -254,7 +254,8 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 	return nil
 }
 
-// Decoded views are large and made per launch; recycle them.
+// Tiles' decoded views are made for every core of every launch; recycle
+// them.
 var (
 	f32Pool sync.Pool // *[]float32
 	i32Pool sync.Pool // *[]int32
@@ -273,11 +274,11 @@ func putSlice[T any](p *sync.Pool, s []T) {
 	}
 }
 
-// unpooled is the length from which the emulator's pools keep no slice.
-// The pools serve the many small launches of the suites and the fuzzer; a
-// launch of millions of elements amortises its own allocations, and
-// pooling them would keep tens of MB alive through the reference and the
-// verification that follow it (a pool survives one collection).
+// unpooled is the length from which the emulator's pools keep no slice:
+// a view that large (a tile is far smaller) amortises its own
+// allocation, and pooling it would keep it alive through the reference
+// and the verification that follow the launch (a pool survives one
+// collection).
 const unpooled = 1 << 20
 
 // Release returns the tile's decoded view to a pool; the tile (and L0
