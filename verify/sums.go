@@ -21,14 +21,15 @@ import (
 //
 // Each chunk scales its terms by powers of two of its own, 2^x with
 // 2^x ≤ max < 2^(x+1) over its compared elements (e for the squared
-// errors, |g| and |r| for the cosine's products), so the sums of squares
-// of an fp64 output can neither overflow nor lose its smallest errors to
-// underflow; a chunk's sums are brought to the output's largest scale by
-// math.Ldexp when they are added. A division or multiplication by a power
-// of two is exact unless it overflows or underflows, so apart from chunks
-// far below the largest (2^-1000 of it) the sums are those of the terms
-// taken unscaled. Each chunk depends only on its own elements: chunks are
-// computed over all cores and added at the end.
+// errors, |g| and |r| for the cosine's products), so that a chunk of huge
+// fp64 values cannot overflow its sums of squares and a chunk of tiny
+// ones does not vanish into underflow; a chunk's sums are brought to the
+// output's largest scale by math.Ldexp when they are added. A division
+// or multiplication by a power of two is exact unless it overflows or
+// underflows, so apart from that a chunk's sums are those of its
+// unscaled terms times an exact power of two. Each chunk depends only on
+// its own elements: chunks are computed over all cores and added at the
+// end.
 
 // sumChunk is how many elements one chunk's sums cover.
 const sumChunk = 8192
@@ -55,7 +56,7 @@ type chunkSums struct {
 }
 
 // sums are the totals of Compute: sq scaled by 2^(−2·xe), gr, gg and rr
-// by 2^(−2·xv).
+// by one power of two (the cosine does not depend on which).
 type sums struct {
 	mere, sq, gr, gg, rr float64
 	mare                 float64
