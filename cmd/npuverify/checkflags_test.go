@@ -63,6 +63,7 @@ func tableIDs(stdout string) []string {
 // the lower bound of 4.5 s shows that every case did wait for its timeout.
 // The table keeps case order whatever order the cases finish in.
 func TestCheckJobsRunsCasesConcurrently(t *testing.T) {
+	t.Parallel() // it mostly waits for kernels to time out: the other parallel tests run meanwhile
 	var ids []string
 	for _, c := range golden.Embedded().Cases() {
 		if strings.HasPrefix(c.ID, "vector_add/") && len(ids) < 20 {

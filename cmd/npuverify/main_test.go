@@ -336,6 +336,7 @@ func TestCheckFailureAndBackendError(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel() // overlaps TestCheckJobsRunsCasesConcurrently, which mostly waits
 	dir := filepath.Join(t.TempDir(), "rep")
 	o, e := wantCLI(t, 0, []string{"wrote " + filepath.Join(dir, "report.md") + ", " + filepath.Join(dir, "report.json") + ", " + filepath.Join(dir, "report.html")}, "report", "--out", dir, "--precision", "32x64x16")
 	// Progress is for a terminal only (progress_test.go); a pipe stays quiet.

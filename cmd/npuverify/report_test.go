@@ -18,6 +18,7 @@ import (
 // `report --merge`, through the CLI, and requires the same Markdown, JSON
 // and HTML byte for byte (nothing in them depends on time).
 func TestReportMergeEqualsUnsharded(t *testing.T) {
+	t.Parallel() // overlaps TestCheckJobsRunsCasesConcurrently, which mostly waits
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
 	wantCLI(t, 0, nil, "report", "--out", full, "--precision", "off")
