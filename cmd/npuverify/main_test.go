@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -418,14 +420,7 @@ func TestBinary(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "npuverify")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	x, y, _, _ := writeInputs(t, dir, "fp16", 100)
 	for _, c := range []struct {
 		args   []string
@@ -457,6 +452,45 @@ func TestBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out", "cost.json")); err != nil {
 		t.Error(err)
 	}
+}
+
+// cliBin is the npuverify binary the tests that need a real process
+// share: built once (a link of the whole program each time was a few
+// seconds of a cold run), into a directory TestMain removes.
+var cliBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// cliBinary builds the binary on first use and returns its path.
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	cliBin.once.Do(func() {
+		if cliBin.dir, cliBin.err = os.MkdirTemp("", "npuverify-bin"); cliBin.err != nil {
+			return
+		}
+		cliBin.path = filepath.Join(cliBin.dir, "npuverify")
+		if runtime.GOOS == "windows" {
+			cliBin.path += ".exe"
+		}
+		if out, err := exec.Command("go", "build", "-o", cliBin.path, ".").CombinedOutput(); err != nil {
+			cliBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if cliBin.err != nil {
+		t.Fatal(cliBin.err)
+	}
+	return cliBin.path
+}
+
+// TestMain removes the shared binary's directory after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cliBin.dir != "" {
+		os.RemoveAll(cliBin.dir)
+	}
+	os.Exit(code)
 }
 
 func TestCheckProfileFile(t *testing.T) {

@@ -62,10 +62,7 @@ func TestInterruptAndBoundedReadsBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "npuverify")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		cmd  string
