@@ -1,0 +1,214 @@
+package ops
+
+// gemm's Expected: the reference (package reference) and each element's
+// outcome (gemm_bound.go), whole or a block of rows at a time.
+
+import (
+	"math"
+	"sync"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
+	"github.com/npuverify/npuverify/reference"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Expect computes the float64 reference and, per element, the set of
+// results every legal implementation of the evaluation model may return,
+// whatever its summation order or tiling (the bound is derived in gemm_bound.go).
+func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
+	return op.expect(p, in, num, false)
+}
+
+// expect is Expect; interval makes every element take the interval path
+// (element), for the test that the fast path (fastElement) agrees with it.
+func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, interval bool) (map[string]*bound.Expected, error) {
+	g, err := op.newExpecter(p, in, num, interval)
+	if err != nil {
+		return nil, err
+	}
+	e := bound.NewExpected(g.m * g.n)
+	g.rows(e, 0, g.m)
+	return map[string]*bound.Expected{"out": e}, nil
+}
+
+// gemmBlockElems is about how many output elements one block of
+// ExpectBlocks covers: 4 MiB of Expected (17 bytes an element), and few
+// blocks, as the reference packs B again for each (at n = 1024 the four
+// blocks pack it 16 times, the whole Expect 4 times; halving the blocks
+// changed neither the run's time nor its peak measurably). A variable
+// for the test that cuts small outputs into many blocks.
+var gemmBlockElems = 1 << 18
+
+// ExpectBlocks is Expect a block of whole rows of out at a time, one
+// Expected of at most max(n, gemmBlockElems) elements reused for every
+// block: the blocks, concatenated, are Expect's bit for bit
+// (TestGEMMExpectBlocksMatchesExpect).
+func (op gemm) ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, yield func(output string, e *bound.Expected) error) error {
+	g, err := op.newExpecter(p, in, num, false)
+	if err != nil {
+		return err
+	}
+	rows := max(1, min(g.m, gemmBlockElems/max(g.n, 1)))
+	buf := bound.NewExpected(rows * g.n)
+	for r0 := 0; r0 < g.m; r0 += rows {
+		r1 := min(r0+rows, g.m)
+		k := (r1 - r0) * g.n
+		e := &bound.Expected{Ref: buf.Ref[:k], Bound: buf.Bound[:k], Alt: buf.Alt[:k]}
+		g.rows(e, r0, r1)
+		if err := yield("out", e); err != nil {
+			return err
+		}
+	}
+	if g.m == 0 { // an empty output is one empty block
+		return yield("out", bound.NewExpected(0))
+	}
+	return nil
+}
+
+// gemmExpecter holds what every row of gemm's Expected is computed from.
+type gemmExpecter struct {
+	m, k, n   int
+	a, b      *tensor.Tensor
+	c, sa, sb []float64 // nil when beta = 0, or the mode has no scales
+	ev        *gemmEval
+	dense     *gemmDense
+	mag       *gemmMag32 // S in fp32 (gemm_mag.go); nil: S from the reference
+}
+
+// newExpecter checks in and prepares the rows' evaluation (interval as
+// for expect).
+func (op gemm) newExpecter(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, interval bool) (*gemmExpecter, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, err
+	}
+	cfg := gemmConfig(p)
+	m, k, n, _ := gemmDims(op, in)
+	g := &gemmExpecter{m: m, k: k, n: n, a: in["a"], b: in["b"]}
+	if cfg.Beta != 0 {
+		g.c = in["c"].Float64s()
+	}
+	if cfg.Mode.Int8() {
+		g.sa, g.sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
+	}
+	ev, err := newGEMMEval(cfg, k, num)
+	if err != nil {
+		return nil, err
+	}
+	if interval {
+		ev.plain = false
+	}
+	g.ev = ev
+	// The reference packs a and b straight from the tensors; float64
+	// copies of them are made only if some element needs the partial-sum
+	// overflow test.
+	g.dense = &gemmDense{a: g.a, b: g.b}
+	if gemmMagFP32(cfg.Mode.In, k) {
+		ev.magUp = gemmMagUpFactor32(k)
+		g.mag = newGEMMMag32(g.a, g.b, k, n)
+	}
+	return g, nil
+}
+
+// rows sets e, which describes output rows [r0, r1) (element (i, j) at
+// (i−r0)·n + j), to their expected outcomes.
+func (g *gemmExpecter) rows(e *bound.Expected, r0, r1 int) {
+	n := g.n
+	// d and s go straight into Ref and Bound: each element reads its own
+	// d and s before it writes its outcome over them.
+	d, s := e.Ref, e.Bound
+	// Rows over all cores: each element reads only the inputs and its own
+	// d, s, and writes only its own entries.
+	grain := max(1, (1<<12)/max(n, 1))
+	if g.mag != nil {
+		// S in fp32, a row block at a time, each block's rows evaluated
+		// while it is in cache.
+		reference.MulTensorRows(g.a, g.b, r0, r1, d)
+		parallel.For(r1-r0, grain, func(lo, hi int) {
+			g.mag.each(r0+lo, r0+hi, s[lo*n:hi*n], func(lo, hi int) {
+				g.ev.rows(e, r0, lo, hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
+			})
+		})
+		return
+	}
+	reference.MatMulTensorRows(g.a, g.b, r0, r1, d, s)
+	parallel.For(r1-r0, grain, func(lo, hi int) {
+		g.ev.rows(e, r0, r0+lo, r0+hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
+	})
+}
+
+// gemmDense holds gemm's a and b as float64 values for the partial-sum
+// overflow test (dotPosNeg), converted on first use: most cases never
+// need them, and a 1024³ case would hold 16 MiB of them.
+type gemmDense struct {
+	a, b   *tensor.Tensor
+	once   sync.Once
+	af, bf []float64
+}
+
+// values returns a and b as float64 values.
+func (g *gemmDense) values() (a, b []float64) {
+	g.once.Do(func() {
+		if g.a != nil {
+			g.af, g.bf = g.a.Float64s(), g.b.Float64s()
+		}
+	})
+	return g.af, g.bf
+}
+
+// rows sets the expected outcome of output rows [lo, hi) in e, d and s,
+// which hold rows from base on (element (i, j) at (i−base)·n + j).
+func (ev *gemmEval) rows(e *bound.Expected, base, lo, hi int, d, s []float64, dense *gemmDense, c, sa, sb []float64, k, n int) {
+	el := gemmOperands{sa: 1, sb: 1, dense: dense, k: k, n: n}
+	for i := lo; i < hi; i++ {
+		row := (i - base) * n
+		for j := 0; j < n; j++ {
+			idx := row + j
+			if ev.plain {
+				// The fast path (fastElement) over the rest of the row, up
+				// to the first element that needs the interval path.
+				end := row + n
+				j += ev.out.StoreDots(&ev.dot, d[idx:end], s[idx:end], ev.magUp, e.Ref[idx:end], e.Bound[idx:end], e.Alt[idx:end])
+				if j == n {
+					break
+				}
+				idx = row + j
+			}
+			// The interval path. s[idx] is a sum of k exact products in
+			// float64, or in fp32 (gemm_mag.go): round it up (magUp).
+			el.d, el.s, el.i, el.j = d[idx], s[idx]*ev.magUp, i, j
+			if c != nil {
+				el.c = c[i*n+j]
+			}
+			if sa != nil {
+				el.sa, el.sb = gemmScaleAt(sa, i), gemmScaleAt(sb, j)
+			}
+			e.Ref[idx], e.Bound[idx], e.Alt[idx] = ev.element(&el)
+		}
+	}
+}
+
+// gemmScaleAt returns scale s for row or column i ([1] broadcasts).
+func gemmScaleAt(s []float64, i int) float64 {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return s[i]
+}
+
+// dotPosNeg returns upper bounds on the sum of the positive products and
+// on the sum of the magnitudes of the negative products of row i of a and
+// column j of b, skipping non-finite products: their float64 sums rounded
+// up by bound.MagUp (the products are exact in float64, gemm_bound.go).
+func dotPosNeg(a, b []float64, i, j, k, n int) (pos, neg float64) {
+	for kk := 0; kk < k; kk++ {
+		p := float64(a[i*k+kk] * b[kk*n+j])
+		switch {
+		case p > 0 && !math.IsInf(p, 0):
+			pos += p
+		case p < 0 && !math.IsInf(p, 0):
+			neg -= p
+		}
+	}
+	return bound.MagUp(pos, k), bound.MagUp(neg, k)
+}
