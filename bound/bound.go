@@ -146,6 +146,18 @@ func NewExpected(n int) *Expected {
 	return &Expected{Ref: make([]float64, n), Bound: make([]float64, n), Alt: make([]Special, n)}
 }
 
+// Window returns the Expected of elements off, off+1, … off+n−1 of the
+// ordinary (not Compact) e, sharing its arrays: a block of a larger
+// Expected, or a prefix of a buffer reused block after block. It panics
+// as a slice expression would when the elements do not exist.
+func (e *Expected) Window(off, n int) *Expected {
+	w := &Expected{Ref: e.Ref[off : off+n], Bound: e.Bound[off : off+n], Alt: e.Alt[off : off+n]}
+	if e.Exact != nil {
+		w.Exact, w.Rounded = e.Exact[off:off+n], e.Rounded[off:off+n]
+	}
+	return w
+}
+
 // Len is the number of elements described.
 func (e *Expected) Len() int {
 	if e.lazy != nil {

@@ -124,3 +124,29 @@ func TestGamma(t *testing.T) {
 		t.Errorf("Gamma(2^11, 2^-11) = %g, want +Inf (n·u ≥ 1 voids the bound)", got)
 	}
 }
+
+// TestExpectedWindow: a window describes exactly its elements, exact
+// ones included, and shares the arrays both ways.
+func TestExpectedWindow(t *testing.T) {
+	e := NewExpected(10)
+	for i := range 10 {
+		e.Ref[i], e.Bound[i] = float64(i), float64(i)/8
+	}
+	e.Alt[4] = PosInf
+	e.SetExact(5, 2.5, tensor.Float16, tensor.Numerics{})
+	w := e.Window(3, 4)
+	if w.Span() != 4 || w.Check() != nil {
+		t.Fatalf("bound Expected(10).Window(3, 4): span %d, check %v, want 4, nil", w.Span(), w.Check())
+	}
+	for j := range 4 {
+		i := 3 + j
+		if w.RefAt(j) != e.RefAt(i) || w.BoundAt(j) != e.BoundAt(i) || w.AltAt(j) != e.AltAt(i) || w.IsExact(j) != e.IsExact(i) {
+			t.Errorf("bound Expected(10).Window(3, 4): element %d = %v %v %v exact %v, want element %d's %v %v %v exact %v",
+				j, w.RefAt(j), w.BoundAt(j), w.AltAt(j), w.IsExact(j), i, e.RefAt(i), e.BoundAt(i), e.AltAt(i), e.IsExact(i))
+		}
+	}
+	w.Ref[0] = -1
+	if e.Ref[3] != -1 {
+		t.Errorf("bound Expected(10).Window(3, 4) does not share Ref with the Expected")
+	}
+}

@@ -53,8 +53,7 @@ func (op gemm) ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.N
 	buf := bound.NewExpected(rows * g.n)
 	for r0 := 0; r0 < g.m; r0 += rows {
 		r1 := min(r0+rows, g.m)
-		k := (r1 - r0) * g.n
-		e := &bound.Expected{Ref: buf.Ref[:k], Bound: buf.Bound[:k], Alt: buf.Alt[:k]}
+		e := buf.Window(0, (r1-r0)*g.n)
 		g.rows(e, r0, r1)
 		if err := yield("out", e); err != nil {
 			return err

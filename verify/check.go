@@ -84,32 +84,38 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 
 	names := sortedKeys(want)
 	metrics := computeAll(names, got, want)
-	return judgeAll(s, names, got, want, golden, metrics, policies), nil
+	return judgeAll(s, names, got, want, golden, metrics, policies, judgeInput), nil
+}
+
+// judgeInput is one policy's verdict on in, given its metrics m.
+func judgeInput(p Policy, in Input, m *Metrics) Verdict {
+	if j, ok := p.(judger); ok {
+		return run(j, in, m)
+	}
+	v := p.Judge(in)
+	if v.Policy == "" {
+		v.Policy = p.Name()
+	}
+	return v
+}
+
+// judgeMetrics is a metricsJudger's verdict from the metrics m alone.
+func judgeMetrics(p Policy, in Input, m *Metrics) Verdict {
+	v := p.(metricsJudger).judge(in, m)
+	v.Policy, v.Metrics = p.Name(), *m
+	return v
 }
 
 // judgeAll judges each output of names, whose metrics are metrics[k], with
-// every policy (want nil for outputs judged by their metrics alone).
-func judgeAll(s Subject, names []string, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, metrics []Metrics, policies []Policy) *Result {
+// every policy by judge.
+func judgeAll(s Subject, names []string, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, metrics []Metrics, policies []Policy, judge func(Policy, Input, *Metrics) Verdict) *Result {
 	res := &Result{Subject: s, Pass: true}
 	for k, name := range names {
 		in := Input{Got: got[name], Want: want[name], Golden: golden[name]}
 		m := metrics[k]
 		out := OutputResult{Name: name, DType: in.Got.DType, Shape: append([]int(nil), in.Got.Shape...), Metrics: m}
 		for _, p := range policies {
-			var v Verdict
-			switch j, ok := p.(judger); {
-			case want == nil: // CheckMetrics holds every policy to be a metricsJudger
-				v = j.judge(in, &m)
-				v.Policy, v.Metrics = p.Name(), m
-			case ok:
-				v = run(j, in, &m)
-			default:
-				v = p.Judge(in)
-				if v.Policy == "" {
-					v.Policy = p.Name()
-				}
-			}
-			out.Verdicts = append(out.Verdicts, v)
+			out.Verdicts = append(out.Verdicts, judge(p, in, &m))
 		}
 		if !out.Pass() {
 			res.Pass = false
@@ -170,7 +176,7 @@ func CheckMetrics(s Subject, got map[string]*tensor.Tensor, metrics map[string]M
 	if len(errs) > 0 {
 		return nil, errors.New(s.String() + ": " + strings.Join(errs, "; "))
 	}
-	return judgeAll(s, names, got, nil, nil, ms, policies), nil
+	return judgeAll(s, names, got, nil, nil, ms, policies, judgeMetrics), nil
 }
 
 // AddFailure records a failed check that is not an accuracy policy, such

@@ -102,13 +102,11 @@ func (s *Stream) addSums(want *bound.Expected, b0, b1 int) {
 			s.keep(want, 0, b1-b0)
 			return
 		}
-		bp := termBufs.Get()
-		t, gb, rb := termsIn(*bp, end-c0)
-		copy(rb, s.carry)
-		copy(rb[r:], want.Refs(0, rb[r:]))
-		s.got.Float64sFrom(c0, gb)
-		s.chunks[c0/sumChunk] = chunkOf(gb, rb, t)
-		termBufs.Put(bp)
+		s.chunks[c0/sumChunk] = chunkAt(s.got, c0, end-c0, func(rb []float64) []float64 {
+			copy(rb, s.carry)
+			copy(rb[r:], want.Refs(0, rb[r:]))
+			return rb
+		})
 		s.carry = s.carry[:0]
 		pos = end
 	}

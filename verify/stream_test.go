@@ -11,16 +11,6 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// blockOf returns elements [lo, hi) of the ordinary Expected e as an
-// Expected of their own, sharing e's arrays.
-func blockOf(e *bound.Expected, lo, hi int) *bound.Expected {
-	b := &bound.Expected{Ref: e.Ref[lo:hi], Bound: e.Bound[lo:hi], Alt: e.Alt[lo:hi]}
-	if e.Exact != nil {
-		b.Exact, b.Rounded = e.Exact[lo:hi], e.Rounded[lo:hi]
-	}
-	return b
-}
-
 // TestStreamMatchesCompute holds a Stream fed seeded random blocks (from
 // one element to several chunks, ending inside chunks and on their
 // boundaries) to Compute on the whole Expected, every field bit for bit,
@@ -46,7 +36,7 @@ func TestStreamMatchesCompute(t *testing.T) {
 					case 2: // within a few chunks
 						k = min(k, 1+r.IntN(3*sumChunk))
 					}
-					if err := s.Add(blockOf(want, lo, lo+k)); err != nil {
+					if err := s.Add(want.Window(lo, k)); err != nil {
 						t.Fatalf("verify Stream %s n=%d seed=%d: Add [%d, %d): %v", d, n, seed, lo, lo+k, err)
 					}
 					sizes = append(sizes, k)
@@ -64,7 +54,7 @@ func TestStreamMatchesCompute(t *testing.T) {
 	}
 	got, want := mixedCase(r, tensor.Float32, 10)
 	s := NewStream(got)
-	if err := s.Add(blockOf(want, 0, 4)); err != nil {
+	if err := s.Add(want.Window(0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Metrics(); err == nil || !strings.Contains(err.Error(), "4 of 10") {
@@ -97,7 +87,7 @@ func TestCheckMetricsMatchesCheck(t *testing.T) {
 	for name, w := range want {
 		st := NewStream(got[name])
 		for lo := 0; lo < w.Span(); lo += 5000 {
-			if err := st.Add(blockOf(w, lo, min(lo+5000, w.Span()))); err != nil {
+			if err := st.Add(w.Window(lo, min(5000, w.Span()-lo))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -147,7 +137,7 @@ func TestComputeOverflowingError(t *testing.T) {
 	m := Compute(got, want)
 	s := NewStream(got)
 	for i := range 3 {
-		if err := s.Add(blockOf(want, i, i+1)); err != nil {
+		if err := s.Add(want.Window(i, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}

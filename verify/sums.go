@@ -251,14 +251,19 @@ func fusedSums(buf []float64, n int) chunkSums {
 func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []chunkSums) {
 	chunks := (hi - lo + sumChunk - 1) / sumChunk
 	parallel.For(chunks, 1, func(c0, c1 int) {
-		bp := termBufs.Get()
-		defer termBufs.Put(bp)
 		for c := c0; c < c1; c++ {
 			a := lo + c*sumChunk
-			k := min(sumChunk, hi-a)
-			t, gb, rb := termsIn(*bp, k)
-			got.Float64sFrom(a, gb)
-			out[c] = chunkOf(gb, want.Refs(a-off, rb), t)
+			out[c] = chunkAt(got, a, min(sumChunk, hi-a), func(rb []float64) []float64 { return want.Refs(a-off, rb) })
 		}
 	})
+}
+
+// chunkAt returns the sums of the chunk of k elements from a of got,
+// whose references refs returns (in rb, which it may fill, or elsewhere).
+func chunkAt(got *tensor.Tensor, a, k int, refs func(rb []float64) []float64) chunkSums {
+	bp := termBufs.Get()
+	defer termBufs.Put(bp)
+	t, gb, rb := termsIn(*bp, k)
+	got.Float64sFrom(a, gb)
+	return chunkOf(gb, refs(rb), t)
 }

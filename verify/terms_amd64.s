@@ -7,6 +7,23 @@ GLOBL absmask<>(SB), RODATA|NOPTR, $8
 DATA expmask<>+0(SB)/8, $0x7ff0000000000000
 GLOBL expmask<>(SB), RODATA|NOPTR, $8
 
+// NONFINITE sets out to all ones in the lanes where g or r is ±Inf or
+// NaN (exponent field all ones; exp holds that mask), with tmp clobbered.
+#define NONFINITE(exp, g, r, out, tmp) \
+	VANDPD   exp, g, out   \
+	VPCMPEQQ exp, out, out \
+	VANDPD   exp, r, tmp   \
+	VPCMPEQQ exp, tmp, tmp \
+	VORPD    tmp, out, out
+
+// HMAX sets the low lane of X0 to the largest of the four lanes of y (x
+// its low half), with X1 clobbered.
+#define HMAX(y, x) \
+	VEXTRACTF128 $1, y, X0 \
+	VMAXPD       X0, x, X0 \
+	VPERMILPD    $1, X0, X1 \
+	VMAXSD       X1, X0, X0
+
 // func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, scaleE, scaleV, guard float64) (mare float64)
 TEXT ·termsAVX2(SB), NOSPLIT, $0-88
 	MOVQ gv+0(FP), SI
@@ -30,12 +47,7 @@ loop:
 	VMOVUPD (SI)(AX*8), Y0
 	VMOVUPD (DI)(AX*8), Y1
 
-	// Y2: all ones in the lanes where g or r is ±Inf or NaN.
-	VANDPD   Y11, Y0, Y2
-	VPCMPEQQ Y11, Y2, Y2
-	VANDPD   Y11, Y1, Y3
-	VPCMPEQQ Y11, Y3, Y3
-	VORPD    Y3, Y2, Y2
+	NONFINITE(Y11, Y0, Y1, Y2, Y3)
 
 	VSUBPD Y1, Y0, Y4  // g − r
 	VANDPD Y15, Y4, Y4 // e = |g − r|
@@ -60,10 +72,7 @@ loop:
 	JMP     loop
 
 done:
-	VEXTRACTF128 $1, Y10, X0
-	VMAXPD       X0, X10, X0
-	VPERMILPD    $1, X0, X1
-	VMAXSD       X1, X0, X0
+	HMAX(Y10, X10)
 	VZEROUPPER
 	MOVSD        X0, mare+80(FP)
 	RET
@@ -186,12 +195,7 @@ mloop:
 	VMOVUPD (SI)(AX*8), Y0
 	VMOVUPD (DI)(AX*8), Y1
 
-	// Y2: all ones in the lanes where g or r is ±Inf or NaN.
-	VANDPD   Y14, Y0, Y2
-	VPCMPEQQ Y14, Y2, Y2
-	VANDPD   Y14, Y1, Y3
-	VPCMPEQQ Y14, Y3, Y3
-	VORPD    Y3, Y2, Y2
+	NONFINITE(Y14, Y0, Y1, Y2, Y3)
 
 	VSUBPD  Y1, Y0, Y4  // g − r
 	VANDPD  Y15, Y4, Y4 // e = |g − r|
@@ -206,15 +210,9 @@ mloop:
 	JMP     mloop
 
 mdone:
-	VEXTRACTF128 $1, Y12, X0
-	VMAXPD       X0, X12, X0
-	VPERMILPD    $1, X0, X1
-	VMAXSD       X1, X0, X0
+	HMAX(Y12, X12)
 	MOVSD        X0, maxE+24(FP)
-	VEXTRACTF128 $1, Y13, X0
-	VMAXPD       X0, X13, X0
-	VPERMILPD    $1, X0, X1
-	VMAXSD       X1, X0, X0
+	HMAX(Y13, X13)
 	MOVSD        X0, maxV+32(FP)
 	VZEROUPPER
 	RET
