@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"codeberg.org/sbinet/npyio/npy"
 	"github.com/x448/float16"
 )
 
@@ -27,10 +26,16 @@ import (
 // its Read allocates by the header's shape before any data arrives. Its
 // writer only writes one-dimensional shapes and pads the header wrongly
 // for the 64-byte alignment. So this file reads and writes the format
-// itself, validating every field before it allocates anything, and takes
-// from npyio only its definition of the magic string; npyio is the
-// independent implementation the tests check interoperability against
-// (fp64, fp32, int8, int32, uint8 in both directions).
+// itself, validating every field before it allocates anything; npyio is
+// the independent implementation the tests check interoperability against
+// (fp64, fp32, int8, int32, uint8 in both directions), and its magic
+// string against npyMagic's (TestNpyMagic). Only the tests import npyio:
+// linking it would bring its pickle decoder and math/big into every
+// binary, for six bytes (and into a fuzzing binary, where each
+// instrumented branch costs the fuzzing engine time on every exec).
+
+// npyMagic is the six bytes every .npy file starts with.
+var npyMagic = [6]byte{'\x93', 'N', 'U', 'M', 'P', 'Y'}
 
 // maxNpyHeaderLen caps the header length a file may claim. numpy's own
 // reader refuses headers above 10000 bytes by default; a tensor header
@@ -198,11 +203,11 @@ func npyHeaderBytes(descr string, shape []int) []byte {
 	if len(dict)+1+64 > math.MaxUint16 {
 		major, lenSize = 2, 4
 	}
-	prefix := len(npy.Magic) + 2 + lenSize
+	prefix := len(npyMagic) + 2 + lenSize
 	pad := (64 - (prefix+len(dict)+1)%64) % 64
 	hlen := len(dict) + pad + 1
 	out := make([]byte, 0, prefix+hlen)
-	out = append(out, npy.Magic[:]...)
+	out = append(out, npyMagic[:]...)
 	out = append(out, major, 0)
 	if lenSize == 2 {
 		out = binary.LittleEndian.AppendUint16(out, uint16(hlen))

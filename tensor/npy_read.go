@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"codeberg.org/sbinet/npyio/npy"
 	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/safefile"
@@ -90,8 +89,8 @@ func readNpy(r io.Reader, want DType, opts ReadOptions, size int64) (*Tensor, er
 		}
 		return nil, readErr(err, "truncated header: have %d bytes, not a .npy file", n)
 	}
-	if !bytes.Equal(pre[:6], npy.Magic[:]) {
-		return nil, fmt.Errorf("not a .npy file (magic %q, want %q)", pre[:6], npy.Magic[:])
+	if !bytes.Equal(pre[:6], npyMagic[:]) {
+		return nil, fmt.Errorf("not a .npy file (magic %q, want %q)", pre[:6], npyMagic[:])
 	}
 	major, minor := pre[6], pre[7]
 	lenSize := 4

@@ -36,6 +36,14 @@ func npyDict(descr, shape string) string {
 	return fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }\n", descr, shape)
 }
 
+// TestNpyMagic holds npyMagic to npyio's, so dropping the import for a
+// local copy cannot drift from the format's other implementation.
+func TestNpyMagic(t *testing.T) {
+	if npyMagic != npy.Magic {
+		t.Errorf("npyMagic = %q, want npyio's %q", npyMagic[:], npy.Magic[:])
+	}
+}
+
 func TestNpyDescr(t *testing.T) {
 	want := map[DType]string{Float64: "<f8", Float32: "<f4", Float16: "<f2", BFloat16: "<u2", Int8: "|i1", Int32: "<i4", Uint8: "|u1"}
 	for _, d := range DTypes() {
