@@ -23,3 +23,15 @@ type Backend interface {
 	Name() string
 	Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error)
 }
+
+// InputGuard is implemented by a Backend whose Run never changes the
+// caller's input tensors, whatever its kernel does, and reports a kernel's
+// writes into its inputs as an *InputsModifiedError returned with the
+// outputs: the emulator makes the inputs copy-on-write in its GM
+// (npu.CopyOnWrite), the exec backend hands the kernel files. The harness
+// gives such a backend the inputs themselves, where it gives any other a
+// copy of them, which for large inputs costs more than the kernel.
+type InputGuard interface {
+	Backend
+	GuardsInputs() bool
+}

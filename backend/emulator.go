@@ -71,9 +71,13 @@ func (e *Emulator) Device() *npu.Device { return e.dev }
 
 // Run dispatches op to its registered kernel, with the emulator's faults
 // and variant on the context. When a kernel wrote outside its outputs
-// (a guard band, *npu.GuardError), Run returns the outputs and the cost
-// together with the wrapped error, so the caller can judge the outputs
-// and report the guard (harness.RunPrepared does).
+// (a guard band, *npu.GuardError) or into its inputs, Run returns the
+// outputs and the cost together with the wrapped error, so the caller can
+// judge the outputs and report the guard or the input (harness.RunPrepared
+// does). The inputs themselves are never changed: they are copy-on-write
+// in the emulated GM (npu.CopyOnWrite), so a kernel that writes an input
+// writes, and later reads, a copy, and the write is reported as an
+// *InputsModifiedError.
 func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	if e.err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", e.err)
@@ -86,18 +90,26 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 	if e.variant.Options != nil {
 		ctx = kernels.WithVariant(ctx, e.variant)
 	}
-	out, cost, err := info.Kernel(ctx, e.dev, p, in)
-	if err != nil {
-		var guard *npu.GuardError
-		if errors.As(err, &guard) && out != nil {
-			return out, cost, fmt.Errorf("emulator: %w", err)
-		}
+	cow := npu.NewCopyOnWrite(in)
+	out, cost, err := info.Kernel(npu.WithCopyOnWrite(ctx, cow), e.dev, p, in)
+	var guard *npu.GuardError
+	if err != nil && !(errors.As(err, &guard) && out != nil) {
 		return nil, nil, fmt.Errorf("emulator: %w", err)
+	}
+	if written := cow.Written(); written != nil {
+		err = errors.Join(err, &InputsModifiedError{Inputs: written})
+	}
+	if err != nil {
+		return out, cost, fmt.Errorf("emulator: %w", err)
 	}
 	return out, cost, nil
 }
 
-var _ Backend = (*Emulator)(nil)
+// GuardsInputs reports true: a kernel's DMA writes into its inputs go to
+// copies (npu.CopyOnWrite) and come back as an *InputsModifiedError.
+func (e *Emulator) GuardsInputs() bool { return true }
+
+var _ InputGuard = (*Emulator)(nil)
 
 // Numerics returns the numerics profile the emulator computes under.
 func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }

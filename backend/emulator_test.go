@@ -2,10 +2,12 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -61,5 +63,41 @@ func TestEmulatorErrors(t *testing.T) {
 	}
 	if _, _, err := NewEmulator(npu.Ascend910B()).Run(ctx, "vector_add", ops.Params{"dtype": "fp16"}, in); err == nil || !strings.Contains(err.Error(), "emulator: vector_add") {
 		t.Errorf("emulator vector_add dtype mismatch: got %v want an error", err)
+	}
+}
+
+// TestEmulatorGuardsInputs: a kernel that writes into its input x (the
+// input-modified fault) leaves the caller's x as it was and is reported
+// as an *InputsModifiedError that comes with the outputs, together with
+// a guard-band write when there is one too.
+func TestEmulatorGuardsInputs(t *testing.T) {
+	const n = 33
+	p := ops.Params{"dtype": "bf16"}
+	for _, faults := range [][]npu.Fault{
+		{kernels.FaultVAInputModified},
+		{kernels.FaultVAInputModified, kernels.FaultVAWritePastEnd},
+	} {
+		x, y := tensor.MustNew(tensor.BFloat16, n), tensor.MustNew(tensor.BFloat16, n)
+		for i := range n {
+			x.SetFloat64(i, float64(i), tensor.Numerics{})
+			y.SetFloat64(i, 0.5, tensor.Numerics{})
+		}
+		xc := x.Clone()
+		e := NewEmulator(npu.Ascend910B(), WithFaults(faults...))
+		if !e.GuardsInputs() {
+			t.Fatal("the emulator does not claim to guard its inputs")
+		}
+		out, _, err := e.Run(context.Background(), "vector_add", p, map[string]*tensor.Tensor{"x": x, "y": y})
+		var modified *InputsModifiedError
+		if !errors.As(err, &modified) || out["z"] == nil || !strings.Contains(modified.Inputs["x"], "first difference at element 0") || len(modified.Inputs) != 1 {
+			t.Errorf("vector_add params=%v n=%d faults=%v: got outputs %v, error %v, want z and x modified from element 0", p, n, faults, out, err)
+		}
+		var guard *npu.GuardError
+		if wantGuard := len(faults) == 2; errors.As(err, &guard) != wantGuard {
+			t.Errorf("vector_add params=%v n=%d faults=%v: error %v, want a guard-band error %v", p, n, faults, err, wantGuard)
+		}
+		if same, i := tensor.BitsEqual(x, xc); !same {
+			t.Errorf("vector_add params=%v n=%d faults=%v: the caller's x changed at element %d", p, n, faults, i)
+		}
 	}
 }

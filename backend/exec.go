@@ -279,4 +279,8 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 	return out, cost, nil
 }
 
-var _ Backend = (*Exec)(nil)
+var _ InputGuard = (*Exec)(nil)
+
+// GuardsInputs reports true: the kernel reads its inputs from files, and
+// Run reports a file it wrote into as an *InputsModifiedError.
+func (e *Exec) GuardsInputs() bool { return true }

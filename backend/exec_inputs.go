@@ -14,10 +14,11 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// InputsModifiedError reports that a kernel wrote into its input files
-// (docs/exec-backend.md: inputs are read-only). The exec backend returns
-// it together with the outputs, so the harness judges the outputs and
-// fails the inputs-unchanged check once per modified input: in a real
+// InputsModifiedError reports that a kernel wrote into its inputs: its
+// input files (docs/exec-backend.md: inputs are read-only), or the
+// emulated GM of its input tensors. The exec backend and the emulator
+// return it together with the outputs, so the harness judges the outputs
+// and fails the inputs-unchanged check once per modified input: in a real
 // framework such a kernel clobbers a tensor someone else still reads.
 type InputsModifiedError struct {
 	// Inputs maps each modified input to what changed (the first element

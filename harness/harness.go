@@ -11,9 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
@@ -64,11 +66,18 @@ type NumericsBackend interface {
 }
 
 // Prepared is a case whose params are validated and inputs generated.
+// Runs of it may be concurrent: a backend is handed its Inputs only when
+// it guards them (backend.InputGuard), any other gets copies.
 type Prepared struct {
 	Case   ops.Case
 	Op     ops.Op
 	Params ops.Params
 	Inputs map[string]*tensor.Tensor
+
+	// spoiled is set when a backend that claims to guard its inputs
+	// changed them: Inputs no longer hold the case's inputs, and every
+	// later run fails instead of judging against them.
+	spoiled atomic.Bool
 }
 
 // Prepare validates c and generates its inputs.
@@ -168,8 +177,9 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // is returned only when the case could not be judged (bad case, backend
 // failure); an inaccurate result is a Result whose Verify does not pass.
 // Besides the accuracy policies, every run checks that the inputs came
-// back bit-identical (CheckInputsUnchanged; an exec kernel that wrote into
-// its input files is reported by the backend, backend.InputsModifiedError),
+// back bit-identical (CheckInputsUnchanged: a backend that guards its
+// inputs, the emulator or exec, reports a kernel's writes into them as a
+// backend.InputsModifiedError, and any other is handed copies to compare),
 // the op's output invariants when it has any (ops.OutputInvariants: e.g.
 // every cache element a KV update must not write is bit-identical) and,
 // when the backend reports
@@ -206,11 +216,10 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 		policies = []verify.Policy{pol}
 	}
 
-	// The backend gets copies; the originals prove the inputs came back untouched.
-	backendIn := make(map[string]*tensor.Tensor, len(pc.Inputs))
-	for k, t := range pc.Inputs {
-		backendIn[k] = t.Clone()
+	if pc.spoiled.Load() {
+		return nil, &BackendError{fmt.Errorf("%s: an earlier run's backend changed the case's inputs; prepare it again", c.Subject())}
 	}
+	backendIn, sums := backendInputs(b, pc.Inputs)
 	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
 	// A guard-band error comes with outputs (the emulator allocates them
 	// between guards), and so does the exec backend's report of input
@@ -226,12 +235,7 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	}
 	// The backend's copies are compared now and dropped, so that a large
 	// case does not hold them through the reference.
-	var inputsModified []string
-	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
-		if ok, i := tensor.BitsEqual(pc.Inputs[name], backendIn[name]); !ok {
-			inputsModified = append(inputsModified, name, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
-		}
-	}
+	inputsModified := changedInputs(pc, backendIn, sums)
 	backendIn = nil
 	collectIfLarge(pc.Inputs)
 	var exp map[string]*bound.Expected
@@ -377,6 +381,49 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// inputSeed seeds the input hashes of backendInputs.
+var inputSeed = maphash.MakeSeed()
+
+// backendInputs returns the inputs b is handed: pc's own, with the hash of
+// each, when b guards its inputs (backend.InputGuard), else copies of
+// them (and nil hashes).
+func backendInputs(b backend.Backend, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, map[string]uint64) {
+	if g, ok := b.(backend.InputGuard); ok && g.GuardsInputs() {
+		sums := make(map[string]uint64, len(in))
+		for name, t := range in {
+			sums[name] = t.Hash(inputSeed)
+		}
+		return in, sums
+	}
+	copies := make(map[string]*tensor.Tensor, len(in))
+	for name, t := range in {
+		copies[name] = t.Clone()
+	}
+	return copies, nil
+}
+
+// changedInputs lists, as name and reason pairs in name order, each input
+// of pc the backend did not give back unchanged: by comparison with its
+// copy (backendIn), or when the backend guards its inputs, by its hash
+// (sums). A guarding backend that changed one has spoiled pc.
+func changedInputs(pc *Prepared, backendIn map[string]*tensor.Tensor, sums map[string]uint64) []string {
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
+		t := pc.Inputs[name]
+		if sums != nil {
+			if t.Hash(inputSeed) != sums[name] {
+				pc.spoiled.Store(true)
+				changed = append(changed, name, fmt.Sprintf("input %q was modified by the backend, which claims to guard its inputs (its hash changed)", name))
+			}
+			continue
+		}
+		if ok, i := tensor.BitsEqual(t, backendIn[name]); !ok {
+			changed = append(changed, name, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+		}
+	}
+	return changed
 }
 
 // largeCase is how many input elements make a case large enough for

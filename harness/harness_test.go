@@ -57,6 +57,67 @@ func TestRunFlagsModifiedInputs(t *testing.T) {
 	}
 }
 
+// guardingBackend is a fakeBackend that claims to guard its inputs
+// (backend.InputGuard) and records the input tensors it was handed.
+type guardingBackend struct {
+	fakeBackend
+	got map[string]*tensor.Tensor
+}
+
+func (g *guardingBackend) GuardsInputs() bool { return true }
+
+func (g *guardingBackend) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	g.got = in
+	return g.fakeBackend.Run(ctx, op, p, in)
+}
+
+// A backend that guards its inputs is handed the case's own tensors; any
+// other gets copies.
+func TestRunCopiesInputsUnlessGuarded(t *testing.T) {
+	pc, err := harness.Prepare(fp16Case)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guardingBackend{}
+	if _, err := harness.RunPrepared(context.Background(), g, pc, harness.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var plain map[string]*tensor.Tensor
+	f := &fakeBackend{mutate: func(in, _ map[string]*tensor.Tensor) { plain = in }}
+	if _, err := harness.RunPrepared(context.Background(), f, pc, harness.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, x := range pc.Inputs {
+		if g.got[name] != x {
+			t.Errorf("%s: a guarding backend got a copy of input %q, want the tensor itself", fp16Case.Subject(), name)
+		}
+		if plain[name] == x || plain[name] == nil {
+			t.Errorf("%s: a backend that does not guard its inputs got input %q itself (or nothing), want a copy", fp16Case.Subject(), name)
+		}
+	}
+}
+
+// A backend that claims to guard its inputs and writes one anyway fails
+// the inputs-unchanged check, and the case, whose inputs are lost, cannot
+// run again.
+func TestRunCatchesABrokenInputGuard(t *testing.T) {
+	pc, err := harness.Prepare(fp16Case)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guardingBackend{fakeBackend: fakeBackend{mutate: func(in, _ map[string]*tensor.Tensor) { in["y"].SetBits(7, 0) }}}
+	res, err := harness.RunPrepared(context.Background(), g, pc, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Verify.Failure(); res.Pass() || !strings.Contains(f, harness.CheckInputsUnchanged) || !strings.Contains(f, `input "y" was modified by the backend, which claims to guard its inputs`) {
+		t.Errorf("%s: a guarding backend that writes its input passed or was misreported:\n%s", fp16Case.Subject(), f)
+	}
+	if _, err := harness.RunPrepared(context.Background(), &fakeBackend{}, pc, harness.Options{}); err == nil || !harness.IsBackend(err) || !strings.Contains(err.Error(), "prepare it again") {
+		t.Errorf("%s: a second run of the spoiled case: error %v, want a backend error", fp16Case.Subject(), err)
+	}
+}
+
 func TestRunFailsAWrongResult(t *testing.T) {
 	b := &fakeBackend{mutate: func(_, out map[string]*tensor.Tensor) { out["z"].SetFloat64(3, 1000, tensor.Numerics{}) }}
 	res, err := harness.Run(context.Background(), b, fp16Case, harness.Options{})

@@ -236,6 +236,7 @@ type Core struct {
 	pro   stage    // work before the first BeginTile
 	tiles []stage  // one per BeginTile
 	slab  []Buffer // Buffers not yet handed out (newBuffer)
+	cow   *CopyOnWrite
 }
 
 // stage holds the cycles of one tile by pipeline stage.
@@ -263,6 +264,7 @@ func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
 		}
 	}
 	c.BlockDim, c.ctx, c.kind = dim, ctx, kind
+	c.cow = copyOnWriteFrom(ctx)
 	return c
 }
 
@@ -304,7 +306,7 @@ func (c *Core) releaseMem() {
 			a.mem = nil
 		}
 	}
-	c.ctx = nil
+	c.ctx, c.cow = nil, nil
 	c.dev.cores.Put(c)
 }
 

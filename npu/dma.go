@@ -49,7 +49,7 @@ func (c *Core) DataCopyPadOut(dst *tensor.Tensor, off int, src *Buffer, n int) e
 }
 
 func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pad bool) error {
-	gm, size, err := c.checkGM(op, "src", src, off, n)
+	gm, size, err := c.checkGM(op, "src", src, off, n, false)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pa
 }
 
 func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n int, pad bool) error {
-	gm, size, err := c.checkGM(op, "dst", dst, off, n)
+	gm, size, err := c.checkGM(op, "dst", dst, off, n, true)
 	if err != nil {
 		return err
 	}
@@ -103,13 +103,18 @@ func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n in
 	return nil
 }
 
-// checkGM validates a GM operand and returns its bytes and element size.
-func (c *Core) checkGM(op, what string, t *tensor.Tensor, off, n int) ([]byte, int, error) {
+// checkGM validates a GM operand and returns its bytes and element size:
+// those of the launch's copy when t is a copy-on-write input that a DMA
+// wrote (write: this one), see CopyOnWrite.
+func (c *Core) checkGM(op, what string, t *tensor.Tensor, off, n int, write bool) ([]byte, int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", op, err)
 	}
 	if t == nil {
 		return nil, 0, fmt.Errorf("%s: %s tensor is nil", op, what)
+	}
+	if c.cow != nil {
+		t = c.cow.resolve(t, write)
 	}
 	gm, size := gmBytes(t)
 	if size == 0 {

@@ -23,7 +23,7 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 	if dst == nil || (dst.space != UB && dst.space != L1) {
 		return fmt.Errorf("%s: dst must be a UB or L1 buffer", op)
 	}
-	gm, size, err := c.checkGM(op, "src", src, 0, 0)
+	gm, size, err := c.checkGM(op, "src", src, 0, 0, false)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 // (ld elements per row). One DMA transfer of rows·cols elements.
 func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int, src *Buffer, srcLd int) error {
 	const op = "DataCopy2DOut"
-	gm, size, err := c.checkGM(op, "dst", dst, 0, 0)
+	gm, size, err := c.checkGM(op, "dst", dst, 0, 0, true)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sync"
@@ -383,6 +384,23 @@ func (t *Tensor) SameShape(shape []int) bool {
 		}
 	}
 	return true
+}
+
+// Hash returns a 64-bit hash under seed of t's dtype, shape and element
+// bit patterns (hash/maphash). Equal tensors hash equal; a tensor changed
+// in any way hashes differently but with probability 2^-64. It lets a
+// caller check that a large tensor came back unchanged without keeping a
+// copy of it.
+func (t *Tensor) Hash(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteByte(byte(t.DType))
+	maphash.WriteComparable(&h, len(t.Shape))
+	for _, d := range t.Shape {
+		maphash.WriteComparable(&h, d)
+	}
+	h.Write(rawData(t))
+	return h.Sum64()
 }
 
 // BitsEqual reports whether a and b have the same dtype, shape and bit

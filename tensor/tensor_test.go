@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -187,6 +188,39 @@ func TestClone(t *testing.T) {
 		if n := testing.AllocsPerRun(10, func() { _ = x.Clone() }); n > 4 {
 			t.Errorf("%v.Clone() allocates %v times, want at most 4", x, n)
 		}
+	}
+}
+
+// TestHash: a clone hashes as its original; flipping any one bit of an
+// element, or changing the dtype or the shape, changes the hash (each
+// with probability 1 − 2^-64).
+func TestHash(t *testing.T) {
+	seed := maphash.MakeSeed()
+	for _, d := range DTypes() {
+		x := MustNew(d, 3, 5)
+		fillPatterns(x)
+		h := x.Hash(seed)
+		if got := x.Clone().Hash(seed); got != h {
+			t.Errorf("%s: Clone().Hash = %#x, want the original's %#x", x, got, h)
+		}
+		for i := range x.Len() {
+			for bit := range 8 * d.Size() {
+				y := x.Clone()
+				y.SetBits(i, y.Bits(i)^1<<bit)
+				if y.Hash(seed) == h {
+					t.Errorf("%s: flipping bit %d of element %d left the hash %#x", x, bit, i, h)
+				}
+			}
+		}
+		r := x.Clone()
+		r.Shape = []int{5, 3}
+		if r.Hash(seed) == h {
+			t.Errorf("%s: reshaped to %v, the hash stayed %#x", x, r.Shape, h)
+		}
+	}
+	a, b := MustNew(Int8, 4), MustNew(Uint8, 4)
+	if a.Hash(seed) == b.Hash(seed) {
+		t.Error("int8[4] and uint8[4] of zeros hash the same")
 	}
 }
 

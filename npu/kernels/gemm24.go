@@ -84,7 +84,7 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: %w", err)
 	}
-	f.afterLaunch(in["a_meta"])
+	f.afterLaunch(npu.HostWrite(ctx, in["a_meta"]))
 	res := map[string]*tensor.Tensor{"out": out.Tensor()}
 	if err := npu.CheckGuards(out); err != nil {
 		return res, cost, fmt.Errorf("gemm24: %w", err)
