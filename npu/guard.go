@@ -147,8 +147,17 @@ func (g *GuardedOutput) BaseRow() int { return g.guard / g.row }
 // Len is the number of output elements (guards excluded).
 func (g *GuardedOutput) Len() int { return g.n }
 
-// Tensor returns a copy of the output (guards excluded) in its shape.
+// Tensor returns the output (guards excluded) in its shape: a copy, or
+// for an allocation too large to be pooled, which Release never recycles,
+// a view of the GM itself. Copying tens of MiB into fresh memory costs
+// about what the kernel that wrote them costs (a fifth of a 2^24-element
+// vector_add run), and holds the output twice.
 func (g *GuardedOutput) Tensor() *tensor.Tensor {
+	if g.gm.Len() >= unpooled {
+		t := g.gm.Window(g.guard, g.n)
+		t.Shape = append([]int(nil), g.shape...)
+		return t
+	}
 	t := tensor.MustNew(g.gm.DType, g.shape...)
 	src, size := gmBytes(g.gm)
 	dst, _ := gmBytes(t)

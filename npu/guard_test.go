@@ -10,6 +10,42 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
+// TestGuardedOutputTensorOwnsItsMemory: whether Tensor copies (a small
+// output, whose GM Release recycles) or views the GM (one too large to be
+// pooled), the tensor keeps its values through Release and the next
+// output of the same size.
+func TestGuardedOutputTensorOwnsItsMemory(t *testing.T) {
+	for _, n := range []int{100, unpooled} {
+		g, err := NewGuardedOutput("z", tensor.Float16, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			g.GM().SetBits(g.Base()+i, uint64(i%1000))
+		}
+		out := g.Tensor()
+		if !out.SameShape([]int{n}) {
+			t.Fatalf("n=%d: Tensor() is %s, want fp16[%d]", n, out, n)
+		}
+		g.Release()
+		for range 3 { // a pooled GM comes back from a later Get
+			g2, err := NewGuardedOutput("z", tensor.Float16, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				g2.GM().SetBits(g2.Base()+i, 0x3c00)
+			}
+			g2.Release()
+		}
+		for i := range n {
+			if got := out.Bits(i); got != uint64(i%1000) {
+				t.Fatalf("n=%d: Tensor()[%d] = %#x after Release and a new output, want %#x", n, i, got, i%1000)
+			}
+		}
+	}
+}
+
 func TestGuardedOutputLayout(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int8, tensor.Int32, tensor.Uint8} {
 		g, err := NewGuardedOutput("z", dt, 3, 5)
