@@ -109,7 +109,9 @@ var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
 	return &t
 })
 
-func binF16(op binOp, z, a, b []float16.Float16) {
+// binF16Go is binF16 in portable Go: the fp16 operands by table, the
+// fp32 results rounded in one pass by f32sToF16.
+func binF16Go(op binOp, z, a, b []float16.Float16) {
 	t := f16Table()
 	var tmp [512]float32 // fp32 results of one chunk, then rounded in one pass
 	for len(z) > 0 {

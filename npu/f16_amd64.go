@@ -1,0 +1,46 @@
+//go:build amd64 && !purego
+
+package npu
+
+import (
+	"unsafe"
+
+	"github.com/x448/float16"
+	"golang.org/x/sys/cpu"
+)
+
+// useF16C is whether binF16 converts by the CPU's F16C instructions
+// (binF16F16C) rather than by table and software rounding: VCVTPH2PS is
+// exact, the fp32 operation is the same IEEE operation the Go code does,
+// and VCVTPS2PH with rounding control 0 rounds to nearest even with
+// overflow to ±Inf, as f32sToF16 does. NaN results become the default NaN
+// in both (TestBinF16MatchesPortable; every operand pair with
+// NPUVERIFY_EXHAUSTIVE=1).
+var useF16C = cpu.X86.HasAVX2 && cpu.X86.HasFMA && hasF16C()
+
+// hasF16C reports the CPUID feature bit of F16C (leaf 1, ECX bit 29).
+func hasF16C() bool
+
+// binF16F16C stores op(a[i], b[i]) for i < n (a multiple of 8) into z,
+// computed in fp32 and rounded to fp16, NaN results as DefaultNaN16Bits.
+//
+//go:noescape
+func binF16F16C(op binOp, z, a, b *uint16, n int)
+
+// binF16 computes z = a op b element-wise in fp32, rounded to fp16 (ties
+// to even, NaN → the default NaN): by F16C where the CPU has it, in
+// software otherwise and for the tail.
+func binF16(op binOp, z, a, b []float16.Float16) {
+	a, b = a[:len(z)], b[:len(z)]
+	if n := len(z) &^ 7; useF16C && n > 0 {
+		binF16F16C(op, u16(z), u16(a), u16(b), n)
+		z, a, b = z[n:], a[n:], b[n:]
+	}
+	binF16Go(op, z, a, b)
+}
+
+// u16 is the address of s's first element as a *uint16 (float16.Float16
+// is a uint16).
+func u16(s []float16.Float16) *uint16 {
+	return (*uint16)(unsafe.Pointer(unsafe.SliceData(s)))
+}
