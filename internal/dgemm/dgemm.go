@@ -265,9 +265,13 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 				for r := range cnt {
 					src := (*[nr]float64)(rows[r*width+q*nr:])
 					if !abs {
-						// An array assignment, not copy: a call to
-						// memmove per 64 bytes took most of packB.
-						*(*[nr]float64)(dst[r*nr:]) = *src
+						// Through a value: an assignment from one
+						// array pointer to another compiles to a call
+						// of memmove per 64 bytes (the two may
+						// overlap); through a local it is eight vector
+						// moves.
+						v := *src
+						*(*[nr]float64)(dst[r*nr:]) = v
 						continue
 					}
 					d := (*[2 * nr]float64)(dst[r*2*nr:])
