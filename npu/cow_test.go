@@ -58,11 +58,8 @@ func TestCopyOnWrite(t *testing.T) {
 		// Every core of a second launch reads element 16 back by DMA.
 		var got [4]float64
 		if _, err := dev.Launch(ctx, 4, func(c *Core) error {
-			b, err := c.AllocUB(32)
+			b, err := loadUB(c, x, 16, 16)
 			if err != nil {
-				return err
-			}
-			if err := c.DataCopyIn(b, x, 16, 16); err != nil {
 				return err
 			}
 			got[c.BlockIdx] = float64(b.F16()[0].Float32())
@@ -91,11 +88,8 @@ func TestCopyOnWriteCostsNothingUnwritten(t *testing.T) {
 	ctx := WithCopyOnWrite(bg, w)
 	dev := newDev(t, Ascend910B())
 	if _, err := dev.Launch(ctx, 1, func(c *Core) error {
-		b, err := c.AllocUB(64)
+		b, err := loadUB(c, x, 0, 32)
 		if err != nil {
-			return err
-		}
-		if err := c.DataCopyIn(b, x, 0, 32); err != nil {
 			return err
 		}
 		return c.DataCopyOut(out, 0, b, 32)
@@ -109,11 +103,8 @@ func TestCopyOnWriteCostsNothingUnwritten(t *testing.T) {
 		t.Errorf("out differs from x at element %d: an output was not written in place", i)
 	}
 	if _, err := dev.Launch(ctx, 1, func(c *Core) error {
-		b, err := c.AllocUB(64)
+		b, err := loadUB(c, x, 0, 32)
 		if err != nil {
-			return err
-		}
-		if err := c.DataCopyIn(b, x, 0, 32); err != nil {
 			return err
 		}
 		return c.DataCopyOut(x, 0, b, 32) // x's own values
@@ -129,4 +120,13 @@ func TestCopyOnWriteCostsNothingUnwritten(t *testing.T) {
 	if HostWrite(bg, x) != x || HostWrite(ctx, out) != out {
 		t.Error("HostWrite returned a copy of a tensor that is not a copy-on-write input")
 	}
+}
+
+// loadUB copies n fp16 elements of x from element off into a new UB buffer.
+func loadUB(c *Core, x *tensor.Tensor, off, n int) (*Buffer, error) {
+	b, err := c.AllocUB(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	return b, c.DataCopyIn(b, x, off, n)
 }

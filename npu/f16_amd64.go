@@ -16,10 +16,7 @@ import (
 // overflow to ±Inf, as f32sToF16 does. NaN results become the default NaN
 // in both (TestBinF16MatchesPortable; every operand pair with
 // NPUVERIFY_EXHAUSTIVE=1).
-var useF16C = cpu.X86.HasAVX2 && hasF16C()
-
-// hasF16C reports the CPUID feature bit of F16C (leaf 1, ECX bit 29).
-func hasF16C() bool
+var useF16C = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 
 // binF16F16C stores op(a[i], b[i]) for i < n (a multiple of 8) into z,
 // computed in fp32 and rounded to fp16, NaN results as DefaultNaN16Bits.

@@ -2,16 +2,6 @@
 
 #include "textflag.h"
 
-// func hasF16C() bool
-TEXT ·hasF16C(SB), NOSPLIT, $0-1
-	MOVL  $1, AX
-	XORL  CX, CX
-	CPUID
-	SHRL  $29, CX
-	ANDL  $1, CX
-	MOVB  CX, ret+0(FP)
-	RET
-
 // OPF16 is one 8-element step of binF16F16C: widen a and b to fp32
 // (exact), apply INSN, replace NaN lanes by the fp32 NaN whose fp16
 // conversion is the default NaN 0xFE00, round to fp16 ties to even.

@@ -8,10 +8,7 @@ import "golang.org/x/sys/cpu"
 // instructions (f16ToF64F16C) rather than looked up in f16Table: F16C
 // converts exactly, as the table does (TestF16CMatchesTable, every one of
 // the 2^16 patterns).
-var useF16C = cpu.X86.HasAVX && hasF16C()
-
-// hasF16C reports the CPUID feature bit of F16C (leaf 1, ECX bit 29).
-func hasF16C() bool
+var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 
 // f16ToF64F16C stores the n fp16 values at src (n a multiple of 4) as
 // float64 values at dst: VCVTPH2PS then VCVTPS2PD, both exact.

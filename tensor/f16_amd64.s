@@ -2,16 +2,6 @@
 
 #include "textflag.h"
 
-// func hasF16C() bool
-TEXT ·hasF16C(SB), NOSPLIT, $0-1
-	MOVL  $1, AX
-	XORL  CX, CX
-	CPUID
-	SHRL  $29, CX
-	ANDL  $1, CX
-	MOVB  CX, ret+0(FP)
-	RET
-
 // func f16ToF64F16C(dst *float64, src *uint16, n int)
 TEXT ·f16ToF64F16C(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
