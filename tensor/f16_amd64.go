@@ -31,3 +31,46 @@ func f16ToF64(dst []float64, src []uint16, tab *[1 << 16]float64) {
 		dst[n+i] = tab[v]
 	}
 }
+
+// useAVX2 is whether bf16 and fp32 values widen to float64 by AVX2
+// (bf16ToF64AVX2, f32ToF64AVX2) rather than one at a time: the same exact
+// conversion, a signaling NaN quieted as CVTSS2SD quiets it
+// (TestWidenMatchesPortable).
+var useAVX2 = cpu.X86.HasAVX2
+
+// bf16ToF64AVX2 stores the n bf16 values at src (n a multiple of 8) as
+// float64 values at dst: each shifted into the high half of an fp32, then
+// VCVTPS2PD.
+//
+//go:noescape
+func bf16ToF64AVX2(dst *float64, src *uint16, n int)
+
+// f32ToF64AVX2 stores the n fp32 values at src (n a multiple of 8) as
+// float64 values at dst by VCVTPS2PD.
+//
+//go:noescape
+func f32ToF64AVX2(dst *float64, src *float32, n int)
+
+// bf16ToF64 converts src to float64 into dst (as long as src).
+func bf16ToF64(dst []float64, src []BF16) {
+	dst = dst[:len(src)]
+	n := 0
+	if useAVX2 {
+		if n = len(src) &^ 7; n > 0 {
+			bf16ToF64AVX2(&dst[0], (*uint16)(&src[0]), n)
+		}
+	}
+	bf16ToF64Go(dst[n:], src[n:])
+}
+
+// f32ToF64 converts src to float64 into dst (as long as src).
+func f32ToF64(dst []float64, src []float32) {
+	dst = dst[:len(src)]
+	n := 0
+	if useAVX2 {
+		if n = len(src) &^ 7; n > 0 {
+			f32ToF64AVX2(&dst[0], &src[0], n)
+		}
+	}
+	f32ToF64Go(dst[n:], src[n:])
+}

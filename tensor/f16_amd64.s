@@ -21,3 +21,48 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func bf16ToF64AVX2(dst *float64, src *uint16, n int)
+TEXT ·bf16ToF64AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+bf16loop:
+	CMPQ         AX, CX
+	JGE          bf16done
+	VPMOVZXWD    (SI)(AX*2), Y0
+	VPSLLD       $16, Y0, Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTI128 $1, Y0, X2
+	VCVTPS2PD    X2, Y3
+	VMOVUPD      Y1, (DI)(AX*8)
+	VMOVUPD      Y3, 32(DI)(AX*8)
+	ADDQ         $8, AX
+	JMP          bf16loop
+
+bf16done:
+	VZEROUPPER
+	RET
+
+// func f32ToF64AVX2(dst *float64, src *float32, n int)
+TEXT ·f32ToF64AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+f32loop:
+	CMPQ      AX, CX
+	JGE       f32done
+	VCVTPS2PD (SI)(AX*4), Y0
+	VCVTPS2PD 16(SI)(AX*4), Y1
+	VMOVUPD   Y0, (DI)(AX*8)
+	VMOVUPD   Y1, 32(DI)(AX*8)
+	ADDQ      $8, AX
+	JMP       f32loop
+
+f32done:
+	VZEROUPPER
+	RET

@@ -5,6 +5,9 @@ package tensor
 // useF16C is false: fp16 values are looked up in f16Table here.
 const useF16C = false
 
+// useAVX2 is false: bf16 and fp32 values widen one at a time here.
+const useAVX2 = false
+
 // f16ToF64 converts src to float64 into dst (as long as src) by table.
 func f16ToF64(dst []float64, src []uint16, tab *[1 << 16]float64) {
 	dst = dst[:len(src)]
@@ -12,3 +15,9 @@ func f16ToF64(dst []float64, src []uint16, tab *[1 << 16]float64) {
 		dst[i] = tab[v]
 	}
 }
+
+// bf16ToF64 converts src to float64 into dst (as long as src).
+func bf16ToF64(dst []float64, src []BF16) { bf16ToF64Go(dst, src) }
+
+// f32ToF64 converts src to float64 into dst (as long as src).
+func f32ToF64(dst []float64, src []float32) { f32ToF64Go(dst, src) }

@@ -33,3 +33,41 @@ func TestF16CMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenMatchesPortable holds Float64sFrom on bf16 and fp32 tensors
+// (AVX2 where the CPU has it, useAVX2) to the one-at-a-time conversions
+// bit for bit: every bf16 pattern, and fp32 patterns with every exponent,
+// signaling and quiet NaN payloads and subnormals, at several offsets and
+// at every length modulo the vector width.
+func TestWidenMatchesPortable(t *testing.T) {
+	const n = 1 << 16
+	b := MustNew(BFloat16, n)
+	f := MustNew(Float32, n)
+	r := uint32(1)
+	for i := range n {
+		b.SetBits(i, uint64(i))
+		r ^= r << 13 // xorshift: the low bits random, the high bits every sign and exponent
+		r ^= r >> 17
+		r ^= r << 5
+		f.SetBits(i, uint64(uint32(i)<<16|r&0xFFFF))
+	}
+	for _, x := range []*Tensor{b, f} {
+		for _, off := range []int{0, 1, 3, 7} {
+			for k := n - off - 8; k <= n-off; k++ {
+				got, want := make([]float64, k), make([]float64, k)
+				x.Float64sFrom(off, got)
+				if x.DType == BFloat16 {
+					bf16ToF64Go(want, x.BF16s()[off:off+k])
+				} else {
+					f32ToF64Go(want, x.F32()[off:off+k])
+				}
+				for i := range got {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("tensor Float64sFrom %s (AVX2 %v) off=%d len=%d: element %d, pattern %#x: got %#x / want %#x",
+							x, useAVX2, off, k, i, x.Bits(off+i), math.Float64bits(got[i]), math.Float64bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}

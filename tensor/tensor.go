@@ -212,12 +212,11 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 		copy(dst, s[off:off+len(dst)])
 	case []float32:
 		s = s[off : off+len(dst)]
-		parallel.For(len(dst), grain, func(lo, hi int) {
-			d, s := dst[lo:hi], s[lo:hi]
-			for i, v := range s[:len(d)] {
-				d[i] = float64(v)
-			}
-		})
+		if len(dst) < 2*grain {
+			f32ToF64(dst, s)
+			return
+		}
+		parallel.For(len(dst), grain, func(lo, hi int) { f32ToF64(dst[lo:hi], s[lo:hi]) })
 	case []float16.Float16:
 		s = s[off : off+len(dst)]
 		tab := f16Table()
@@ -229,12 +228,11 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 		parallel.For(len(dst), grain, func(lo, hi int) { f16ToF64(dst[lo:hi], u[lo:hi], tab) })
 	case []BF16:
 		s = s[off : off+len(dst)]
-		parallel.For(len(dst), grain, func(lo, hi int) {
-			d, s := dst[lo:hi], s[lo:hi]
-			for i, v := range s[:len(d)] {
-				d[i] = float64(math.Float32frombits(uint32(v) << 16))
-			}
-		})
+		if len(dst) < 2*grain {
+			bf16ToF64(dst, s)
+			return
+		}
+		parallel.For(len(dst), grain, func(lo, hi int) { bf16ToF64(dst[lo:hi], s[lo:hi]) })
 	case []int8:
 		for i, v := range s[off : off+len(dst)] {
 			dst[i] = float64(v)
@@ -247,6 +245,24 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 		for i := range dst {
 			dst[i] = t.Float64(off + i)
 		}
+	}
+}
+
+// bf16ToF64Go converts src to float64 into dst (as long as src), one at
+// a time: the portable form of bf16ToF64.
+func bf16ToF64Go(dst []float64, src []BF16) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float64(math.Float32frombits(uint32(v) << 16))
+	}
+}
+
+// f32ToF64Go converts src to float64 into dst (as long as src), one at a
+// time: the portable form of f32ToF64.
+func f32ToF64Go(dst []float64, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float64(v)
 	}
 }
 
