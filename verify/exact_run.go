@@ -89,6 +89,7 @@ type exactRun struct {
 	compared, zeros int
 	maxAbs, tight   uint64
 	vec             exactRunVec
+	vecSet          bool // vec is set: the short form (the same for every call) and the limits in it
 }
 
 // exactRunVec is what exactRunAVX2 reads (the short form's constants
@@ -149,7 +150,13 @@ func (a *exactRun) merged() (zeros int, maxAbs, tight float64) {
 func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint64, relSkip, relMax float64) int {
 	j := 0
 	if useAVX2 && len(gv) >= 4 {
-		a.vec.set(sf, floor, floor2, relSkip)
+		// A block calls run again after each element it cannot
+		// gather (a fuzzer's outputs hold many), mostly with the
+		// same limits: load them only when they changed.
+		if !a.vecSet || a.vec.floor[0] != floor || a.vec.floor2[0] != floor2 || a.vec.relSkip[0] != relSkip {
+			a.vec.set(sf, floor, floor2, relSkip)
+			a.vecSet = true
+		}
 		for len(gv)-j >= 4 {
 			k := exactRunAVX2(&a.vec, &gv[j], &rv[j], (len(gv)-j)&^3)
 			a.compared += k
