@@ -152,7 +152,9 @@ func (a *exactRun) run(sf *bound.ShortForm, gv, rv []float64, floor, floor2 uint
 	if useAVX2 && len(gv) >= 4 {
 		// A block calls run again after each element it cannot
 		// gather (a fuzzer's outputs hold many), mostly with the
-		// same limits: load them only when they changed.
+		// same limits: load them only when they changed. (They only
+		// rise, so a stale set would not be wrong, only slower: more
+		// elements would leave the vector loop.)
 		if !a.vecSet || a.vec.floor[0] != floor || a.vec.floor2[0] != floor2 || a.vec.relSkip[0] != relSkip {
 			a.vec.set(sf, floor, floor2, relSkip)
 			a.vecSet = true
