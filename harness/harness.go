@@ -233,8 +233,9 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
 	}
-	// The backend's copies are compared now and dropped, so that a large
-	// case does not hold them through the reference.
+	// The backend's copies (or the hashes, for a backend that guards its
+	// inputs) are compared now and dropped, so that a large case does not
+	// hold copies through the reference.
 	inputsModified := changedInputs(pc, backendIn, sums)
 	backendIn = nil
 	collectIfLarge(pc.Inputs)
@@ -386,16 +387,17 @@ func orDefault(s, def string) string {
 // inputSeed seeds the input hashes of backendInputs.
 var inputSeed = maphash.MakeSeed()
 
-// backendInputs returns the inputs b is handed: pc's own, with the hash of
-// each, when b guards its inputs (backend.InputGuard), else copies of
-// them (and nil hashes).
+// backendInputs returns the inputs b is handed: the tensors of in
+// themselves (in a map of its own, so that concurrent runs never share
+// one a backend could write), with the hash of each, when b guards its
+// inputs (backend.InputGuard), else copies of them (and nil hashes).
 func backendInputs(b backend.Backend, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, map[string]uint64) {
 	if g, ok := b.(backend.InputGuard); ok && g.GuardsInputs() {
 		sums := make(map[string]uint64, len(in))
 		for name, t := range in {
 			sums[name] = t.Hash(inputSeed)
 		}
-		return in, sums
+		return maps.Clone(in), sums
 	}
 	copies := make(map[string]*tensor.Tensor, len(in))
 	for name, t := range in {

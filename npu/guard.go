@@ -125,7 +125,8 @@ func newGuarded(name string, dt tensor.DType, shape []int, n, guard, row int) (*
 var guardedPool sync.Pool // *tensor.Tensor, flat
 
 // Release recycles the GM allocation for a later output; g, and every view
-// of g.GM(), must not be used after. Tensor's copies stay valid.
+// of g.GM(), must not be used after. What Tensor returned stays valid (a
+// view only of an allocation Release does not recycle).
 func (g *GuardedOutput) Release() {
 	if g.gm != nil && g.gm.Len() < unpooled {
 		guardedPool.Put(g.gm)
