@@ -130,3 +130,60 @@ func loadUB(c *Core, x *tensor.Tensor, off, n int) (*Buffer, error) {
 	}
 	return b, c.DataCopyIn(b, x, off, n)
 }
+
+// TestCopyOnWriteIsolatesRuns: two runs of one input, each under its own
+// guard as the harness runs them (the mutation score runs a case against
+// every fault at once), one writing the input and one reading it, side by
+// side: the reader always sees the caller's values.
+func TestCopyOnWriteIsolatesRuns(t *testing.T) {
+	x := ramp(tensor.Float16, 64)
+	dev := newDev(t, Ascend910B())
+	errs := make(chan error, 2)
+	var seen [200]float64
+	go func() { // the writer
+		for range 200 {
+			ctx := WithCopyOnWrite(bg, NewCopyOnWrite(map[string]*tensor.Tensor{"x": x}))
+			_, err := dev.Launch(ctx, 1, func(c *Core) error {
+				b, err := loadUB(c, x, 0, 32)
+				if err != nil {
+					return err
+				}
+				clear(b.F16())
+				return c.DataCopyOut(x, 16, b, 32)
+			})
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	go func() { // the reader
+		for i := range seen {
+			ctx := WithCopyOnWrite(bg, NewCopyOnWrite(map[string]*tensor.Tensor{"x": x}))
+			_, err := dev.Launch(ctx, 1, func(c *Core) error {
+				b, err := loadUB(c, x, 16, 16)
+				if err != nil {
+					return err
+				}
+				seen[i] = float64(b.F16()[0].Float32())
+				return nil
+			})
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range seen {
+		if v != 17 {
+			t.Fatalf("read %d of x[16] beside a run that writes x: %v, want the caller's 17", i, v)
+		}
+	}
+}
