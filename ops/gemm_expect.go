@@ -120,13 +120,11 @@ func (g *gemmExpecter) rows(e *bound.Expected, r0, r1 int) {
 	// d, s, and writes only its own entries.
 	grain := max(1, (1<<12)/max(n, 1))
 	if g.mag != nil {
-		// S in fp32, a row block at a time, each block's rows evaluated
-		// while it is in cache.
+		// S in fp32; each group of rows is evaluated as soon as its S is
+		// in s.
 		reference.MulTensorRows(g.a, g.b, r0, r1, d)
-		parallel.For(r1-r0, grain, func(lo, hi int) {
-			g.mag.each(r0+lo, r0+hi, s[lo*n:hi*n], func(lo, hi int) {
-				g.ev.rows(e, r0, lo, hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
-			})
+		g.mag.rows(r0, r1, s, func(lo, hi int) {
+			g.ev.rows(e, r0, lo, hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
 		})
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/internal/gemm32"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -47,59 +48,81 @@ func gemmMagUpFactor32(k int) float64 {
 	return 1 + bound.Gamma(k-1, 0x1p-24) + 0x1p-50
 }
 
-// gemmMag32Rows is how many output rows one fp32 S block holds: a
-// multiple of the micro-kernel's 6 rows, small enough that a block of
-// |a| and of S stays in L2.
+// gemmMag32Rows is how many output rows one call of the packed kernel
+// takes: a multiple of the micro-kernel's 6 rows, small enough that a
+// block of |a| stays in L2.
 const gemmMag32Rows = 48
 
-// gemmMag32 computes S in fp32 a row block at a time, against |b| packed
-// once (read by every core).
+// gemmMag32K is how many rows of |b| are packed at a time (1 MiB of fp32
+// at n = 1024): |b| whole would be the largest thing a 1024³ run holds
+// while it judges the output (4 MiB, twice b). A variable for the test
+// that cuts small K into several blocks.
+var gemmMag32K = 256
+
+// gemmMag32 computes S in fp32 for a block of rows at a time: for each
+// block of gemmMag32K rows of |b|, packed once for every core, the rows
+// of |a| add their products to the block's fp32 sums. Every sum still
+// takes its terms in ascending k, one fma32 each, on the value the
+// previous block of k left (gemm32's kernel, bit for bit its Float32).
+// One gemmMag32 serves one rows call at a time.
 type gemmMag32 struct {
-	a    *tensor.Tensor
+	a, b *tensor.Tensor
 	k, n int
-	pb   *gemm32.PackedFloat32
-	// scratch recycles each's row buffers: ExpectBlocks calls each for
-	// every block of rows on every core.
-	scratch sync.Pool
+	pb   gemm32.PackedFloat32 // the current block of |b|
+	s32  []float32            // the fp32 sums of the rows call's block
+	// abuf recycles the cores' |a| rows.
+	abuf sync.Pool
 }
 
-// gemmMag32Scratch is one call of each's |a| rows and fp32 sums.
-type gemmMag32Scratch struct{ a, s []float32 }
-
-// newGEMMMag32 packs |b| [k,n] as fp32.
+// newGEMMMag32 prepares S for a [m,k] and b [k,n].
 func newGEMMMag32(a, b *tensor.Tensor, k, n int) *gemmMag32 {
-	pb := gemm32.PackFloat32Rows(k, n, func(kk int, dst []float32) { absFloat32s(b, kk*n, dst) })
-	return &gemmMag32{a: a, k: k, n: n, pb: pb}
+	return &gemmMag32{a: a, b: b, k: k, n: n}
 }
 
-// each sets s[(i−lo)·n + j] = ŝ (the fp32 sum, as float64) for the rows
-// i of [lo, hi), a block of gemmMag32Rows at a time, calling fn on each
-// block (its rows) once its S is in s.
-func (g *gemmMag32) each(lo, hi int, s []float64, fn func(lo, hi int)) {
-	k, n := g.k, g.n
-	// The rows of |a| are lda apart, not k: the micro-kernel reads six
-	// of them at once, and at a stride of a multiple of 4 KiB (k = 1024)
-	// they would all fall in the same L1 sets.
-	lda := k + 16
-	sc, _ := g.scratch.Get().(*gemmMag32Scratch)
-	if sc == nil {
-		sc = &gemmMag32Scratch{a: make([]float32, gemmMag32Rows*lda), s: make([]float32, gemmMag32Rows*n)}
+// rows sets s[(i−lo)·n + j] = ŝ (the fp32 sum, as float64) for the rows i
+// of [lo, hi), then calls fn on the rows, a few at a time from several
+// goroutines, each group once its S is in s.
+func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
+	k, n, m := g.k, g.n, hi-lo
+	if m <= 0 {
+		return
 	}
-	defer g.scratch.Put(sc)
-	abuf, sbuf := sc.a, sc.s
-	for r0 := lo; r0 < hi; r0 += gemmMag32Rows {
-		rows := min(gemmMag32Rows, hi-r0)
-		for r := range rows {
-			absFloat32s(g.a, (r0+r)*k, abuf[r*lda:r*lda+k])
-		}
-		sv := sbuf[:rows*n]
-		clear(sv)
-		g.pb.MulAdd(rows, abuf, lda, sv, n)
-		for i, v := range sv {
-			s[(r0-lo)*n+i] = float64(v)
-		}
-		fn(r0, r0+rows)
+	if cap(g.s32) < m*n {
+		g.s32 = make([]float32, m*n)
 	}
+	s32 := g.s32[:m*n]
+	clear(s32)
+	groups := (m + gemmMag32Rows - 1) / gemmMag32Rows
+	for pc := 0; pc < k; pc += gemmMag32K {
+		kcc := min(gemmMag32K, k-pc)
+		g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
+		// The rows of |a| are lda apart, not kcc: the micro-kernel reads
+		// six of them at once, and at a stride of a multiple of 4 KiB
+		// they would all fall in the same L1 sets.
+		lda := kcc + 16
+		parallel.For(groups, 1, func(glo, ghi int) {
+			buf, _ := g.abuf.Get().(*[]float32)
+			if buf == nil || cap(*buf) < gemmMag32Rows*lda {
+				buf = new(make([]float32, gemmMag32Rows*(gemmMag32K+16)))
+			}
+			defer g.abuf.Put(buf)
+			abuf := (*buf)[:gemmMag32Rows*lda]
+			for q := glo; q < ghi; q++ {
+				r0 := q * gemmMag32Rows
+				rows := min(gemmMag32Rows, m-r0)
+				for r := range rows {
+					absFloat32s(g.a, (lo+r0+r)*k+pc, abuf[r*lda:r*lda+kcc])
+				}
+				g.pb.MulAdd(rows, abuf, lda, s32[r0*n:(r0+rows)*n], n)
+			}
+		})
+	}
+	parallel.For(m, max(1, (1<<12)/n), func(rlo, rhi int) {
+		for i := rlo * n; i < rhi*n; i++ {
+			s[i] = float64(s32[i])
+		}
+		fn(lo+rlo, lo+rhi)
+	})
 }
 
 // absFloat32s stores |t[off+i]| as fp32 into dst[i]: exact for fp16 and

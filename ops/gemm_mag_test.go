@@ -123,7 +123,7 @@ func TestGEMMMagnitudeFP32RoundedUp(t *testing.T) {
 	}
 	truth := bigSum(terms)
 	s := make([]float64, 1)
-	newGEMMMag32(a, b, k, 1).each(0, 1, s, func(int, int) {})
+	newGEMMMag32(a, b, k, 1).rows(0, 1, s, func(int, int) {})
 	if new(big.Float).SetFloat64(s[0]).Cmp(truth) >= 0 {
 		t.Errorf("gemm K=%d: fp32 S = %g, true S = %s: want it below the truth (the crafted case must undershoot)", k, s[0], truth.Text('g', 20))
 	}
@@ -158,7 +158,7 @@ func TestGEMMMagnitudeFP32RoundedUp(t *testing.T) {
 			}
 		}
 		s := make([]float64, m*n)
-		newGEMMMag32(a, b, kk, n).each(0, m, s, func(int, int) {})
+		newGEMMMag32(a, b, kk, n).rows(0, m, s, func(int, int) {})
 		av, bv := a.Float64s(), b.Float64s()
 		for i := range m {
 			for j := range n {

@@ -12,15 +12,13 @@ import (
 // TestGEMMExpectMatchesSerial holds gemm's Expect, split by rows over
 // cores, to one serial pass over all rows, bit for bit, in every mode and
 // dist (special values take the reference's exact loop), with alpha and
-// beta, on a shape large enough to be split.
+// beta, on a shape large enough to be split; the fp32 S with |b| packed
+// whole and in blocks of 16 rows of K (gemmMag32K).
 func TestGEMMExpectMatchesSerial(t *testing.T) {
 	const m, k, n, seed = 130, 40, 70, 17
+	defer func(v int) { gemmMag32K = v }(gemmMag32K)
 	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
 		num := tensor.Numerics{}
-		got, err := GEMM.Expect(p, in, num)
-		if err != nil {
-			t.Fatal(err)
-		}
 		cfg := gemmConfig(p)
 		a, b, c := in["a"].Float64s(), in["b"].Float64s(), in["c"].Float64s()
 		var sa, sb []float64
@@ -37,8 +35,15 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 		}
 		want := bound.NewExpected(m * n)
 		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-		if i := firstExpectedDiff(got["out"], want); i >= 0 {
-			t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, i, expectedAt(got["out"], i), expectedAt(want, i))
+		for _, kb := range []int{k, 16} {
+			gemmMag32K = kb
+			got, err := GEMM.Expect(p, in, num)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := firstExpectedDiff(got["out"], want); i >= 0 {
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d |b| in blocks of %d rows: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb, i, expectedAt(got["out"], i), expectedAt(want, i))
+			}
 		}
 	})
 }

@@ -160,12 +160,25 @@ func PackFloat32(k, n int, b []float32, ldb int) *PackedFloat32 {
 // stores into dst, for a B that is not held as fp32: row is called once
 // per kk, from several goroutines at once (parallel.For over kk).
 func PackFloat32Rows(k, n int, row func(kk int, dst []float32)) *PackedFloat32 {
-	p := &PackedFloat32{k: k, n: n}
+	p := &PackedFloat32{}
+	p.PackRows(k, n, row)
+	return p
+}
+
+// PackRows makes p PackFloat32Rows(k, n, row), reusing p's memory: a
+// caller that packs B a block of rows at a time holds one block, not B.
+// p must not be in use by MulAdd meanwhile.
+func (p *PackedFloat32) PackRows(k, n int, row func(kk int, dst []float32)) {
+	p.k, p.n = k, n
 	if k <= 0 || n <= 0 {
-		return p
+		p.bp = p.bp[:0]
+		return
 	}
 	panels := (n + nr - 1) / nr
-	p.bp = make([]float32, panels*k*nr)
+	if cap(p.bp) < panels*k*nr {
+		p.bp = make([]float32, panels*k*nr)
+	}
+	p.bp = p.bp[:panels*k*nr]
 	parallel.For(k, 64, func(lo, hi int) {
 		buf := make([]float32, panels*nr) // zero past n: the last panel's padding
 		for kk := lo; kk < hi; kk++ {
@@ -175,7 +188,6 @@ func PackFloat32Rows(k, n int, row func(kk int, dst []float32)) *PackedFloat32 {
 			}
 		}
 	})
-	return p
 }
 
 // MulAdd computes C += A·B for A [m × k] (row stride lda) and C [m × n]

@@ -82,7 +82,7 @@ func TestFloat32MatchesSequential(t *testing.T) {
 		for _, run := range []struct {
 			name string
 			f    func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int)
-		}{{"Float32", Float32}, {"Float32Portable", Float32Portable}, {"PackFloat32+MulAdd", packedInTwo}} {
+		}{{"Float32", Float32}, {"Float32Portable", Float32Portable}, {"PackFloat32+MulAdd", packedInTwo}, {"PackRows+MulAdd by blocks of k", packedByK}} {
 			got := append([]float32(nil), c0...)
 			run.f(m, n, k, a, lda, b, ldb, got, ldc)
 			for i := range got {
@@ -116,6 +116,29 @@ func packedInTwo(m, n, k int, a []float32, lda int, b []float32, ldb int, c []fl
 	p.MulAdd(split, a, lda, c, ldc)
 	if split < m {
 		p.MulAdd(m-split, a[split*lda:], lda, c[split*ldc:], ldc)
+	}
+}
+
+// packedByK is Float32 as a caller that holds one block of B's rows at a
+// time runs it: B's rows in three blocks (uneven, the first of 1…k rows),
+// each packed by PackRows into the same PackedFloat32 and multiplied by
+// its columns of A into C. Every element of C then still sees its terms
+// in ascending k, each an fma32 on the value the previous block stored.
+func packedByK(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if k == 0 {
+		return
+	}
+	var p PackedFloat32
+	cuts := []int{0, max(1, (k*5+2)/11), max(1, (k*9+1)/11), k}
+	for q := range 3 {
+		pc, kcc := cuts[q], cuts[q+1]-cuts[q]
+		if kcc <= 0 {
+			continue
+		}
+		p.PackRows(kcc, n, func(kk int, dst []float32) { copy(dst, b[(pc+kk)*ldb:(pc+kk)*ldb+n]) })
+		if m > 0 {
+			p.MulAdd(m, a[pc:], lda, c, ldc)
+		}
 	}
 }
 
