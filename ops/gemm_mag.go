@@ -117,7 +117,7 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 			}
 		})
 	}
-	parallel.For(m, max(1, (1<<12)/n), func(rlo, rhi int) {
+	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(rlo, rhi int) {
 		for i := rlo * n; i < rhi*n; i++ {
 			s[i] = float64(s32[i])
 		}

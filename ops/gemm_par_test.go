@@ -12,11 +12,18 @@ import (
 // TestGEMMExpectMatchesSerial holds gemm's Expect, split by rows over
 // cores, to one serial pass over all rows, bit for bit, in every mode and
 // dist (special values take the reference's exact loop), with alpha and
-// beta, on a shape large enough to be split; the fp32 S with |b| packed
-// whole and in blocks of 16 rows of K (gemmMag32K).
+// beta, on a shape large enough to be split and on empty ones; the fp32
+// S with |b| packed whole and in blocks of 16 rows of K (gemmMag32K).
 func TestGEMMExpectMatchesSerial(t *testing.T) {
-	const m, k, n, seed = 130, 40, 70, 17
 	defer func(v int) { gemmMag32K = v }(gemmMag32K)
+	for _, dims := range [][3]int{{130, 40, 70}, {3, 0, 5}, {3, 5, 0}, {0, 5, 3}} {
+		expectMatchesSerial(t, dims[0], dims[1], dims[2])
+	}
+}
+
+// expectMatchesSerial is TestGEMMExpectMatchesSerial on an m×k×n case.
+func expectMatchesSerial(t *testing.T, m, k, n int) {
+	const seed = 17
 	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
 		num := tensor.Numerics{}
 		cfg := gemmConfig(p)
@@ -35,7 +42,7 @@ func TestGEMMExpectMatchesSerial(t *testing.T) {
 		}
 		want := bound.NewExpected(m * n)
 		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-		for _, kb := range []int{k, 16} {
+		for _, kb := range []int{max(k, 1), 16} {
 			gemmMag32K = kb
 			got, err := GEMM.Expect(p, in, num)
 			if err != nil {
