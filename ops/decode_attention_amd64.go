@@ -10,11 +10,8 @@ import (
 )
 
 // daUseAsm selects the AVX2 kernels of decode_attention_amd64.s; tests
-// switch it off to run the portable path. The fp16 conversion also needs
-// F16C, which go.mod's x/sys/cpu does not report: every x86 CPU with AVX2
-// and FMA has it (Intel since Ivy Bridge, AMD since Piledriver, both
-// before FMA).
-var daUseAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// switch it off to run the portable path. The fp16 conversion needs F16C.
+var daUseAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // Implemented in decode_attention_amd64.s; see the Go versions in
 // decode_attention_kern.go for what each computes.

@@ -92,7 +92,7 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	}
 	s32 := g.s32[:m*n]
 	clear(s32)
-	groups := (m + gemmMag32Rows - 1) / gemmMag32Rows
+	tiles := (m + 5) / 6
 	for pc := 0; pc < k; pc += gemmMag32K {
 		kcc := min(gemmMag32K, k-pc)
 		g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
@@ -100,16 +100,18 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 		// six of them at once, and at a stride of a multiple of 4 KiB
 		// they would all fall in the same L1 sets.
 		lda := kcc + 16
-		parallel.For(groups, 1, func(glo, ghi int) {
+		// The cores take equal shares of six-row tiles (the kernel's),
+		// each a gemmMag32Rows block at a time.
+		parallel.For(tiles, 1, func(tlo, thi int) {
 			buf, _ := g.abuf.Get().(*[]float32)
 			if buf == nil || cap(*buf) < gemmMag32Rows*lda {
 				buf = new(make([]float32, gemmMag32Rows*(gemmMag32K+16)))
 			}
 			defer g.abuf.Put(buf)
 			abuf := (*buf)[:gemmMag32Rows*lda]
-			for q := glo; q < ghi; q++ {
-				r0 := q * gemmMag32Rows
-				rows := min(gemmMag32Rows, m-r0)
+			end := min(thi*6, m)
+			for r0 := tlo * 6; r0 < end; r0 += gemmMag32Rows {
+				rows := min(gemmMag32Rows, end-r0)
 				for r := range rows {
 					absFloat32s(g.a, (lo+r0+r)*k+pc, abuf[r*lda:r*lda+kcc])
 				}
@@ -129,10 +131,7 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 // int8 values (and their Inf and NaN).
 func absFloat32s(t *tensor.Tensor, off int, dst []float32) {
 	if h := t.F16(); h != nil {
-		tab := f16AbsTable()
-		for i, v := range h[off : off+len(dst)] {
-			dst[i] = tab[v.Bits()&0x7FFF]
-		}
+		absF16s(dst, h[off:off+len(dst)])
 		return
 	}
 	if q := t.I8(); q != nil {
@@ -148,6 +147,15 @@ func absFloat32s(t *tensor.Tensor, off int, dst []float32) {
 		for j, x := range v {
 			dst[i+j] = float32(math.Abs(x))
 		}
+	}
+}
+
+// absF16sGo is absF16s by f16AbsTable, the portable form.
+func absF16sGo(dst []float32, src []float16.Float16) {
+	tab := f16AbsTable()
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = tab[v.Bits()&0x7FFF]
 	}
 }
 

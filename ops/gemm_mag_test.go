@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
@@ -230,6 +232,33 @@ func TestAbsFloat32s(t *testing.T) {
 			if float64(g) != w && !(math.IsNaN(w) && g != g) {
 				t.Fatalf("absFloat32s %s: element %d (bits %#x): got %v / want %v", x.DType, 3+i, x.Bits(3+i), g, w)
 			}
+		}
+	}
+}
+
+// TestAbsF16sMatchesTable holds absF16s (F16C where the CPU has it) to
+// the table, bit for bit, on every fp16 pattern at every alignment and
+// for every length up to 40 (the 8-wide loop and its tail).
+func TestAbsF16sMatchesTable(t *testing.T) {
+	src := make([]float16.Float16, 1<<16+40)
+	for i := range src {
+		src[i] = float16.Frombits(uint16(i))
+	}
+	got, want := make([]float32, len(src)), make([]float32, len(src))
+	check := func(lo, hi int) {
+		t.Helper()
+		absF16s(got[lo:hi], src[lo:hi])
+		absF16sGo(want[lo:hi], src[lo:hi])
+		for i := lo; i < hi; i++ {
+			if g, w := math.Float32bits(got[i]), math.Float32bits(want[i]); g != w {
+				t.Fatalf("absF16s(src[%d:%d]) (F16C %v): fp16 %#04x: got %#08x / want %#08x (f16AbsTable)", lo, hi, magUseF16C, src[i].Bits(), g, w)
+			}
+		}
+	}
+	check(0, 1<<16)
+	for lo := range 9 {
+		for n := range 41 {
+			check(0x7BF0+lo, 0x7BF0+lo+n) // largest finite values, ±Inf and NaNs
 		}
 	}
 }

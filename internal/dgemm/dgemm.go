@@ -64,19 +64,18 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 // two adds (for Zen 4's separate add pipes; |a·b| = |a|·|b| as the
 // product is exact) was 1–20% slower.
 //
-// nc = 512 holds a packed B block to 1 MiB (kc·nc float64, twice that in
-// MulAbs): a 1024³ run judges its output with one such block live, and
-// nc = 1024 made its peak RSS 1.5 MB higher for no measurable time; nc =
-// 256 cost BenchmarkMul about 15% (A is packed again for every nc
-// columns).
+// nc = 1024: a packed B block of kc·nc float64 is 2 MiB (twice that in
+// MulAbs), live while a 1024³ run judges its output; nc = 512 took 1.5 MB
+// off that run's peak RSS but 10-15% more time in this package's part of
+// it (A is packed again for every nc columns).
 const (
 	mr    = 3 // MulAbs's tile rows
 	mrMul = 6 // Mul's tile rows
 	mrMax = 6
 	nr    = 8
 	kc    = 256
-	mc    = 96  // multiple of mr and mrMul
-	nc    = 512 // multiple of nr
+	mc    = 96   // multiple of mr and mrMul
+	nc    = 1024 // multiple of nr
 )
 
 // MulAbs sets d = a·b and s = |a|·|b| for row-major a [m,k] and b [k,n];

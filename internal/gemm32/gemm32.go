@@ -179,16 +179,39 @@ func (p *PackedFloat32) PackRows(k, n int, row func(kk int, dst []float32)) {
 		p.bp = make([]float32, panels*k*nr)
 	}
 	p.bp = p.bp[:panels*k*nr]
+	// A few rows at a time: row writes them into rb, from where each
+	// panel's part goes out as one contiguous run. (Row by row, each row
+	// stored one 64-byte piece into every panel, k·nr·4 bytes apart: a
+	// cache line and a TLB entry per piece.)
+	const sub = 16
+	w := panels * nr
 	parallel.For(k, 64, func(lo, hi int) {
-		buf := make([]float32, panels*nr) // zero past n: the last panel's padding
-		for kk := lo; kk < hi; kk++ {
-			row(kk, buf[:n])
+		pp := getSlice[float32](&rowPool, sub*w)
+		defer rowPool.Put(pp)
+		rb := *pp
+		for r := range sub {
+			clear(rb[r*w+n : (r+1)*w]) // the last panel's padding
+		}
+		for k0 := lo; k0 < hi; k0 += sub {
+			rows := min(sub, hi-k0)
+			for r := range rows {
+				row(k0+r, rb[r*w:r*w+n])
+			}
 			for q := range panels {
-				copy(p.bp[(q*k+kk)*nr:(q*k+kk+1)*nr], buf[q*nr:])
+				dst := p.bp[(q*k+k0)*nr : (q*k+k0+rows)*nr]
+				for r := range rows {
+					// Through a local value: vector moves, where copy
+					// would call memmove for every 64 bytes.
+					v := *(*[nr]float32)(rb[r*w+q*nr:])
+					*(*[nr]float32)(dst[r*nr:]) = v
+				}
 			}
 		}
 	})
 }
+
+// rowPool recycles PackRows's row buffers.
+var rowPool sync.Pool
 
 // MulAdd computes C += A·B for A [m × k] (row stride lda) and C [m × n]
 // (row stride ldc), with the bits of Float32 on the same operands.
