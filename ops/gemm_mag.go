@@ -53,26 +53,40 @@ func gemmMagUpFactor32(k int) float64 {
 // block of |a| stays in L2.
 const gemmMag32Rows = 48
 
-// gemmMag32K is how many rows of |b| are packed at a time (1 MiB of fp32
-// at n = 1024): |b| whole would be the largest thing a 1024³ run holds
-// while it judges the output (4 MiB, twice b). A variable for the test
-// that cuts small K into several blocks.
-var gemmMag32K = 256
+// |b| is packed whole, once for every rows call, when it has at most
+// gemmMag32WholeElems elements (4 MiB as fp32), and otherwise
+// gemmMag32K rows at a time (1 MiB at n = 1024), again for every rows
+// call. Packed whole, a 1024×4096×1024 run held 16 MiB of it while it
+// judged the output (it peaked at 61-64 MB, now 49); packed in blocks, a
+// 1024³ run (ExpectBlocks: four rows calls) took 5-12% longer for 1.5-3
+// MB less peak. Variables for the test that cuts small K into blocks.
+var (
+	gemmMag32WholeElems = 1 << 20
+	gemmMag32K          = 256
+)
 
-// gemmMag32 computes S in fp32 for a block of rows at a time: for each
-// block of gemmMag32K rows of |b|, packed once for every core, the rows
-// of |a| add their products to the block's fp32 sums. Every sum still
-// takes its terms in ascending k, one fma32 each, on the value the
-// previous block of k left (gemm32's kernel, bit for bit its Float32).
+// gemmMag32 computes S in fp32 for a block of rows at a time. With |b|
+// whole, packed once for every core and every rows call, each group of
+// rows sums its S and is handed on while it is in cache. With |b| in
+// blocks of its rows, each block is packed once for every core, the rows
+// of |a| add their products to the rows call's fp32 sums (s32), and the
+// rows are handed on after the last block. Every sum takes its terms in
+// ascending k, one fma32 each, on the value the previous block of k left
+// (gemm32's kernel, bit for bit its Float32), so both give the same bits.
 // One gemmMag32 serves one rows call at a time.
 type gemmMag32 struct {
 	a, b *tensor.Tensor
 	k, n int
-	pb   gemm32.PackedFloat32 // the current block of |b|
-	s32  []float32            // the fp32 sums of the rows call's block
-	// abuf recycles the cores' |a| rows.
-	abuf sync.Pool
+	pb   gemm32.PackedFloat32 // |b| whole, or the current block of its rows
+	// whole is set once pb holds |b| whole, for every later rows call.
+	whole bool
+	s32   []float32 // with |b| in blocks, the fp32 sums of the rows call
+	// scratch recycles the cores' |a| rows (and fp32 sums, |b| whole).
+	scratch sync.Pool
 }
+
+// gemmMag32Scratch is one core's |a| rows and, with |b| whole, fp32 sums.
+type gemmMag32Scratch struct{ a, s []float32 }
 
 // newGEMMMag32 prepares S for a [m,k] and b [k,n].
 func newGEMMMag32(a, b *tensor.Tensor, k, n int) *gemmMag32 {
@@ -87,36 +101,32 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	if m <= 0 {
 		return
 	}
+	if k*n <= gemmMag32WholeElems {
+		if !g.whole {
+			g.pack(0, k)
+			g.whole = true
+		}
+		g.groups(lo, m, 0, k, func(r0, rows int, sc *gemmMag32Scratch) {
+			sv := sc.s[:rows*n]
+			clear(sv)
+			g.pb.MulAdd(rows, sc.a, k+16, sv, n)
+			for i, v := range sv {
+				s[r0*n+i] = float64(v)
+			}
+			fn(lo+r0, lo+r0+rows)
+		})
+		return
+	}
 	if cap(g.s32) < m*n {
 		g.s32 = make([]float32, m*n)
 	}
 	s32 := g.s32[:m*n]
 	clear(s32)
-	tiles := (m + 5) / 6
 	for pc := 0; pc < k; pc += gemmMag32K {
 		kcc := min(gemmMag32K, k-pc)
-		g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
-		// The rows of |a| are lda apart, not kcc: the micro-kernel reads
-		// six of them at once, and at a stride of a multiple of 4 KiB
-		// they would all fall in the same L1 sets.
-		lda := kcc + 16
-		// The cores take equal shares of six-row tiles (the kernel's),
-		// each a gemmMag32Rows block at a time.
-		parallel.For(tiles, 1, func(tlo, thi int) {
-			buf, _ := g.abuf.Get().(*[]float32)
-			if buf == nil || cap(*buf) < gemmMag32Rows*lda {
-				buf = new(make([]float32, gemmMag32Rows*(gemmMag32K+16)))
-			}
-			defer g.abuf.Put(buf)
-			abuf := (*buf)[:gemmMag32Rows*lda]
-			end := min(thi*6, m)
-			for r0 := tlo * 6; r0 < end; r0 += gemmMag32Rows {
-				rows := min(gemmMag32Rows, end-r0)
-				for r := range rows {
-					absFloat32s(g.a, (lo+r0+r)*k+pc, abuf[r*lda:r*lda+kcc])
-				}
-				g.pb.MulAdd(rows, abuf, lda, s32[r0*n:(r0+rows)*n], n)
-			}
+		g.pack(pc, kcc)
+		g.groups(lo, m, pc, kcc, func(r0, rows int, sc *gemmMag32Scratch) {
+			g.pb.MulAdd(rows, sc.a, kcc+16, s32[r0*n:(r0+rows)*n], n)
 		})
 	}
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(rlo, rhi int) {
@@ -124,6 +134,44 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 			s[i] = float64(s32[i])
 		}
 		fn(lo+rlo, lo+rhi)
+	})
+}
+
+// pack packs rows [pc, pc+kcc) of |b| into pb.
+func (g *gemmMag32) pack(pc, kcc int) {
+	n := g.n
+	g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
+}
+
+// groups calls fn on the rows [lo, lo+m) of |a|, columns [pc, pc+kcc),
+// gemmMag32Rows rows at a time: fn gets the group's first row (from lo),
+// its length, and the rows of |a| in sc.a, kcc+16 apart. The cores take
+// equal shares of six-row tiles (the kernel's).
+func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag32Scratch)) {
+	// The rows of |a| are lda apart, not kcc: the micro-kernel reads six
+	// of them at once, and at a stride of a multiple of 4 KiB they would
+	// all fall in the same L1 sets.
+	lda := kcc + 16
+	parallel.For((m+5)/6, 1, func(tlo, thi int) {
+		sc, _ := g.scratch.Get().(*gemmMag32Scratch)
+		if sc == nil {
+			sc = &gemmMag32Scratch{}
+		}
+		defer g.scratch.Put(sc)
+		if cap(sc.a) < gemmMag32Rows*lda {
+			sc.a = make([]float32, gemmMag32Rows*lda)
+		}
+		if g.whole && cap(sc.s) < gemmMag32Rows*g.n {
+			sc.s = make([]float32, gemmMag32Rows*g.n)
+		}
+		end := min(thi*6, m)
+		for r0 := tlo * 6; r0 < end; r0 += gemmMag32Rows {
+			rows := min(gemmMag32Rows, end-r0)
+			for r := range rows {
+				absFloat32s(g.a, (lo+r0+r)*g.k+pc, sc.a[r*lda:r*lda+kcc])
+			}
+			fn(r0, rows, sc)
+		}
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 // beta, on a shape large enough to be split and on empty ones; the fp32
 // S with |b| packed whole and in blocks of 16 rows of K (gemmMag32K).
 func TestGEMMExpectMatchesSerial(t *testing.T) {
-	defer func(v int) { gemmMag32K = v }(gemmMag32K)
+	defer func(w, k int) { gemmMag32WholeElems, gemmMag32K = w, k }(gemmMag32WholeElems, gemmMag32K)
 	for _, dims := range [][3]int{{130, 40, 70}, {3, 0, 5}, {3, 5, 0}, {0, 5, 3}} {
 		expectMatchesSerial(t, dims[0], dims[1], dims[2])
 	}
@@ -42,14 +42,17 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 		}
 		want := bound.NewExpected(m * n)
 		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-		for _, kb := range []int{max(k, 1), 16} {
-			gemmMag32K = kb
+		for _, kb := range []int{0, 16} { // |b| whole, in blocks of 16 rows
+			gemmMag32WholeElems, gemmMag32K = 1<<20, 256
+			if kb > 0 {
+				gemmMag32WholeElems, gemmMag32K = 0, kb
+			}
 			got, err := GEMM.Expect(p, in, num)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
-				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d |b| in blocks of %d rows: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb, i, expectedAt(got["out"], i), expectedAt(want, i))
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d |b| in blocks of %d rows (0: whole): element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb, i, expectedAt(got["out"], i), expectedAt(want, i))
 			}
 		}
 	})
@@ -58,17 +61,24 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 // TestGEMMExpectBlocksMatchesExpect holds ExpectBlocks, its blocks
 // concatenated, to Expect bit for bit in every mode and dist, with alpha
 // and beta, on blocks of one row, of several rows with a shorter last
-// one, and of the whole output.
+// one, and of the whole output, with |b| packed whole for every block
+// and in blocks of its rows.
 func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 	const m, k, n, seed = 37, 40, 70, 19
-	defer func(v int) { gemmBlockElems = v }(gemmBlockElems)
+	defer func(v, w, kb int) { gemmBlockElems, gemmMag32WholeElems, gemmMag32K = v, w, kb }(gemmBlockElems, gemmMag32WholeElems, gemmMag32K)
 	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
+		gemmMag32WholeElems, gemmMag32K = 1<<20, 256
 		full, err := GEMM.Expect(p, in, tensor.Numerics{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rows := range []int{1, 5, m} {
-			gemmBlockElems = rows * n
+		for _, cfg := range [][3]int{{1, 1 << 20, 256}, {5, 1 << 20, 256}, {m, 1 << 20, 256}, {5, 0, 16}} {
+			// rows per block, and |b| whole or in blocks of 16 rows
+			rows, kb := cfg[0], 0
+			if cfg[1] == 0 {
+				kb = cfg[2]
+			}
+			gemmBlockElems, gemmMag32WholeElems, gemmMag32K = rows*n, cfg[1], cfg[2]
 			got := bound.NewExpected(0)
 			var blocks []int
 			err := GEMM.(BlockExpecter).ExpectBlocks(p, in, tensor.Numerics{}, func(name string, e *bound.Expected) error {
@@ -86,7 +96,7 @@ func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: blocks %v, want %d of %d rows covering %d elements", mode.Name, dist, m, k, n, rows, seed, blocks, (m+rows-1)/rows, rows, m*n)
 			}
 			if i := firstExpectedDiff(got, full["out"]); i >= 0 {
-				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d seed=%d: element %d: got %s / want (Expect) %s", mode.Name, dist, m, k, n, rows, seed, i, expectedAt(got, i), expectedAt(full["out"], i))
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d rows=%d |b| blocks=%d (0: whole) seed=%d: element %d: got %s / want (Expect, |b| whole) %s", mode.Name, dist, m, k, n, rows, kb, seed, i, expectedAt(got, i), expectedAt(full["out"], i))
 			}
 		}
 	})
