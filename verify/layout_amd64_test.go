@@ -33,6 +33,7 @@ func TestAsmLayouts(t *testing.T) {
 		{"exactRunVec.maxAbs", unsafe.Offsetof(e.maxAbs), 288},
 		{"exactRunVec.tight", unsafe.Offsetof(e.tight), 320},
 		{"exactRunVec.zeros", unsafe.Offsetof(e.zeros), 352},
+		{"exactRunVec.relMax", unsafe.Offsetof(e.relMax), 384},
 	} {
 		if c.got != c.want {
 			t.Errorf("verify: offset of %s = %d, want %d (the assembly's)", c.name, c.got, c.want)

@@ -139,14 +139,24 @@ xloop:
 	VSUBPD Y1, Y0, Y5 // g − r
 	VPAND  Y15, Y5, Y5 // e
 
-	// e = 0, or e ≤ q = relSkip·|r| and q ≥ 2^-1020.
-	VMULPD   160(R8), Y2, Y1
-	VCMPPD   $0x12, Y1, Y5, Y2
-	VCMPPD   $0x1d, tiny4<>(SB), Y1, Y1
-	VPAND    Y1, Y2, Y2
-	VPCMPEQQ Y12, Y5, Y1
-	VPOR     Y1, Y2, Y2
-	VPAND    Y2, Y4, Y4
+	// e = 0, or e ≤ q = relSkip·|r| and q ≥ 2^-1020, or e/|r| ≤ relMax
+	// (|r| ≥ MinNormal in the lanes that Takes passes): the division only
+	// when the cheap tests leave a lane out.
+	VMULPD    160(R8), Y2, Y1
+	VCMPPD    $0x12, Y1, Y5, Y8
+	VCMPPD    $0x1d, tiny4<>(SB), Y1, Y1
+	VPAND     Y1, Y8, Y8
+	VPCMPEQQ  Y12, Y5, Y1
+	VPOR      Y1, Y8, Y8
+	VMOVMSKPD Y8, BX
+	CMPQ      BX, $15
+	JEQ       relok
+	VDIVPD    Y2, Y5, Y1
+	VCMPPD    $0x12, 384(R8), Y1, Y1
+	VPOR      Y1, Y8, Y8
+
+relok:
+	VPAND Y8, Y4, Y4
 
 	VMULPD Y3, Y5, Y3 // t = e·inv
 
