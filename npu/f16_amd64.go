@@ -7,6 +7,8 @@ import (
 
 	"github.com/x448/float16"
 	"golang.org/x/sys/cpu"
+
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // useF16C is whether binF16 converts by the CPU's F16C instructions
@@ -40,4 +42,50 @@ func binF16(op binOp, z, a, b []float16.Float16) {
 // is a uint16).
 func u16(s []float16.Float16) *uint16 {
 	return (*uint16)(unsafe.Pointer(unsafe.SliceData(s)))
+}
+
+// useFixAVX2 is whether fixBits16 and fixBits32 run sixteen and eight
+// patterns at a time (fixBits16AVX2, fixBits32AVX2): the same bits as
+// fixBits on every pattern (TestFixBitsMatchesPortable).
+var useFixAVX2 = cpu.X86.HasAVX2
+
+// fixBits16AVX2 is fixBits on the n patterns at z (n a multiple of 16),
+// saturating if sat and flushing if flush.
+//
+//go:noescape
+func fixBits16AVX2(z *uint16, n int, exp, frac, maxFinite uint16, sat, flush bool)
+
+// fixBits16 is fixBits on 16-bit patterns: by AVX2 where the CPU has
+// it, the tail in Go.
+func fixBits16(z []uint16, num tensor.Numerics, exp, frac, maxFinite uint16) {
+	sat := num.Overflow == tensor.OverflowSaturate
+	flush := num.Subnormals == tensor.SubnormalFlush
+	if !sat && !flush {
+		return
+	}
+	if n := len(z) &^ 15; useFixAVX2 && n > 0 {
+		fixBits16AVX2(&z[0], n, exp, frac, maxFinite, sat, flush)
+		z = z[n:]
+	}
+	fixBits(z, num, exp, frac, maxFinite)
+}
+
+// fixBits32AVX2 is fixBits on the n patterns at z (n a multiple of 8).
+//
+//go:noescape
+func fixBits32AVX2(z *uint32, n int, exp, frac, maxFinite uint32, sat, flush bool)
+
+// fixBits32 is fixBits on 32-bit patterns: by AVX2 where the CPU has
+// it, the tail in Go.
+func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
+	sat := num.Overflow == tensor.OverflowSaturate
+	flush := num.Subnormals == tensor.SubnormalFlush
+	if !sat && !flush {
+		return
+	}
+	if n := len(z) &^ 7; useFixAVX2 && n > 0 {
+		fixBits32AVX2(&z[0], n, exp, frac, maxFinite, sat, flush)
+		z = z[n:]
+	}
+	fixBits(z, num, exp, frac, maxFinite)
 }

@@ -51,3 +51,117 @@ mul:
 done:
 	VZEROUPPER
 	RET
+
+// func fixBits16AVX2(z *uint16, n int, exp, frac, maxFinite uint16, sat, flush bool)
+// fixBits on sixteen patterns at a time (n a positive multiple of 16):
+// the lanes to change are found by comparisons and blended, no branch.
+TEXT ·fixBits16AVX2(SB), NOSPLIT, $0-24
+	MOVQ         z+0(FP), DI
+	MOVQ         n+8(FP), CX
+	MOVWLZX      exp+16(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTW X0, Y10          // exp
+	MOVWLZX      frac+18(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTW X0, Y11          // frac
+	MOVWLZX      maxFinite+20(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTW X0, Y8           // maxFinite
+	MOVBLZX      sat+22(FP), AX
+	NEGL         AX
+	MOVQ         AX, X0
+	VPBROADCASTW X0, Y13          // all ones under saturation
+	MOVBLZX      flush+23(FP), AX
+	NEGL         AX
+	MOVQ         AX, X0
+	VPBROADCASTW X0, Y14          // all ones under flush
+	VPXOR        Y9, Y9, Y9       // zero
+	VPCMPEQW     Y15, Y15, Y15
+	VPOR         Y11, Y10, Y12
+	VPXOR        Y15, Y12, Y12    // sign = ^(exp | frac)
+	XORQ         AX, AX
+
+fixloop:
+	CMPQ      AX, CX
+	JGE       fixdone
+	VMOVDQU   (DI)(AX*2), Y0      // v
+	VPAND     Y10, Y0, Y1         // e = v & exp
+	VPCMPEQW  Y10, Y1, Y2         // e = exp
+	VPAND     Y11, Y0, Y3
+	VPCMPEQW  Y9, Y3, Y3          // v & frac = 0
+	VPCMPEQW  Y9, Y1, Y4          // e = 0
+	VPANDN    Y4, Y3, Y4          // subnormal
+	VPANDN    Y2, Y3, Y5          // NaN
+	VPAND     Y3, Y2, Y6          // ±Inf
+	VPAND     Y14, Y4, Y4
+	VPAND     Y13, Y5, Y5
+	VPAND     Y13, Y6, Y6
+	VPAND     Y12, Y0, Y7         // v & sign
+	VPOR      Y8, Y7, Y1          // ±max
+	VPBLENDVB Y6, Y1, Y0, Y0      // ±Inf → ±max
+	VPBLENDVB Y4, Y7, Y0, Y0      // subnormal → signed zero
+	VPANDN    Y0, Y5, Y0          // NaN → +0
+	VMOVDQU   Y0, (DI)(AX*2)
+	ADDQ      $16, AX
+	JMP       fixloop
+
+fixdone:
+	VZEROUPPER
+	RET
+
+// func fixBits32AVX2(z *uint32, n int, exp, frac, maxFinite uint32, sat, flush bool)
+// fixBits16AVX2 on 32-bit patterns, eight at a time (n a positive
+// multiple of 8).
+TEXT ·fixBits32AVX2(SB), NOSPLIT, $0-30
+	MOVQ         z+0(FP), DI
+	MOVQ         n+8(FP), CX
+	MOVL         exp+16(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y10          // exp
+	MOVL         frac+20(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y11          // frac
+	MOVL         maxFinite+24(FP), AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y8           // maxFinite
+	MOVBLZX      sat+28(FP), AX
+	NEGL         AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y13          // all ones under saturation
+	MOVBLZX      flush+29(FP), AX
+	NEGL         AX
+	MOVQ         AX, X0
+	VPBROADCASTD X0, Y14          // all ones under flush
+	VPXOR        Y9, Y9, Y9       // zero
+	VPCMPEQD     Y15, Y15, Y15
+	VPOR         Y11, Y10, Y12
+	VPXOR        Y15, Y12, Y12    // sign = ^(exp | frac)
+	XORQ         AX, AX
+
+fix32loop:
+	CMPQ      AX, CX
+	JGE       fix32done
+	VMOVDQU   (DI)(AX*4), Y0      // v
+	VPAND     Y10, Y0, Y1         // e = v & exp
+	VPCMPEQD  Y10, Y1, Y2         // e = exp
+	VPAND     Y11, Y0, Y3
+	VPCMPEQD  Y9, Y3, Y3          // v & frac = 0
+	VPCMPEQD  Y9, Y1, Y4          // e = 0
+	VPANDN    Y4, Y3, Y4          // subnormal
+	VPANDN    Y2, Y3, Y5          // NaN
+	VPAND     Y3, Y2, Y6          // ±Inf
+	VPAND     Y14, Y4, Y4
+	VPAND     Y13, Y5, Y5
+	VPAND     Y13, Y6, Y6
+	VPAND     Y12, Y0, Y7         // v & sign
+	VPOR      Y8, Y7, Y1          // ±max
+	VPBLENDVB Y6, Y1, Y0, Y0      // ±Inf → ±max
+	VPBLENDVB Y4, Y7, Y0, Y0      // subnormal → signed zero
+	VPANDN    Y0, Y5, Y0          // NaN → +0
+	VMOVDQU   Y0, (DI)(AX*4)
+	ADDQ      $8, AX
+	JMP       fix32loop
+
+fix32done:
+	VZEROUPPER
+	RET

@@ -2,7 +2,11 @@
 
 package npu
 
-import "github.com/x448/float16"
+import (
+	"github.com/x448/float16"
+
+	"github.com/npuverify/npuverify/tensor"
+)
 
 // useF16C is false: binF16 converts in software here.
 const useF16C = false
@@ -10,3 +14,16 @@ const useF16C = false
 // binF16 computes z = a op b element-wise in fp32, rounded to fp16 (ties
 // to even, NaN → the default NaN).
 func binF16(op binOp, z, a, b []float16.Float16) { binF16Go(op, z, a, b) }
+
+// useFixAVX2 is false: fixBits16 and fixBits32 run in Go here.
+const useFixAVX2 = false
+
+// fixBits16 is fixBits on 16-bit patterns.
+func fixBits16(z []uint16, num tensor.Numerics, exp, frac, maxFinite uint16) {
+	fixBits(z, num, exp, frac, maxFinite)
+}
+
+// fixBits32 is fixBits on 32-bit patterns.
+func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
+	fixBits(z, num, exp, frac, maxFinite)
+}

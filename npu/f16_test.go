@@ -2,10 +2,14 @@ package npu
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/x448/float16"
+
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // TestF32ToF16 checks f32ToF16 against float16.Fromfloat32 on every
@@ -150,4 +154,94 @@ func TestBinF16MatchesPortable(t *testing.T) {
 			check(op, all, other)
 		}
 	}
+}
+
+// TestFixBitsMatchesPortable holds fixBits16 (AVX2 where the CPU has
+// it) to fixBits, bit for bit, on every 16-bit pattern as fp16 and as
+// bf16, and fixBits32 on every fp32 sign and exponent with seven kinds
+// of fraction and on seeded random patterns, under every combination of
+// saturation and flushing, at every alignment and for every tail length
+// up to 40.
+func TestFixBitsMatchesPortable(t *testing.T) {
+	formats := []struct {
+		name                 string
+		exp, frac, maxFinite uint16
+	}{{"fp16", 0x7C00, 0x03FF, 0x7BFF}, {"bf16", 0x7F80, 0x007F, 0x7F7F}}
+	all := make([]uint16, 1<<16+40)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	for _, f := range formats {
+		for _, num := range []tensor.Numerics{
+			{},
+			{Overflow: tensor.OverflowSaturate},
+			{Subnormals: tensor.SubnormalFlush},
+			{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
+		} {
+			check := func(lo, hi int) {
+				t.Helper()
+				got, want := slices.Clone(all[lo:hi]), slices.Clone(all[lo:hi])
+				fixBits16(got, num, f.exp, f.frac, f.maxFinite)
+				fixBits(want, num, f.exp, f.frac, f.maxFinite)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("fixBits16 %s %v (AVX2 %v) on patterns [%#x, %#x): pattern %#04x: got %#04x / want %#04x (fixBits)", f.name, num, useFixAVX2, lo, hi, all[lo+i], got[i], want[i])
+					}
+				}
+			}
+			check(0, 1<<16)
+			// Near +Inf and the NaNs above it, and near −0 and the
+			// negative subnormals.
+			for _, base := range []int{int(f.exp) - 20, 0x8000 - 20} {
+				for lo := range 9 {
+					for n := range 41 {
+						check(base+lo, base+lo+n)
+					}
+				}
+			}
+		}
+	}
+	const seed = 7
+	all32 := fixBits32Patterns(1<<16, seed)
+	for _, num := range []tensor.Numerics{
+		{},
+		{Overflow: tensor.OverflowSaturate},
+		{Subnormals: tensor.SubnormalFlush},
+		{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
+	} {
+		check := func(lo, hi int) {
+			t.Helper()
+			got, want := slices.Clone(all32[lo:hi]), slices.Clone(all32[lo:hi])
+			fixBits32(got, num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
+			fixBits(want, num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("fixBits32 fp32 %v (AVX2 %v) seed=%d on patterns [%d, %d): pattern %#08x: got %#08x / want %#08x (fixBits)", num, useFixAVX2, seed, lo, hi, all32[lo+i], got[i], want[i])
+				}
+			}
+		}
+		check(0, len(all32))
+		for lo := range 9 {
+			for n := range 41 {
+				check(lo, lo+n)
+			}
+		}
+	}
+}
+
+// fixBits32Patterns returns every fp32 sign and exponent with fractions
+// 0, 1, 2, the top bit, the top bit and 1, all ones but the lowest, all
+// ones, then n seeded random patterns.
+func fixBits32Patterns(n int, seed uint64) []uint32 {
+	var p []uint32
+	for se := uint32(0); se < 1<<9; se++ {
+		for _, f := range []uint32{0, 1, 2, 0x400000, 0x400001, 0x7FFFFE, 0x7FFFFF} {
+			p = append(p, se<<23|f)
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0))
+	for range n {
+		p = append(p, r.Uint32())
+	}
+	return p
 }

@@ -243,15 +243,15 @@ func fixBits[T ~uint16 | ~uint32](z []T, num tensor.Numerics, exp, frac, maxFini
 }
 
 func fixF16(z []float16.Float16, num tensor.Numerics) {
-	fixBits(view[uint16](asBytes(z)), num, 0x7C00, 0x03FF, 0x7BFF)
+	fixBits16(view[uint16](asBytes(z)), num, 0x7C00, 0x03FF, 0x7BFF)
 }
 
 func fixBF16(z []tensor.BF16, num tensor.Numerics) {
-	fixBits(view[uint16](asBytes(z)), num, 0x7F80, 0x007F, 0x7F7F)
+	fixBits16(view[uint16](asBytes(z)), num, 0x7F80, 0x007F, 0x7F7F)
 }
 
 func fixF32(z []float32, num tensor.Numerics) {
-	fixBits(view[uint32](asBytes(z)), num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
+	fixBits32(view[uint32](asBytes(z)), num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
 }
 
 // Duplicate sets the first n elements of dst to v rounded to dt under the
