@@ -89,3 +89,44 @@ func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
 	}
 	fixBits(z, num, exp, frac, maxFinite)
 }
+
+// useBinAVX2 is whether binBF16 and binF32 run eight elements at a time
+// (binBF16AVX2, binF32AVX): the same IEEE fp32 operations as the Go
+// code, the same rounding to bf16 and the same default NaN
+// (TestBinBF16F32MatchPortable).
+var useBinAVX2 = cpu.X86.HasAVX2
+
+// binF32AVX stores op(a[i], b[i]) for i < n (a multiple of 8) into z, a
+// NaN result as the default NaN.
+//
+//go:noescape
+func binF32AVX(op binOp, z, a, b *float32, n int)
+
+// binBF16AVX2 stores op(a[i], b[i]) for i < n (a multiple of 8) into z,
+// computed in fp32 and rounded to bf16 ties to even, a NaN result as the
+// default NaN.
+//
+//go:noescape
+func binBF16AVX2(op binOp, z, a, b *uint16, n int)
+
+// binF32 computes z = a op b element-wise in fp32, a NaN result as the
+// default NaN.
+func binF32(op binOp, z, a, b []float32) {
+	a, b = a[:len(z)], b[:len(z)]
+	if n := len(z) &^ 7; useBinAVX2 && n > 0 {
+		binF32AVX(op, &z[0], &a[0], &b[0], n)
+		z, a, b = z[n:], a[n:], b[n:]
+	}
+	binF32Go(op, z, a, b)
+}
+
+// binBF16 computes z = a op b element-wise in fp32, rounded to bf16 ties
+// to even, a NaN result as the default NaN.
+func binBF16(op binOp, z, a, b []tensor.BF16) {
+	a, b = a[:len(z)], b[:len(z)]
+	if n := len(z) &^ 7; useBinAVX2 && n > 0 {
+		binBF16AVX2(op, (*uint16)(&z[0]), (*uint16)(&a[0]), (*uint16)(&b[0]), n)
+		z, a, b = z[n:], a[n:], b[n:]
+	}
+	binBF16Go(op, z, a, b)
+}

@@ -165,3 +165,115 @@ fix32loop:
 fix32done:
 	VZEROUPPER
 	RET
+
+// OPF32 is one 8-element step of binF32AVX: the fp32 operation, NaN
+// lanes replaced by the default NaN (Y15).
+#define OPF32(INSN) \
+	VMOVUPS   (SI)(AX*4), Y0 \
+	INSN      (DX)(AX*4), Y0, Y0 \
+	VCMPPS    $3, Y0, Y0, Y2 \
+	VBLENDVPS Y2, Y15, Y0, Y0 \
+	VMOVUPS   Y0, (DI)(AX*4) \
+	ADDQ      $8, AX
+
+// func binF32AVX(op binOp, z, a, b *float32, n int)
+TEXT ·binF32AVX(SB), NOSPLIT, $0-40
+	MOVBQZX      op+0(FP), R8
+	MOVQ         z+8(FP), DI
+	MOVQ         a+16(FP), SI
+	MOVQ         b+24(FP), DX
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+	MOVL         $0xFFC00000, R9
+	MOVQ         R9, X15
+	VPBROADCASTD X15, Y15
+	CMPQ         R8, $1
+	JEQ          f32sub
+	JGT          f32mul
+
+f32add:
+	CMPQ AX, CX
+	JGE  f32done
+	OPF32(VADDPS)
+	JMP  f32add
+
+f32sub:
+	CMPQ AX, CX
+	JGE  f32done
+	OPF32(VSUBPS)
+	JMP  f32sub
+
+f32mul:
+	CMPQ AX, CX
+	JGE  f32done
+	OPF32(VMULPS)
+	JMP  f32mul
+
+f32done:
+	VZEROUPPER
+	RET
+
+// OPBF16 is one 8-element step of binBF16AVX2: a and b widened to fp32
+// (their bits in the high half), the fp32 operation, rounded to bf16
+// ties to even (add 0x7FFF and the lowest kept bit, keep the high half),
+// NaN lanes replaced by the default NaN (Y14), packed to 16 bits.
+#define OPBF16(INSN) \
+	VPMOVZXWD   (SI)(AX*2), Y0 \
+	VPSLLD      $16, Y0, Y0 \
+	VPMOVZXWD   (DX)(AX*2), Y1 \
+	VPSLLD      $16, Y1, Y1 \
+	INSN        Y1, Y0, Y0 \
+	VCMPPS      $3, Y0, Y0, Y2 \
+	VPSRLD      $16, Y0, Y3 \
+	VPAND       Y13, Y3, Y3 \
+	VPADDD      Y12, Y3, Y3 \
+	VPADDD      Y0, Y3, Y3 \
+	VPSRLD      $16, Y3, Y3 \
+	VBLENDVPS   Y2, Y14, Y3, Y3 \
+	VEXTRACTI128 $1, Y3, X4 \
+	VPACKUSDW   X4, X3, X3 \
+	VMOVDQU     X3, (DI)(AX*2) \
+	ADDQ        $8, AX
+
+// func binBF16AVX2(op binOp, z, a, b *uint16, n int)
+TEXT ·binBF16AVX2(SB), NOSPLIT, $0-40
+	MOVBQZX      op+0(FP), R8
+	MOVQ         z+8(FP), DI
+	MOVQ         a+16(FP), SI
+	MOVQ         b+24(FP), DX
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+	MOVL         $0xFFC0, R9
+	MOVQ         R9, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x7FFF, R9
+	MOVQ         R9, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $1, R9
+	MOVQ         R9, X13
+	VPBROADCASTD X13, Y13
+	CMPQ         R8, $1
+	JEQ          bfsub
+	JGT          bfmul
+
+bfadd:
+	CMPQ AX, CX
+	JGE  bfdone
+	OPBF16(VADDPS)
+	JMP  bfadd
+
+bfsub:
+	CMPQ AX, CX
+	JGE  bfdone
+	OPBF16(VSUBPS)
+	JMP  bfsub
+
+bfmul:
+	CMPQ AX, CX
+	JGE  bfdone
+	OPBF16(VMULPS)
+	JMP  bfmul
+
+bfdone:
+	VZEROUPPER
+	RET

@@ -27,3 +27,12 @@ func fixBits16(z []uint16, num tensor.Numerics, exp, frac, maxFinite uint16) {
 func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
 	fixBits(z, num, exp, frac, maxFinite)
 }
+
+// useBinAVX2 is false: binBF16 and binF32 run in Go here.
+const useBinAVX2 = false
+
+// binF32 is binF32Go.
+func binF32(op binOp, z, a, b []float32) { binF32Go(op, z, a, b) }
+
+// binBF16 is binBF16Go.
+func binBF16(op binOp, z, a, b []tensor.BF16) { binBF16Go(op, z, a, b) }

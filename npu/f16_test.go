@@ -245,3 +245,80 @@ func fixBits32Patterns(n int, seed uint64) []uint32 {
 	}
 	return p
 }
+
+// TestBinBF16F32MatchPortable holds binBF16 and binF32 (AVX2 where the
+// CPU has it) to binBF16Go and binF32Go, bit for bit, for each op: every
+// bf16 pattern against 24 chosen operands (zeros, subnormals, the
+// largest finite, infinities, quiet and signaling NaNs, ones, values
+// whose sums and products round at a tie) both ways round and against
+// seeded random patterns, every fp32 sign and exponent with seven
+// fractions against the same kinds of fp32 operands and random
+// patterns, and every tail length up to 33.
+func TestBinBF16F32MatchPortable(t *testing.T) {
+	const seed = 11
+	r := rand.New(rand.NewPCG(seed, 0))
+	allBF := make([]tensor.BF16, 1<<16)
+	for i := range allBF {
+		allBF[i] = tensor.BF16(i)
+	}
+	bfOps := []uint16{0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80,
+		0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x3F80, 0xBF80, 0x3F81, 0x3B80, 0x4000, 0x3F00, 0x7F00, 0x0100, 0x4B00, 0xC2F7}
+	checkBF := func(op binOp, a, b []tensor.BF16) {
+		t.Helper()
+		got, want := make([]tensor.BF16, len(a)), make([]tensor.BF16, len(a))
+		binBF16(op, got, a, b)
+		binBF16Go(op, want, a, b)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("binBF16(op %d, %#04x, %#04x) (AVX2 %v) = %#04x, want %#04x (binBF16Go)", op, uint16(a[i]), uint16(b[i]), useBinAVX2, uint16(got[i]), uint16(want[i]))
+			}
+		}
+	}
+	all32 := make([]float32, 0, 1<<16)
+	for _, p := range fixBits32Patterns(1<<14, seed) {
+		all32 = append(all32, math.Float32frombits(p))
+	}
+	f32Ops := []uint32{0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+		0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x3F800000, 0xBF800000, 0x3F800001, 0x33800000, 0x40000000, 0x3F000000, 0x7F000000, 0x01000000, 0x4B000000, 0xC2F7A000}
+	check32 := func(op binOp, a, b []float32) {
+		t.Helper()
+		got, want := make([]float32, len(a)), make([]float32, len(a))
+		binF32(op, got, a, b)
+		binF32Go(op, want, a, b)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("binF32(op %d, %#08x, %#08x) (AVX2 %v) = %#08x, want %#08x (binF32Go)", op, math.Float32bits(a[i]), math.Float32bits(b[i]), useBinAVX2, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			}
+		}
+	}
+	otherBF := make([]tensor.BF16, len(allBF))
+	other32 := make([]float32, len(all32))
+	for _, op := range []binOp{opAdd, opSub, opMul} {
+		for _, v := range bfOps {
+			for i := range otherBF {
+				otherBF[i] = tensor.BF16(v)
+			}
+			checkBF(op, allBF, otherBF)
+			checkBF(op, otherBF, allBF)
+		}
+		for i := range otherBF {
+			otherBF[i] = tensor.BF16(r.Uint32())
+		}
+		checkBF(op, allBF, otherBF)
+		for _, v := range f32Ops {
+			for i := range other32 {
+				other32[i] = math.Float32frombits(v)
+			}
+			check32(op, all32, other32)
+			check32(op, other32, all32)
+		}
+		for i := range other32 {
+			other32[i] = math.Float32frombits(r.Uint32())
+		}
+		check32(op, all32, other32)
+		for n := range 34 {
+			checkBF(op, allBF[0x3F80:0x3F80+n], otherBF[:n])
+			check32(op, all32[100:100+n], other32[:n])
+		}
+	}
+}

@@ -136,7 +136,9 @@ func binF16Go(op binOp, z, a, b []float16.Float16) {
 	}
 }
 
-func binBF16(op binOp, z, a, b []tensor.BF16) {
+// binBF16Go is binBF16 in portable Go: each result computed in fp32 and
+// rounded to bf16 ties to even, a NaN to the default NaN.
+func binBF16Go(op binOp, z, a, b []tensor.BF16) {
 	b = b[:len(z)]
 	a = a[:len(z)]
 	switch op {
@@ -164,9 +166,10 @@ func bf16Result(r float32) tensor.BF16 {
 	return tensor.BF16FromFloat32(r)
 }
 
-// binF32 computes the fp32 op; a NaN result becomes the default NaN
-// (nan.go), one well-predicted compare per element.
-func binF32(op binOp, z, a, b []float32) {
+// binF32Go computes the fp32 op; a NaN result becomes the default NaN
+// (nan.go), one well-predicted compare per element. binF32 is it, eight
+// at a time where the CPU allows.
+func binF32Go(op binOp, z, a, b []float32) {
 	b = b[:len(z)]
 	a = a[:len(z)]
 	switch op {
