@@ -52,115 +52,96 @@ done:
 	VZEROUPPER
 	RET
 
+// FIXSETUP loads fixBits's constants, each broadcast by BCAST into every
+// lane: exp Y10, frac Y11, maxFinite Y8, all ones under saturation Y13,
+// all ones under flushing Y14, zero Y9, sign = ^(exp | frac) Y12.
+#define FIXSETUP(BCAST, CMPEQ) \
+	MOVQ     R10, X0 \
+	BCAST    X0, Y10 \
+	MOVQ     R11, X0 \
+	BCAST    X0, Y11 \
+	MOVQ     R12, X0 \
+	BCAST    X0, Y8 \
+	NEGL     R13 \
+	MOVQ     R13, X0 \
+	BCAST    X0, Y13 \
+	NEGL     R9 \
+	MOVQ     R9, X0 \
+	BCAST    X0, Y14 \
+	VPXOR    Y9, Y9, Y9 \
+	CMPEQ    Y15, Y15, Y15 \
+	VPOR     Y11, Y10, Y12 \
+	VPXOR    Y15, Y12, Y12 \
+	XORQ     AX, AX
+
+// FIXSTEP is one step of fixBits over the 32 bytes at (DI)(AX*SCALE),
+// lanes compared by CMPEQ: the lanes to change are found by comparisons
+// and blended, no branch.
+#define FIXSTEP(CMPEQ, SCALE, STEP) \
+	VMOVDQU   (DI)(AX*SCALE), Y0 \
+	VPAND     Y10, Y0, Y1 \
+	CMPEQ     Y10, Y1, Y2 \
+	VPAND     Y11, Y0, Y3 \
+	CMPEQ     Y9, Y3, Y3 \
+	CMPEQ     Y9, Y1, Y4 \
+	VPANDN    Y4, Y3, Y4 \
+	VPANDN    Y2, Y3, Y5 \
+	VPAND     Y3, Y2, Y6 \
+	VPAND     Y14, Y4, Y4 \
+	VPAND     Y13, Y5, Y5 \
+	VPAND     Y13, Y6, Y6 \
+	VPAND     Y12, Y0, Y7 \
+	VPOR      Y8, Y7, Y1 \
+	VPBLENDVB Y6, Y1, Y0, Y0 \
+	VPBLENDVB Y4, Y7, Y0, Y0 \
+	VPANDN    Y0, Y5, Y0 \
+	VMOVDQU   Y0, (DI)(AX*SCALE) \
+	ADDQ      $STEP, AX
+
+// In FIXSTEP, with v the lanes: e = v & exp; Y2: e = exp; Y3: v & frac
+// = 0; Y4: subnormal (e = 0, fraction set), under flushing; Y5: NaN,
+// Y6: ±Inf, under saturation; Y7: v & sign; Y1: ±maxFinite. ±Inf
+// becomes ±max, a subnormal a signed zero, a NaN +0.
+
 // func fixBits16AVX2(z *uint16, n int, exp, frac, maxFinite uint16, sat, flush bool)
-// fixBits on sixteen patterns at a time (n a positive multiple of 16):
-// the lanes to change are found by comparisons and blended, no branch.
+// fixBits on sixteen patterns at a time (n a positive multiple of 16).
 TEXT ·fixBits16AVX2(SB), NOSPLIT, $0-24
-	MOVQ         z+0(FP), DI
-	MOVQ         n+8(FP), CX
-	MOVWLZX      exp+16(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTW X0, Y10          // exp
-	MOVWLZX      frac+18(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTW X0, Y11          // frac
-	MOVWLZX      maxFinite+20(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTW X0, Y8           // maxFinite
-	MOVBLZX      sat+22(FP), AX
-	NEGL         AX
-	MOVQ         AX, X0
-	VPBROADCASTW X0, Y13          // all ones under saturation
-	MOVBLZX      flush+23(FP), AX
-	NEGL         AX
-	MOVQ         AX, X0
-	VPBROADCASTW X0, Y14          // all ones under flush
-	VPXOR        Y9, Y9, Y9       // zero
-	VPCMPEQW     Y15, Y15, Y15
-	VPOR         Y11, Y10, Y12
-	VPXOR        Y15, Y12, Y12    // sign = ^(exp | frac)
-	XORQ         AX, AX
+	MOVQ    z+0(FP), DI
+	MOVQ    n+8(FP), CX
+	MOVWLZX exp+16(FP), R10
+	MOVWLZX frac+18(FP), R11
+	MOVWLZX maxFinite+20(FP), R12
+	MOVBLZX sat+22(FP), R13
+	MOVBLZX flush+23(FP), R9
+	FIXSETUP(VPBROADCASTW, VPCMPEQW)
 
 fixloop:
-	CMPQ      AX, CX
-	JGE       fixdone
-	VMOVDQU   (DI)(AX*2), Y0      // v
-	VPAND     Y10, Y0, Y1         // e = v & exp
-	VPCMPEQW  Y10, Y1, Y2         // e = exp
-	VPAND     Y11, Y0, Y3
-	VPCMPEQW  Y9, Y3, Y3          // v & frac = 0
-	VPCMPEQW  Y9, Y1, Y4          // e = 0
-	VPANDN    Y4, Y3, Y4          // subnormal
-	VPANDN    Y2, Y3, Y5          // NaN
-	VPAND     Y3, Y2, Y6          // ±Inf
-	VPAND     Y14, Y4, Y4
-	VPAND     Y13, Y5, Y5
-	VPAND     Y13, Y6, Y6
-	VPAND     Y12, Y0, Y7         // v & sign
-	VPOR      Y8, Y7, Y1          // ±max
-	VPBLENDVB Y6, Y1, Y0, Y0      // ±Inf → ±max
-	VPBLENDVB Y4, Y7, Y0, Y0      // subnormal → signed zero
-	VPANDN    Y0, Y5, Y0          // NaN → +0
-	VMOVDQU   Y0, (DI)(AX*2)
-	ADDQ      $16, AX
-	JMP       fixloop
+	CMPQ AX, CX
+	JGE  fixdone
+	FIXSTEP(VPCMPEQW, 2, 16)
+	JMP  fixloop
 
 fixdone:
 	VZEROUPPER
 	RET
 
 // func fixBits32AVX2(z *uint32, n int, exp, frac, maxFinite uint32, sat, flush bool)
-// fixBits16AVX2 on 32-bit patterns, eight at a time (n a positive
-// multiple of 8).
+// fixBits on eight 32-bit patterns at a time (n a positive multiple of 8).
 TEXT ·fixBits32AVX2(SB), NOSPLIT, $0-30
-	MOVQ         z+0(FP), DI
-	MOVQ         n+8(FP), CX
-	MOVL         exp+16(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTD X0, Y10          // exp
-	MOVL         frac+20(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTD X0, Y11          // frac
-	MOVL         maxFinite+24(FP), AX
-	MOVQ         AX, X0
-	VPBROADCASTD X0, Y8           // maxFinite
-	MOVBLZX      sat+28(FP), AX
-	NEGL         AX
-	MOVQ         AX, X0
-	VPBROADCASTD X0, Y13          // all ones under saturation
-	MOVBLZX      flush+29(FP), AX
-	NEGL         AX
-	MOVQ         AX, X0
-	VPBROADCASTD X0, Y14          // all ones under flush
-	VPXOR        Y9, Y9, Y9       // zero
-	VPCMPEQD     Y15, Y15, Y15
-	VPOR         Y11, Y10, Y12
-	VPXOR        Y15, Y12, Y12    // sign = ^(exp | frac)
-	XORQ         AX, AX
+	MOVQ    z+0(FP), DI
+	MOVQ    n+8(FP), CX
+	MOVL    exp+16(FP), R10
+	MOVL    frac+20(FP), R11
+	MOVL    maxFinite+24(FP), R12
+	MOVBLZX sat+28(FP), R13
+	MOVBLZX flush+29(FP), R9
+	FIXSETUP(VPBROADCASTD, VPCMPEQD)
 
 fix32loop:
-	CMPQ      AX, CX
-	JGE       fix32done
-	VMOVDQU   (DI)(AX*4), Y0      // v
-	VPAND     Y10, Y0, Y1         // e = v & exp
-	VPCMPEQD  Y10, Y1, Y2         // e = exp
-	VPAND     Y11, Y0, Y3
-	VPCMPEQD  Y9, Y3, Y3          // v & frac = 0
-	VPCMPEQD  Y9, Y1, Y4          // e = 0
-	VPANDN    Y4, Y3, Y4          // subnormal
-	VPANDN    Y2, Y3, Y5          // NaN
-	VPAND     Y3, Y2, Y6          // ±Inf
-	VPAND     Y14, Y4, Y4
-	VPAND     Y13, Y5, Y5
-	VPAND     Y13, Y6, Y6
-	VPAND     Y12, Y0, Y7         // v & sign
-	VPOR      Y8, Y7, Y1          // ±max
-	VPBLENDVB Y6, Y1, Y0, Y0      // ±Inf → ±max
-	VPBLENDVB Y4, Y7, Y0, Y0      // subnormal → signed zero
-	VPANDN    Y0, Y5, Y0          // NaN → +0
-	VMOVDQU   Y0, (DI)(AX*4)
-	ADDQ      $8, AX
-	JMP       fix32loop
+	CMPQ AX, CX
+	JGE  fix32done
+	FIXSTEP(VPCMPEQD, 4, 8)
+	JMP  fix32loop
 
 fix32done:
 	VZEROUPPER
