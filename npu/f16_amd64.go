@@ -44,9 +44,10 @@ func u16(s []float16.Float16) *uint16 {
 	return (*uint16)(unsafe.Pointer(unsafe.SliceData(s)))
 }
 
-// useFixAVX2 is whether fixBits16 and fixBits32 run sixteen and eight
-// patterns at a time (fixBits16AVX2, fixBits32AVX2): the same bits as
-// fixBits on every pattern (TestFixBitsMatchesPortable).
+// useFixAVX2 is whether fixBits takes sixteen 16-bit or eight 32-bit
+// patterns at a time by AVX2 (fixBitsVec): the same bits as its Go loop
+// on every pattern (TestFixBitsMatchesPortable, which also switches it
+// off).
 var useFixAVX2 = cpu.X86.HasAVX2
 
 // fixBits16AVX2 is fixBits on the n patterns at z (n a multiple of 16),
@@ -55,39 +56,26 @@ var useFixAVX2 = cpu.X86.HasAVX2
 //go:noescape
 func fixBits16AVX2(z *uint16, n int, exp, frac, maxFinite uint16, sat, flush bool)
 
-// fixBits16 is fixBits on 16-bit patterns: by AVX2 where the CPU has
-// it, the tail in Go.
-func fixBits16(z []uint16, num tensor.Numerics, exp, frac, maxFinite uint16) {
-	sat := num.Overflow == tensor.OverflowSaturate
-	flush := num.Subnormals == tensor.SubnormalFlush
-	if !sat && !flush {
-		return
-	}
-	if n := len(z) &^ 15; useFixAVX2 && n > 0 {
-		fixBits16AVX2(&z[0], n, exp, frac, maxFinite, sat, flush)
-		z = z[n:]
-	}
-	fixBits(z, num, exp, frac, maxFinite)
-}
-
 // fixBits32AVX2 is fixBits on the n patterns at z (n a multiple of 8).
 //
 //go:noescape
 func fixBits32AVX2(z *uint32, n int, exp, frac, maxFinite uint32, sat, flush bool)
 
-// fixBits32 is fixBits on 32-bit patterns: by AVX2 where the CPU has
-// it, the tail in Go.
-func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
-	sat := num.Overflow == tensor.OverflowSaturate
-	flush := num.Subnormals == tensor.SubnormalFlush
-	if !sat && !flush {
-		return
+// fixBitsVec applies fixBits to the longest prefix of z the assembly
+// takes whole vectors of, and returns its length.
+func fixBitsVec[T ~uint16 | ~uint32](z []T, exp, frac, maxFinite T, sat, flush bool) int {
+	if unsafe.Sizeof(z[0]) == 2 { // z[0] is not evaluated: safe on an empty z
+		n := len(z) &^ 15
+		if n > 0 {
+			fixBits16AVX2((*uint16)(unsafe.Pointer(&z[0])), n, uint16(exp), uint16(frac), uint16(maxFinite), sat, flush)
+		}
+		return n
 	}
-	if n := len(z) &^ 7; useFixAVX2 && n > 0 {
-		fixBits32AVX2(&z[0], n, exp, frac, maxFinite, sat, flush)
-		z = z[n:]
+	n := len(z) &^ 7
+	if n > 0 {
+		fixBits32AVX2((*uint32)(unsafe.Pointer(&z[0])), n, uint32(exp), uint32(frac), uint32(maxFinite), sat, flush)
 	}
-	fixBits(z, num, exp, frac, maxFinite)
+	return n
 }
 
 // useBinAVX2 is whether binBF16 and binF32 run eight elements at a time

@@ -15,17 +15,13 @@ const useF16C = false
 // to even, NaN → the default NaN).
 func binF16(op binOp, z, a, b []float16.Float16) { binF16Go(op, z, a, b) }
 
-// useFixAVX2 is false: fixBits16 and fixBits32 run in Go here.
-const useFixAVX2 = false
+// useFixAVX2 is false: fixBits runs its Go loop only here (a variable
+// for the tests, which switch it).
+var useFixAVX2 = false
 
-// fixBits16 is fixBits on 16-bit patterns.
-func fixBits16(z []uint16, num tensor.Numerics, exp, frac, maxFinite uint16) {
-	fixBits(z, num, exp, frac, maxFinite)
-}
-
-// fixBits32 is fixBits on 32-bit patterns.
-func fixBits32(z []uint32, num tensor.Numerics, exp, frac, maxFinite uint32) {
-	fixBits(z, num, exp, frac, maxFinite)
+// fixBitsVec takes nothing here.
+func fixBitsVec[T ~uint16 | ~uint32](z []T, exp, frac, maxFinite T, sat, flush bool) int {
+	return 0
 }
 
 // useBinAVX2 is false: binBF16 and binF32 run in Go here.

@@ -156,52 +156,18 @@ func TestBinF16MatchesPortable(t *testing.T) {
 	}
 }
 
-// TestFixBitsMatchesPortable holds fixBits16 (AVX2 where the CPU has
-// it) to fixBits, bit for bit, on every 16-bit pattern as fp16 and as
-// bf16, and fixBits32 on every fp32 sign and exponent with seven kinds
-// of fraction and on seeded random patterns, under every combination of
-// saturation and flushing, at every alignment and for every tail length
-// up to 40.
+// TestFixBitsMatchesPortable holds fixBits with its AVX2 path
+// (fixBitsVec, where the CPU has it) to fixBits with its Go loop alone,
+// bit for bit, on every 16-bit pattern as fp16 and as bf16, and on every
+// fp32 sign and exponent with seven kinds of fraction and seeded random
+// patterns, under every combination of saturation and flushing, at every
+// alignment and for every tail length up to 40.
 func TestFixBitsMatchesPortable(t *testing.T) {
-	formats := []struct {
-		name                 string
-		exp, frac, maxFinite uint16
-	}{{"fp16", 0x7C00, 0x03FF, 0x7BFF}, {"bf16", 0x7F80, 0x007F, 0x7F7F}}
-	all := make([]uint16, 1<<16+40)
-	for i := range all {
-		all[i] = uint16(i)
-	}
-	for _, f := range formats {
-		for _, num := range []tensor.Numerics{
-			{},
-			{Overflow: tensor.OverflowSaturate},
-			{Subnormals: tensor.SubnormalFlush},
-			{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
-		} {
-			check := func(lo, hi int) {
-				t.Helper()
-				got, want := slices.Clone(all[lo:hi]), slices.Clone(all[lo:hi])
-				fixBits16(got, num, f.exp, f.frac, f.maxFinite)
-				fixBits(want, num, f.exp, f.frac, f.maxFinite)
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("fixBits16 %s %v (AVX2 %v) on patterns [%#x, %#x): pattern %#04x: got %#04x / want %#04x (fixBits)", f.name, num, useFixAVX2, lo, hi, all[lo+i], got[i], want[i])
-					}
-				}
-			}
-			check(0, 1<<16)
-			// Near +Inf and the NaNs above it, and near −0 and the
-			// negative subnormals.
-			for _, base := range []int{int(f.exp) - 20, 0x8000 - 20} {
-				for lo := range 9 {
-					for n := range 41 {
-						check(base+lo, base+lo+n)
-					}
-				}
-			}
-		}
-	}
 	const seed = 7
+	all16 := make([]uint16, 1<<16+40)
+	for i := range all16 {
+		all16[i] = uint16(i)
+	}
 	all32 := fixBits32Patterns(1<<16, seed)
 	for _, num := range []tensor.Numerics{
 		{},
@@ -209,22 +175,43 @@ func TestFixBitsMatchesPortable(t *testing.T) {
 		{Subnormals: tensor.SubnormalFlush},
 		{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
 	} {
-		check := func(lo, hi int) {
-			t.Helper()
-			got, want := slices.Clone(all32[lo:hi]), slices.Clone(all32[lo:hi])
-			fixBits32(got, num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
-			fixBits(want, num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("fixBits32 fp32 %v (AVX2 %v) seed=%d on patterns [%d, %d): pattern %#08x: got %#08x / want %#08x (fixBits)", num, useFixAVX2, seed, lo, hi, all32[lo+i], got[i], want[i])
+		// fp16 and bf16: whole, and near +Inf and the NaNs above it, and
+		// near −0 and the negative subnormals.
+		for _, f := range []struct {
+			name                 string
+			exp, frac, maxFinite uint16
+		}{{"fp16", 0x7C00, 0x03FF, 0x7BFF}, {"bf16", 0x7F80, 0x007F, 0x7F7F}} {
+			checkFixBits(t, f.name, num, seed, all16, 0, 1<<16, f.exp, f.frac, f.maxFinite)
+			for _, base := range []int{int(f.exp) - 20, 0x8000 - 20} {
+				for lo := range 9 {
+					for n := range 41 {
+						checkFixBits(t, f.name, num, seed, all16, base+lo, base+lo+n, f.exp, f.frac, f.maxFinite)
+					}
 				}
 			}
 		}
-		check(0, len(all32))
+		checkFixBits(t, "fp32", num, seed, all32, 0, len(all32), 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
 		for lo := range 9 {
 			for n := range 41 {
-				check(lo, lo+n)
+				checkFixBits(t, "fp32", num, seed, all32, lo, lo+n, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
 			}
+		}
+	}
+}
+
+// checkFixBits fails t unless fixBits gives pats[lo:hi] the same bits
+// with useFixAVX2 as it is and with it off.
+func checkFixBits[T ~uint16 | ~uint32](t *testing.T, format string, num tensor.Numerics, seed uint64, pats []T, lo, hi int, exp, frac, maxFinite T) {
+	t.Helper()
+	got, want := slices.Clone(pats[lo:hi]), slices.Clone(pats[lo:hi])
+	fixBits(got, num, exp, frac, maxFinite)
+	defer func(v bool) { useFixAVX2 = v }(useFixAVX2)
+	vec := useFixAVX2
+	useFixAVX2 = false
+	fixBits(want, num, exp, frac, maxFinite)
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("fixBits %s %v seed=%d (AVX2 %v) on patterns [%d, %d): pattern %#x: got %#x / want %#x (the Go loop)", format, num, seed, vec, lo, hi, pats[lo+i], got[i], want[i])
 		}
 	}
 }
@@ -248,77 +235,72 @@ func fixBits32Patterns(n int, seed uint64) []uint32 {
 
 // TestBinBF16F32MatchPortable holds binBF16 and binF32 (AVX2 where the
 // CPU has it) to binBF16Go and binF32Go, bit for bit, for each op: every
-// bf16 pattern against 24 chosen operands (zeros, subnormals, the
+// bf16 pattern, and every fp32 sign and exponent with seven fractions,
+// against 24 chosen operands of the format (zeros, subnormals, the
 // largest finite, infinities, quiet and signaling NaNs, ones, values
 // whose sums and products round at a tie) both ways round and against
-// seeded random patterns, every fp32 sign and exponent with seven
-// fractions against the same kinds of fp32 operands and random
-// patterns, and every tail length up to 33.
+// seeded random patterns, and every tail length up to 33.
 func TestBinBF16F32MatchPortable(t *testing.T) {
 	const seed = 11
 	r := rand.New(rand.NewPCG(seed, 0))
-	allBF := make([]tensor.BF16, 1<<16)
+	allBF := make([]uint64, 1<<16)
 	for i := range allBF {
-		allBF[i] = tensor.BF16(i)
+		allBF[i] = uint64(i)
 	}
-	bfOps := []uint16{0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80,
-		0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x3F80, 0xBF80, 0x3F81, 0x3B80, 0x4000, 0x3F00, 0x7F00, 0x0100, 0x4B00, 0xC2F7}
-	checkBF := func(op binOp, a, b []tensor.BF16) {
-		t.Helper()
-		got, want := make([]tensor.BF16, len(a)), make([]tensor.BF16, len(a))
-		binBF16(op, got, a, b)
-		binBF16Go(op, want, a, b)
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("binBF16(op %d, %#04x, %#04x) (AVX2 %v) = %#04x, want %#04x (binBF16Go)", op, uint16(a[i]), uint16(b[i]), useBinAVX2, uint16(got[i]), uint16(want[i]))
-			}
-		}
-	}
-	all32 := make([]float32, 0, 1<<16)
+	checkBinTwin(t, "binBF16", seed, r, binBF16, binBF16Go,
+		func(v tensor.BF16) uint64 { return uint64(v) }, func(b uint64) tensor.BF16 { return tensor.BF16(b) },
+		allBF, 0x3F80, []uint64{0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80,
+			0x7FC0, 0xFFC0, 0x7F81, 0xFF81, 0x3F80, 0xBF80, 0x3F81, 0x3B80, 0x4000, 0x3F00, 0x7F00, 0x0100, 0x4B00, 0xC2F7})
+	var all32 []uint64
 	for _, p := range fixBits32Patterns(1<<14, seed) {
-		all32 = append(all32, math.Float32frombits(p))
+		all32 = append(all32, uint64(p))
 	}
-	f32Ops := []uint32{0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
-		0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x3F800000, 0xBF800000, 0x3F800001, 0x33800000, 0x40000000, 0x3F000000, 0x7F000000, 0x01000000, 0x4B000000, 0xC2F7A000}
-	check32 := func(op binOp, a, b []float32) {
+	checkBinTwin(t, "binF32", seed, r, binF32, binF32Go,
+		func(v float32) uint64 { return uint64(math.Float32bits(v)) }, func(b uint64) float32 { return math.Float32frombits(uint32(b)) },
+		all32, 100, []uint64{0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+			0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x3F800000, 0xBF800000, 0x3F800001, 0x33800000, 0x40000000, 0x3F000000, 0x7F000000, 0x01000000, 0x4B000000, 0xC2F7A000})
+}
+
+// checkBinTwin runs TestBinBF16F32MatchPortable's cases for one format
+// (elements E, bit patterns by bits and fromBits): for each op, the
+// patterns all against each of ops both ways round, all against random
+// patterns from r, and every tail length from all[tailAt] on, f against
+// its Go twin fgo.
+func checkBinTwin[E any](t *testing.T, name string, seed uint64, r *rand.Rand, f, fgo func(binOp, []E, []E, []E), bits func(E) uint64, fromBits func(uint64) E, all []uint64, tailAt int, ops []uint64) {
+	t.Helper()
+	elems := func(b []uint64) []E {
+		e := make([]E, len(b))
+		for i, v := range b {
+			e[i] = fromBits(v)
+		}
+		return e
+	}
+	check := func(op binOp, a, b []E) {
 		t.Helper()
-		got, want := make([]float32, len(a)), make([]float32, len(a))
-		binF32(op, got, a, b)
-		binF32Go(op, want, a, b)
+		got, want := make([]E, len(a)), make([]E, len(a))
+		f(op, got, a, b)
+		fgo(op, want, a, b)
 		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("binF32(op %d, %#08x, %#08x) (AVX2 %v) = %#08x, want %#08x (binF32Go)", op, math.Float32bits(a[i]), math.Float32bits(b[i]), useBinAVX2, math.Float32bits(got[i]), math.Float32bits(want[i]))
+			if g, w := bits(got[i]), bits(want[i]); g != w {
+				t.Fatalf("%s(op %d, %#x, %#x) seed=%d (AVX2 %v) = %#x, want %#x (the Go loop)", name, op, bits(a[i]), bits(b[i]), seed, useBinAVX2, g, w)
 			}
 		}
 	}
-	otherBF := make([]tensor.BF16, len(allBF))
-	other32 := make([]float32, len(all32))
+	a, other := elems(all), make([]E, len(all))
 	for _, op := range []binOp{opAdd, opSub, opMul} {
-		for _, v := range bfOps {
-			for i := range otherBF {
-				otherBF[i] = tensor.BF16(v)
+		for _, v := range ops {
+			for i := range other {
+				other[i] = fromBits(v)
 			}
-			checkBF(op, allBF, otherBF)
-			checkBF(op, otherBF, allBF)
+			check(op, a, other)
+			check(op, other, a)
 		}
-		for i := range otherBF {
-			otherBF[i] = tensor.BF16(r.Uint32())
+		for i := range other {
+			other[i] = fromBits(r.Uint64())
 		}
-		checkBF(op, allBF, otherBF)
-		for _, v := range f32Ops {
-			for i := range other32 {
-				other32[i] = math.Float32frombits(v)
-			}
-			check32(op, all32, other32)
-			check32(op, other32, all32)
-		}
-		for i := range other32 {
-			other32[i] = math.Float32frombits(r.Uint32())
-		}
-		check32(op, all32, other32)
+		check(op, a, other)
 		for n := range 34 {
-			checkBF(op, allBF[0x3F80:0x3F80+n], otherBF[:n])
-			check32(op, all32[100:100+n], other32[:n])
+			check(op, a[tailAt:tailAt+n], other[:n])
 		}
 	}
 }

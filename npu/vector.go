@@ -224,11 +224,16 @@ func binI8(op binOp, z, a, b []int8) {
 // fixBits applies saturate and flush to IEEE bit patterns already rounded
 // to their format: exp and frac are the field masks, maxFinite the largest
 // finite pattern. It matches tensor.Numerics.Round on the rounded value.
+// The patterns go through fixBitsVec (AVX2, many at a time) where the CPU
+// allows, the rest one at a time here.
 func fixBits[T ~uint16 | ~uint32](z []T, num tensor.Numerics, exp, frac, maxFinite T) {
 	sat := num.Overflow == tensor.OverflowSaturate
 	flush := num.Subnormals == tensor.SubnormalFlush
 	if !sat && !flush {
 		return
+	}
+	if useFixAVX2 {
+		z = z[fixBitsVec(z, exp, frac, maxFinite, sat, flush):]
 	}
 	sign := ^(exp | frac)
 	for i, v := range z {
@@ -246,15 +251,15 @@ func fixBits[T ~uint16 | ~uint32](z []T, num tensor.Numerics, exp, frac, maxFini
 }
 
 func fixF16(z []float16.Float16, num tensor.Numerics) {
-	fixBits16(view[uint16](asBytes(z)), num, 0x7C00, 0x03FF, 0x7BFF)
+	fixBits(view[uint16](asBytes(z)), num, 0x7C00, 0x03FF, 0x7BFF)
 }
 
 func fixBF16(z []tensor.BF16, num tensor.Numerics) {
-	fixBits16(view[uint16](asBytes(z)), num, 0x7F80, 0x007F, 0x7F7F)
+	fixBits(view[uint16](asBytes(z)), num, 0x7F80, 0x007F, 0x7F7F)
 }
 
 func fixF32(z []float32, num tensor.Numerics) {
-	fixBits32(view[uint32](asBytes(z)), num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
+	fixBits(view[uint32](asBytes(z)), num, 0x7F800000, 0x007FFFFF, 0x7F7FFFFF)
 }
 
 // Duplicate sets the first n elements of dst to v rounded to dt under the
