@@ -106,10 +106,10 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 			g.pack(0, k)
 			g.whole = true
 		}
-		g.groups(lo, m, 0, k, func(r0, rows int, sc *gemmMag32Scratch) {
+		g.groups(lo, m, 0, k, func(r0, rows int, sc *gemmMag32Scratch, lda int) {
 			sv := sc.s[:rows*n]
 			clear(sv)
-			g.pb.MulAdd(rows, sc.a, k+16, sv, n)
+			g.pb.MulAdd(rows, sc.a, lda, sv, n)
 			for i, v := range sv {
 				s[r0*n+i] = float64(v)
 			}
@@ -125,8 +125,8 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	for pc := 0; pc < k; pc += gemmMag32K {
 		kcc := min(gemmMag32K, k-pc)
 		g.pack(pc, kcc)
-		g.groups(lo, m, pc, kcc, func(r0, rows int, sc *gemmMag32Scratch) {
-			g.pb.MulAdd(rows, sc.a, kcc+16, s32[r0*n:(r0+rows)*n], n)
+		g.groups(lo, m, pc, kcc, func(r0, rows int, sc *gemmMag32Scratch, lda int) {
+			g.pb.MulAdd(rows, sc.a, lda, s32[r0*n:(r0+rows)*n], n)
 		})
 	}
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(rlo, rhi int) {
@@ -145,9 +145,9 @@ func (g *gemmMag32) pack(pc, kcc int) {
 
 // groups calls fn on the rows [lo, lo+m) of |a|, columns [pc, pc+kcc),
 // gemmMag32Rows rows at a time: fn gets the group's first row (from lo),
-// its length, and the rows of |a| in sc.a, kcc+16 apart. The cores take
+// its length, and the rows of |a| in sc.a, lda apart. The cores take
 // equal shares of six-row tiles (the kernel's).
-func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag32Scratch)) {
+func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag32Scratch, lda int)) {
 	// The rows of |a| are lda apart, not kcc: the micro-kernel reads six
 	// of them at once, and at a stride of a multiple of 4 KiB they would
 	// all fall in the same L1 sets.
@@ -170,7 +170,7 @@ func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag
 			for r := range rows {
 				absFloat32s(g.a, (lo+r0+r)*g.k+pc, sc.a[r*lda:r*lda+kcc])
 			}
-			fn(r0, rows, sc)
+			fn(r0, rows, sc, lda)
 		}
 	})
 }
