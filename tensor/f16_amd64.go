@@ -2,7 +2,12 @@
 
 package tensor
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"github.com/x448/float16"
+	"golang.org/x/sys/cpu"
+)
 
 // useF16C is whether fp16 values are converted by the CPU's F16C
 // instructions (f16ToF64F16C) rather than looked up in f16Table: F16C
@@ -17,16 +22,17 @@ var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 func f16ToF64F16C(dst *float64, src *uint16, n int)
 
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
-// where the CPU has it and the table otherwise.
-func f16ToF64(dst []float64, src []uint16, tab *[1 << 16]float64) {
+// where the CPU has it and by f16Table otherwise.
+func f16ToF64(dst []float64, src []float16.Float16) {
 	dst = dst[:len(src)]
 	n := 0
 	if useF16C {
 		n = len(src) &^ 3
 		if n > 0 {
-			f16ToF64F16C(&dst[0], &src[0], n)
+			f16ToF64F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n) // float16.Float16 is a uint16
 		}
 	}
+	tab := f16Table()
 	for i, v := range src[n:] {
 		dst[n+i] = tab[v]
 	}

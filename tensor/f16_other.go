@@ -2,6 +2,8 @@
 
 package tensor
 
+import "github.com/x448/float16"
+
 // useF16C is false: fp16 values are looked up in f16Table here.
 const useF16C = false
 
@@ -9,8 +11,9 @@ const useF16C = false
 const useAVX2 = false
 
 // f16ToF64 converts src to float64 into dst (as long as src) by table.
-func f16ToF64(dst []float64, src []uint16, tab *[1 << 16]float64) {
+func f16ToF64(dst []float64, src []float16.Float16) {
 	dst = dst[:len(src)]
+	tab := f16Table()
 	for i, v := range src {
 		dst[i] = tab[v]
 	}

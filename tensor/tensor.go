@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
@@ -206,33 +205,15 @@ func (t *Tensor) Float64s() []float64 {
 // loops (fp16 by a table of all 2^16 values), over all cores for large
 // ranges: the verification path reads every tensor this way.
 func (t *Tensor) Float64sFrom(off int, dst []float64) {
-	const grain = 1 << 16
 	switch s := t.data.(type) {
 	case []float64:
 		copy(dst, s[off:off+len(dst)])
 	case []float32:
-		s = s[off : off+len(dst)]
-		if len(dst) < 2*grain {
-			f32ToF64(dst, s)
-			return
-		}
-		parallel.For(len(dst), grain, func(lo, hi int) { f32ToF64(dst[lo:hi], s[lo:hi]) })
+		widen(dst, s[off:off+len(dst)], f32ToF64)
 	case []float16.Float16:
-		s = s[off : off+len(dst)]
-		tab := f16Table()
-		u := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(s))), len(s)) // float16.Float16 is a uint16
-		if len(dst) < 2*grain {                                                   // one range: no closure to allocate
-			f16ToF64(dst, u, tab)
-			return
-		}
-		parallel.For(len(dst), grain, func(lo, hi int) { f16ToF64(dst[lo:hi], u[lo:hi], tab) })
+		widen(dst, s[off:off+len(dst)], f16ToF64)
 	case []BF16:
-		s = s[off : off+len(dst)]
-		if len(dst) < 2*grain {
-			bf16ToF64(dst, s)
-			return
-		}
-		parallel.For(len(dst), grain, func(lo, hi int) { bf16ToF64(dst[lo:hi], s[lo:hi]) })
+		widen(dst, s[off:off+len(dst)], bf16ToF64)
 	case []int8:
 		for i, v := range s[off : off+len(dst)] {
 			dst[i] = float64(v)
@@ -246,6 +227,18 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 			dst[i] = t.Float64(off + i)
 		}
 	}
+}
+
+// widen converts src into dst (as long as each other) by conv, over all
+// cores in ranges of at least 2^16 elements; a shorter conversion runs on
+// the caller's goroutine, with no closure to allocate.
+func widen[S any](dst []float64, src []S, conv func([]float64, []S)) {
+	const grain = 1 << 16
+	if len(dst) < 2*grain {
+		conv(dst, src)
+		return
+	}
+	parallel.For(len(dst), grain, func(lo, hi int) { conv(dst[lo:hi], src[lo:hi]) })
 }
 
 // bf16ToF64Go converts src to float64 into dst (as long as src), one at
