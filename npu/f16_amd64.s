@@ -2,6 +2,41 @@
 
 #include "textflag.h"
 
+// BINARGS loads a binary kernel's arguments (op binOp, z, a, b *T, n
+// int): op R8, z DI, a SI, b DX, n CX; the index AX starts at 0.
+#define BINARGS \
+	MOVBQZX op+0(FP), R8 \
+	MOVQ    z+8(FP), DI \
+	MOVQ    a+16(FP), SI \
+	MOVQ    b+24(FP), DX \
+	MOVQ    n+32(FP), CX \
+	XORQ    AX, AX
+
+// BINLOOPS runs STEP(VADDPS), STEP(VSUBPS) or STEP(VMULPS), as op (R8)
+// is 0, 1 or 2, until AX reaches n (CX), and returns. STEP advances AX.
+#define BINLOOPS(STEP) \
+	CMPQ R8, $1 \
+	JEQ  sub \
+	JGT  mul \
+add: \
+	CMPQ AX, CX \
+	JGE  done \
+	STEP(VADDPS) \
+	JMP  add \
+sub: \
+	CMPQ AX, CX \
+	JGE  done \
+	STEP(VSUBPS) \
+	JMP  sub \
+mul: \
+	CMPQ AX, CX \
+	JGE  done \
+	STEP(VMULPS) \
+	JMP  mul \
+done: \
+	VZEROUPPER \
+	RET
+
 // OPF16 is one 8-element step of binF16F16C: widen a and b to fp32
 // (exact), apply INSN, replace NaN lanes by the fp32 NaN whose fp16
 // conversion is the default NaN 0xFE00, round to fp16 ties to even.
@@ -17,40 +52,11 @@
 
 // func binF16F16C(op binOp, z, a, b *uint16, n int)
 TEXT ·binF16F16C(SB), NOSPLIT, $0-40
-	MOVBQZX op+0(FP), R8
-	MOVQ    z+8(FP), DI
-	MOVQ    a+16(FP), SI
-	MOVQ    b+24(FP), DX
-	MOVQ    n+32(FP), CX
-	XORQ    AX, AX
-	MOVL    $0xFFC00000, R9
-	MOVQ    R9, X15
+	BINARGS
+	MOVL         $0xFFC00000, R9
+	MOVQ         R9, X15
 	VPBROADCASTD X15, Y15
-	CMPQ    R8, $1
-	JEQ     sub
-	JGT     mul
-
-add:
-	CMPQ AX, CX
-	JGE  done
-	OPF16(VADDPS)
-	JMP  add
-
-sub:
-	CMPQ AX, CX
-	JGE  done
-	OPF16(VSUBPS)
-	JMP  sub
-
-mul:
-	CMPQ AX, CX
-	JGE  done
-	OPF16(VMULPS)
-	JMP  mul
-
-done:
-	VZEROUPPER
-	RET
+	BINLOOPS(OPF16)
 
 // FIXSETUP loads fixBits's constants, each broadcast by BCAST into every
 // lane: exp Y10, frac Y11, maxFinite Y8, all ones under saturation Y13,
@@ -159,40 +165,11 @@ fix32done:
 
 // func binF32AVX(op binOp, z, a, b *float32, n int)
 TEXT ·binF32AVX(SB), NOSPLIT, $0-40
-	MOVBQZX      op+0(FP), R8
-	MOVQ         z+8(FP), DI
-	MOVQ         a+16(FP), SI
-	MOVQ         b+24(FP), DX
-	MOVQ         n+32(FP), CX
-	XORQ         AX, AX
+	BINARGS
 	MOVL         $0xFFC00000, R9
 	MOVQ         R9, X15
 	VPBROADCASTD X15, Y15
-	CMPQ         R8, $1
-	JEQ          f32sub
-	JGT          f32mul
-
-f32add:
-	CMPQ AX, CX
-	JGE  f32done
-	OPF32(VADDPS)
-	JMP  f32add
-
-f32sub:
-	CMPQ AX, CX
-	JGE  f32done
-	OPF32(VSUBPS)
-	JMP  f32sub
-
-f32mul:
-	CMPQ AX, CX
-	JGE  f32done
-	OPF32(VMULPS)
-	JMP  f32mul
-
-f32done:
-	VZEROUPPER
-	RET
+	BINLOOPS(OPF32)
 
 // OPBF16 is one 8-element step of binBF16AVX2: a and b widened to fp32
 // (their bits in the high half), the fp32 operation, rounded to bf16
@@ -218,12 +195,7 @@ f32done:
 
 // func binBF16AVX2(op binOp, z, a, b *uint16, n int)
 TEXT ·binBF16AVX2(SB), NOSPLIT, $0-40
-	MOVBQZX      op+0(FP), R8
-	MOVQ         z+8(FP), DI
-	MOVQ         a+16(FP), SI
-	MOVQ         b+24(FP), DX
-	MOVQ         n+32(FP), CX
-	XORQ         AX, AX
+	BINARGS
 	MOVL         $0xFFC0, R9
 	MOVQ         R9, X14
 	VPBROADCASTD X14, Y14
@@ -233,28 +205,4 @@ TEXT ·binBF16AVX2(SB), NOSPLIT, $0-40
 	MOVL         $1, R9
 	MOVQ         R9, X13
 	VPBROADCASTD X13, Y13
-	CMPQ         R8, $1
-	JEQ          bfsub
-	JGT          bfmul
-
-bfadd:
-	CMPQ AX, CX
-	JGE  bfdone
-	OPBF16(VADDPS)
-	JMP  bfadd
-
-bfsub:
-	CMPQ AX, CX
-	JGE  bfdone
-	OPBF16(VSUBPS)
-	JMP  bfsub
-
-bfmul:
-	CMPQ AX, CX
-	JGE  bfdone
-	OPBF16(VMULPS)
-	JMP  bfmul
-
-bfdone:
-	VZEROUPPER
-	RET
+	BINLOOPS(OPBF16)
