@@ -102,11 +102,21 @@ func Fill(rng *rand.Rand, dist string, d tensor.DType, shape ...int) (*tensor.Te
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < t.Len(); i++ {
-		t.SetFloat64(i, sample(rng, dist, d), generationNumerics)
+	// A block of values at a time: the draws stay in element order, and
+	// the rounding and store run as one typed loop per block.
+	var buf [fillBlock]float64
+	for off, n := 0, t.Len(); off < n; off += fillBlock {
+		vals := buf[:min(fillBlock, n-off)]
+		for i := range vals {
+			vals[i] = sample(rng, dist, d)
+		}
+		t.SetFloat64s(off, vals, generationNumerics)
 	}
 	return t, nil
 }
+
+// fillBlock is how many values Fill draws before it stores them.
+const fillBlock = 512
 
 // Negate returns −x element-wise nudged by a few ulps of d, rounded to d:
 // the partner of x in a cancellation pair.

@@ -166,22 +166,38 @@ func (f Format) Ulp(x float64) float64 {
 // even, in one step (no intermediate format), keeping subnormals. Values
 // whose rounded magnitude exceeds MaxFinite become ±Inf, as IEEE 754
 // overflow does. NaN and ±Inf pass through.
+//
+// It sits in every element's bound and store, so the common case, x
+// within the format's normal exponent range, takes a few integer
+// operations and no call: there the format's quantum is x's own
+// exponent's, and x's bits are rounded to p significant bits in place,
+// ties to even. A carry out of the fraction steps the exponent, as it
+// should; a result whose exponent then exceeds Emax is above MaxFinite
+// (the largest value of exponent Emax): roundOutside makes it ±Inf.
 func (f Format) RoundNearestEven(x float64) float64 {
+	b := math.Float64bits(x)
+	// Emin ≤ e ≤ Emax and 2 ≤ p ≤ 52, each as one unsigned comparison.
+	if e := int(b>>52&0x7FF) - 1023; uint(e-f.Emin) <= uint(f.Emax-f.Emin) && uint(f.P-2) <= 50 {
+		shift := uint(53 - f.P)
+		r := (b + 1<<(shift-1) - 1 + b>>shift&1) &^ (1<<shift - 1)
+		if int(r>>52&0x7FF)-1023 <= f.Emax {
+			return math.Float64frombits(r)
+		}
+	}
+	return f.roundOutside(x)
+}
+
+// roundOutside is RoundNearestEven for x outside the format's normal
+// exponent range (or a format the bit path does not cover): zeros,
+// subnormals of the format, values beyond Emax, NaN and ±Inf.
+func (f Format) roundOutside(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
 	}
 	if b := math.Float64bits(x); f.P >= 2 && f.P < 53 && int(b>>52&0x7FF)-1023 >= f.Emin {
-		// |x| ≥ MinNormal: the format's quantum is x's own exponent's, so
-		// round the float64 bits to p significant bits in place, ties to
-		// even (a carry out of the fraction steps the exponent, as it
-		// should). This sits in every element's bound and store.
-		shift := uint(53 - f.P)
-		b += 1<<(shift-1) - 1 + b>>shift&1
-		r := math.Float64frombits(b &^ (1<<shift - 1))
-		if math.Abs(r) > f.MaxFinite() {
-			return math.Copysign(math.Inf(1), x)
-		}
-		return r
+		// Exponent Emin or above, but the rounding carried past Emax, or
+		// x is beyond Emax: either way above MaxFinite.
+		return math.Copysign(math.Inf(1), x)
 	}
 	q := f.Ulp(x)
 	// x/q and r·q are exact: q is a power of two and the quotient stays

@@ -124,9 +124,7 @@ func FromFloat64(d DType, shape []int, vals []float64, num Numerics) (*Tensor, e
 	if len(vals) != t.Len() {
 		return nil, fmt.Errorf("shape %v needs %d values, got %d", shape, t.Len(), len(vals))
 	}
-	for i, v := range vals {
-		t.SetFloat64(i, v, num)
-	}
+	t.SetFloat64s(0, vals, num)
 	return t, nil
 }
 
@@ -287,6 +285,47 @@ func (t *Tensor) SetFloat64(i int, v float64, num Numerics) {
 		s[i] = int32(r)
 	case []uint8:
 		s[i] = uint8(r)
+	}
+}
+
+// SetFloat64s stores vals into elements off, off+1, …, each exactly as
+// SetFloat64 stores it (rounded to the dtype under num), with the dtype
+// and the rounding worked out once rather than per element: input
+// generation stores every element of every case this way. It panics, as
+// slice indexing does, if the range runs past the tensor.
+func (t *Tensor) SetFloat64s(off int, vals []float64, num Numerics) {
+	switch s := t.data.(type) {
+	case []float64:
+		setRounded(s[off:off+len(vals)], vals, num, Float64, func(r float64) float64 { return r })
+	case []float32:
+		setRounded(s[off:off+len(vals)], vals, num, Float32, func(r float64) float32 { return float32(r) })
+	case []float16.Float16:
+		setRounded(s[off:off+len(vals)], vals, num, Float16, func(r float64) float16.Float16 { return float16.Fromfloat32(float32(r)) })
+	case []BF16:
+		setRounded(s[off:off+len(vals)], vals, num, BFloat16, func(r float64) BF16 { return BF16FromFloat32(float32(r)) })
+	case []int8:
+		setRounded(s[off:off+len(vals)], vals, num, Int8, func(r float64) int8 { return int8(r) })
+	case []int32:
+		setRounded(s[off:off+len(vals)], vals, num, Int32, func(r float64) int32 { return int32(r) })
+	case []uint8:
+		setRounded(s[off:off+len(vals)], vals, num, Uint8, func(r float64) uint8 { return uint8(r) })
+	}
+}
+
+// setRounded sets dst[i] = conv(num.Round(vals[i], d)). Under the IEEE
+// profile (Numerics{}) a narrow float format's rounding is
+// Format.RoundNearestEven alone (NaN and ±Inf pass through it, nothing
+// saturates or flushes), so that loop calls it directly; every other
+// case goes through Round. conv is exact: its argument is a value of d.
+func setRounded[E any](dst []E, vals []float64, num Numerics, d DType, conv func(float64) E) {
+	if f, ok := d.FloatFormat(); ok && num == (Numerics{}) && d != Float64 {
+		for i, v := range vals {
+			dst[i] = conv(f.RoundNearestEven(v))
+		}
+		return
+	}
+	for i, v := range vals {
+		dst[i] = conv(num.Round(v, d))
 	}
 }
 
