@@ -205,9 +205,15 @@ func newDecodingGen(seed uint64) *decodingGen {
 func (g *decodingGen) f16(shape ...int) *tensor.Tensor {
 	t := tensor.MustNew(tensor.Float16, shape...)
 	s := t.F16()
-	for i := 0; i < len(s); i += 4 {
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
 		w := g.rng.Uint64()
-		for j := i; j < min(i+4, len(s)); j++ {
+		s4 := s[i : i+4 : i+4]
+		s4[0], s4[1], s4[2], s4[3] = g.table[w&0xff], g.table[w>>16&0xff], g.table[w>>32&0xff], g.table[w>>48&0xff]
+	}
+	if i < len(s) {
+		w := g.rng.Uint64()
+		for j := i; j < len(s); j++ {
 			s[j] = g.table[w&0xff]
 			w >>= 16
 		}

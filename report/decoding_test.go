@@ -149,3 +149,23 @@ func TestDecodingDeterministicAndRendered(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodingGenF16 holds decodingGen.f16 to its obvious form: one random
+// word per four values, the low byte of each 16-bit lane picking the table
+// entry, lanes in order, a last partial word for the tail.
+func TestDecodingGenF16(t *testing.T) {
+	for n := range 10 {
+		const seed = 3
+		got := newDecodingGen(seed).f16(n).F16()
+		g := newDecodingGen(seed)
+		var w uint64
+		for i := range n {
+			if i%4 == 0 {
+				w = g.rng.Uint64()
+			}
+			if want := g.table[w>>(16*(i%4))&0xff]; got[i] != want {
+				t.Errorf("decodingGen(seed %d).f16(%d)[%d] = %#04x, want %#04x", seed, n, i, got[i].Bits(), want.Bits())
+			}
+		}
+	}
+}

@@ -49,3 +49,46 @@ func TestSetFloat64sMatchesSetFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyFrom: CopyFrom puts src's bit patterns at off and nothing else
+// changes; a dtype mismatch or a range past the end is an error that
+// leaves t alone.
+func TestCopyFrom(t *testing.T) {
+	for _, d := range DTypes() {
+		dst, src := MustNew(d, 10), MustNew(d, 4)
+		for i := range dst.Len() {
+			dst.SetBits(i, uint64(0x11*(i+1)))
+		}
+		for i := range src.Len() {
+			src.SetBits(i, uint64(0x70+i))
+		}
+		if err := dst.CopyFrom(5, src); err != nil {
+			t.Fatalf("%s: CopyFrom(5, %s): %v", d, src, err)
+		}
+		for i := range dst.Len() {
+			want := uint64(0x11 * (i + 1))
+			if i >= 5 && i < 9 {
+				want = uint64(0x70 + i - 5)
+			}
+			if got := dst.Bits(i); got != want {
+				t.Errorf("%s: after CopyFrom(5, …): element %d = %#x, want %#x", d, i, got, want)
+			}
+		}
+		before := dst.Clone()
+		for _, off := range []int{-1, 7, 11} {
+			if err := dst.CopyFrom(off, src); err == nil {
+				t.Errorf("%s: CopyFrom(%d, 4 elements) into 10 = nil error, want out of range", d, off)
+			}
+		}
+		other := MustNew(Float64, 2)
+		if d == Float64 {
+			other = MustNew(Int8, 2)
+		}
+		if err := dst.CopyFrom(0, other); err == nil {
+			t.Errorf("%s: CopyFrom of a %s tensor = nil error, want a dtype mismatch", d, other.DType)
+		}
+		if ok, i := BitsEqual(dst, before); !ok {
+			t.Errorf("%s: a failed CopyFrom changed element %d", d, i)
+		}
+	}
+}

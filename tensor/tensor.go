@@ -486,6 +486,21 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 	return true, 0
 }
 
+// CopyFrom sets elements off, off+1, … of t to src's elements, bit for
+// bit (both of one dtype), at memory speed: a kernel's in-place output
+// starts as a copy of its input this way.
+func (t *Tensor) CopyFrom(off int, src *Tensor) error {
+	if t.DType != src.DType {
+		return fmt.Errorf("copy of %s into %s: dtypes differ", src, t)
+	}
+	if n := src.Len(); off < 0 || off > t.Len()-n {
+		return fmt.Errorf("copy of %s into %s at element %d: out of range", src, t, off)
+	}
+	size := t.DType.Size()
+	copy(rawData(t)[off*size:], rawData(src))
+	return nil
+}
+
 // rawData returns the memory of t's elements as bytes (bit patterns, in
 // the host's byte order), nil when t has no data.
 func rawData(t *Tensor) []byte {

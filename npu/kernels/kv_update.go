@@ -55,8 +55,8 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		if from != nil { // the in-place buffer starts as the input
-			for i := range from.Len() {
-				o.GM().SetBits(o.Base()+i, from.Bits(i))
+			if err := o.GM().CopyFrom(o.Base(), from); err != nil {
+				return fmt.Errorf("%s: %s: %w", op, name, err)
 			}
 		}
 		outs[name] = o
