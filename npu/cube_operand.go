@@ -167,14 +167,9 @@ func decodeBlock[S any, D float32 | int32](dst []D, dstLd int, src []S, ld, row0
 	}
 }
 
-// The rows of decodeBlock: fp16 through the table of every pattern, bf16
+// The rows of decodeBlock: fp16 by tensor.F16ToF32s (F16C), bf16
 // as the upper half of an fp32, fp32 as itself, int8 widened.
-func decodeF16Row(d []float32, s []float16.Float16) {
-	tab := f16Table()
-	for j, v := range s {
-		d[j] = tab[v]
-	}
-}
+func decodeF16Row(d []float32, s []float16.Float16) { tensor.F16ToF32s(d, s) }
 
 func decodeBF16Row(d []float32, s []tensor.BF16) {
 	for j, v := range s {

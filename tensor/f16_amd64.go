@@ -38,6 +38,28 @@ func f16ToF64(dst []float64, src []float16.Float16) {
 	}
 }
 
+// f16ToF32F16C stores the n fp16 values at src (n a multiple of 8) as
+// fp32 values at dst by VCVTPH2PS (exact).
+//
+//go:noescape
+func f16ToF32F16C(dst *float32, src *uint16, n int)
+
+// F16ToF32s sets dst[i] to the fp32 value of src[i] for every i of src
+// (dst at least as long): exact, every pattern as float16's Float32
+// gives it (a signaling NaN quieted, its payload kept). F16C converts
+// eight at a time where the CPU has it; the rest go through the table.
+// The emulator's cube and vector units widen their fp16 operands here.
+func F16ToF32s(dst []float32, src []float16.Float16) {
+	dst = dst[:len(src)]
+	n := 0
+	if useF16C {
+		if n = len(src) &^ 7; n > 0 {
+			f16ToF32F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n)
+		}
+	}
+	f16ToF32Go(dst[n:], src[n:])
+}
+
 // useAVX2 is whether bf16 and fp32 values widen to float64 by AVX2
 // (bf16ToF64AVX2, f32ToF64AVX2) rather than one at a time: the same exact
 // conversion, a signaling NaN quieted as CVTSS2SD quiets it

@@ -66,3 +66,22 @@ f32loop:
 f32done:
 	VZEROUPPER
 	RET
+
+// func f16ToF32F16C(dst *float32, src *uint16, n int)
+TEXT ·f16ToF32F16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+loop32:
+	CMPQ      AX, CX
+	JGE       done32
+	VCVTPH2PS (SI)(AX*2), Y0
+	VMOVUPS   Y0, (DI)(AX*4)
+	ADDQ      $8, AX
+	JMP       loop32
+
+done32:
+	VZEROUPPER
+	RET

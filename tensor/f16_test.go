@@ -71,3 +71,29 @@ func TestWidenMatchesPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestF16ToF32sMatchesFloat32 widens every fp16 bit pattern with
+// F16ToF32s (F16C where the CPU has it) at several offsets and at every
+// length modulo the vector width, and holds each result bit for bit to
+// float16's own conversion, and to the portable loop.
+func TestF16ToF32sMatchesFloat32(t *testing.T) {
+	const n = 1 << 16
+	src := make([]float16.Float16, n)
+	for i := range src {
+		src[i] = float16.Frombits(uint16(i))
+	}
+	for _, off := range []int{0, 1, 3, 7} {
+		for k := n - off - 8; k <= n-off; k++ {
+			got, port := make([]float32, k), make([]float32, k)
+			F16ToF32s(got, src[off:off+k])
+			f16ToF32Go(port, src[off:off+k])
+			for i := range got {
+				p := src[off+i]
+				want := math.Float32bits(p.Float32())
+				if g := math.Float32bits(got[i]); g != want || math.Float32bits(port[i]) != want {
+					t.Fatalf("F16ToF32s (F16C %v) off=%d len=%d: pattern %#04x = %#08x (portable %#08x), want %#08x", useF16C, off, k, p.Bits(), g, math.Float32bits(port[i]), want)
+				}
+			}
+		}
+	}
+}

@@ -232,7 +232,7 @@ func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int,
 		if err := c.DataCopyPadIn(w.qb, in["q"], qoff, nq*d); err != nil {
 			return err
 		}
-		f16sToF32(w.qf[:nq*d], w.qb.F16()[:nq*d])
+		tensor.F16ToF32s(w.qf[:nq*d], w.qb.F16()[:nq*d])
 		if err := f.qInPlace(c, in["q"], qoff, w.qb, w.qf[:nq*d], sigma); err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (w *daCore) load(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, in map
 	}
 	n := r.n * d
 	if !g.Int8 {
-		f16sToF32(w.tf[:n], w.kb.F16()[:n])
+		tensor.F16ToF32s(w.tf[:n], w.kb.F16()[:n])
 		c.ChargeVector(n * 2)
 		return nil
 	}
@@ -443,25 +443,3 @@ func daWeightedSum(np, sc [][]float32, off int, v []float32) {
 	}
 }
 
-// f16Table maps every fp16 bit pattern to its fp32 value (exact).
-var f16Table = func() *[1 << 16]float32 {
-	var t [1 << 16]float32
-	for i := range t {
-		t[i] = float16.Frombits(uint16(i)).Float32()
-	}
-	return &t
-}()
-
-// f16sToF32 is the vector unit's exact fp16 → fp32 Cast of src into dst:
-// one load from f16Table per element, the table's pointer held in a
-// register (the global would be reloaded every iteration) and the uint16
-// index needing no bounds check. Measured twice as fast here as
-// rebuilding normal values by shifting and rebiasing their bits, which
-// has to branch out for zeros, subnormals, Inf and NaN.
-func f16sToF32(dst []float32, src []float16.Float16) {
-	dst = dst[:len(src)]
-	t := f16Table
-	for i, h := range src {
-		dst[i] = t[uint16(h)]
-	}
-}
