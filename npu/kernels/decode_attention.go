@@ -442,4 +442,3 @@ func daWeightedSum(np, sc [][]float32, off int, v []float32) {
 		}
 	}
 }
-
