@@ -46,43 +46,53 @@ func specials(d tensor.DType) []float64 {
 	}
 }
 
-// sample draws one value of distribution dist for dtype d (before
-// rounding to d).
-func sample(rng *rand.Rand, dist string, d tensor.DType) float64 {
+// sampler returns the draw of one value of distribution dist for dtype d
+// (before rounding to d), with what the draw needs (the format, the
+// range, the special values) worked out once rather than per element.
+func sampler(dist string, d tensor.DType) func(*rand.Rand) float64 {
 	f, isFloat := d.FloatFormat()
 	if !isFloat {
 		lo, hi := d.IntRange()
 		switch dist {
 		case DistNormal:
-			return math.Round(rng.NormFloat64() * 32)
+			return func(rng *rand.Rand) float64 { return math.Round(rng.NormFloat64() * 32) }
 		case DistLarge:
-			if rng.IntN(2) == 0 {
-				return hi - float64(rng.IntN(8))
+			return func(rng *rand.Rand) float64 {
+				if rng.IntN(2) == 0 {
+					return hi - float64(rng.IntN(8))
+				}
+				return lo + float64(rng.IntN(8))
 			}
-			return lo + float64(rng.IntN(8))
 		}
-		return lo + float64(rng.IntN(int(hi-lo)+1))
+		span := int(hi-lo) + 1
+		return func(rng *rand.Rand) float64 { return lo + float64(rng.IntN(span)) }
 	}
+	uniform := func(rng *rand.Rand) float64 { return float64(2*rngFloat64(rng)) - 1 }
 	switch dist {
 	case DistNormal:
-		return rng.NormFloat64()
+		return func(rng *rand.Rand) float64 { return rng.NormFloat64() }
 	case DistLarge:
 		m := f.MaxFinite()
 		if d == tensor.Float64 {
 			m = 1e300
 		}
-		v := float64(m/4) + float64(rngFloat64(rng)*(m*3/4))
-		if rng.IntN(2) == 0 {
-			v = -v
+		return func(rng *rand.Rand) float64 {
+			v := float64(m/4) + float64(rngFloat64(rng)*(m*3/4))
+			if rng.IntN(2) == 0 {
+				v = -v
+			}
+			return v
 		}
-		return v
 	case DistSpecial:
-		if rng.IntN(2) == 0 {
-			s := specials(d)
-			return s[rng.IntN(len(s))]
+		s := specials(d)
+		return func(rng *rand.Rand) float64 {
+			if rng.IntN(2) == 0 {
+				return s[rng.IntN(len(s))]
+			}
+			return uniform(rng)
 		}
 	}
-	return float64(2*rngFloat64(rng)) - 1
+	return uniform
 }
 
 // rngFloat64 is rng.Float64() with its value rounded before the caller
@@ -104,11 +114,12 @@ func Fill(rng *rand.Rand, dist string, d tensor.DType, shape ...int) (*tensor.Te
 	}
 	// A block of values at a time: the draws stay in element order, and
 	// the rounding and store run as one typed loop per block.
+	draw := sampler(dist, d)
 	var buf [fillBlock]float64
 	for off, n := 0, t.Len(); off < n; off += fillBlock {
 		vals := buf[:min(fillBlock, n-off)]
 		for i := range vals {
-			vals[i] = sample(rng, dist, d)
+			vals[i] = draw(rng)
 		}
 		t.SetFloat64s(off, vals, generationNumerics)
 	}
