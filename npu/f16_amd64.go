@@ -27,15 +27,28 @@ var useF16C = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 func binF16F16C(op binOp, z, a, b *uint16, n int)
 
 // binF16 computes z = a op b element-wise in fp32, rounded to fp16 (ties
-// to even, NaN → the default NaN): by F16C where the CPU has it, in
-// software otherwise and for the tail.
+// to even, NaN → the default NaN): by F16C where the CPU has it (a tail
+// shorter than eight in a padded group), in software otherwise.
 func binF16(op binOp, z, a, b []float16.Float16) {
-	a, b = a[:len(z)], b[:len(z)]
-	if n := len(z) &^ 7; useF16C && n > 0 {
-		binF16F16C(op, u16(z), u16(a), u16(b), n)
-		z, a, b = z[n:], a[n:], b[n:]
+	if !useF16C {
+		binF16Go(op, z, a, b)
+		return
 	}
-	binF16Go(op, z, a, b)
+	a, b = a[:len(z)], b[:len(z)]
+	n := len(z) &^ 7
+	if n > 0 {
+		binF16F16C(op, u16(z), u16(a), u16(b), n)
+	}
+	if n < len(z) {
+		// The last few through the same kernel in a padded group of
+		// eight, rather than through binF16Go, whose table (256 KiB) would
+		// be built for them.
+		var za, aa, ba [8]float16.Float16
+		copy(aa[:], a[n:])
+		copy(ba[:], b[n:])
+		binF16F16C(op, u16(za[:]), u16(aa[:]), u16(ba[:]), 8)
+		copy(z[n:], za[:])
+	}
 }
 
 // u16 is the address of s's first element as a *uint16 (float16.Float16

@@ -20,11 +20,18 @@ func absF16F32F16C(dst *float32, src *uint16, n int)
 
 // absF16s stores |src[i]| as fp32 into dst[i] (dst as long as src).
 func absF16s(dst []float32, src []float16.Float16) {
-	n := 0
-	if magUseF16C {
-		if n = len(src) &^ 7; n > 0 {
-			absF16F32F16C(&dst[0], (*uint16)(&src[0]), n)
-		}
+	if !magUseF16C {
+		absF16sGo(dst, src)
+		return
 	}
-	absF16sGo(dst[n:len(src)], src[n:])
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	if n > 0 {
+		absF16F32F16C(&dst[0], (*uint16)(&src[0]), n)
+	}
+	// The last few by float16's own conversion, which the table holds:
+	// no table is built for them.
+	for i, v := range src[n:] {
+		dst[n+i] = float16.Frombits(v.Bits() & 0x7FFF).Float32()
+	}
 }

@@ -258,7 +258,11 @@ func TestAbsF16sMatchesTable(t *testing.T) {
 	check(0, 1<<16)
 	for lo := range 9 {
 		for n := range 41 {
-			check(0x7BF0+lo, 0x7BF0+lo+n) // largest finite values, ±Inf and NaNs
+			// Every tail length over the largest finite values, Inf and
+			// NaNs of both signs, and −0 and the negative subnormals.
+			for _, at := range []int{0x7BF0, 0xFBF0, 0x8000} {
+				check(at+lo, at+lo+n)
+			}
 		}
 	}
 }

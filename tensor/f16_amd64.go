@@ -22,19 +22,21 @@ var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 func f16ToF64F16C(dst *float64, src *uint16, n int)
 
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
-// where the CPU has it and by f16Table otherwise.
+// where the CPU has it and by f16Table otherwise. The last few values
+// F16C leaves go through float16's own conversion, which the table
+// holds, so that no table is built for them.
 func f16ToF64(dst []float64, src []float16.Float16) {
-	dst = dst[:len(src)]
-	n := 0
-	if useF16C {
-		n = len(src) &^ 3
-		if n > 0 {
-			f16ToF64F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n) // float16.Float16 is a uint16
-		}
+	if !useF16C {
+		f16ToF64Go(dst, src)
+		return
 	}
-	tab := f16Table()
+	dst = dst[:len(src)]
+	n := len(src) &^ 3
+	if n > 0 {
+		f16ToF64F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n) // float16.Float16 is a uint16
+	}
 	for i, v := range src[n:] {
-		dst[n+i] = tab[v]
+		dst[n+i] = float64(v.Float32())
 	}
 }
 
@@ -47,17 +49,22 @@ func f16ToF32F16C(dst *float32, src *uint16, n int)
 // F16ToF32s sets dst[i] to the fp32 value of src[i] for every i of src
 // (dst at least as long): exact, every pattern as float16's Float32
 // gives it (a signaling NaN quieted, its payload kept). F16C converts
-// eight at a time where the CPU has it; the rest go through the table.
+// eight at a time where the CPU has it, float16 the last few; the table
+// otherwise.
 // The emulator's cube and vector units widen their fp16 operands here.
 func F16ToF32s(dst []float32, src []float16.Float16) {
-	dst = dst[:len(src)]
-	n := 0
-	if useF16C {
-		if n = len(src) &^ 7; n > 0 {
-			f16ToF32F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n)
-		}
+	if !useF16C {
+		f16ToF32Go(dst, src)
+		return
 	}
-	f16ToF32Go(dst[n:], src[n:])
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	if n > 0 {
+		f16ToF32F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n)
+	}
+	for i, v := range src[n:] { // as f16ToF64's last few
+		dst[n+i] = v.Float32()
+	}
 }
 
 // useAVX2 is whether bf16 and fp32 values widen to float64 by AVX2

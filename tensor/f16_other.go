@@ -11,13 +11,7 @@ const useF16C = false
 const useAVX2 = false
 
 // f16ToF64 converts src to float64 into dst (as long as src) by table.
-func f16ToF64(dst []float64, src []float16.Float16) {
-	dst = dst[:len(src)]
-	tab := f16Table()
-	for i, v := range src {
-		dst[i] = tab[v]
-	}
-}
+func f16ToF64(dst []float64, src []float16.Float16) { f16ToF64Go(dst, src) }
 
 // F16ToF32s sets dst[i] to the fp32 value of src[i] for every i of src
 // (dst at least as long): exact, every pattern as float16's Float32

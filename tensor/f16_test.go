@@ -19,6 +19,20 @@ func TestF16CMatchesTable(t *testing.T) {
 		x.SetBits(i, uint64(i))
 	}
 	tab := f16Table()
+	// Short ranges, all tail, over subnormals, ±1 and the largest finite
+	// values of both signs, then long ones ending in the NaNs.
+	for _, at := range []int{0x0001, 0x3BFC, 0xBBFC, 0x7BF8, 0xFBF8, 0x8001} {
+		for k := range 9 {
+			dst := make([]float64, k)
+			x.Float64sFrom(at, dst)
+			for i, v := range dst {
+				b := uint16(at + i)
+				if math.Float64bits(v) != math.Float64bits(tab[b]) {
+					t.Fatalf("tensor Float64sFrom fp16 (F16C %v) off=%d len=%d: pattern %#04x: got %#x / want %#x", useF16C, at, k, b, math.Float64bits(v), math.Float64bits(tab[b]))
+				}
+			}
+		}
+	}
 	for _, off := range []int{0, 1, 2, 3, 5} {
 		for _, k := range []int{n - off, n - off - 1, n - off - 2, n - off - 3} {
 			dst := make([]float64, k)
@@ -82,18 +96,29 @@ func TestF16ToF32sMatchesFloat32(t *testing.T) {
 	for i := range src {
 		src[i] = float16.Frombits(uint16(i))
 	}
+	check := func(off, k int) {
+		t.Helper()
+		got, port := make([]float32, k), make([]float32, k)
+		F16ToF32s(got, src[off:off+k])
+		f16ToF32Go(port, src[off:off+k])
+		for i := range got {
+			p := src[off+i]
+			want := math.Float32bits(p.Float32())
+			if g := math.Float32bits(got[i]); g != want || math.Float32bits(port[i]) != want {
+				t.Fatalf("F16ToF32s (F16C %v) off=%d len=%d: pattern %#04x = %#08x (portable %#08x), want %#08x", useF16C, off, k, p.Bits(), g, math.Float32bits(port[i]), want)
+			}
+		}
+	}
 	for _, off := range []int{0, 1, 3, 7} {
 		for k := n - off - 8; k <= n-off; k++ {
-			got, port := make([]float32, k), make([]float32, k)
-			F16ToF32s(got, src[off:off+k])
-			f16ToF32Go(port, src[off:off+k])
-			for i := range got {
-				p := src[off+i]
-				want := math.Float32bits(p.Float32())
-				if g := math.Float32bits(got[i]); g != want || math.Float32bits(port[i]) != want {
-					t.Fatalf("F16ToF32s (F16C %v) off=%d len=%d: pattern %#04x = %#08x (portable %#08x), want %#08x", useF16C, off, k, p.Bits(), g, math.Float32bits(port[i]), want)
-				}
-			}
+			check(off, k)
+		}
+	}
+	// Short runs, all tail, over subnormals, ±1 and the largest finite
+	// values of both signs.
+	for _, at := range []int{0x0001, 0x3BFC, 0xBBFC, 0x7BF8, 0xFBF8, 0x8001} {
+		for k := range 17 {
+			check(at, k)
 		}
 	}
 }

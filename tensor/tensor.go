@@ -248,6 +248,16 @@ func bf16ToF64Go(dst []float64, src []BF16) {
 	}
 }
 
+// f16ToF64Go converts src to float64 into dst (as long as src) by table:
+// the portable form of f16ToF64.
+func f16ToF64Go(dst []float64, src []float16.Float16) {
+	dst = dst[:len(src)]
+	tab := f16Table()
+	for i, v := range src {
+		dst[i] = tab[v]
+	}
+}
+
 // f16ToF32Go converts src to fp32 into dst (as long as src) by table:
 // the portable form of F16ToF32s. Narrowing the table's float64 is exact,
 // NaNs included (their payloads fit fp32's).
