@@ -403,3 +403,23 @@ func TestGEMMDotBoundTightness(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckInputsUnknownInOrder: with several inputs the op does not
+// take, CheckInputs names the first in sorted order, whatever the map's
+// iteration order (tried twenty times).
+func TestCheckInputsUnknownInOrder(t *testing.T) {
+	op := mustOp(t, "gemm")
+	p, err := op.Validate(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]*tensor.Tensor{"a": tensor.MustNew(tensor.Float16, 2, 3), "b": tensor.MustNew(tensor.Float16, 3, 4)}
+	for _, name := range []string{"zz", "x3", "scale_a", "x1", "x2"} {
+		in[name] = tensor.MustNew(tensor.Float32, 2)
+	}
+	for range 20 {
+		if err := CheckInputs(op, p, in); err == nil || !strings.Contains(err.Error(), `unknown input "scale_a"`) {
+			t.Fatalf("gemm %v, inputs a, b and five unknown: CheckInputs = %v, want the error to name %q", p, err, "scale_a")
+		}
+	}
+}

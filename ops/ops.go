@@ -8,7 +8,6 @@ package ops
 
 import (
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -163,10 +162,18 @@ func CheckInputs(op Op, p Params, in map[string]*tensor.Tensor) error {
 			return fail(s.Name, &specs[i], t)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(in)) {
+	// An unexpected name is reported in sorted order (the first of them),
+	// so the error does not depend on map order; the common case, none,
+	// allocates nothing (kernels and the harness check every launch).
+	var extra []string
+	for name := range in {
 		if !slices.Contains(names, name) {
-			return fail(name, nil, in[name])
+			extra = append(extra, name)
 		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return fail(extra[0], nil, in[extra[0]])
 	}
 	return nil
 }
