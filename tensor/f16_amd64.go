@@ -50,8 +50,8 @@ func f16ToF32F16C(dst *float32, src *uint16, n int)
 // (dst at least as long): exact, every pattern as float16's Float32
 // gives it (a signaling NaN quieted, its payload kept). F16C converts
 // eight at a time where the CPU has it, float16 the last few; the table
-// otherwise.
-// The emulator's cube and vector units widen their fp16 operands here.
+// otherwise. The emulator's cube widens its fp16 operands here, and the
+// decode_attention kernel its casts.
 func F16ToF32s(dst []float32, src []float16.Float16) {
 	if !useF16C {
 		f16ToF32Go(dst, src)
