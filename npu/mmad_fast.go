@@ -259,19 +259,20 @@ const blockK = 16
 // acc ← RN(acc + exact block sum), one rounding.
 //
 // A row of C at a time, each block's sums run along the row in float64
-// (B read along memory), with twoSum's error of every step: where they
-// are all zero the float64 sum is the exact one (in sumRound's order, so
-// signed zeros come out the same) and one rounding of it is the model's
-// value; the other elements (an inexact step, Inf or NaN) take sumRound.
+// (B read along memory), with twoSum's error of every step or-ed into a
+// word per element: where they are all zero the float64 sum is the exact
+// one (in sumRound's order, so signed zeros come out the same) and one
+// rounding of it is the model's value; the other elements (an inexact
+// step, Inf or NaN) take sumRound.
 func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 	var xs [blockK + 1]float64
 	scratch := make([]float64, 0, 2*blockK+2)
 	n := g.n
 	var sumsBuf [512]float64 // Mmad's N is a base block, at most 512 in the gemm kernel
-	var exactBuf [512]bool
-	sums, exact := sumsBuf[:min(n, 512)], exactBuf[:min(n, 512)]
+	var errsBuf [512]uint64
+	sums, errs := sumsBuf[:min(n, 512)], errsBuf[:min(n, 512)]
 	if n > 512 {
-		sums, exact = make([]float64, n), make([]bool, n)
+		sums, errs = make([]float64, n), make([]uint64, n)
 	}
 	for i := 0; i < g.m; i++ {
 		ci := cc[i*n : (i+1)*n]
@@ -279,21 +280,28 @@ func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 			k1 := min(k0+blockK, g.ku)
 			ai := a[i*g.lda+k0 : i*g.lda+k1]
 			for j, c := range ci {
-				sums[j], exact[j] = float64(c), true
+				sums[j] = float64(c)
 			}
+			clear(errs)
 			for t, x := range ai {
 				x64 := float64(x)
-				for j, y := range b[(k0+t)*g.ldb : (k0+t)*g.ldb+n] {
-					s0, p := sums[j], float64(x64*float64(y)) // converted: unfused, for the twoSum test
+				bt := b[(k0+t)*g.ldb : (k0+t)*g.ldb+n]
+				st, et := sums[:len(bt)], errs[:len(bt)] // one bounds check per row
+				for j, y := range bt {
+					s0, p := st[j], float64(x64*float64(y)) // converted: unfused, for the twoSum test
 					s := s0 + p
 					bb := s - s0
-					sums[j] = s
-					exact[j] = exact[j] && (s0-(s-bb))+(p-bb) == 0
+					st[j] = s
+					// twoSum's error with its sign shifted out: the bits stay
+					// zero while every step is exact (an error of ±0), and
+					// an Inf or NaN error sets some. Or-ed rather than
+					// branched on: this loop is the model's whole cost.
+					et[j] |= math.Float64bits((s0-(s-bb))+(p-bb)) << 1
 				}
 			}
 			for j := range ci {
 				switch {
-				case !exact[j]:
+				case errs[j] != 0:
 					xs[0] = float64(ci[j])
 					for t, x := range ai {
 						xs[t+1] = blockTerm(x, b[(k0+t)*g.ldb+j])
