@@ -180,10 +180,13 @@ func (exactPolicy) judge(in Input, _ *Metrics) Verdict {
 // golden value, Bound 0 and Note the two bit patterns, plus the total
 // number of differing elements.
 func BitDiff(got, golden *tensor.Tensor, max int) ([]Element, int) {
+	if same, _ := tensor.BitsEqual(got, golden); same {
+		return nil, 0 // the common case, compared at memory speed
+	}
 	var out []Element
 	diff := 0
 	digits := 2 * got.DType.Size()
-	for i := 0; i < min(got.Len(), golden.Len()); i++ {
+	for i, n := 0, min(got.Len(), golden.Len()); i < n; i++ {
 		gb, wb := got.Bits(i), golden.Bits(i)
 		if gb == wb {
 			continue

@@ -341,3 +341,37 @@ func TestJudgeRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBitDiff: equal bits give no elements and a count of 0; otherwise
+// every differing element counts (a NaN payload and a signed zero
+// included) and the first max are reported by index with both patterns.
+func TestBitDiff(t *testing.T) {
+	golden := tensor.MustNew(tensor.Float16, 40)
+	for i := range golden.Len() {
+		golden.SetBits(i, uint64(0x3C00+i))
+	}
+	golden.SetBits(7, 0x7E01) // a NaN with a payload
+	got := golden.Clone()
+	if els, n := BitDiff(got, golden, 5); n != 0 || len(els) != 0 {
+		t.Fatalf("BitDiff(equal fp16[40]) = %v, %d, want none, 0", els, n)
+	}
+	for _, i := range []int{3, 7, 20, 39} {
+		got.SetBits(i, got.Bits(i)^1)
+	}
+	got.SetBits(0, 0x8000)
+	golden.SetBits(0, 0x0000) // −0 against +0
+	els, n := BitDiff(got, golden, 3)
+	if n != 5 {
+		t.Errorf("BitDiff(fp16[40], 5 elements differ) counts %d, want 5", n)
+	}
+	var idx []int
+	for _, e := range els {
+		idx = append(idx, e.Index)
+	}
+	if want := []int{0, 3, 7}; len(idx) != len(want) || idx[0] != want[0] || idx[1] != want[1] || idx[2] != want[2] {
+		t.Errorf("BitDiff(fp16[40], max 3) reports indices %v, want %v", idx, want)
+	}
+	if len(els) > 1 && !strings.Contains(els[1].Note, "bits 0x3c02, golden 0x3c03") {
+		t.Errorf("BitDiff element 3: note %q, want the two bit patterns", els[1].Note)
+	}
+}
