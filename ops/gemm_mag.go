@@ -198,21 +198,14 @@ func absFloat32s(t *tensor.Tensor, off int, dst []float32) {
 	}
 }
 
-// absF16sGo is absF16s by f16AbsTable, the portable form.
+// absF16sGo is absF16s through tensor.F16ToF32s (the project's one exact
+// fp16 → fp32 widening) with each sign then cleared: the portable form,
+// and absF16s's last few values. Clearing the fp32 sign gives what
+// widening the sign-cleared fp16 gives, NaNs included.
 func absF16sGo(dst []float32, src []float16.Float16) {
-	tab := f16AbsTable()
 	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = tab[v.Bits()&0x7FFF]
+	tensor.F16ToF32s(dst, src)
+	for i, v := range dst {
+		dst[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
 	}
 }
-
-// f16AbsTable maps the bits of a non-negative fp16 value to the value as
-// fp32, exactly (fp32 holds every fp16 value, Inf and NaN).
-var f16AbsTable = sync.OnceValue(func() *[1 << 15]float32 {
-	var t [1 << 15]float32
-	for h := range t {
-		t[h] = float16.Frombits(uint16(h)).Float32()
-	}
-	return &t
-})

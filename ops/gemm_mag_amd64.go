@@ -8,8 +8,8 @@ import (
 )
 
 // magUseF16C is whether absF16s converts by F16C (absF16F32F16C) rather
-// than by f16AbsTable: the same bits for every fp16 pattern, NaNs
-// quieted as float16.Float32 quiets them (TestAbsF16sMatchesTable).
+// than by absF16sGo: the same bits for every fp16 pattern, NaNs quieted
+// as float16.Float32 quiets them (TestAbsF16sMatchesTable).
 var magUseF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 
 // absF16F32F16C stores |src[i]| as fp32 at dst for i < n (n a positive
@@ -20,18 +20,11 @@ func absF16F32F16C(dst *float32, src *uint16, n int)
 
 // absF16s stores |src[i]| as fp32 into dst[i] (dst as long as src).
 func absF16s(dst []float32, src []float16.Float16) {
-	if !magUseF16C {
-		absF16sGo(dst, src)
-		return
+	n := 0
+	if magUseF16C {
+		if n = len(src) &^ 7; n > 0 {
+			absF16F32F16C(&dst[0], (*uint16)(&src[0]), n)
+		}
 	}
-	dst = dst[:len(src)]
-	n := len(src) &^ 7
-	if n > 0 {
-		absF16F32F16C(&dst[0], (*uint16)(&src[0]), n)
-	}
-	// The last few by float16's own conversion, which the table holds:
-	// no table is built for them.
-	for i, v := range src[n:] {
-		dst[n+i] = float16.Frombits(v.Bits() & 0x7FFF).Float32()
-	}
+	absF16sGo(dst[n:len(src)], src[n:])
 }

@@ -4,7 +4,7 @@ package ops
 
 import "github.com/x448/float16"
 
-// magUseF16C is false: absF16s looks every value up in f16AbsTable here.
+// magUseF16C is false: absF16s is absF16sGo here.
 const magUseF16C = false
 
 // absF16s stores |src[i]| as fp32 into dst[i] (dst as long as src).
