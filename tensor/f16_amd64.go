@@ -22,22 +22,9 @@ var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 func f16ToF64F16C(dst *float64, src *uint16, n int)
 
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
-// where the CPU has it and by f16Table otherwise. The last few values
-// F16C leaves go through float16's own conversion, which the table
-// holds, so that no table is built for them.
+// where the CPU has it and by f16Table otherwise.
 func f16ToF64(dst []float64, src []float16.Float16) {
-	if !useF16C {
-		f16ToF64Go(dst, src)
-		return
-	}
-	dst = dst[:len(src)]
-	n := len(src) &^ 3
-	if n > 0 {
-		f16ToF64F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n) // float16.Float16 is a uint16
-	}
-	for i, v := range src[n:] {
-		dst[n+i] = float64(v.Float32())
-	}
+	widenF16(dst, src, 4, f16ToF64F16C, f16ToF64Go)
 }
 
 // f16ToF32F16C stores the n fp16 values at src (n a multiple of 8) as
@@ -53,17 +40,25 @@ func f16ToF32F16C(dst *float32, src *uint16, n int)
 // otherwise. The emulator's cube widens its fp16 operands here, and the
 // decode_attention kernel its casts.
 func F16ToF32s(dst []float32, src []float16.Float16) {
+	widenF16(dst, src, 8, f16ToF32F16C, f16ToF32Go)
+}
+
+// widenF16 is f16ToF64 and F16ToF32s: f16c on the whole groups of group
+// values (a power of two), and the last few through float16's own
+// conversion, which is what the table holds, so that no table is built
+// for them; portable (the table) where the CPU lacks F16C.
+func widenF16[D float32 | float64](dst []D, src []float16.Float16, group int, f16c func(*D, *uint16, int), portable func([]D, []float16.Float16)) {
 	if !useF16C {
-		f16ToF32Go(dst, src)
+		portable(dst, src)
 		return
 	}
 	dst = dst[:len(src)]
-	n := len(src) &^ 7
+	n := len(src) &^ (group - 1)
 	if n > 0 {
-		f16ToF32F16C(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n)
+		f16c(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), n) // float16.Float16 is a uint16
 	}
-	for i, v := range src[n:] { // as f16ToF64's last few
-		dst[n+i] = v.Float32()
+	for i, v := range src[n:] {
+		dst[n+i] = D(v.Float32())
 	}
 }
 
