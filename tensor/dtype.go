@@ -173,31 +173,28 @@ func (f Format) Ulp(x float64) float64 {
 // exponent's, and x's bits are rounded to p significant bits in place,
 // ties to even. A carry out of the fraction steps the exponent, as it
 // should; a result whose exponent then exceeds Emax is above MaxFinite
-// (the largest value of exponent Emax): roundOutside makes it ±Inf.
+// (the largest value of exponent Emax), so it overflows to ±Inf.
 func (f Format) RoundNearestEven(x float64) float64 {
 	b := math.Float64bits(x)
 	// Emin ≤ e ≤ Emax and 2 ≤ p ≤ 52, each as one unsigned comparison.
 	if e := int(b>>52&0x7FF) - 1023; uint(e-f.Emin) <= uint(f.Emax-f.Emin) && uint(f.P-2) <= 50 {
 		shift := uint(53 - f.P)
 		r := (b + 1<<(shift-1) - 1 + b>>shift&1) &^ (1<<shift - 1)
-		if int(r>>52&0x7FF)-1023 <= f.Emax {
-			return math.Float64frombits(r)
+		if int(r>>52&0x7FF)-1023 > f.Emax {
+			r = b&(1<<63) | 0x7FF0000000000000 // ±Inf
 		}
+		return math.Float64frombits(r)
 	}
 	return f.roundOutside(x)
 }
 
 // roundOutside is RoundNearestEven for x outside the format's normal
 // exponent range (or a format the bit path does not cover): zeros,
-// subnormals of the format, values beyond Emax, NaN and ±Inf.
+// subnormals of the format, values beyond Emax (the quantum at Emax
+// leaves them above MaxFinite), NaN and ±Inf.
 func (f Format) roundOutside(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
-	}
-	if b := math.Float64bits(x); f.P >= 2 && f.P < 53 && int(b>>52&0x7FF)-1023 >= f.Emin {
-		// Exponent Emin or above, but the rounding carried past Emax, or
-		// x is beyond Emax: either way above MaxFinite.
-		return math.Copysign(math.Inf(1), x)
 	}
 	q := f.Ulp(x)
 	// x/q and r·q are exact: q is a power of two and the quotient stays
