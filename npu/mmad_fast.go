@@ -280,9 +280,8 @@ func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 			k1 := min(k0+blockK, g.ku)
 			ai := a[i*g.lda+k0 : i*g.lda+k1]
 			for j, c := range ci {
-				sums[j] = float64(c)
+				sums[j], errs[j] = float64(c), 0
 			}
-			clear(errs)
 			for t, x := range ai {
 				x64 := float64(x)
 				bt := b[(k0+t)*g.ldb : (k0+t)*g.ldb+n]
