@@ -87,7 +87,15 @@ func (c *unchangedForm) fill(ref, bnd []float64, alt []Special, off int) {
 	bnd, alt = bnd[:len(ref)], alt[:len(ref)]
 	c.base.Float64sFrom(off, ref)
 	d := c.base.DType
-	if f, ok := d.FloatFormat(); ok && d != tensor.Float64 {
+	f, ok := d.FloatFormat()
+	if !ok {
+		// A value of an integer d is an integer in d's range, which
+		// Output(x, 0) (d's rounding and clamp) keeps exactly: bound 0.
+		clear(bnd)
+		clear(alt)
+		return
+	}
+	if d != tensor.Float64 {
 		// A finite value x of d: Output(x, 0) is x with half an ulp (at
 		// least MinNormal under flush), no alternatives: |x| ≤ MaxFinite
 		// is below the overflow threshold.
@@ -191,7 +199,7 @@ func (c *unchangedForm) materialize(e *Expected) {
 }
 
 // refs sets ref to the references of elements off, off+1, …: the base
-// values themselves where of a floating dtype and finite, or non-finite
+// values themselves where of an integer dtype, of a floating one and finite, or non-finite
 // under a profile that does not saturate (Output keeps them), Output's
 // reference elsewhere, then the overrides'.
 func (c *unchangedForm) refs(ref []float64, off int) {
@@ -207,7 +215,7 @@ func (c *unchangedForm) refs(ref []float64, off int) {
 				ref[j], _, _ = Output(x, 0, d, c.num)
 			}
 		}
-	} else {
+	} else if d == tensor.Float64 { // an integer is its own reference (fill)
 		for j, x := range ref {
 			ref[j], _, _ = Output(x, 0, d, c.num)
 		}
