@@ -199,9 +199,9 @@ func (c *unchangedForm) materialize(e *Expected) {
 }
 
 // refs sets ref to the references of elements off, off+1, …: the base
-// values themselves where of an integer dtype, of a floating one and finite, or non-finite
-// under a profile that does not saturate (Output keeps them), Output's
-// reference elsewhere, then the overrides'.
+// values themselves where of an integer dtype, of a floating one and
+// finite, or non-finite under a profile that does not saturate (Output
+// keeps them), Output's reference elsewhere, then the overrides'.
 func (c *unchangedForm) refs(ref []float64, off int) {
 	c.base.Float64sFrom(off, ref)
 	d := c.base.DType

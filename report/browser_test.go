@@ -48,8 +48,8 @@ func TestReportInBrowser(t *testing.T) {
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
 	// A guard against a hang, not a speed check: warm, the test takes 2 s,
-	// but inside a cold `make test` Chromium's first start read its files
-	// from disk for 14–29 s on a 2-core machine, against a guard of 30 s.
+	// but inside a cold `make test` on a 2-core machine Chromium's first
+	// start took 14–31 s, and a guard of 30 s failed the run.
 	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 
