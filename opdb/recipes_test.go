@@ -1,17 +1,18 @@
-package opdb
+package opdb_test
 
 import (
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 )
 
 // recipes returns the golden recipes (large cases) of op.
 func recipes(t *testing.T, op string) []ops.Case {
 	t.Helper()
-	info, err := Lookup(op)
+	info, err := opdb.Lookup(op)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +28,25 @@ func recipes(t *testing.T, op string) []ops.Case {
 	return out
 }
 
+// paramValues returns the values op's parameter name may take.
+func paramValues(t *testing.T, op, name string) []string {
+	t.Helper()
+	o, err := opdb.Op(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range o.ParamSpecs() {
+		if p.Name == name && len(p.Values) > 0 {
+			return p.Values
+		}
+	}
+	t.Fatalf("%s: no parameter %q with a list of values", op, name)
+	return nil
+}
+
 // Every op has a recipe: the sizes where its loops change.
 func TestEveryOpHasRecipes(t *testing.T) {
-	for _, n := range Names() {
+	for _, n := range opdb.Names() {
 		recipes(t, n)
 	}
 }
@@ -55,8 +72,8 @@ func TestVectorAddRecipeSizes(t *testing.T) {
 	if !past20 {
 		t.Error("vector_add: no recipe past 2^20")
 	}
-	for _, d := range vectorAddDTypes {
-		if !past16[d.String()] {
+	for _, d := range paramValues(t, "vector_add", "dtype") {
+		if !past16[d] {
 			t.Errorf("vector_add: dtype %s has no recipe past 2^16", d)
 		}
 	}

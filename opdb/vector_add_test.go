@@ -1,9 +1,10 @@
-package opdb
+package opdb_test
 
 import (
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -19,7 +20,7 @@ func TestVectorAddSizes(t *testing.T) {
 		{tensor.Float16, 16384, 768}, {tensor.BFloat16, 16384, 768},
 		{tensor.Float32, 8192, 384}, {tensor.Int8, 32768, 1536},
 	} {
-		s, err := NewVectorAddSizes(npu.Ascend910B(), c.d)
+		s, err := opdb.NewVectorAddSizes(npu.Ascend910B(), c.d)
 		if err != nil {
 			t.Fatal(err)
 		}
