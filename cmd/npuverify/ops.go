@@ -87,18 +87,25 @@ func dimList(d map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// primeDims assigns the op's dims distinct primes from ps (then 41, 42,
-// …), so that a shape dimension equal to one of them can be named.
+// primeDims assigns the op's dims the distinct primes ps (one per dim),
+// so that a shape dimension equal to one of them can be named.
 func primeDims(op ops.Op, ps []int) (map[string]int, map[int]string) {
 	dims, names := map[string]int{}, map[int]string{}
 	for i, d := range op.DimSpecs() {
-		v := 41 + i
-		if i < len(ps) {
-			v = ps[i]
-		}
-		dims[d.Name], names[v] = v, d.Name
+		dims[d.Name], names[ps[i]] = ps[i], d.Name
 	}
 	return dims, names
+}
+
+// primes returns the first n primes.
+func primes(n int) []int {
+	ps := make([]int, 0, n)
+	for v := 2; len(ps) < n; v++ {
+		if !slices.ContainsFunc(ps, func(p int) bool { return v%p == 0 }) {
+			ps = append(ps, v)
+		}
+	}
+	return ps
 }
 
 // specsFor returns the op's input and output contract for params p on
@@ -132,8 +139,12 @@ func symbolicContract(op ops.Op) (in, out string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	dimsA, namesA := primeDims(op, []int{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37})
-	dimsB, namesB := primeDims(op, []int{43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97})
+	// The two sets are the op's first and next len(dims) primes: disjoint,
+	// and small enough that the inputs stay small (kv_update's caches are
+	// a product of four dims).
+	ps := primes(2 * len(op.DimSpecs()))
+	dimsA, namesA := primeDims(op, ps[:len(ps)/2])
+	dimsB, namesB := primeDims(op, ps[len(ps)/2:])
 	insA, outsA, err := specsFor(op, p, dimsA)
 	if err != nil {
 		return "", "", err
