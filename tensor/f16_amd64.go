@@ -24,7 +24,7 @@ func f16ToF64F16C(dst *float64, src *uint16, n int)
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
 // where the CPU has it and by f16Table otherwise.
 func f16ToF64(dst []float64, src []float16.Float16) {
-	widenF16(dst, src, 4, f16ToF64F16C, f16ToF64Go)
+	widenF16(dst, src, 4, f16ToF64F16C)
 }
 
 // f16ToF32F16C stores the n fp16 values at src (n a multiple of 8) as
@@ -40,16 +40,16 @@ func f16ToF32F16C(dst *float32, src *uint16, n int)
 // otherwise. The emulator's cube widens its fp16 operands here, and the
 // decode_attention kernel its casts.
 func F16ToF32s(dst []float32, src []float16.Float16) {
-	widenF16(dst, src, 8, f16ToF32F16C, f16ToF32Go)
+	widenF16(dst, src, 8, f16ToF32F16C)
 }
 
 // widenF16 is f16ToF64 and F16ToF32s: f16c on the whole groups of group
 // values (a power of two), and the last few through float16's own
 // conversion, which is what the table holds, so that no table is built
-// for them; portable (the table) where the CPU lacks F16C.
-func widenF16[D float32 | float64](dst []D, src []float16.Float16, group int, f16c func(*D, *uint16, int), portable func([]D, []float16.Float16)) {
+// for them; widenF16Go (the table) where the CPU lacks F16C.
+func widenF16[D float32 | float64](dst []D, src []float16.Float16, group int, f16c func(*D, *uint16, int)) {
 	if !useF16C {
-		portable(dst, src)
+		widenF16Go(dst, src)
 		return
 	}
 	dst = dst[:len(src)]

@@ -11,14 +11,14 @@ const useF16C = false
 const useAVX2 = false
 
 // f16ToF64 converts src to float64 into dst (as long as src) by table.
-func f16ToF64(dst []float64, src []float16.Float16) { f16ToF64Go(dst, src) }
+func f16ToF64(dst []float64, src []float16.Float16) { widenF16Go(dst, src) }
 
 // F16ToF32s sets dst[i] to the fp32 value of src[i] for every i of src
 // (dst at least as long): exact, every pattern as float16's Float32
 // gives it (a signaling NaN quieted, its payload kept). The emulator's
 // cube widens its fp16 operands here, and the decode_attention kernel its
 // casts.
-func F16ToF32s(dst []float32, src []float16.Float16) { f16ToF32Go(dst[:len(src)], src) }
+func F16ToF32s(dst []float32, src []float16.Float16) { widenF16Go(dst, src) }
 
 // bf16ToF64 converts src to float64 into dst (as long as src).
 func bf16ToF64(dst []float64, src []BF16) { bf16ToF64Go(dst, src) }

@@ -100,7 +100,7 @@ func TestF16ToF32sMatchesFloat32(t *testing.T) {
 		t.Helper()
 		got, port := make([]float32, k), make([]float32, k)
 		F16ToF32s(got, src[off:off+k])
-		f16ToF32Go(port, src[off:off+k])
+		widenF16Go(port, src[off:off+k])
 		for i := range got {
 			p := src[off+i]
 			want := math.Float32bits(p.Float32())

@@ -248,24 +248,14 @@ func bf16ToF64Go(dst []float64, src []BF16) {
 	}
 }
 
-// f16ToF64Go converts src to float64 into dst (as long as src) by table:
-// the portable form of f16ToF64.
-func f16ToF64Go(dst []float64, src []float16.Float16) {
+// widenF16Go converts src into dst (as long as src) by f16Table: the
+// portable form of f16ToF64 and F16ToF32s. Narrowing the table's float64
+// to fp32 is exact, NaNs included (their payloads fit fp32's).
+func widenF16Go[D float32 | float64](dst []D, src []float16.Float16) {
 	dst = dst[:len(src)]
 	tab := f16Table()
 	for i, v := range src {
-		dst[i] = tab[v]
-	}
-}
-
-// f16ToF32Go converts src to fp32 into dst (as long as src) by table:
-// the portable form of F16ToF32s. Narrowing the table's float64 is exact,
-// NaNs included (their payloads fit fp32's).
-func f16ToF32Go(dst []float32, src []float16.Float16) {
-	dst = dst[:len(src)]
-	tab := f16Table()
-	for i, v := range src {
-		dst[i] = float32(tab[v])
+		dst[i] = D(tab[v])
 	}
 }
 
