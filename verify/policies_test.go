@@ -2,6 +2,7 @@ package verify
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -368,7 +369,7 @@ func TestBitDiff(t *testing.T) {
 	for _, e := range els {
 		idx = append(idx, e.Index)
 	}
-	if want := []int{0, 3, 7}; len(idx) != len(want) || idx[0] != want[0] || idx[1] != want[1] || idx[2] != want[2] {
+	if want := []int{0, 3, 7}; !slices.Equal(idx, want) {
 		t.Errorf("BitDiff(fp16[40], max 3) reports indices %v, want %v", idx, want)
 	}
 	if len(els) > 1 && !strings.Contains(els[1].Note, "bits 0x3c02, golden 0x3c03") {
