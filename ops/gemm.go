@@ -65,9 +65,8 @@ var GEMM Op = gemm{}
 // so its bits follow this model; for other implementations the sign of a
 // zero is within any bound.
 //
-// Sizes: M·N·K ≤ GEMMMaxMACs (2^32, i.e. 16 × tensor.MaxElements, so that
-// 1024³ cases are legal) and, for int8, K ≤ GEMMInt8MaxK; larger inputs
-// are input errors.
+// Sizes: M·N·K ≤ GEMMMaxMACs (2^36, so that 4096³ is legal) and, for
+// int8, K ≤ GEMMInt8MaxK; larger inputs are input errors.
 //
 // The bounds of Expect are documented in gemm_bound.go.
 type gemm struct{}
@@ -104,10 +103,14 @@ const (
 // GEMMBlockK is the k-block width of accumulate=blocked16.
 const GEMMBlockK = 16
 
-// GEMMMaxMACs caps M·N·K of one gemm case (2^32 multiply-accumulates):
-// 16 × tensor.MaxElements, so that 1024³ (2^30) benchmark cases are legal
-// while a hostile size cannot run for hours.
-const GEMMMaxMACs = 16 * tensor.MaxElements
+// GEMMMaxMACs caps M·N·K of one gemm case (2^36 multiply-accumulates,
+// 256 × tensor.MaxElements): a real 4096³ gemm is legal (a whole `run`
+// of it in fp16_fp32acc takes about 10 s on 2 cores), while a hostile
+// size cannot run for hours: the slowest mode, fp16 with fp16
+// accumulation, emulates about 0.3·10^9 multiply-accumulates a second
+// per 2 cores, so a case at the cap takes minutes, and the CLI's
+// per-case timeout (60 s by default) stops it sooner.
+const GEMMMaxMACs = 256 * tensor.MaxElements
 
 // GEMMInt8MaxK is the largest K whose int8 accumulation cannot overflow
 // int32: K·128·128 ≤ 2^31 − 1.

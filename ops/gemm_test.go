@@ -101,6 +101,40 @@ func TestGEMMInputErrors(t *testing.T) {
 	}
 }
 
+// TestGEMMSizeCap: M·N·K up to GEMMMaxMACs is legal, 4096³ included (the
+// size a real kernel is checked at), and one more multiply-accumulate in
+// any dimension is an input error, also where the product overflows int.
+func TestGEMMSizeCap(t *testing.T) {
+	op := mustOp(t, "gemm")
+	cfg, err := ParseGEMM(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const big = 1 << 62
+	for _, tt := range []struct {
+		m, k, n int
+		ok      bool
+	}{
+		{4096, 4096, 4096, true},
+		{4097, 4096, 4096, false},
+		{4096, 4097, 4096, false},
+		{4096, 4096, 4097, false},
+		{1, GEMMMaxMACs, 1, true},
+		{1, GEMMMaxMACs + 1, 1, false},
+		{GEMMMaxMACs, 1, 1, true},
+		{1, 1, GEMMMaxMACs + 1, false},
+		{big, big, big, false},
+		{0, big, big, true}, // no multiply-accumulates at all
+	} {
+		err := checkGEMMSize(op, cfg, tt.m, tt.k, tt.n)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("gemm m=%d k=%d n=%d: checkGEMMSize = %v, want nil", tt.m, tt.k, tt.n, err)
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), "exceeds the cap")):
+			t.Errorf("gemm m=%d k=%d n=%d: checkGEMMSize = %v, want an error containing %q", tt.m, tt.k, tt.n, err, "exceeds the cap")
+		}
+	}
+}
 func TestGEMMGenerateIsSeeded(t *testing.T) {
 	op := mustOp(t, "gemm")
 	for _, mode := range GEMMModes() {
