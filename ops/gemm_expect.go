@@ -36,20 +36,32 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // ExpectBlocks covers: 4 MiB of Expected (17 bytes an element), and few
 // blocks, as the reference packs B again for each (at n = 1024 the four
 // blocks pack it 16 times, the whole Expect 4 times; halving the blocks
-// changed neither the run's time nor its peak measurably). A variable
-// for the test that cuts small outputs into many blocks.
-var gemmBlockElems = 1 << 18
+// changed neither the run's time nor its peak measurably).
+//
+// A block has at least gemmBlockMinRows rows even when that is more
+// elements: each block packs all of B (and |B|) again and multiplies it
+// by the block's rows only, so at n = 4096 blocks of 2^18 elements (64
+// rows) packed B 64 times and ran the reference's row blocks on one core
+// (its blocks are 96 rows): a 4096³ run took 9.8 s, 3.9 s of its CPU
+// packing B. The Expected of 256 rows is 17 MiB at n = 4096, under the
+// fp16 output's 32 MiB.
+//
+// Variables for the test that cuts small outputs into many blocks.
+var (
+	gemmBlockElems   = 1 << 18
+	gemmBlockMinRows = 256
+)
 
 // ExpectBlocks is Expect a block of whole rows of out at a time, one
-// Expected of at most max(n, gemmBlockElems) elements reused for every
-// block: the blocks, concatenated, are Expect's bit for bit
+// Expected of max(gemmBlockMinRows rows, gemmBlockElems elements, a row)
+// reused for every block: the blocks, concatenated, are Expect's bit for bit
 // (TestGEMMExpectBlocksMatchesExpect).
 func (op gemm) ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, yield func(output string, e *bound.Expected) error) error {
 	g, err := op.newExpecter(p, in, num, false)
 	if err != nil {
 		return err
 	}
-	rows := max(1, min(g.m, gemmBlockElems/max(g.n, 1)))
+	rows := max(1, min(g.m, max(gemmBlockMinRows, gemmBlockElems/max(g.n, 1))))
 	buf := bound.NewExpected(rows * g.n)
 	for r0 := 0; r0 < g.m; r0 += rows {
 		r1 := min(r0+rows, g.m)

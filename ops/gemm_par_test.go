@@ -65,7 +65,10 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 // and in blocks of its rows.
 func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 	const m, k, n, seed = 37, 40, 70, 19
-	defer func(v, w, kb int) { gemmBlockElems, gemmMag32WholeElems, gemmMag32K = v, w, kb }(gemmBlockElems, gemmMag32WholeElems, gemmMag32K)
+	defer func(v, r, w, kb int) {
+		gemmBlockElems, gemmBlockMinRows, gemmMag32WholeElems, gemmMag32K = v, r, w, kb
+	}(gemmBlockElems, gemmBlockMinRows, gemmMag32WholeElems, gemmMag32K)
+	gemmBlockMinRows = 1
 	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
 		gemmMag32WholeElems, gemmMag32K = 1<<20, 256
 		full, err := GEMM.Expect(p, in, tensor.Numerics{})

@@ -42,7 +42,7 @@ func benchRun(b *testing.B, args ...string) {
 
 // BenchmarkRunGEMM is `run gemm` fp16_fp32acc on n×n×n standard normal inputs.
 func BenchmarkRunGEMM(b *testing.B) {
-	for _, n := range []int{256, 1024} {
+	for _, n := range []int{256, 1024, 4096} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			dir := b.TempDir()
 			a, bb := benchNpy(b, dir, "a", 1, n, n), benchNpy(b, dir, "b", 2, n, n)
