@@ -197,8 +197,9 @@ func transposeRows(at, a []float32, lda, m, ku int) {
 // gerPool recycles mmadGer's k-major copies of A.
 var gerPool sync.Pool // *[]float32
 
-// holdsNegZeroOrSNaN reports whether c holds a −0 or a signalling NaN.
-func holdsNegZeroOrSNaN(c []float32) bool {
+// holdsNegZeroOrSNaNGo reports whether c holds a −0 or a signalling NaN,
+// one value at a time: the portable form of holdsNegZeroOrSNaN.
+func holdsNegZeroOrSNaNGo(c []float32) bool {
 	for _, v := range c {
 		u := math.Float32bits(v)
 		if u == 0x80000000 || (u&0x7FC00000 == 0x7F800000 && u&0x003FFFFF != 0) {
