@@ -40,14 +40,21 @@ func benchRun(b *testing.B, args ...string) {
 	}
 }
 
-// BenchmarkRunGEMM is `run gemm` fp16_fp32acc on n×n×n standard normal inputs.
+// BenchmarkRunGEMM is `run gemm` fp16_fp32acc on standard normal inputs:
+// n×n×n cubes (named n), and 16×4096×11008 (M×K×N), an LLM's projection
+// at decoding, where M is a batch of a few tokens.
 func BenchmarkRunGEMM(b *testing.B) {
-	for _, n := range []int{256, 1024, 4096} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, s := range [][3]int{{256, 256, 256}, {1024, 1024, 1024}, {4096, 4096, 4096}, {16, 4096, 11008}} {
+		m, k, n := s[0], s[1], s[2]
+		name := fmt.Sprint(n)
+		if m != k || k != n {
+			name = fmt.Sprintf("%dx%dx%d", m, k, n)
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			a, bb := benchNpy(b, dir, "a", 1, n, n), benchNpy(b, dir, "b", 2, n, n)
+			a, bb := benchNpy(b, dir, "a", 1, m, k), benchNpy(b, dir, "b", 2, k, n)
 			benchRun(b, "run", "gemm", "--param", "mode=fp16_fp32acc", "--in", "a="+a, "--in", "b="+bb)
-			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(2*float64(m)*float64(k)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }
