@@ -105,7 +105,7 @@ const GEMMBlockK = 16
 
 // GEMMMaxMACs caps M·N·K of one gemm case (2^36 multiply-accumulates,
 // 256 × tensor.MaxElements): a real 4096³ gemm is legal (a whole `run`
-// of it in fp16_fp32acc takes about 10 s on 2 cores), while a hostile
+// of it in fp16_fp32acc takes about 5 s on 2 cores), while a hostile
 // size cannot run for hours: the slowest mode, fp16 with fp16
 // accumulation, emulates about 0.3·10^9 multiply-accumulates a second
 // per 2 cores, so a case at the cap takes minutes, and the CLI's

@@ -38,13 +38,14 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // blocks pack it 16 times, the whole Expect 4 times; halving the blocks
 // changed neither the run's time nor its peak measurably).
 //
-// A block has at least gemmBlockMinRows rows even when that is more
-// elements: each block packs all of B (and |B|) again and multiplies it
-// by the block's rows only, so at n = 4096 blocks of 2^18 elements (64
-// rows) packed B 64 times and ran the reference's row blocks on one core
-// (its blocks are 96 rows): a 4096³ run took 9.8 s, 3.9 s of its CPU
-// packing B. The Expected of 256 rows is 17 MiB at n = 4096, under the
-// fp16 output's 32 MiB.
+// A block has at least gemmBlockMinRows rows, more elements than that,
+// as long as their Expected stays within the bytes of the case's own
+// tensors (gemmBlockRows): each block packs all of B (and |B|) again and
+// multiplies it by the block's rows only, so at n = 4096 blocks of 2^18
+// elements (64 rows) packed B 64 times and ran the reference's row
+// blocks on one core (its blocks are 96 rows): a 4096³ run took 9.8 s,
+// 3.9 s of its CPU packing B. There 256 rows are 17 MiB of Expected
+// against 96 MiB of tensors.
 //
 // Variables for the test that cuts small outputs into many blocks.
 var (
@@ -52,16 +53,35 @@ var (
 	gemmBlockMinRows = 256
 )
 
-// ExpectBlocks is Expect a block of whole rows of out at a time, one
-// Expected of max(gemmBlockMinRows rows, gemmBlockElems elements, a row)
-// reused for every block: the blocks, concatenated, are Expect's bit for bit
+// gemmExpectedBytes is what bound.Expected holds per element: Ref and
+// Bound (float64) and Alt (one byte).
+const gemmExpectedBytes = 17
+
+// gemmBlockRows is how many rows of an [m,n] output one block of
+// ExpectBlocks covers, for a case whose inputs and outputs hold
+// tensorBytes: gemmBlockElems elements' worth (at least a row), or
+// gemmBlockMinRows rows if that is more and their Expected fits in
+// tensorBytes (fewer rows, as many as fit, if it does not); at most m.
+func gemmBlockRows(m, n, tensorBytes int) int {
+	n = max(n, 1)
+	rows := max(gemmBlockElems/n, min(gemmBlockMinRows, tensorBytes/(gemmExpectedBytes*n)))
+	return max(1, min(m, rows))
+}
+
+// ExpectBlocks is Expect a block of whole rows of out at a time
+// (gemmBlockRows), one Expected reused for every block: the blocks,
+// concatenated, are Expect's bit for bit
 // (TestGEMMExpectBlocksMatchesExpect).
 func (op gemm) ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, yield func(output string, e *bound.Expected) error) error {
 	g, err := op.newExpecter(p, in, num, false)
 	if err != nil {
 		return err
 	}
-	rows := max(1, min(g.m, max(gemmBlockMinRows, gemmBlockElems/max(g.n, 1))))
+	tensorBytes := g.m * g.n * gemmConfig(p).Mode.Out.Size()
+	for _, t := range in {
+		tensorBytes += t.Len() * t.DType.Size()
+	}
+	rows := gemmBlockRows(g.m, g.n, tensorBytes)
 	buf := bound.NewExpected(rows * g.n)
 	for r0 := 0; r0 < g.m; r0 += rows {
 		r1 := min(r0+rows, g.m)

@@ -188,3 +188,35 @@ func serialMagFP32(m, k, n int, a, b []float64) []float64 {
 	}
 	return s
 }
+
+// TestGEMMBlockRows: a block of ExpectBlocks has gemmBlockMinRows rows
+// (all of them if fewer) when their Expected fits in the case's tensor
+// bytes, else as many rows as fit, and never fewer than gemmBlockElems
+// elements' worth (a row at least): the blocks of 1024³ are unchanged
+// from 2^18 elements, 4096³ gets 256 rows, and a wide output over a
+// short K is held to its own size.
+func TestGEMMBlockRows(t *testing.T) {
+	const f16 = 2
+	for _, tt := range []struct {
+		m, k, n, want int
+	}{
+		{1024, 1024, 1024, 256},
+		{4096, 4096, 4096, 256},
+		{16, 4096, 11008, 16},
+		{512, 16, 65536, 62},     // (16 KiB + 2 MiB + 64 MiB) / (17 · 65536)
+		{256, 1, 1 << 20, 30},    // 2^28 outputs: as many rows as fit
+		{2, 1, 1 << 20, 1},       // 2^18 / 2^20 rounds to 0, and 17 bytes a row exceed 6 MiB: one row
+		{3, 5, 7, 3},             // all of a small output
+		{1 << 20, 1, 1, 1 << 18}, // 2^18 elements of one column
+		{5, 5, 0, 5},             // an empty output: rows of nothing
+	} {
+		bytes := (tt.m*tt.k + tt.k*tt.n + tt.m*tt.n) * f16
+		got := gemmBlockRows(tt.m, tt.n, bytes)
+		if got != tt.want {
+			t.Errorf("gemm m=%d k=%d n=%d (%d tensor bytes): gemmBlockRows = %d, want %d", tt.m, tt.k, tt.n, bytes, got, tt.want)
+		}
+		if n := max(tt.n, 1); got*n*gemmExpectedBytes > max(bytes, gemmBlockElems*gemmExpectedBytes, n*gemmExpectedBytes) {
+			t.Errorf("gemm m=%d k=%d n=%d: %d rows hold %d bytes of Expected, over both the case's %d tensor bytes and 2^18 elements' worth", tt.m, tt.k, tt.n, got, got*n*gemmExpectedBytes, bytes)
+		}
+	}
+}
