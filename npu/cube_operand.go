@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
 )
@@ -55,8 +56,17 @@ func NewGMMatrix(t *tensor.Tensor) (*GMMatrix, error) {
 		return g, nil
 	case tensor.Float16:
 		// Every finite fp16 product is exact in fp32; only Inf/NaN matter.
-		var zero bool
-		g.NonFinite, zero = scanF16(t.F16())
+		// The scan reads the whole operand, so a large one (a decoding
+		// gemm's B of tens of MiB) is scanned on all cores.
+		v := t.F16()
+		var mu sync.Mutex
+		zero := false
+		parallel.For(len(v), scanF16Grain, func(lo, hi int) {
+			nf, z := scanF16(v[lo:hi])
+			mu.Lock()
+			g.NonFinite, zero = g.NonFinite || nf, zero || z
+			mu.Unlock()
+		})
 		g.zeroFree = !zero
 		g.MaxAbs, g.MinNonZero = math.NaN(), math.NaN()
 		return g, nil
@@ -283,6 +293,10 @@ func (t *L1Tile) Release() {
 	putSlice(&i32Pool, t.iOwn)
 	t.f, t.i, t.fOwn, t.iOwn = nil, nil, nil, nil
 }
+
+// scanF16Grain is the fewest fp16 values NewGMMatrix scans on a core of
+// their own (a variable for the test that scans small operands in parts).
+var scanF16Grain = 1 << 16
 
 // scanF16 reports whether src holds Inf or NaN, and whether it holds ±0.
 func scanF16(src []float16.Float16) (nonFinite, zero bool) {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/npuverify/npuverify/tensor"
@@ -295,5 +296,41 @@ func TestRN16MatchesFormat(t *testing.T) {
 		if math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("fmaRound16 seed=%d c=%#08x a=%#08x b=%#08x: got %#08x / want %#08x (fmaRound)", seed, math.Float32bits(c), math.Float32bits(a), math.Float32bits(b), math.Float32bits(got), math.Float32bits(want))
 		}
+	}
+}
+
+// TestNewGMMatrixScansF16InParts: an fp16 operand scanned in parts (four
+// cores, a grain of 8 values) reports an Inf or NaN (NonFinite) and a ±0
+// (not zeroFree) wherever the one special value among 1s lies, and
+// neither for finite non-zero ones.
+func TestNewGMMatrixScansF16InParts(t *testing.T) {
+	defer func(g, p int) { scanF16Grain = g; runtime.GOMAXPROCS(p) }(scanF16Grain, runtime.GOMAXPROCS(4))
+	scanF16Grain = 8
+	const rows, cols = 4, 25
+	for _, u := range []uint16{0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFD01, 0x7BFF, 0x0001, 0x8001} {
+		wantNF := u&0x7C00 == 0x7C00
+		wantZeroFree := u&0x7FFF != 0
+		for p := range rows * cols {
+			src := tensor.MustNew(tensor.Float16, rows, cols)
+			v := src.F16()
+			for i := range v {
+				v[i] = float16.Float16(0x3C00) // 1
+			}
+			v[p] = float16.Float16(u)
+			g, err := NewGMMatrix(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.NonFinite != wantNF || g.zeroFree != wantZeroFree {
+				t.Fatalf("NewGMMatrix fp16 [%d %d], %#04x at %d, the rest 1: NonFinite %v, zeroFree %v; want %v, %v", rows, cols, u, p, g.NonFinite, g.zeroFree, wantNF, wantZeroFree)
+			}
+		}
+	}
+	g, err := NewGMMatrix(tensor.MustNew(tensor.Float16, 0, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.NonFinite || !g.zeroFree {
+		t.Errorf("NewGMMatrix fp16 [0 5]: NonFinite %v, zeroFree %v; want false, true", g.NonFinite, g.zeroFree)
 	}
 }
