@@ -11,7 +11,7 @@ import (
 // useScanAVX2 is whether holdsNegZeroOrSNaN tests eight accumulators at a
 // time (holdsNegZeroOrSNaNAVX2): the cube's FMA and rank-one paths scan
 // their whole fp32 accumulator tile before every Mmad that does not start
-// it, whenever A holds a zero anywhere (a 4096³ fp16 gemm: 9% of its CPU
+// it, whenever A holds a zero anywhere (a 4096³ fp16 gemm: 8% of its CPU
 // in the Go loop). A variable for the tests, which switch it.
 var useScanAVX2 = cpu.X86.HasAVX2
 

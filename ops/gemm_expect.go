@@ -38,9 +38,9 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // blocks pack it 16 times, the whole Expect 4 times; halving the blocks
 // changed neither the run's time nor its peak measurably).
 //
-// A block has at least gemmBlockMinRows rows, more elements than that,
-// as long as their Expected stays within the bytes of the case's own
-// tensors (gemmBlockRows): each block packs all of B (and |B|) again and
+// A block is at least gemmBlockMinRows rows, even when that is more than
+// gemmBlockElems elements, as long as their Expected fits in the bytes of
+// the case's own tensors (gemmBlockRows): each block packs all of B (and |B|) again and
 // multiplies it by the block's rows only, so at n = 4096 blocks of 2^18
 // elements (64 rows) packed B 64 times and ran the reference's row
 // blocks on one core (its blocks are 96 rows): a 4096³ run took 9.8 s,
