@@ -1,6 +1,7 @@
 package npu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -299,13 +300,31 @@ func (t *L1Tile) Release() {
 var scanF16Grain = 1 << 16
 
 // scanF16 reports whether src holds Inf or NaN, and whether it holds ±0.
+// It reads four values at a time as the 16-bit lanes of a word, each
+// lane's magnitude a = v & 0x7FFF: a + 0x0400 reaches bit 15 exactly when
+// a ≥ 0x7C00 (Inf and NaN), with no carry into the next lane (a ≤ 0x7FFF);
+// and the word's a − 1 in every lane sets bit 15 of a lane only where a
+// is 0 or a borrow came up from a zero lane below it, so it has one iff
+// some lane is 0.
 func scanF16(src []float16.Float16) (nonFinite, zero bool) {
-	// The least and the greatest magnitude bits (branch-free min/max):
-	// Inf and NaN have an exponent of all ones (from 0x7C00), ±0 is 0.
-	lo, hi := uint16(0x7FFF), uint16(0)
-	for _, v := range src {
-		a := uint16(v) & 0x7FFF
-		lo, hi = min(lo, a), max(hi, a)
+	const (
+		mag  = 0x7FFF7FFF7FFF7FFF
+		inf  = 0x0400040004000400
+		ones = 0x0001000100010001
+		top  = 0x8000800080008000
+	)
+	b := asBytes(src)
+	var nf, z uint64
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.NativeEndian.Uint64(b[i:]) & mag
+		nf |= x + inf
+		z |= x - ones
 	}
-	return hi >= 0x7C00, len(src) > 0 && lo == 0
+	for _, v := range src[i/2:] {
+		x := uint64(v) & 0x7FFF
+		nf |= x + 0x0400
+		z |= x - 1
+	}
+	return nf&top != 0, z&top != 0
 }

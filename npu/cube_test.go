@@ -334,3 +334,49 @@ func TestNewGMMatrixScansF16InParts(t *testing.T) {
 		t.Errorf("NewGMMatrix fp16 [0 5]: NonFinite %v, zeroFree %v; want false, true", g.NonFinite, g.zeroFree)
 	}
 }
+
+// TestScanF16Lanes holds scanF16, which tests four values at a time as
+// the lanes of a word, to its definition (some |v| has an all-ones
+// exponent; some v is ±0) for every fp16 pattern at every position of
+// slices of 1 to 13 values that start at every element offset from a
+// word, among 1s, among the smallest subnormals (0x0001: a lane that a
+// borrow from below would wrap) and among the largest finite values
+// (0x7BFF: one below the Inf threshold).
+func TestScanF16Lanes(t *testing.T) {
+	buf := make([]float16.Float16, 3+13)
+	for _, fill := range []uint16{0x3C00, 0x0001, 0x7BFF} {
+		for u := range 1 << 16 {
+			a := uint16(u) & 0x7FFF
+			wantNF, wantZero := a >= 0x7C00, a == 0
+			for _, n := range []int{1, 3, 4, 5, 8, 9, 13} {
+				for off := range 4 {
+					for p := range n {
+						s := buf[off : off+n]
+						for i := range s {
+							s[i] = float16.Float16(fill)
+						}
+						s[p] = float16.Float16(u)
+						if nf, z := scanF16(s); nf != wantNF || z != wantZero {
+							t.Fatalf("scanF16 of %d values (offset %d) of %#04x with %#04x at %d = %v, %v; want %v, %v", n, off, fill, u, p, nf, z, wantNF, wantZero)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkScanF16 is the operand scan of NewGMMatrix on 2^20 fp16
+// values with neither a ±0 nor an Inf or NaN (the whole slice read).
+func BenchmarkScanF16(b *testing.B) {
+	s := make([]float16.Float16, 1<<20)
+	for i := range s {
+		s[i] = float16.Float16(0x3C00 + i%1000)
+	}
+	b.SetBytes(int64(2 * len(s)))
+	for b.Loop() {
+		if nf, z := scanF16(s); nf || z {
+			b.Fatal("found one")
+		}
+	}
+}
