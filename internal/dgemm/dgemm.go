@@ -138,6 +138,10 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	workers := min(runtime.GOMAXPROCS(0), blocks)
 	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), v.mr)
 	blocks = (m + mcb - 1) / mcb
+	if blocks < runtime.GOMAXPROCS(0) && n > nc {
+		runColumns(v, m, k, n, a, b, d, s, mcb, kcb)
+		return
+	}
 	for jc := 0; jc < n; jc += nc {
 		ncc := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -172,6 +176,50 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 			wg.Wait()
 		}
 	}
+}
+
+// runColumns is run for a product of fewer row blocks (of mcb rows) than
+// cores, such as a decoding step's few rows against a wide B: its blocks
+// of nc columns go to whichever worker is free, each packing its own
+// blocks of B and A, where run would leave all but one core idle while
+// it multiplies. Columns are disjoint and every element still takes its
+// K-blocks in order, so the bits are run's.
+func runColumns(v variant, m, k, n int, a, b Matrix, d, s []float64, mcb, kcb int) {
+	cols := (n + nc - 1) / nc
+	var next atomic.Int64
+	work := func() {
+		pb := getBuf(&bBufs, packedBLen(v, kcb, nc))
+		defer bBufs.Put(pb)
+		pa := getBuf(&aBufs, mcb*kcb)
+		defer aBufs.Put(pa)
+		for {
+			jb := int(next.Add(1) - 1)
+			if jb >= cols {
+				return
+			}
+			jc := jb * nc
+			ncc := min(nc, n-jc)
+			for pc := 0; pc < k; pc += kc {
+				kcc := min(kc, k-pc)
+				packBGroups(b, n, pc, kcc, jc, ncc, v.abs, *pb, 0, (kcc+packRows-1)/packRows)
+				for ic := 0; ic < m; ic += mcb {
+					mcc := min(mcb, m-ic)
+					packA(a, k, ic, mcc, pc, kcc, v.mr, *pa)
+					var sb []float64
+					if s != nil {
+						sb = s[ic*n+jc:]
+					}
+					macro(v, mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], sb, n, pc > 0)
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), cols) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 }
 
 // macro runs v's micro-kernel over one mcc×ncc block of C (d and s, row
@@ -252,42 +300,49 @@ func packA(a Matrix, k, ic, mcc, pc, kcc, tmr int, pa []float64) {
 // writing a row at a time would jump 16·kcc bytes (a power of two) from
 // panel to panel.
 func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
-	const packRows = 8
+	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
+		packBGroups(b, n, pc, kcc, jc, ncc, abs, pb, lo, hi)
+	})
+}
+
+// packRows is how many rows of B packB reads before it writes them out.
+const packRows = 8
+
+// packBGroups is packB for the groups of packRows rows [lo, hi).
+func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64, lo, hi int) {
 	width := roundUp(ncc, nr)
 	w := variant{abs: abs}.panel()
-	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
-		rp := getBuf(&rowBufs, packRows*width)
-		defer rowBufs.Put(rp)
-		rows := *rp
-		for g := lo; g < hi; g++ {
-			k0 := g * packRows
-			cnt := min(packRows, kcc-k0)
+	rp := getBuf(&rowBufs, packRows*width)
+	defer rowBufs.Put(rp)
+	rows := *rp
+	for g := lo; g < hi; g++ {
+		k0 := g * packRows
+		cnt := min(packRows, kcc-k0)
+		for r := range cnt {
+			b.Float64sFrom((pc+k0+r)*n+jc, rows[r*width:r*width+ncc])
+		}
+		for q := range width / nr {
+			dst := pb[q*w*kcc+k0*w:]
 			for r := range cnt {
-				b.Float64sFrom((pc+k0+r)*n+jc, rows[r*width:r*width+ncc])
-			}
-			for q := range width / nr {
-				dst := pb[q*w*kcc+k0*w:]
-				for r := range cnt {
-					src := (*[nr]float64)(rows[r*width+q*nr:])
-					if !abs {
-						// Through a value: an assignment from one
-						// array pointer to another compiles to a call
-						// of memmove per 64 bytes (the two may
-						// overlap); through a local it is eight vector
-						// moves.
-						v := *src
-						*(*[nr]float64)(dst[r*nr:]) = v
-						continue
-					}
-					d := (*[2 * nr]float64)(dst[r*2*nr:])
-					for c, v := range src {
-						d[c] = v
-						d[nr+c] = math.Abs(v)
-					}
+				src := (*[nr]float64)(rows[r*width+q*nr:])
+				if !abs {
+					// Through a value: an assignment from one
+					// array pointer to another compiles to a call
+					// of memmove per 64 bytes (the two may
+					// overlap); through a local it is eight vector
+					// moves.
+					v := *src
+					*(*[nr]float64)(dst[r*nr:]) = v
+					continue
+				}
+				d := (*[2 * nr]float64)(dst[r*2*nr:])
+				for c, v := range src {
+					d[c] = v
+					d[nr+c] = math.Abs(v)
 				}
 			}
 		}
-	})
+	}
 }
 
 // packedBLen is the length of a packed B block of kcb steps and ncb

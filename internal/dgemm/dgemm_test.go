@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -108,12 +109,13 @@ func operands(r *rand.Rand, dist, m, k, n int) (a, b []float64) {
 }
 
 // shapes cross every blocking edge: mr, nr, kc, mc, nc and their partial
-// tiles, plus empty and single-element products.
+// tiles, plus empty and single-element products, and products of one row
+// block over several column blocks (runColumns).
 var shapes = [][3]int{
 	{0, 3, 4}, {3, 0, 4}, {3, 4, 0}, {1, 1, 1}, {2, 3, 5}, {3, 1, 8}, {4, 7, 9},
 	{mr, kc, nr}, {mr + 1, kc + 1, nr + 1}, {17, 2*kc + 3, 23},
 	{mc - 1, 5, 2*nr - 1}, {mc + 2, kc - 1, 3 * nr}, {2*mc + 5, 33, 17},
-	{5, 9, nc + 13}, {7, kc + 2, nc - 1},
+	{5, 9, nc + 13}, {7, kc + 2, nc - 1}, {mrMul + 1, 2*kc + 1, 2*nc + 5}, {mc + 1, kc + 3, nc + 9},
 	{mrMul, kc, nr}, {mrMul + 1, 3, nr - 1}, {2*mrMul - 1, kc + 1, 2 * nr},
 }
 
@@ -133,6 +135,9 @@ func withKernels(k, km kernelFunc, f func()) {
 //
 // Mul is held to the same loop's d the same way.
 func TestMulAbsMatchesLoop(t *testing.T) {
+	// Two Ps at least, so that the products of one row block take
+	// runColumns on any machine.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	kernels := []struct {
 		name  string
 		k, km kernelFunc
