@@ -2,6 +2,7 @@ package golden
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -331,6 +332,9 @@ func runRepeated(ctx context.Context, r *harness.Outcome, b backend.Backend, pc 
 			rctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		}
 		res, err := harness.RunPrepared(rctx, b, pc, hopt)
+		if err != nil && opt.Timeout > 0 && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w (timed out after %s)", err, opt.Timeout)
+		}
 		cancel()
 		if err != nil {
 			if n > 1 {

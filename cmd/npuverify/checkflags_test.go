@@ -91,6 +91,14 @@ func TestCheckJobsRunsCasesConcurrently(t *testing.T) {
 	}
 }
 
+// TestCheckEmulatorTimeout: an emulator case stopped by --timeout is a
+// backend error whose message says so after the case's op and params.
+func TestCheckEmulatorTimeout(t *testing.T) {
+	const id = "gemm/fp32_longk_16x512x16"
+	wantCLI(t, 3, []string{"npuverify: check: " + id + ": gemm ", "backend emulator", "context deadline exceeded (timed out after 1ns)"},
+		"check", "--run", "^"+id+"$", "--timeout", "1ns")
+}
+
 // TestCheckJobsStableOutput: the emulator's whole check output is the same
 // one case at a time and two at a time.
 func TestCheckJobsStableOutput(t *testing.T) {

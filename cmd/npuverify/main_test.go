@@ -218,6 +218,8 @@ func TestRunErrors(t *testing.T) {
 		{"unknown profile", 2, []string{"--profile ascend999"}, []string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--profile", "ascend999"}},
 		{"verification failed", 1, []string{"vector_add dtype=fp16 seed=0", "policy bound"},
 			[]string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", filepath.Join(dir, "wrong"), "--backend", "exec:" + copyX}},
+		{"emulator timeout", 3, []string{"npuverify: run: vector_add dtype=fp16", "backend emulator", "context deadline exceeded (timed out after 1ns)"},
+			[]string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--timeout", "1ns"}},
 		{"backend failure", 3, []string{"npuverify: run: ", "backend exec:"},
 			[]string{"vector_add", "--in", "x=" + x16, "--in", "y=" + y16, "--out", out, "--backend", "exec:" + filepath.Join(dir, "no-such-kernel")}},
 	} {

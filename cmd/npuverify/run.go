@@ -109,6 +109,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err != nil {
+		if d := dev.caseTimeout(b); d > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (timed out after %s)", err, d)
+		}
 		return harnessErr(where, err)
 	}
 
