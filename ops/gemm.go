@@ -65,8 +65,8 @@ var GEMM Op = gemm{}
 // so its bits follow this model; for other implementations the sign of a
 // zero is within any bound.
 //
-// Sizes: M·N·K ≤ GEMMMaxMACs (2^36, so that 4096³ is legal) and, for
-// int8, K ≤ GEMMInt8MaxK; larger inputs are input errors.
+// Sizes: M·N·K ≤ GEMMMaxMACs (2^38, so that an LLM's projections are
+// legal) and, for int8, K ≤ GEMMInt8MaxK; larger inputs are input errors.
 //
 // The bounds of Expect are documented in gemm_bound.go.
 type gemm struct{}
@@ -103,14 +103,15 @@ const (
 // GEMMBlockK is the k-block width of accumulate=blocked16.
 const GEMMBlockK = 16
 
-// GEMMMaxMACs caps M·N·K of one gemm case (2^36 multiply-accumulates,
-// 256 × tensor.MaxElements): a real 4096³ gemm is legal (a whole `run`
-// of it in fp16_fp32acc takes about 5 s on 2 cores), while a hostile
-// size cannot run for hours: the slowest mode, fp16 with fp16
-// accumulation, emulates about 0.3·10^9 multiply-accumulates a second
-// per 2 cores, so a case at the cap takes minutes, and the CLI's
-// per-case timeout (60 s by default) stops it sooner.
-const GEMMMaxMACs = 256 * tensor.MaxElements
+// GEMMMaxMACs caps M·N·K of one gemm case (2^38 multiply-accumulates,
+// 1024 × tensor.MaxElements): real shapes are legal, such as 4096³ (a
+// whole `run` in fp16_fp32acc takes about 4 s on 2 cores) and an LLM's
+// projection over a prefill of 4096 tokens, 4096×4096×11008 (about 11 s),
+// while a hostile size cannot run for hours: the slowest mode, fp16 with
+// fp16 accumulation, emulates about 0.3·10^9 multiply-accumulates a
+// second on 2 cores, so a case at the cap takes about 15 minutes, and the
+// CLI's per-case timeout (60 s by default) stops it sooner.
+const GEMMMaxMACs = 1024 * tensor.MaxElements
 
 // GEMMInt8MaxK is the largest K whose int8 accumulation cannot overflow
 // int32: K·128·128 ≤ 2^31 − 1.

@@ -20,7 +20,7 @@ import (
 // int8 values (integers ≤ 2^14) is exact and normal in fp32, every
 // partial sum of non-negative terms is zero or at least the smallest
 // product, and no sum of K ≤ GEMMMaxMACs of them nears fp32's overflow
-// (2^36·65504² < 2^68); so the K−1 roundings of the additions are each a
+// (2^38·65504² < 2^70); so the K−1 roundings of the additions are each a
 // factor of at least 1 − 2^-24 and S ≤ ŝ·(1 + γ_{K−1}(2^-24))
 // (bound.MagUpIn, as gemm_bound.go's float64 case with u = 2^-24). An
 // Inf or NaN input makes ŝ Inf or NaN exactly when the float64 sum is.

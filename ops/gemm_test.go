@@ -101,9 +101,10 @@ func TestGEMMInputErrors(t *testing.T) {
 	}
 }
 
-// TestGEMMSizeCap: M·N·K up to GEMMMaxMACs is legal, 4096³ included (the
-// size a real kernel is checked at), and one more multiply-accumulate in
-// any dimension is an input error, also where the product overflows int.
+// TestGEMMSizeCap: M·N·K up to GEMMMaxMACs is legal, 4096³ and an LLM's
+// prefill projection of 4096 tokens (4096×4096×11008) included, and one
+// more multiply-accumulate in any dimension is an input error, also where
+// the product overflows int.
 func TestGEMMSizeCap(t *testing.T) {
 	op := mustOp(t, "gemm")
 	cfg, err := ParseGEMM(Params{})
@@ -116,9 +117,11 @@ func TestGEMMSizeCap(t *testing.T) {
 		ok      bool
 	}{
 		{4096, 4096, 4096, true},
-		{4097, 4096, 4096, false},
-		{4096, 4097, 4096, false},
-		{4096, 4096, 4097, false},
+		{4096, 4096, 11008, true},
+		{4096, 4096, 16384, true}, // the cap itself
+		{4097, 4096, 16384, false},
+		{4096, 4097, 16384, false},
+		{4096, 4096, 16385, false},
 		{1, GEMMMaxMACs, 1, true},
 		{1, GEMMMaxMACs + 1, 1, false},
 		{GEMMMaxMACs, 1, 1, true},
