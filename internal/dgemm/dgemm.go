@@ -138,8 +138,9 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	workers := min(runtime.GOMAXPROCS(0), blocks)
 	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), v.mr)
 	blocks = (m + mcb - 1) / mcb
+	p := product{v: v, m: m, k: k, n: n, a: a, b: b, d: d, s: s}
 	if blocks < runtime.GOMAXPROCS(0) && n > nc {
-		runColumns(v, m, k, n, a, b, d, s, mcb, kcb)
+		p.columns(mcb, kcb)
 		return
 	}
 	for jc := 0; jc < n; jc += nc {
@@ -147,78 +148,80 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 		for pc := 0; pc < k; pc += kc {
 			kcc := min(kc, k-pc)
 			packB(b, n, pc, kcc, jc, ncc, v.abs, *pb)
-			// Row blocks go to whichever worker is free: the machine is
-			// shared, so a static split would wait for the slowest core.
-			var next atomic.Int64
-			work := func() {
+			claim(workers, blocks, func(next func() (int, bool)) {
 				pa := getBuf(&aBufs, mcb*kcc)
 				defer aBufs.Put(pa)
-				for {
-					ib := int(next.Add(1) - 1)
-					if ib >= blocks {
-						return
-					}
+				for ib, ok := next(); ok; ib, ok = next() {
 					ic := ib * mcb
-					mcc := min(mcb, m-ic)
-					packA(a, k, ic, mcc, pc, kcc, v.mr, *pa)
-					var sb []float64
-					if s != nil {
-						sb = s[ic*n+jc:]
-					}
-					macro(v, mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], sb, n, pc > 0)
+					p.block(ic, min(mcb, m-ic), pc, kcc, jc, ncc, *pa, *pb)
 				}
-			}
-			var wg sync.WaitGroup
-			for range workers - 1 {
-				wg.Go(work)
-			}
-			work()
-			wg.Wait()
+			})
 		}
 	}
 }
 
-// runColumns is run for a product of fewer row blocks (of mcb rows) than
+// product is one call of run: its variant, sizes, operands and results.
+type product struct {
+	v       variant
+	m, k, n int
+	a, b    Matrix
+	d, s    []float64 // s nil without magnitudes
+}
+
+// block packs rows ic…ic+mcc−1 of a's K-block pc…pc+kcc−1 into pa and
+// multiplies them by the packed B block pb into columns jc…jc+ncc−1 of d
+// (and s), continuing their sums after the first K-block.
+func (p *product) block(ic, mcc, pc, kcc, jc, ncc int, pa, pb []float64) {
+	packA(p.a, p.k, ic, mcc, pc, kcc, p.v.mr, pa)
+	var sb []float64
+	if p.s != nil {
+		sb = p.s[ic*p.n+jc:]
+	}
+	macro(p.v, mcc, kcc, ncc, pa, pb, p.d[ic*p.n+jc:], sb, p.n, pc > 0)
+}
+
+// columns is run for a product of fewer row blocks (of mcb rows) than
 // cores, such as a decoding step's few rows against a wide B: its blocks
-// of nc columns go to whichever worker is free, each packing its own
-// blocks of B and A, where run would leave all but one core idle while
-// it multiplies. Columns are disjoint and every element still takes its
+// of nc columns are claimed by the workers, each packing its own blocks
+// of B and A, where run would leave all but one core idle while it
+// multiplies. Columns are disjoint and every element still takes its
 // K-blocks in order, so the bits are run's.
-func runColumns(v variant, m, k, n int, a, b Matrix, d, s []float64, mcb, kcb int) {
-	cols := (n + nc - 1) / nc
-	var next atomic.Int64
-	work := func() {
-		pb := getBuf(&bBufs, packedBLen(v, kcb, nc))
+func (p *product) columns(mcb, kcb int) {
+	cols := (p.n + nc - 1) / nc
+	claim(min(runtime.GOMAXPROCS(0), cols), cols, func(next func() (int, bool)) {
+		pb := getBuf(&bBufs, packedBLen(p.v, kcb, nc))
 		defer bBufs.Put(pb)
 		pa := getBuf(&aBufs, mcb*kcb)
 		defer aBufs.Put(pa)
-		for {
-			jb := int(next.Add(1) - 1)
-			if jb >= cols {
-				return
-			}
+		for jb, ok := next(); ok; jb, ok = next() {
 			jc := jb * nc
-			ncc := min(nc, n-jc)
-			for pc := 0; pc < k; pc += kc {
-				kcc := min(kc, k-pc)
-				packBGroups(b, n, pc, kcc, jc, ncc, v.abs, *pb, 0, (kcc+packRows-1)/packRows)
-				for ic := 0; ic < m; ic += mcb {
-					mcc := min(mcb, m-ic)
-					packA(a, k, ic, mcc, pc, kcc, v.mr, *pa)
-					var sb []float64
-					if s != nil {
-						sb = s[ic*n+jc:]
-					}
-					macro(v, mcc, kcc, ncc, *pa, *pb, d[ic*n+jc:], sb, n, pc > 0)
+			ncc := min(nc, p.n-jc)
+			for pc := 0; pc < p.k; pc += kc {
+				kcc := min(kc, p.k-pc)
+				packBGroups(p.b, p.n, pc, kcc, jc, ncc, p.v.abs, *pb, 0, (kcc+packRows-1)/packRows)
+				for ic := 0; ic < p.m; ic += mcb {
+					p.block(ic, min(mcb, p.m-ic), pc, kcc, jc, ncc, *pa, *pb)
 				}
 			}
 		}
+	})
+}
+
+// claim runs work on workers goroutines, the caller's among them; each
+// takes items by next, which hands out 0…n−1 once each to whichever
+// worker asks first (the machine is shared, so a static split would wait
+// for the slowest core) and then reports false.
+func claim(workers, n int, work func(next func() (int, bool))) {
+	var c atomic.Int64
+	next := func() (int, bool) {
+		i := int(c.Add(1) - 1)
+		return i, i < n
 	}
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), cols) - 1 {
-		wg.Go(work)
+	for range workers - 1 {
+		wg.Go(func() { work(next) })
 	}
-	work()
+	work(next)
 	wg.Wait()
 }
 
