@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
@@ -162,6 +163,10 @@ type Options struct {
 	// bytes an element for a GEMM, is then never held. The verdicts are
 	// the same; Result.Expected is nil for such a run.
 	Stream bool
+	// Timeout, when positive, bounds the run: its context gets that
+	// deadline, and an error the deadline caused ends "(timed out after
+	// Timeout)", so that an emulator stopped mid-launch says why.
+	Timeout time.Duration
 }
 
 // Run prepares c and runs it on b. See RunPrepared.
@@ -184,8 +189,22 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // every cache element a KV update must not write is bit-identical) and,
 // when the backend reports
 // a *npu.GuardError with its outputs, fails CheckGuardBand on each output
-// whose guard was written.
+// whose guard was written. opt.Timeout bounds it.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
+	if opt.Timeout <= 0 {
+		return runPrepared(ctx, b, pc, opt)
+	}
+	tctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	res, err := runPrepared(tctx, b, pc, opt)
+	if err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (timed out after %s)", err, opt.Timeout)
+	}
+	return res, err
+}
+
+// runPrepared is RunPrepared within whatever deadline ctx has.
+func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
 	c := pc.Case
 	num := opt.Numerics
 	if nb, ok := b.(NumericsBackend); ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -190,5 +191,33 @@ func TestDualPolicyNeedsTrustedOutputs(t *testing.T) {
 		if len(got) != 1 || got[0] != tt.want {
 			t.Errorf("%s %s: judged by %v / want [%s]", c.Subject(), tt.name, got, tt.want)
 		}
+	}
+}
+
+// waitingBackend is a kernel that runs until its context ends and then
+// fails with the context's error, as the emulator's launch does.
+type waitingBackend struct{}
+
+func (waitingBackend) Name() string { return "waiting" }
+
+func (waitingBackend) Run(ctx context.Context, _ string, _ ops.Params, _ map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
+}
+
+// TestRunTimeout: Options.Timeout stops the run, and the backend error it
+// caused ends "(timed out after D)" after the case's subject; a run that
+// the caller cancels says nothing about a timeout.
+func TestRunTimeout(t *testing.T) {
+	_, err := harness.Run(context.Background(), waitingBackend{}, fp16Case, harness.Options{Timeout: 20 * time.Millisecond})
+	if err == nil || !harness.IsBackend(err) || !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.HasPrefix(err.Error(), fp16Case.Subject().String()) || !strings.HasSuffix(err.Error(), "(timed out after 20ms)") {
+		t.Errorf("%s: Run with Timeout 20ms on a kernel that waits = %v, want a backend error of the deadline ending \"(timed out after 20ms)\"", fp16Case.Subject(), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	_, err = harness.Run(ctx, waitingBackend{}, fp16Case, harness.Options{Timeout: time.Minute})
+	if err == nil || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "timed out") {
+		t.Errorf("%s: Run canceled by its caller under Timeout 1m = %v, want the cancellation, no timeout named", fp16Case.Subject(), err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,22 +95,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
-	ctx := intr.ctx
-	if d := dev.caseTimeout(b); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
 	c := ops.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true})
+	res, err := harness.RunPrepared(intr.ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b)})
 	if err := intr.err(where, "the kernel was killed, no output written"); err != nil {
 		return err
 	}
 	if err != nil {
-		if d := dev.caseTimeout(b); d > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("%w (timed out after %s)", err, d)
-		}
 		return harnessErr(where, err)
 	}
 
