@@ -26,9 +26,12 @@ import (
 // on timeout, cancellation, Close) the followed processes are killed with
 // SIGKILL through a pidfd after their start time is checked (so a reused
 // process id is never signalled), until none is left, and the adopted ones
-// are reaped. A descendant that both clears its environment and leaves
-// the command's tree between two scans (scanInterval) can still escape;
-// a cgroup would close that gap but needs privileges the harness may not
+// are reaped. That last scan goes on until it is settled: a child of the
+// harness whose environment reads as empty is exiting (or inside an
+// execve), and the children it is about to hand over may be the command's.
+// A descendant that both clears its environment and leaves the command's
+// tree between two scans (scanInterval) can still escape (after holding
+// the last scan for killWait, as its environment stays empty); a cgroup would close that gap but needs privileges the harness may not
 // have.
 
 // scanInterval is how often the command's processes are looked up while
@@ -124,22 +127,51 @@ func children(pid int) []int {
 	return out
 }
 
-// hasEnv reports whether process pid's initial environment holds kv.
-func hasEnv(pid int, kv string) bool {
+// envHolds reports whether process pid's environment holds kv, and
+// whether the environment read as empty. An empty read means a process
+// that is exiting (its memory is gone before its children are handed to
+// the harness), one between the two halves of an execve, or one started
+// with no environment at all: only the last stays that way.
+func envHolds(pid int, kv string) (holds, empty bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
+	if err != nil || len(b) == 0 {
+		return false, true
 	}
 	for _, e := range bytes.Split(b, []byte{0}) {
 		if string(e) == kv {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
+}
+
+// procTable is what a tracker reads of the system's processes and does to
+// them: /proc, pidfds and wait4 (procfs); a scripted table in the tests,
+// which hold the scan to the races a real machine shows only now and then.
+type procTable interface {
+	stat(pid int) (proc, bool)
+	children(pid int) []int
+	env(pid int, kv string) (holds, empty bool)
+	kill(p proc)       // SIGKILL, unless the pid now names another process
+	reap(pid int) bool // wait for an exited child without blocking
+}
+
+// procfs is the procTable of this machine.
+type procfs struct{}
+
+func (procfs) stat(pid int) (proc, bool)           { return readProc(pid) }
+func (procfs) children(pid int) []int              { return children(pid) }
+func (procfs) env(pid int, kv string) (bool, bool) { return envHolds(pid, kv) }
+func (procfs) kill(p proc)                         { signal(p) }
+func (procfs) reap(pid int) bool {
+	var ws unix.WaitStatus
+	n, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	return n == pid
 }
 
 // tracker follows the processes of one command.
 type tracker struct {
+	procs  procTable
 	root   int    // the command; reaped by its exec.Cmd, never here
 	marker string // NPUVERIFY_CASE=... of this run
 	self   int
@@ -156,12 +188,19 @@ var trackers struct {
 	running bool
 }
 
-// track starts following the command root and its descendants.
-func track(root int, marker string) *tracker {
-	t := &tracker{root: root, marker: marker, self: os.Getpid(), members: map[int]uint64{}}
-	if p, ok := readProc(root); ok {
+// newTracker returns a tracker of the command root, run by self, that
+// nothing scans yet.
+func newTracker(procs procTable, self, root int, marker string) *tracker {
+	t := &tracker{procs: procs, root: root, marker: marker, self: self, members: map[int]uint64{}}
+	if p, ok := procs.stat(root); ok {
 		t.members[root] = p.start
 	}
+	return t
+}
+
+// track starts following the command root and its descendants.
+func track(root int, marker string) *tracker {
+	t := newTracker(procfs{}, os.Getpid(), root, marker)
 	trackers.mu.Lock()
 	defer trackers.mu.Unlock()
 	if trackers.set == nil {
@@ -196,50 +235,88 @@ func scanLoop() {
 	}
 }
 
+// maxAdoptPasses bounds how often one update reads the harness's children
+// again to find orphans handed to it while it looked (more passes than
+// this mean other commands keep starting; kill scans again anyway).
+const maxAdoptPasses = 4
+
 // update adds the command's processes (the descendants of the command
 // and of every member; the harness's own children in the command's
 // process group or with this case's NPUVERIFY_CASE, and their
 // descendants), drops members that are gone, and reaps adopted members
-// that have exited. It returns the members that are alive. Its cost is in
-// proportion to the command's processes and the harness's children, not
-// to every process of the system.
-func (t *tracker) update() []proc {
+// that have exited. It returns the members that are alive, and whether
+// the scan may have missed one: a child of the harness whose environment
+// could not be read (exiting, or in the middle of an execve) is neither
+// taken nor ruled out, and its own children reach the harness only when
+// it has exited. Its cost is in proportion to the command's processes and
+// the harness's children, not to every process of the system.
+func (t *tracker) update() (alive []proc, unsettled bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	seen := map[int]proc{}
 	var queue []int
 	for pid, start := range t.members {
-		if p, ok := readProc(pid); ok && p.start == start {
+		if p, ok := t.procs.stat(pid); ok && p.start == start {
 			seen[pid] = p
 			queue = append(queue, pid)
 		} else {
 			delete(t.members, pid)
 		}
 	}
-	for _, c := range children(t.self) {
-		if _, ok := t.members[c]; ok {
-			continue
+	// The harness's children are read again after they are looked at: a
+	// process seen exiting (or exited) may have handed its children to
+	// the harness after the first read, and they are the orphans sought.
+	looked := map[int]bool{}
+	for pass := 0; ; pass++ {
+		fresh := false
+		for _, c := range t.procs.children(t.self) {
+			if looked[c] {
+				continue
+			}
+			looked[c], fresh = true, true
+			if _, ok := t.members[c]; ok {
+				continue
+			}
+			p, ok := t.procs.stat(c)
+			if !ok || p.ppid != t.self {
+				continue
+			}
+			if p.pgid == t.root {
+				t.members[c], seen[c] = p.start, p
+				queue = append(queue, c)
+				continue
+			}
+			if p.state == 'Z' {
+				continue
+			}
+			if holds, empty := t.procs.env(c, t.marker); holds {
+				t.members[c], seen[c] = p.start, p
+				queue = append(queue, c)
+			} else if empty {
+				unsettled = true
+			}
 		}
-		p, ok := readProc(c)
-		if ok && p.ppid == t.self && (p.pgid == t.root || p.state != 'Z' && hasEnv(c, t.marker)) {
-			t.members[c], seen[c] = p.start, p
-			queue = append(queue, c)
+		if !fresh {
+			break
+		}
+		if pass == maxAdoptPasses {
+			unsettled = true
+			break
 		}
 	}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		for _, c := range children(pid) {
+		for _, c := range t.procs.children(pid) {
 			if _, ok := t.members[c]; ok || c == t.self {
 				continue
 			}
-			if p, ok := readProc(c); ok && p.ppid == pid {
+			if p, ok := t.procs.stat(c); ok && p.ppid == pid {
 				t.members[c], seen[c] = p.start, p
 				queue = append(queue, c)
 			}
 		}
 	}
-	var alive []proc
 	for pid := range t.members {
 		p := seen[pid]
 		if p.state != 'Z' {
@@ -249,28 +326,30 @@ func (t *tracker) update() []proc {
 		if pid != t.root && p.ppid == t.self {
 			// An adopted descendant that exited: reap it (it is ours, and
 			// no one else waits for it).
-			var ws unix.WaitStatus
-			if n, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); n == pid {
+			if t.procs.reap(pid) {
 				delete(t.members, pid)
 			}
 		}
 	}
-	return alive
+	return alive, unsettled
 }
 
 // kill scans once more (so that children of a still running command are
 // seen before it dies), calls killGroup, then SIGKILLs every member until
-// none is alive (or killWait has passed), reaping the adopted ones.
+// none is alive and the scan is settled (or killWait has passed), reaping
+// the adopted ones. Waiting for a settled scan is what catches a
+// grandchild whose parent exits as the command ends: it reaches the
+// harness only after its parent's memory, and so its environment, is gone.
 func (t *tracker) kill(killGroup func()) {
-	alive := t.update()
+	alive, unsettled := t.update()
 	killGroup()
 	deadline := time.Now().Add(killWait)
-	for len(alive) > 0 && time.Now().Before(deadline) {
+	for (len(alive) > 0 || unsettled) && time.Now().Before(deadline) {
 		for _, p := range alive {
-			signal(p)
+			t.procs.kill(p)
 		}
 		time.Sleep(5 * time.Millisecond)
-		alive = t.update()
+		alive, unsettled = t.update()
 	}
 }
 
