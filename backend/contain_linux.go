@@ -173,6 +173,7 @@ func (procfs) reap(pid int) bool {
 type tracker struct {
 	procs  procTable
 	root   int    // the command; reaped by its exec.Cmd, never here
+	start  uint64 // the command's start time
 	marker string // NPUVERIFY_CASE=... of this run
 	self   int
 
@@ -193,7 +194,7 @@ var trackers struct {
 func newTracker(procs procTable, self, root int, marker string) *tracker {
 	t := &tracker{procs: procs, root: root, marker: marker, self: self, members: map[int]uint64{}}
 	if p, ok := procs.stat(root); ok {
-		t.members[root] = p.start
+		t.members[root], t.start = p.start, p.start
 	}
 	return t
 }
@@ -292,7 +293,10 @@ func (t *tracker) update() (alive []proc, unsettled bool) {
 			if holds, empty := t.procs.env(c, t.marker); holds {
 				t.members[c], seen[c] = p.start, p
 				queue = append(queue, c)
-			} else if empty {
+			} else if empty && p.start >= t.start {
+				// Not one started before the command: that is no orphan of
+				// it, and one with no environment at all would hold every
+				// last scan for killWait.
 				unsettled = true
 			}
 		}

@@ -26,6 +26,7 @@ type fakeTable struct {
 	procs  map[int]*fakeProc
 	onStat map[int]func()
 	killed []int
+	scans  int // reads of the harness's children
 }
 
 func (f *fakeTable) stat(pid int) (proc, bool) {
@@ -41,6 +42,9 @@ func (f *fakeTable) stat(pid int) (proc, bool) {
 }
 
 func (f *fakeTable) children(pid int) []int {
+	if pid == f.self {
+		f.scans++
+	}
 	if p, ok := f.procs[pid]; ok {
 		return slices.Clone(p.children)
 	}
@@ -87,17 +91,19 @@ func (f *fakeTable) exit(pid int) {
 
 // orphanTable is the moment setsid_orphan.sh's kernel (pid 10) has exited,
 // unreaped: its setsid shell (20), handed to the harness (1), still has the
-// grandchild sleep (30) that holds the case's marker. Another command of
-// the harness (40) runs with its own marker.
-// The shell's environment reads as empty, as one exiting does.
+// grandchild sleep (30) that holds the case's marker; the shell's
+// environment reads as empty, as an exiting process's does. Another
+// command of the harness (40) runs with its own marker, and a child the
+// harness started before the command (50) has no environment at all.
 func orphanTable() *fakeTable {
 	const marker = "NPUVERIFY_CASE=/w/1/case.json"
 	return &fakeTable{self: 1, onStat: map[int]func(){}, procs: map[int]*fakeProc{
-		1:  {proc: proc{pid: 1, state: 'S', start: 1}, children: []int{10, 20, 40}},
+		1:  {proc: proc{pid: 1, state: 'S', start: 1}, children: []int{10, 20, 40, 50}},
 		10: {proc: proc{pid: 10, ppid: 1, pgid: 10, state: 'Z', start: 100}, env: marker},
 		20: {proc: proc{pid: 20, ppid: 1, pgid: 20, state: 'R', start: 101}, children: []int{30}},
 		30: {proc: proc{pid: 30, ppid: 20, pgid: 20, state: 'S', start: 102}, env: marker},
 		40: {proc: proc{pid: 40, ppid: 1, pgid: 40, state: 'S', start: 103}, env: "NPUVERIFY_CASE=/w/2/case.json"},
+		50: {proc: proc{pid: 50, ppid: 1, pgid: 50, state: 'S', start: 50}},
 	}}
 }
 
@@ -140,7 +146,13 @@ func TestTrackerLastScan(t *testing.T) {
 		tr := newTracker(f, 1, 10, marker)
 		tr.kill(killGroup)
 		if !slices.Equal(f.killed, []int{30}) {
-			t.Errorf("tracker of command 10: kill() with %s: killed %v, want [30] (the grandchild, not the other command 40)", tc.name, f.killed)
+			t.Errorf("tracker of command 10: kill() with %s: killed %v, want [30] (the grandchild, not the other command 40 nor the older child 50)", tc.name, f.killed)
+		}
+		// A settled scan needs a few reads; the older child without an
+		// environment, taken for an exiting orphan, would hold the scan
+		// for killWait (some 1000 reads).
+		if f.scans > 20 {
+			t.Errorf("tracker of command 10: kill() with %s: read the harness's children %d times, want at most 20", tc.name, f.scans)
 		}
 		if _, ok := f.procs[30]; ok {
 			t.Errorf("tracker of command 10: kill() with %s: grandchild 30 left unreaped, want it reaped", tc.name)
