@@ -32,25 +32,24 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 	return map[string]*bound.Expected{"out": e}, nil
 }
 
-// gemmBlockElems is about how many output elements one block of
-// ExpectBlocks covers: 4 MiB of Expected (17 bytes an element), and few
-// blocks, as the reference packs B again for each (at n = 1024 the four
-// blocks pack it 16 times, the whole Expect 4 times; halving the blocks
-// changed neither the run's time nor its peak measurably).
-//
-// A block is at least gemmBlockMinRows rows, even when that is more than
-// gemmBlockElems elements, as long as their Expected fits in the bytes of
-// the case's own tensors (gemmBlockRows): each block packs all of B (and |B|) again and
-// multiplies it by the block's rows only, so at n = 4096 blocks of 2^18
-// elements (64 rows) packed B 64 times and ran the reference's row
-// blocks on one core (its blocks are 96 rows): a 4096³ run took 9.8 s,
-// 3.9 s of its CPU packing B. There 256 rows are 17 MiB of Expected
-// against 96 MiB of tensors.
+// The blocks of ExpectBlocks. Each block of rows costs the reference a
+// packing of all of B (and |B| for S) again, multiplied by that block's
+// rows only: at n = 4096, blocks of 2^18 elements (64 rows) packed B 64
+// times, 3.9 s of a 9.8 s run's CPU, and blocks of 256 rows still 16
+// times. What fewer blocks cost is memory: a block's Expected (17 bytes an
+// element) is held while the block is judged. So a block holds as many
+// rows as have their Expected fit in half the bytes of the case's own
+// tensors, and at least gemmBlockElems elements (4 MiB of Expected) so
+// that a small case is not cut into slivers; the rows are then shared
+// evenly among the blocks. 4096³, three runs each: 256 rows, 4.5–4.9 s
+// and 157 MiB peak for 96 MiB of tensors; half the tensor bytes (683
+// rows), 3.9–4.0 s and 188 MiB; all of them (1366 rows), 3.6–4.0 s and
+// 240 MiB. 1024³ keeps its four blocks of 256 rows.
 //
 // Variables for the test that cuts small outputs into many blocks.
 var (
-	gemmBlockElems   = 1 << 18
-	gemmBlockMinRows = 256
+	gemmBlockElems = 1 << 18
+	gemmBlockFit   = true // blocks grow to half the case's tensor bytes
 )
 
 // gemmExpectedBytes is what bound.Expected holds per element: Ref and
@@ -59,13 +58,21 @@ const gemmExpectedBytes = 17
 
 // gemmBlockRows is how many rows of an [m,n] output one block of
 // ExpectBlocks covers, for a case whose inputs and outputs hold
-// tensorBytes: gemmBlockElems elements' worth (at least a row), or
-// gemmBlockMinRows rows if that is more and their Expected fits in
-// tensorBytes (fewer rows, as many as fit, if it does not); at most m.
+// tensorBytes: as many as have Expected fit in tensorBytes/2, or
+// gemmBlockElems elements' worth (at least a row) if that is more, at
+// most m; then the fewest rows that cut m into as many blocks.
 func gemmBlockRows(m, n, tensorBytes int) int {
 	n = max(n, 1)
-	rows := max(gemmBlockElems/n, min(gemmBlockMinRows, tensorBytes/(gemmExpectedBytes*n)))
-	return max(1, min(m, rows))
+	rows := gemmBlockElems / n
+	if gemmBlockFit {
+		rows = max(rows, tensorBytes/2/(gemmExpectedBytes*n))
+	}
+	rows = max(1, min(m, rows))
+	if m <= 0 {
+		return rows
+	}
+	blocks := (m + rows - 1) / rows
+	return (m + blocks - 1) / blocks
 }
 
 // ExpectBlocks is Expect a block of whole rows of out at a time

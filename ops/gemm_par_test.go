@@ -65,10 +65,10 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 // and in blocks of its rows.
 func TestGEMMExpectBlocksMatchesExpect(t *testing.T) {
 	const m, k, n, seed = 37, 40, 70, 19
-	defer func(v, r, w, kb int) {
-		gemmBlockElems, gemmBlockMinRows, gemmMag32WholeElems, gemmMag32K = v, r, w, kb
-	}(gemmBlockElems, gemmBlockMinRows, gemmMag32WholeElems, gemmMag32K)
-	gemmBlockMinRows = 1
+	defer func(v int, f bool, w, kb int) {
+		gemmBlockElems, gemmBlockFit, gemmMag32WholeElems, gemmMag32K = v, f, w, kb
+	}(gemmBlockElems, gemmBlockFit, gemmMag32WholeElems, gemmMag32K)
+	gemmBlockFit = false
 	eachGEMMCase(t, m, k, n, seed, func(mode GEMMMode, dist string, p Params, in map[string]*tensor.Tensor) {
 		gemmMag32WholeElems, gemmMag32K = 1<<20, 256
 		full, err := GEMM.Expect(p, in, tensor.Numerics{})
@@ -189,25 +189,26 @@ func serialMagFP32(m, k, n int, a, b []float64) []float64 {
 	return s
 }
 
-// TestGEMMBlockRows: a block of ExpectBlocks has gemmBlockMinRows rows
-// (all of them if fewer) when their Expected fits in the case's tensor
-// bytes, else as many rows as fit, and never fewer than gemmBlockElems
-// elements' worth (a row at least): the blocks of 1024³ are unchanged
-// from 2^18 elements, 4096³ gets 256 rows, and a wide output over a
-// short K is held to its own size.
+// TestGEMMBlockRows: a block of ExpectBlocks has as many rows as have
+// their Expected fit in half the case's tensor bytes, or gemmBlockElems
+// elements' worth if that is more (a row at least, all of them at most),
+// shared evenly among the fewest blocks: the Expected never outgrows the
+// larger of the two, and a row fewer a block would take another block.
 func TestGEMMBlockRows(t *testing.T) {
 	const f16 = 2
 	for _, tt := range []struct {
 		m, k, n, want int
 	}{
-		{1024, 1024, 1024, 256},
-		{4096, 4096, 4096, 256},
-		{16, 4096, 11008, 16},
-		{512, 16, 65536, 62},     // (16 KiB + 2 MiB + 64 MiB) / (17 · 65536)
-		{256, 1, 1 << 20, 30},    // 2^28 outputs: as many rows as fit
+		{1024, 1024, 1024, 256},  // 2^18 elements: 3 MiB / (17 · 1024) = 180 rows fit
+		{2048, 2048, 2048, 342},  // 12 MiB / (17 · 2048) = 361 rows fit: 6 blocks
+		{4096, 4096, 4096, 683},  // 48 MiB / (17 · 4096) = 722: 6 blocks
+		{4096, 4096, 11008, 512}, // 102 MiB / (17 · 11008) = 571: 8 blocks
+		{16, 4096, 11008, 16},    // all rows fit
+		{512, 16, 65536, 31},     // (16 KiB + 2 MiB + 64 MiB) / 2 / (17 · 65536) = 31: 17 blocks
+		{256, 1, 1 << 20, 15},    // 2^28 outputs: 15 rows fit, 18 blocks
 		{2, 1, 1 << 20, 1},       // 2^18 / 2^20 rounds to 0, and 17 bytes a row exceed 6 MiB: one row
 		{3, 5, 7, 3},             // all of a small output
-		{1 << 20, 1, 1, 1 << 18}, // 2^18 elements of one column
+		{1 << 20, 1, 1, 1 << 18}, // 2^18 elements of one column (only 246723 rows fit)
 		{5, 5, 0, 5},             // an empty output: rows of nothing
 	} {
 		bytes := (tt.m*tt.k + tt.k*tt.n + tt.m*tt.n) * f16
@@ -215,8 +216,11 @@ func TestGEMMBlockRows(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("gemm m=%d k=%d n=%d (%d tensor bytes): gemmBlockRows = %d, want %d", tt.m, tt.k, tt.n, bytes, got, tt.want)
 		}
-		if n := max(tt.n, 1); got*n*gemmExpectedBytes > max(bytes, gemmBlockElems*gemmExpectedBytes, n*gemmExpectedBytes) {
-			t.Errorf("gemm m=%d k=%d n=%d: %d rows hold %d bytes of Expected, over both the case's %d tensor bytes and 2^18 elements' worth", tt.m, tt.k, tt.n, got, got*n*gemmExpectedBytes, bytes)
+		if n := max(tt.n, 1); got*n*gemmExpectedBytes > max(bytes/2, gemmBlockElems*gemmExpectedBytes, n*gemmExpectedBytes) {
+			t.Errorf("gemm m=%d k=%d n=%d: %d rows hold %d bytes of Expected, over both half the case's %d tensor bytes and 2^18 elements' worth", tt.m, tt.k, tt.n, got, got*n*gemmExpectedBytes, bytes)
+		}
+		if blocks := (tt.m + got - 1) / got; got > 1 && (tt.m+got-2)/(got-1) == blocks {
+			t.Errorf("gemm m=%d k=%d n=%d: blocks of %d rows, want %d: %d blocks of one row fewer cover the output too", tt.m, tt.k, tt.n, got, got-1, blocks)
 		}
 	}
 }
