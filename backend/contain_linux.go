@@ -31,8 +31,8 @@ import (
 // execve), and the children it is about to hand over may be the command's.
 // A descendant that both clears its environment and leaves the command's
 // tree between two scans (scanInterval) can still escape (after holding
-// the last scan for killWait, as its environment stays empty); a cgroup would close that gap but needs privileges the harness may not
-// have.
+// the last scan for killWait, as its environment stays empty); a cgroup
+// would close that gap but needs privileges the harness may not have.
 
 // scanInterval is how often the command's processes are looked up while
 // it runs: often enough to see a process before a short-lived parent
