@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-purego test-v3 test-arm64 test-exec report fuzz golden bench lint build mutation
+.PHONY: test test-purego test-v3 test-arm64 test-exec test-stress report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora. Without go test's
 ## built-in vet pass: `make lint` runs go vet with every analyzer (a superset of that pass) and CI runs it
@@ -34,6 +34,11 @@ test-arm64:
 test-exec:
 	mkdir -p bin && $(CC) -O2 -std=c11 -o bin/ckernel backend/testdata/ckernel/*.c -lm
 	NPUVERIFY_BACKEND="exec:$(CURDIR)/bin/ckernel" $(GO) test -count=1 ./suites
+
+## test-stress: the exec backend's containment on real processes, many times over (a kernel that
+## orphans a grandchild as it exits, 300 runs): races the default suite covers on a scripted table.
+test-stress:
+	NPUVERIFY_STRESS=1 $(GO) test -count=1 -run 'Stress' -v ./backend
 
 ## mutation: mutation score: the default suite against every injected kernel fault (table of the
 ## first case and check that caught each, or SURVIVED) and false alarms on valid variants.

@@ -87,6 +87,35 @@ func TestExecContainOrphanAfterCleanExit(t *testing.T) {
 	wantNoSurvivor(t, readPID(t, pf), "the kernel's orphaned setsid grandchild")
 }
 
+// TestExecContainOrphanAtExitStress runs orphan_at_exit.sh, a kernel
+// that orphans a grandchild as it exits, many times (NPUVERIFY_STRESS=1;
+// make test-stress): the real-process check of the races
+// TestTrackerLastScan holds the tracker to on a scripted table. Before
+// the fix, 4 of 200 runs left the grandchild running.
+func TestExecContainOrphanAtExitStress(t *testing.T) {
+	if os.Getenv("NPUVERIFY_STRESS") == "" {
+		t.Skip("set NPUVERIFY_STRESS=1 (make test-stress): 300 runs, about 15 s")
+	}
+	const runs = 300
+	for i := range runs {
+		pf := pidFile(t)
+		b := newExec(t, kernel(t, "orphan_at_exit.sh"), backend.ExecOptions{Timeout: 20 * time.Second})
+		if _, err := harness.Run(context.Background(), b, faultCase, harness.Options{}); err != nil {
+			t.Fatalf("%s: run %d of %d: got %v, want a judged result", faultCase.Subject(), i+1, runs, err)
+		}
+		// The shell may have been killed before it wrote the pid (its
+		// child with it): then there is nothing to look for.
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if st, err := os.Stat(pf); err == nil && st.Size() > 0 {
+				wantNoSurvivor(t, readPID(t, pf), fmt.Sprintf("the orphaned grandchild of run %d of %d", i+1, runs))
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // TestExecCloseKillsAndCleansUp: Close (what the CLI calls on SIGINT,
 // SIGTERM, SIGHUP) kills a running kernel with its setsid child, and the
 // case directory is removed before Close returns.
