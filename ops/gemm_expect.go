@@ -44,7 +44,10 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // evenly among the blocks. 4096³, three runs each: 256 rows, 4.5–4.9 s
 // and 157 MiB peak for 96 MiB of tensors; half the tensor bytes (683
 // rows), 3.9–4.0 s and 188 MiB; all of them (1366 rows), 3.6–4.0 s and
-// 240 MiB. 1024³ keeps its four blocks of 256 rows.
+// 240 MiB. 1024³ keeps its four blocks of 256 rows. The packing's share
+// falls as one over the rows (about 15% of the CPU at 256 rows), so a
+// block of gemmBlockMaxRows has it near 4%: more rows than that would
+// only hold more memory, which a case of gigabytes of tensors would feel.
 //
 // Variables for the test that cuts small outputs into many blocks.
 var (
@@ -56,16 +59,20 @@ var (
 // Bound (float64) and Alt (one byte).
 const gemmExpectedBytes = 17
 
+// gemmBlockMaxRows is the most rows a block grows to for the tensor bytes.
+const gemmBlockMaxRows = 1024
+
 // gemmBlockRows is how many rows of an [m,n] output one block of
 // ExpectBlocks covers, for a case whose inputs and outputs hold
-// tensorBytes: as many as have Expected fit in tensorBytes/2, or
+// tensorBytes: as many as have Expected fit in tensorBytes/2 (at most
+// gemmBlockMaxRows), or
 // gemmBlockElems elements' worth (at least a row) if that is more, at
 // most m; then the fewest rows that cut m into as many blocks.
 func gemmBlockRows(m, n, tensorBytes int) int {
 	n = max(n, 1)
 	rows := gemmBlockElems / n
 	if gemmBlockFit {
-		rows = max(rows, tensorBytes/2/(gemmExpectedBytes*n))
+		rows = max(rows, min(gemmBlockMaxRows, tensorBytes/2/(gemmExpectedBytes*n)))
 	}
 	rows = max(1, min(m, rows))
 	if m <= 0 {

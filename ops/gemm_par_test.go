@@ -191,7 +191,8 @@ func serialMagFP32(m, k, n int, a, b []float64) []float64 {
 
 // TestGEMMBlockRows: a block of ExpectBlocks has as many rows as have
 // their Expected fit in half the case's tensor bytes, or gemmBlockElems
-// elements' worth if that is more (a row at least, all of them at most),
+// elements' worth if that is more (a row at least, all of them at most;
+// the tensor bytes grow a block to gemmBlockMaxRows rows at most),
 // shared evenly among the fewest blocks: the Expected never outgrows the
 // larger of the two, and a row fewer a block would take another block.
 func TestGEMMBlockRows(t *testing.T) {
@@ -199,17 +200,19 @@ func TestGEMMBlockRows(t *testing.T) {
 	for _, tt := range []struct {
 		m, k, n, want int
 	}{
-		{1024, 1024, 1024, 256},  // 2^18 elements: 3 MiB / (17 · 1024) = 180 rows fit
-		{2048, 2048, 2048, 342},  // 12 MiB / (17 · 2048) = 361 rows fit: 6 blocks
-		{4096, 4096, 4096, 683},  // 48 MiB / (17 · 4096) = 722: 6 blocks
-		{4096, 4096, 11008, 512}, // 102 MiB / (17 · 11008) = 571: 8 blocks
-		{16, 4096, 11008, 16},    // all rows fit
-		{512, 16, 65536, 31},     // (16 KiB + 2 MiB + 64 MiB) / 2 / (17 · 65536) = 31: 17 blocks
-		{256, 1, 1 << 20, 15},    // 2^28 outputs: 15 rows fit, 18 blocks
-		{2, 1, 1 << 20, 1},       // 2^18 / 2^20 rounds to 0, and 17 bytes a row exceed 6 MiB: one row
-		{3, 5, 7, 3},             // all of a small output
-		{1 << 20, 1, 1, 1 << 18}, // 2^18 elements of one column (only 246723 rows fit)
-		{5, 5, 0, 5},             // an empty output: rows of nothing
+		{1024, 1024, 1024, 256},   // 2^18 elements: 3 MiB / (17 · 1024) = 180 rows fit
+		{2048, 2048, 2048, 342},   // 12 MiB / (17 · 2048) = 361 rows fit: 6 blocks
+		{4096, 4096, 4096, 683},   // 48 MiB / (17 · 4096) = 722: 6 blocks
+		{4096, 4096, 11008, 512},  // 102 MiB / (17 · 11008) = 571: 8 blocks
+		{8192, 8192, 4096, 1024},  // 128 MiB / (17 · 4096) = 1927 rows fit, held to 1024: 8 blocks
+		{3000, 16384, 4096, 1000}, // 1846 rows fit, held to 1024: 3 blocks of 1000
+		{16, 4096, 11008, 16},     // all rows fit
+		{512, 16, 65536, 31},      // (16 KiB + 2 MiB + 64 MiB) / 2 / (17 · 65536) = 31: 17 blocks
+		{256, 1, 1 << 20, 15},     // 2^28 outputs: 15 rows fit, 18 blocks
+		{2, 1, 1 << 20, 1},        // 2^18 / 2^20 rounds to 0, and 17 bytes a row exceed 6 MiB: one row
+		{3, 5, 7, 3},              // all of a small output
+		{1 << 20, 1, 1, 1 << 18},  // 2^18 elements of one column (only 246723 rows fit)
+		{5, 5, 0, 5},              // an empty output: rows of nothing
 	} {
 		bytes := (tt.m*tt.k + tt.k*tt.n + tt.m*tt.n) * f16
 		got := gemmBlockRows(tt.m, tt.n, bytes)
