@@ -94,7 +94,7 @@ func TestExecContainOrphanAfterCleanExit(t *testing.T) {
 // the fix, 4 of 200 runs left the grandchild running.
 func TestExecContainOrphanAtExitStress(t *testing.T) {
 	if os.Getenv("NPUVERIFY_STRESS") == "" {
-		t.Skip("set NPUVERIFY_STRESS=1 (make test-stress): 300 runs, about 15 s")
+		t.Skip("set NPUVERIFY_STRESS=1 (make test-stress): 300 runs, about 10 s")
 	}
 	const runs = 300
 	for i := range runs {

@@ -64,10 +64,10 @@ const gemmBlockMaxRows = 1024
 
 // gemmBlockRows is how many rows of an [m,n] output one block of
 // ExpectBlocks covers, for a case whose inputs and outputs hold
-// tensorBytes: as many as have Expected fit in tensorBytes/2 (at most
-// gemmBlockMaxRows), or
-// gemmBlockElems elements' worth (at least a row) if that is more, at
-// most m; then the fewest rows that cut m into as many blocks.
+// tensorBytes: as many as have their Expected fit in tensorBytes/2 (at
+// most gemmBlockMaxRows), or gemmBlockElems elements' worth (at least a
+// row) if that is more, at most m; then the fewest rows that cut m into
+// as many blocks.
 func gemmBlockRows(m, n, tensorBytes int) int {
 	n = max(n, 1)
 	rows := gemmBlockElems / n
