@@ -57,9 +57,9 @@ func enableSubreaper() {
 
 // proc is one line of /proc/PID/stat, the fields used here.
 type proc struct {
-	pid, ppid, pgid int
-	state           byte
-	start           uint64 // clock ticks after boot: with pid, identifies the process
+	pid, ppid, pgid, sid int
+	state                byte
+	start                uint64 // clock ticks after boot: with pid, identifies the process
 }
 
 // readSmall reads a small /proc file with plain system calls (os.ReadFile
@@ -100,6 +100,7 @@ func readProc(pid int) (proc, bool) {
 	p := proc{pid: pid, state: f[0][0]}
 	p.ppid, _ = strconv.Atoi(string(f[1]))
 	p.pgid, _ = strconv.Atoi(string(f[2]))
+	p.sid, _ = strconv.Atoi(string(f[3]))
 	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
 	return p, true
 }
@@ -268,6 +269,7 @@ func (t *tracker) update() (alive []proc, unsettled bool) {
 	// process seen exiting (or exited) may have handed its children to
 	// the harness after the first read, and they are the orphans sought.
 	looked := map[int]bool{}
+	var zombies []int // exited children of the harness that are not members
 	for pass := 0; ; pass++ {
 		fresh := false
 		for _, c := range t.procs.children(t.self) {
@@ -288,6 +290,7 @@ func (t *tracker) update() (alive []proc, unsettled bool) {
 				continue
 			}
 			if p.state == 'Z' {
+				zombies = append(zombies, c)
 				continue
 			}
 			if holds, empty := t.procs.env(c, t.marker); holds {
@@ -319,6 +322,22 @@ func (t *tracker) update() (alive []proc, unsettled bool) {
 				t.members[c], seen[c] = p.start, p
 				queue = append(queue, c)
 			}
+		}
+	}
+	// An exited child of the harness that leads the session of a member
+	// is of the command's tree: a session is only ever entered by fork
+	// from inside it, and the command's are the harness's own (its group
+	// only is its own) or ones its processes made with setsid. Such as the
+	// setsid shell of a kernel, which exited before any scan saw it: its
+	// children were found by their environment, it would stay a zombie.
+	// Its pid cannot have been reused: it is unreaped.
+	sessions := map[int]bool{}
+	for pid := range t.members {
+		sessions[seen[pid].sid] = true
+	}
+	for _, z := range zombies {
+		if sessions[z] {
+			t.procs.reap(z)
 		}
 	}
 	for pid := range t.members {

@@ -93,17 +93,20 @@ func (f *fakeTable) exit(pid int) {
 // unreaped: its setsid shell (20), handed to the harness (1), still has the
 // grandchild sleep (30) that holds the case's marker; the shell's
 // environment reads as empty, as an exiting process's does. Another
-// command of the harness (40) runs with its own marker, and a child the
-// harness started before the command (50) has no environment at all.
+// command of the harness (40) runs with its own marker, a child the
+// harness started before the command (50) has no environment at all, and
+// one in a session of its own (60) has exited, for the program that
+// started it to reap.
 func orphanTable() *fakeTable {
 	const marker = "NPUVERIFY_CASE=/w/1/case.json"
 	return &fakeTable{self: 1, onStat: map[int]func(){}, procs: map[int]*fakeProc{
-		1:  {proc: proc{pid: 1, state: 'S', start: 1}, children: []int{10, 20, 40, 50}},
-		10: {proc: proc{pid: 10, ppid: 1, pgid: 10, state: 'Z', start: 100}, env: marker},
-		20: {proc: proc{pid: 20, ppid: 1, pgid: 20, state: 'R', start: 101}, children: []int{30}},
-		30: {proc: proc{pid: 30, ppid: 20, pgid: 20, state: 'S', start: 102}, env: marker},
-		40: {proc: proc{pid: 40, ppid: 1, pgid: 40, state: 'S', start: 103}, env: "NPUVERIFY_CASE=/w/2/case.json"},
-		50: {proc: proc{pid: 50, ppid: 1, pgid: 50, state: 'S', start: 50}},
+		1:  {proc: proc{pid: 1, sid: 1, state: 'S', start: 1}, children: []int{10, 20, 40, 50, 60}},
+		10: {proc: proc{pid: 10, ppid: 1, pgid: 10, sid: 1, state: 'Z', start: 100}, env: marker},
+		20: {proc: proc{pid: 20, ppid: 1, pgid: 20, sid: 20, state: 'R', start: 101}, children: []int{30}},
+		30: {proc: proc{pid: 30, ppid: 20, pgid: 20, sid: 20, state: 'S', start: 102}, env: marker},
+		40: {proc: proc{pid: 40, ppid: 1, pgid: 40, sid: 1, state: 'S', start: 103}, env: "NPUVERIFY_CASE=/w/2/case.json"},
+		50: {proc: proc{pid: 50, ppid: 1, pgid: 50, sid: 1, state: 'S', start: 50}},
+		60: {proc: proc{pid: 60, ppid: 1, pgid: 60, sid: 60, state: 'Z', start: 104}},
 	}}
 }
 
@@ -156,6 +159,16 @@ func TestTrackerLastScan(t *testing.T) {
 		}
 		if _, ok := f.procs[30]; ok {
 			t.Errorf("tracker of command 10: kill() with %s: grandchild 30 left unreaped, want it reaped", tc.name)
+		}
+		// The shell leads the grandchild's session: an exited child of the
+		// harness that is the command's, though never a member.
+		if _, ok := f.procs[20]; ok {
+			t.Errorf("tracker of command 10: kill() with %s: setsid shell 20 left a zombie, want it reaped", tc.name)
+		}
+		for _, pid := range []int{40, 50, 60} {
+			if _, ok := f.procs[pid]; !ok {
+				t.Errorf("tracker of command 10: kill() with %s: reaped or killed %d, not the command's, want it left alone", tc.name, pid)
+			}
 		}
 	}
 }

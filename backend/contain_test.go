@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,6 +115,34 @@ func TestExecContainOrphanAtExitStress(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	if z := zombieChildren(t); len(z) > 0 {
+		t.Errorf("%s: after %d runs the harness holds %d zombie children %v, want every adopted process reaped", faultCase.Subject(), runs, len(z), z)
+	}
+}
+
+// zombieChildren returns the children of this process that have exited
+// and wait to be reaped.
+func zombieChildren(t *testing.T) []int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if err != nil {
+			continue // the thread has exited
+		}
+		for _, f := range strings.Fields(string(b)) {
+			st, err := os.ReadFile("/proc/" + f + "/stat")
+			if i := strings.LastIndexByte(string(st), ')'); err == nil && i >= 0 && strings.HasPrefix(string(st[i:]), ") Z") {
+				pid, _ := strconv.Atoi(f)
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // TestExecCloseKillsAndCleansUp: Close (what the CLI calls on SIGINT,
