@@ -26,7 +26,7 @@ import (
 // on timeout, cancellation, Close) the followed processes are killed with
 // SIGKILL through a pidfd after their start time is checked (so a reused
 // process id is never signalled), until none is left, and the adopted ones
-// are reaped. That last scan goes on until it is settled: a child of the
+// are reaped, with any exited child of the harness that led one's session. That last scan goes on until it is settled: a child of the
 // harness whose environment reads as empty is exiting (or inside an
 // execve), and the children it is about to hand over may be the command's.
 // A descendant that both clears its environment and leaves the command's
