@@ -278,11 +278,41 @@ func fusedSums(buf []float64, n int) chunkSums {
 // from index lo−off on. The chunks run over all cores.
 func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []chunkSums) {
 	chunks := (hi - lo + sumChunk - 1) / sumChunk
+	cc := newCopiedChunks(got, want, off)
 	parallel.For(chunks, 1, func(c0, c1 int) {
+		// Copied chunks (copied.go) wait in a group of up to four full
+		// ones, taken together when it is full or the range ends; the
+		// others are taken at once. Each chunk's sums are its own.
+		var group []int
+		var finite []bool
+		flush := func() {
+			if len(group) == 0 {
+				return
+			}
+			bp := termBufs.Get()
+			defer termBufs.Put(bp)
+			as, dst := make([]int, len(group)), make([]*chunkSums, len(group))
+			for i, c := range group {
+				as[i], dst[i] = lo+c*sumChunk, &out[c]
+			}
+			cc.sums(as, finite, sumChunk, dst, *bp)
+			group, finite = group[:0], finite[:0]
+		}
 		for c := c0; c < c1; c++ {
 			a := lo + c*sumChunk
-			out[c] = chunkAt(got, a, min(sumChunk, hi-a), func(rb []float64) []float64 { return want.Refs(a-off, rb) })
+			k := min(sumChunk, hi-a)
+			if cc != nil && k == sumChunk {
+				if ok, fin := cc.copied(a, k); ok {
+					group, finite = append(group, c), append(finite, fin)
+					if len(group) == 4 {
+						flush()
+					}
+					continue
+				}
+			}
+			out[c] = chunkAt(got, a, k, func(rb []float64) []float64 { return want.Refs(a-off, rb) })
 		}
+		flush()
 	})
 }
 

@@ -1,0 +1,174 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sort"
+	"unsafe"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// Copied chunks. A kv_update stores its caches back with a few rows
+// written: tens of millions of elements its Expected describes as the
+// input copied (bound.NewUnchanged), and which a correct kernel leaves
+// bit for bit (their positions past a sequence's length hold NaN). For a
+// chunk of such elements whose got has the base's bits, chunkOf's sums
+// follow from the base alone. A non-finite element is not compared: its
+// terms are +0, which leave every sum as it was, and chunkMax passes it
+// by; so it counts as a 0 here (and when the profile saturates, its
+// reference is not the base value: such a chunk is not taken). With g = r
+// for every finite element: e = |g − r| = +0, so every
+// relative error and every error term is +0 (maxE = 0: scale 1, x 0, no
+// error sums), and MERE's and RMSE's sums stay +0; the value terms g/s
+// and r/s are equal, so Σgr, Σgg and Σrr are one and the same sum of
+// (r/s)², s the chunk's power of two below max |r|. copiedSums takes that
+// sum once, in index order as chunkSums.add does, and for four chunks at
+// a time on a core: each chunk's additions still come one after another,
+// but four chains are in flight where one was, and a chain of additions
+// (about 4 cycles each) was what bounded the sums. r/s is taken as r times
+// 1/s: both are the exact quotient rounded once, as 1/s is exact (s is
+// 2^x with x in [−133, 127] for fp16 and bf16 values). Equal bits to
+// chunkOf's (TestCopiedChunksMatchChunkOf).
+
+// fastCopied lets chunksOf take copied chunks by copiedSums; the tests
+// turn it off to compare with chunkOf.
+var fastCopied = true
+
+// copiedChunks is what chunksOf needs to find the copied chunks of got,
+// judged against want.
+type copiedChunks struct {
+	base  *tensor.Tensor
+	g, b  []byte // got's and the base's bits, two bytes an element
+	spans []bound.Span
+	inf   uint16 // the first non-finite pattern of the dtype, sign cleared
+	// saturate: the profile saturates, and a non-finite base value's
+	// reference is another value.
+	saturate bool
+}
+
+// newCopiedChunks returns the copied-chunk finder for got against want,
+// whose element 0 is got's element off, or nil when want is not an
+// unchanged form of got's own 16-bit floating dtype covering all of got.
+func newCopiedChunks(got *tensor.Tensor, want *bound.Expected, off int) *copiedChunks {
+	if !fastCopied || off != 0 {
+		return nil
+	}
+	base, num, spans, ok := want.UnchangedBase()
+	if !ok || base.DType != got.DType || base.Len() != got.Len() {
+		return nil
+	}
+	c := &copiedChunks{base: base, spans: spans, saturate: num.Overflow == tensor.OverflowSaturate}
+	switch got.DType {
+	case tensor.Float16:
+		c.g, c.b, c.inf = bits16(got.F16()), bits16(base.F16()), 0x7C00
+	case tensor.BFloat16:
+		c.g, c.b, c.inf = bits16(got.BF16s()), bits16(base.BF16s()), 0x7F80
+	default:
+		return nil
+	}
+	return c
+}
+
+// bits16 is the memory of a slice of 16-bit values.
+func bits16[T ~uint16](s []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+
+// copied reports whether the k elements from a are copied (outside every
+// span, got's bits the base's, and all finite when the profile
+// saturates), and whether they are all finite.
+func (c *copiedChunks) copied(a, k int) (ok, finite bool) {
+	i := sort.Search(len(c.spans), func(i int) bool { return c.spans[i].Off+c.spans[i].N > a })
+	if i < len(c.spans) && c.spans[i].Off < a+k {
+		return false, false
+	}
+	g, b := c.g[2*a:2*(a+k)], c.b[2*a:2*(a+k)]
+	if !bytes.Equal(g, b) {
+		return false, false
+	}
+	finite = allFinite16(b, c.inf)
+	return finite || !c.saturate, finite
+}
+
+// allFinite16 reports whether every 16-bit value in b (little-endian) has
+// its magnitude below inf. Four at a time as the lanes of a word: with
+// the sign cleared a lane is below 0x8000, and adding 0x8000 − inf
+// carries into its bit 15 exactly when it is at least inf, never out of
+// the lane.
+func allFinite16(b []byte, inf uint16) bool {
+	const signs = 0x8000_8000_8000_8000
+	add := uint64(0x8000-inf) * 0x0001_0001_0001_0001
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		if (w&^signs+add)&signs != 0 {
+			return false
+		}
+	}
+	for ; j+2 <= len(b); j += 2 {
+		if binary.LittleEndian.Uint16(b[j:])&0x7FFF >= inf {
+			return false
+		}
+	}
+	return true
+}
+
+// sums sets out[i] to the sums of the copied chunk of k elements at as[i]
+// (all finite if finite[i]), for up to four chunks, with buf (4·k
+// float64s at least) as scratch.
+func (c *copiedChunks) sums(as []int, finite []bool, k int, out []*chunkSums, buf []float64) {
+	var rv [4][]float64
+	var inv [4]float64
+	for i, a := range as {
+		r := buf[i*k : (i+1)*k : (i+1)*k]
+		c.base.Float64sFrom(a, r)
+		if !finite[i] {
+			for j, x := range r {
+				if !isFinite(x) {
+					r[j] = 0
+				}
+			}
+		}
+		_, maxV := chunkMax(r, r)
+		scale, xv := pow2Below(maxV)
+		rv[i], inv[i] = r, 1/scale
+		*out[i] = chunkSums{xv: xv, hasV: maxV > 0}
+	}
+	var s [4]float64
+	if len(as) == 4 {
+		s[0], s[1], s[2], s[3] = sumSquares4(rv[0], rv[1], rv[2], rv[3], inv)
+	} else {
+		for i := range as {
+			s[i] = sumSquares(rv[i], inv[i])
+		}
+	}
+	for i := range as {
+		out[i].gr, out[i].gg, out[i].rr = s[i], s[i], s[i]
+	}
+}
+
+// sumSquares is Σ (r_j·inv)² in index order from +0, each product
+// rounded before it is added (as chunkSums.add: no fused multiply-add).
+func sumSquares(r []float64, inv float64) float64 {
+	s := 0.0
+	for _, x := range r {
+		v := x * inv
+		s += float64(v * v)
+	}
+	return s
+}
+
+// sumSquares4 is sumSquares on four chunks of one length at once.
+func sumSquares4(r0, r1, r2, r3 []float64, inv [4]float64) (s0, s1, s2, s3 float64) {
+	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+	for j, x0 := range r0 {
+		v0, v1, v2, v3 := x0*inv[0], r1[j]*inv[1], r2[j]*inv[2], r3[j]*inv[3]
+		s0 += float64(v0 * v0)
+		s1 += float64(v1 * v1)
+		s2 += float64(v2 * v2)
+		s3 += float64(v3 * v3)
+	}
+	return s0, s1, s2, s3
+}

@@ -1,0 +1,118 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// TestCopiedChunksMatchChunkOf holds Compute with copied chunks taken by
+// copiedSums to Compute with every chunk through chunkOf, bit for bit, on
+// an output stored back from its input with a span written: fp16 and
+// bf16, a profile that keeps non-finite values and one that saturates,
+// on one to three cores (so the groups of four fall differently). The
+// base's chunks, each of its own magnitude, hold normal and subnormal
+// values and zeros of both signs (the first the largest finite too), and
+// some hold NaN or Inf (as a cache's unread
+// tail does); one chunk has a span written, one an element changed, and
+// the last is short.
+func TestCopiedChunksMatchChunkOf(t *testing.T) {
+	const chunks, seed = 11, 3
+	n := chunks*sumChunk + 1000
+	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+		for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate}} {
+			got, want := copiedCase(t, d, num, n, seed)
+			cc := newCopiedChunks(got, want, 0)
+			if cc == nil {
+				t.Fatalf("verify %s %v seed=%d: no copied chunks found, want the fast path to apply", d, num, seed)
+			}
+			// The case takes the fast path where it should: chunks 0 and 1
+			// are finite, 2 holds NaN and 5 Inf (copied unless the profile
+			// saturates), 7 has the span, 9 the changed element.
+			for c, wantOK := range map[int]bool{0: true, 1: true, 2: !cc.saturate, 5: !cc.saturate, 7: false, 9: false} {
+				if ok, _ := cc.copied(c*sumChunk, sumChunk); ok != wantOK {
+					t.Errorf("verify %s %v seed=%d: copied(chunk %d) = %v, want %v", d, num, seed, c, ok, wantOK)
+				}
+			}
+			// Each chunk's sums, bit for bit (%+v prints a float64 exactly),
+			// and the metrics: an output that is nearly all copies has a
+			// cosine of 1 whatever a copied chunk's sums, so the metrics
+			// alone would miss a wrong one.
+			nc := (n + sumChunk - 1) / sumChunk
+			for _, procs := range []int{1, 2, 3} {
+				prev := runtime.GOMAXPROCS(procs)
+				slowChunks, fastChunks := make([]chunkSums, nc), make([]chunkSums, nc)
+				fastCopied = false
+				chunksOf(got, want, 0, 0, n, slowChunks)
+				slow := Compute(got, want)
+				fastCopied = true
+				chunksOf(got, want, 0, 0, n, fastChunks)
+				fast := Compute(got, want)
+				runtime.GOMAXPROCS(prev)
+				for c := range nc {
+					if g, w := fmt.Sprintf("%+v", fastChunks[c]), fmt.Sprintf("%+v", slowChunks[c]); g != w {
+						t.Errorf("verify %s %v seed=%d GOMAXPROCS=%d: chunk %d: sums with copied chunks = %s, want (through chunkOf) %s", d, num, seed, procs, c, g, w)
+					}
+				}
+				if g, w := fmt.Sprintf("%+v", fast), fmt.Sprintf("%+v", slow); g != w {
+					t.Errorf("verify %s %v seed=%d GOMAXPROCS=%d: Compute with copied chunks = %s, want (every chunk through chunkOf) %s", d, num, seed, procs, g, w)
+				}
+			}
+		}
+	}
+}
+
+// copiedCase builds, from seed, a base of n values of d, the Expected of
+// it stored back unchanged under num with a span of chunk 7 overridden,
+// and got: the base with the span written and one element of chunk 9
+// changed by an ulp.
+func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed uint64) (*tensor.Tensor, *bound.Expected) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 11))
+	f, _ := d.FloatFormat()
+	base := tensor.MustNew(d, n)
+	for i := range n {
+		// Each chunk of its own magnitude, so that chunks taken together
+		// have scales of their own.
+		c := i / sumChunk
+		v := r.NormFloat64() * math.Ldexp(1, r.IntN(6)+3*(c%5)-9)
+		switch k := r.IntN(64); {
+		case k == 0:
+			v = math.Copysign(0, -1)
+		case k == 1:
+			v = 0
+		case k == 2:
+			v = f.MinSubnormal() * float64(r.IntN(9)-4)
+		case k == 3 && c == 0:
+			v = math.Copysign(f.MaxFinite(), r.NormFloat64())
+		}
+		switch {
+		case c == 2 && i%sumChunk >= 5000:
+			v = math.NaN() // an unread tail
+		case c == 5 && i%sumChunk == 17:
+			v = math.Inf(-1)
+		}
+		base.SetFloat64(i, v, tensor.Numerics{})
+	}
+	want := bound.NewUnchanged(base, num)
+	got := base.Clone()
+	const spanOff, spanN = 7*sumChunk + 100, 300
+	o, err := want.Override(spanOff, spanN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range spanN {
+		x := r.NormFloat64()
+		o.Ref[j], o.Bound[j], o.Alt[j] = bound.Output(x, f.Ulp(x), d, num)
+		got.SetFloat64(spanOff+j, x, num)
+	}
+	i := 9*sumChunk + 4321
+	x := base.Float64(i)
+	got.SetFloat64(i, x+f.Ulp(x), num)
+	return got, want
+}
