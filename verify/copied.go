@@ -92,18 +92,24 @@ func (c *copiedChunks) copied(a, k int) (ok, finite bool) {
 	return finite || !c.saturate, finite
 }
 
+// laneSigns are the sign bits of four 16-bit lanes of a word.
+const laneSigns = 0x8000_8000_8000_8000
+
+// nonFiniteLanes returns the word w of four 16-bit values with bit 15 of
+// each lane set where the value's magnitude is at least inf (non-finite),
+// and every other bit clear. With the sign cleared a lane is below
+// 0x8000, and adding 0x8000 − inf carries into its bit 15 exactly when it
+// is at least inf, never out of the lane.
+func nonFiniteLanes(w uint64, inf uint16) uint64 {
+	return (w&^laneSigns + uint64(0x8000-inf)*0x0001_0001_0001_0001) & laneSigns
+}
+
 // allFinite16 reports whether every 16-bit value in b (little-endian) has
-// its magnitude below inf. Four at a time as the lanes of a word: with
-// the sign cleared a lane is below 0x8000, and adding 0x8000 − inf
-// carries into its bit 15 exactly when it is at least inf, never out of
-// the lane.
+// its magnitude below inf, four at a time (nonFiniteLanes).
 func allFinite16(b []byte, inf uint16) bool {
-	const signs = 0x8000_8000_8000_8000
-	add := uint64(0x8000-inf) * 0x0001_0001_0001_0001
 	j := 0
 	for ; j+8 <= len(b); j += 8 {
-		w := binary.LittleEndian.Uint64(b[j:])
-		if (w&^signs+add)&signs != 0 {
+		if nonFiniteLanes(binary.LittleEndian.Uint64(b[j:]), inf) != 0 {
 			return false
 		}
 	}
@@ -113,6 +119,31 @@ func allFinite16(b []byte, inf uint16) bool {
 		}
 	}
 	return true
+}
+
+// zeroNonFinite sets r[j] to 0 where the 16-bit value j of b (r's
+// source, little-endian) is non-finite, looking at four at a time.
+func zeroNonFinite(r []float64, b []byte, inf uint16) {
+	r = r[:len(b)/2]
+	j := 0
+	for ; j+4 <= len(r); j += 4 {
+		switch nf := nonFiniteLanes(binary.LittleEndian.Uint64(b[2*j:]), inf); nf {
+		case 0:
+		case laneSigns: // a run of NaN, a cache's unread tail
+			*(*[4]float64)(r[j:]) = [4]float64{}
+		default:
+			for l := 0; nf != 0; l, nf = l+1, nf>>16 {
+				if nf&0x8000 != 0 {
+					r[j+l] = 0
+				}
+			}
+		}
+	}
+	for ; j < len(r); j++ {
+		if binary.LittleEndian.Uint16(b[2*j:])&0x7FFF >= inf {
+			r[j] = 0
+		}
+	}
 }
 
 // sums sets out[i] to the sums of the copied chunk of k elements at as[i]
@@ -125,11 +156,7 @@ func (c *copiedChunks) sums(as []int, finite []bool, k int, out []*chunkSums, bu
 		r := buf[i*k : (i+1)*k : (i+1)*k]
 		c.base.Float64sFrom(a, r)
 		if !finite[i] {
-			for j, x := range r {
-				if !isFinite(x) {
-					r[j] = 0
-				}
-			}
+			zeroNonFinite(r, c.b[2*a:2*(a+k)], c.inf)
 		}
 		_, maxV := chunkMax(r, r)
 		scale, xv := pow2Below(maxV)

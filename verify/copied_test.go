@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -115,4 +116,82 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 	x := base.Float64(i)
 	got.SetFloat64(i, x+f.Ulp(x), num)
 	return got, want
+}
+
+// sameRun16Loop is sameRun16 one value at a time: the definition its
+// word-at-a-time form is held to.
+func sameRun16Loop(g, b []uint16, inf uint16, nonFinite bool) (j, compared, nonFin int) {
+	for ; j < len(g); j++ {
+		x := b[j]
+		if g[j] != x {
+			break
+		}
+		if x&^(1<<15) < inf {
+			compared++
+		} else if nonFinite {
+			nonFin++
+		} else {
+			break
+		}
+	}
+	return j, compared, nonFin
+}
+
+// TestSixteenBitLanes holds the word-at-a-time scans of 16-bit values
+// (sameRun16, allFinite16, zeroNonFinite) to their one-at-a-time
+// definitions: every 16-bit pattern, for fp16's and bf16's inf, at every
+// position of 1–13 values among finite ones, and for sameRun16 a changed
+// value at every position too.
+func TestSixteenBitLanes(t *testing.T) {
+	for _, inf := range []uint16{0x7C00, 0x7F80} {
+		for n := 1; n <= 13; n++ {
+			for pos := range n {
+				for p := 0; p < 1<<16; p++ {
+					if n > 5 && p%97 != 0 && uint16(p)&0x7FFF < inf-2 {
+						continue // the finite patterns once per length up to 5; the rest sampled
+					}
+					b := make([]uint16, n)
+					for i := range b {
+						b[i] = uint16(0x3C00 + i) // finite in both formats
+					}
+					b[pos] = uint16(p)
+					g := slices.Clone(b)
+					for _, nf := range []bool{false, true} {
+						j, c, f := sameRun16(g, b, inf, nf)
+						wj, wc, wf := sameRun16Loop(g, b, inf, nf)
+						if j != wj || c != wc || f != wf {
+							t.Fatalf("verify inf=%#04x nonFinite=%v: sameRun16(%#04x at %d of %d) = %d, %d, %d, want %d, %d, %d", inf, nf, p, pos, n, j, c, f, wj, wc, wf)
+						}
+					}
+					finite := uint16(p)&0x7FFF < inf
+					if got := allFinite16(bits16(b), inf); got != finite {
+						t.Fatalf("verify inf=%#04x: allFinite16(%#04x at %d of %d) = %v, want %v", inf, p, pos, n, got, finite)
+					}
+					r := make([]float64, n)
+					for i := range r {
+						r[i] = 1
+					}
+					zeroNonFinite(r, bits16(b), inf)
+					for i, v := range r {
+						want := 1.0
+						if i == pos && !finite {
+							want = 0
+						}
+						if v != want {
+							t.Fatalf("verify inf=%#04x: zeroNonFinite(%#04x at %d of %d): r[%d] = %v, want %v", inf, p, pos, n, i, v, want)
+						}
+					}
+					// A changed value at pos stops sameRun16 there.
+					g[pos] ^= 1
+					for _, nf := range []bool{false, true} {
+						j, c, f := sameRun16(g, b, inf, nf)
+						wj, wc, wf := sameRun16Loop(g, b, inf, nf)
+						if j != wj || c != wc || f != wf {
+							t.Fatalf("verify inf=%#04x nonFinite=%v: sameRun16(%#04x changed at %d of %d) = %d, %d, %d, want %d, %d, %d", inf, nf, p, pos, n, j, c, f, wj, wc, wf)
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package verify
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"sort"
 
 	"github.com/npuverify/npuverify/bound"
@@ -134,6 +136,21 @@ func (a *sameAcc) sameRun(got, base *tensor.Tensor, lo, hi int, nonFinite bool) 
 // how many of those are finite and non-finite.
 func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int) {
 	b = b[:len(g)]
+	// Four at a time while the words are equal and their values finite
+	// (or non-finite ones are gathered too); the word where that ends is
+	// looked at one value at a time below.
+	gw, bw := bits16(g), bits16(b)
+	for ; j+4 <= len(g); j += 4 {
+		w := binary.LittleEndian.Uint64(bw[2*j:])
+		if binary.LittleEndian.Uint64(gw[2*j:]) != w {
+			break
+		}
+		nf := bits.OnesCount64(nonFiniteLanes(w, inf))
+		if nf > 0 && !nonFinite {
+			break
+		}
+		compared, nonFin = compared+4-nf, nonFin+nf
+	}
 	for ; j < len(g); j++ {
 		x := b[j]
 		if g[j] != x {
