@@ -12,25 +12,28 @@ import (
 
 // Copied chunks. A kv_update stores its caches back with a few rows
 // written: tens of millions of elements its Expected describes as the
-// input copied (bound.NewUnchanged), and which a correct kernel leaves
-// bit for bit (their positions past a sequence's length hold NaN). For a
+// input copied (bound.NewUnchanged), which a correct kernel leaves bit
+// for bit (their positions past a sequence's length hold NaN). For a
 // chunk of such elements whose got has the base's bits, chunkOf's sums
-// follow from the base alone. A non-finite element is not compared: its
-// terms are +0, which leave every sum as it was, and chunkMax passes it
-// by; so it counts as a 0 here (and when the profile saturates, its
-// reference is not the base value: such a chunk is not taken). With g = r
-// for every finite element: e = |g − r| = +0, so every
-// relative error and every error term is +0 (maxE = 0: scale 1, x 0, no
-// error sums), and MERE's and RMSE's sums stay +0; the value terms g/s
-// and r/s are equal, so Σgr, Σgg and Σrr are one and the same sum of
-// (r/s)², s the chunk's power of two below max |r|. copiedSums takes that
-// sum once, in index order as chunkSums.add does, and for four chunks at
-// a time on a core: each chunk's additions still come one after another,
-// but four chains are in flight where one was, and a chain of additions
-// (about 4 cycles each) was what bounded the sums. r/s is taken as r times
-// 1/s: both are the exact quotient rounded once, as 1/s is exact (s is
-// 2^x with x in [−133, 127] for fp16 and bf16 values). Equal bits to
-// chunkOf's (TestCopiedChunksMatchChunkOf).
+// follow from the base alone:
+//
+//   - a non-finite element is not compared: its terms are +0, which
+//     leave every sum as it was, and chunkMax passes it by, so it counts
+//     as a 0 here (when the profile saturates, its reference is another
+//     value than the base's, and such a chunk is not taken);
+//   - for every finite element g = r, so e = |g − r| = +0: every relative
+//     error and error term is +0 (maxE = 0: scale 1, x 0, no error sums),
+//     and MERE's and RMSE's sums stay +0;
+//   - the value terms g/s and r/s are equal, so Σgr, Σgg and Σrr are one
+//     and the same sum of (r/s)², s the chunk's power of two below max |r|.
+//
+// copiedChunks.sums takes that one sum, in index order as chunkSums.add
+// does, for four chunks at a time on a core: each chunk's additions
+// still come one after another, but four chains are in flight where one
+// was, and a chain of additions (about 4 cycles each) was what bounded
+// the sums. r/s is taken as r·(1/s): both are the exact quotient rounded
+// once, as 1/s is exact (s is 2^x with x in [−133, 127] for fp16 and
+// bf16 values). The bits are chunkOf's (TestCopiedChunksMatchChunkOf).
 
 // fastCopied lets chunksOf take copied chunks by copiedSums; the tests
 // turn it off to compare with chunkOf.
