@@ -83,12 +83,8 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 		c := i / sumChunk
 		v := r.NormFloat64() * math.Ldexp(1, r.IntN(6)+3*(c%5)-9)
 		switch k := r.IntN(64); {
-		case k == 0:
-			v = math.Copysign(0, -1)
-		case k == 1:
-			v = 0
-		case k == 2:
-			v = f.MinSubnormal() * float64(r.IntN(9)-4)
+		case k <= 2:
+			v = finiteEdge(r, f, k)
 		case k == 3 && c == 0:
 			v = math.Copysign(f.MaxFinite(), r.NormFloat64())
 		}
@@ -118,28 +114,9 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 	return got, want
 }
 
-// sameRun16Loop is sameRun16 one value at a time: the definition its
-// word-at-a-time form is held to.
-func sameRun16Loop(g, b []uint16, inf uint16, nonFinite bool) (j, compared, nonFin int) {
-	for ; j < len(g); j++ {
-		x := b[j]
-		if g[j] != x {
-			break
-		}
-		if x&^(1<<15) < inf {
-			compared++
-		} else if nonFinite {
-			nonFin++
-		} else {
-			break
-		}
-	}
-	return j, compared, nonFin
-}
-
 // TestSixteenBitLanes holds the word-at-a-time scans of 16-bit values
 // (sameRun16, allFinite16, zeroNonFinite) to their one-at-a-time
-// definitions: every 16-bit pattern, for fp16's and bf16's inf, at every
+// definitions (sameRun16One; the others' inline): every 16-bit pattern, for fp16's and bf16's inf, at every
 // position of 1–13 values among finite ones, and for sameRun16 a changed
 // value at every position too.
 func TestSixteenBitLanes(t *testing.T) {
@@ -158,7 +135,7 @@ func TestSixteenBitLanes(t *testing.T) {
 					g := slices.Clone(b)
 					for _, nf := range []bool{false, true} {
 						j, c, f := sameRun16(g, b, inf, nf)
-						wj, wc, wf := sameRun16Loop(g, b, inf, nf)
+						wj, wc, wf := sameRun16One(g, b, inf, nf)
 						if j != wj || c != wc || f != wf {
 							t.Fatalf("verify inf=%#04x nonFinite=%v: sameRun16(%#04x at %d of %d) = %d, %d, %d, want %d, %d, %d", inf, nf, p, pos, n, j, c, f, wj, wc, wf)
 						}
@@ -185,7 +162,7 @@ func TestSixteenBitLanes(t *testing.T) {
 					g[pos] ^= 1
 					for _, nf := range []bool{false, true} {
 						j, c, f := sameRun16(g, b, inf, nf)
-						wj, wc, wf := sameRun16Loop(g, b, inf, nf)
+						wj, wc, wf := sameRun16One(g, b, inf, nf)
 						if j != wj || c != wc || f != wf {
 							t.Fatalf("verify inf=%#04x nonFinite=%v: sameRun16(%#04x changed at %d of %d) = %d, %d, %d, want %d, %d, %d", inf, nf, p, pos, n, j, c, f, wj, wc, wf)
 						}

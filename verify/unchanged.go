@@ -151,6 +151,14 @@ func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, no
 		}
 		compared, nonFin = compared+4-nf, nonFin+nf
 	}
+	j2, c2, nf2 := sameRun16One(g[j:], b[j:], inf, nonFinite)
+	return j + j2, compared + c2, nonFin + nf2
+}
+
+// sameRun16One is sameRun16 one value at a time: its definition, and its
+// end once the words stop.
+func sameRun16One[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int) {
+	b = b[:len(g)]
 	for ; j < len(g); j++ {
 		x := b[j]
 		if g[j] != x {

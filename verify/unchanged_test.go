@@ -28,12 +28,8 @@ func unchangedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, see
 			return float64(r.IntN(256) - 128)
 		}
 		switch k := r.IntN(40); {
-		case k == 0:
-			v = math.Copysign(0, -1)
-		case k == 1:
-			v = 0
-		case k == 2:
-			v = f.MinSubnormal() * float64(r.IntN(9)-4)
+		case k <= 2:
+			v = finiteEdge(r, f, k)
 		case k == 3:
 			v = math.Copysign(f.MaxFinite(), r.NormFloat64())
 		case k == 4:
@@ -164,4 +160,16 @@ func TestPoliciesUnchangedMatchFull(t *testing.T) {
 			}
 		}
 	}
+}
+
+// finiteEdge returns finite edge value k (0, 1 or 2) of f that the cases
+// mix in: −0, +0, or a small multiple of the least subnormal.
+func finiteEdge(r *rand.Rand, f tensor.Format, k int) float64 {
+	switch k {
+	case 0:
+		return math.Copysign(0, -1)
+	case 1:
+		return 0
+	}
+	return f.MinSubnormal() * float64(r.IntN(9)-4)
 }
