@@ -19,8 +19,10 @@ import (
 //
 //   - a non-finite element is not compared: its terms are +0, which
 //     leave every sum as it was, and chunkMax passes it by, so it counts
-//     as a 0 here (when the profile saturates, its reference is another
-//     value than the base's, and such a chunk is not taken);
+//     as a 0 here, and a chunk of nothing else (a run of a cache's unread
+//     tail) has sums of +0 and no scale, chunkSums' zero value (when the
+//     profile saturates, its reference is another value than the base's,
+//     and such a chunk is not taken);
 //   - for every finite element g = r, so e = |g − r| = +0: every relative
 //     error and error term is +0 (maxE = 0: scale 1, x 0, no error sums),
 //     and MERE's and RMSE's sums stay +0;
@@ -81,18 +83,18 @@ func bits16[T ~uint16](s []T) []byte {
 
 // copied reports whether the k elements from a are copied (outside every
 // span, got's bits the base's, and all finite when the profile
-// saturates), and whether they are all finite.
-func (c *copiedChunks) copied(a, k int) (ok, finite bool) {
+// saturates), and whether they are all finite, or all non-finite.
+func (c *copiedChunks) copied(a, k int) (ok, finite, noneFinite bool) {
 	i := sort.Search(len(c.spans), func(i int) bool { return c.spans[i].Off+c.spans[i].N > a })
 	if i < len(c.spans) && c.spans[i].Off < a+k {
-		return false, false
+		return false, false, false
 	}
 	g, b := c.g[2*a:2*(a+k)], c.b[2*a:2*(a+k)]
 	if !bytes.Equal(g, b) {
-		return false, false
+		return false, false, false
 	}
-	finite = allFinite16(b, c.inf)
-	return finite || !c.saturate, finite
+	anyFinite, anyNonFinite := finiteness16(b, c.inf)
+	return !anyNonFinite || !c.saturate, !anyNonFinite, !anyFinite
 }
 
 // laneSigns are the sign bits of four 16-bit lanes of a word.
@@ -107,21 +109,23 @@ func nonFiniteLanes(w uint64, inf uint16) uint64 {
 	return (w&^laneSigns + uint64(0x8000-inf)*0x0001_0001_0001_0001) & laneSigns
 }
 
-// allFinite16 reports whether every 16-bit value in b (little-endian) has
-// its magnitude below inf, four at a time (nonFiniteLanes).
-func allFinite16(b []byte, inf uint16) bool {
+// finiteness16 reports whether some 16-bit value in b (little-endian) has
+// its magnitude below inf, and whether some has it at least inf, four at
+// a time (nonFiniteLanes); it stops once it has seen both.
+func finiteness16(b []byte, inf uint16) (anyFinite, anyNonFinite bool) {
 	j := 0
-	for ; j+8 <= len(b); j += 8 {
-		if nonFiniteLanes(binary.LittleEndian.Uint64(b[j:]), inf) != 0 {
-			return false
-		}
+	for ; j+8 <= len(b) && !(anyFinite && anyNonFinite); j += 8 {
+		nf := nonFiniteLanes(binary.LittleEndian.Uint64(b[j:]), inf)
+		anyFinite, anyNonFinite = anyFinite || nf != laneSigns, anyNonFinite || nf != 0
 	}
 	for ; j+2 <= len(b); j += 2 {
 		if binary.LittleEndian.Uint16(b[j:])&0x7FFF >= inf {
-			return false
+			anyNonFinite = true
+		} else {
+			anyFinite = true
 		}
 	}
-	return true
+	return anyFinite, anyNonFinite
 }
 
 // zeroNonFinite sets r[j] to 0 where the 16-bit value j of b (r's

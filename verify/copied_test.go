@@ -33,10 +33,11 @@ func TestCopiedChunksMatchChunkOf(t *testing.T) {
 				t.Fatalf("verify %s %v seed=%d: no copied chunks found, want the fast path to apply", d, num, seed)
 			}
 			// The case takes the fast path where it should: chunks 0 and 1
-			// are finite, 2 holds NaN and 5 Inf (copied unless the profile
-			// saturates), 7 has the span, 9 the changed element.
-			for c, wantOK := range map[int]bool{0: true, 1: true, 2: !cc.saturate, 5: !cc.saturate, 7: false, 9: false} {
-				if ok, _ := cc.copied(c*sumChunk, sumChunk); ok != wantOK {
+			// are finite, 2 holds NaN, 4 nothing else and 5 Inf (copied
+			// unless the profile saturates), 7 has the span, 9 the changed
+			// element.
+			for c, wantOK := range map[int]bool{0: true, 1: true, 2: !cc.saturate, 4: !cc.saturate, 5: !cc.saturate, 7: false, 9: false} {
+				if ok, _, _ := cc.copied(c*sumChunk, sumChunk); ok != wantOK {
 					t.Errorf("verify %s %v seed=%d: copied(chunk %d) = %v, want %v", d, num, seed, c, ok, wantOK)
 				}
 			}
@@ -89,7 +90,7 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 			v = math.Copysign(f.MaxFinite(), r.NormFloat64())
 		}
 		switch {
-		case c == 2 && i%sumChunk >= 5000:
+		case c == 2 && i%sumChunk >= 5000, c == 4:
 			v = math.NaN() // an unread tail
 		case c == 5 && i%sumChunk == 17:
 			v = math.Inf(-1)
@@ -115,7 +116,7 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 }
 
 // TestSixteenBitLanes holds the word-at-a-time scans of 16-bit values
-// (sameRun16, allFinite16, zeroNonFinite) to their one-at-a-time
+// (sameRun16, finiteness16, zeroNonFinite) to their one-at-a-time
 // definitions (sameRun16One; the others' inline): every 16-bit pattern, for fp16's and bf16's inf, at every
 // position of 1–13 values among finite ones, and for sameRun16 a changed
 // value at every position too.
@@ -141,8 +142,14 @@ func TestSixteenBitLanes(t *testing.T) {
 						}
 					}
 					finite := uint16(p)&0x7FFF < inf
-					if got := allFinite16(bits16(b), inf); got != finite {
-						t.Fatalf("verify inf=%#04x: allFinite16(%#04x at %d of %d) = %v, want %v", inf, p, pos, n, got, finite)
+					if gf, gn := finiteness16(bits16(b), inf); gf != (finite || n > 1) || gn != !finite {
+						t.Fatalf("verify inf=%#04x: finiteness16(%#04x at %d of %d) = %v, %v, want %v, %v", inf, p, pos, n, gf, gn, finite || n > 1, !finite)
+					}
+					// And among non-finite values (a NaN tail).
+					nb := slices.Repeat([]uint16{inf | 0x200}, n)
+					nb[pos] = uint16(p)
+					if gf, gn := finiteness16(bits16(nb), inf); gf != finite || gn != (!finite || n > 1) {
+						t.Fatalf("verify inf=%#04x: finiteness16(%#04x at %d of %d NaN) = %v, %v, want %v, %v", inf, p, pos, n, gf, gn, finite, !finite || n > 1)
 					}
 					r := make([]float64, n)
 					for i := range r {

@@ -302,7 +302,11 @@ func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []c
 			a := lo + c*sumChunk
 			k := min(sumChunk, hi-a)
 			if cc != nil && k == sumChunk {
-				if ok, fin := cc.copied(a, k); ok {
+				if ok, fin, none := cc.copied(a, k); ok {
+					if none {
+						out[c] = chunkSums{}
+						continue
+					}
 					group, finite = append(group, c), append(finite, fin)
 					if len(group) == 4 {
 						flush()
