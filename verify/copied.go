@@ -153,33 +153,40 @@ func zeroNonFinite(r []float64, b []byte, inf uint16) {
 	}
 }
 
-// sums sets out[i] to the sums of the copied chunk of k elements at as[i]
-// (all finite if finite[i]), for up to four chunks, with buf (4·k
+// copiedChunk is a copied chunk of sumChunk elements waiting for its sums.
+type copiedChunk struct {
+	a      int        // its first element
+	finite bool       // all its values finite
+	out    *chunkSums // where its sums go
+}
+
+// sums sets the sums of up to four copied chunks, with buf (4·sumChunk
 // float64s at least) as scratch.
-func (c *copiedChunks) sums(as []int, finite []bool, k int, out []*chunkSums, buf []float64) {
+func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
+	const k = sumChunk
 	var rv [4][]float64
 	var inv [4]float64
-	for i, a := range as {
+	for i, ch := range chunks {
 		r := buf[i*k : (i+1)*k : (i+1)*k]
-		c.base.Float64sFrom(a, r)
-		if !finite[i] {
-			zeroNonFinite(r, c.b[2*a:2*(a+k)], c.inf)
+		c.base.Float64sFrom(ch.a, r)
+		if !ch.finite {
+			zeroNonFinite(r, c.b[2*ch.a:2*(ch.a+k)], c.inf)
 		}
 		_, maxV := chunkMax(r, r)
 		scale, xv := pow2Below(maxV)
 		rv[i], inv[i] = r, 1/scale
-		*out[i] = chunkSums{xv: xv, hasV: maxV > 0}
+		*ch.out = chunkSums{xv: xv, hasV: maxV > 0}
 	}
 	var s [4]float64
-	if len(as) == 4 {
+	if len(chunks) == 4 {
 		s[0], s[1], s[2], s[3] = sumSquares4(rv[0], rv[1], rv[2], rv[3], inv)
 	} else {
-		for i := range as {
+		for i := range chunks {
 			s[i] = sumSquares(rv[i], inv[i])
 		}
 	}
-	for i := range as {
-		out[i].gr, out[i].gg, out[i].rr = s[i], s[i], s[i]
+	for i, ch := range chunks {
+		ch.out.gr, ch.out.gg, ch.out.rr = s[i], s[i], s[i]
 	}
 }
 

@@ -283,20 +283,15 @@ func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []c
 		// Copied chunks (copied.go) wait in a group of up to four full
 		// ones, taken together when it is full or the range ends; the
 		// others are taken at once. Each chunk's sums are its own.
-		var group []int
-		var finite []bool
+		var group [4]copiedChunk
+		n := 0
 		flush := func() {
-			if len(group) == 0 {
-				return
+			if n > 0 {
+				bp := termBufs.Get()
+				cc.sums(group[:n], *bp)
+				termBufs.Put(bp)
+				n = 0
 			}
-			bp := termBufs.Get()
-			defer termBufs.Put(bp)
-			as, dst := make([]int, len(group)), make([]*chunkSums, len(group))
-			for i, c := range group {
-				as[i], dst[i] = lo+c*sumChunk, &out[c]
-			}
-			cc.sums(as, finite, sumChunk, dst, *bp)
-			group, finite = group[:0], finite[:0]
 		}
 		for c := c0; c < c1; c++ {
 			a := lo + c*sumChunk
@@ -307,8 +302,8 @@ func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []c
 						out[c] = chunkSums{}
 						continue
 					}
-					group, finite = append(group, c), append(finite, fin)
-					if len(group) == 4 {
+					group[n], n = copiedChunk{a: a, finite: fin, out: &out[c]}, n+1
+					if n == len(group) {
 						flush()
 					}
 					continue
