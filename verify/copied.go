@@ -104,7 +104,9 @@ const laneSigns = 0x8000_8000_8000_8000
 // each lane set where the value's magnitude is at least inf (non-finite),
 // and every other bit clear. With the sign cleared a lane is below
 // 0x8000, and adding 0x8000 − inf carries into its bit 15 exactly when it
-// is at least inf, never out of the lane.
+// is at least inf, never out of the lane. (npu's scanF16 adds the same
+// constant for fp16, but ORs the sums and masks once at the end: calling
+// this from its loop measured 19% slower there, so the two stay apart.)
 func nonFiniteLanes(w uint64, inf uint16) uint64 {
 	return (w&^laneSigns + uint64(0x8000-inf)*0x0001_0001_0001_0001) & laneSigns
 }
