@@ -151,11 +151,14 @@ func TestTrackerLastScan(t *testing.T) {
 		if !slices.Equal(f.killed, []int{30}) {
 			t.Errorf("tracker of command 10: kill() with %s: killed %v, want [30] (the grandchild, not the other command 40 nor the older child 50)", tc.name, f.killed)
 		}
-		// A settled scan needs a few reads; the older child without an
-		// environment, taken for an exiting orphan, would hold the scan
-		// for killWait (some 1000 reads).
-		if f.scans > 20 {
-			t.Errorf("tracker of command 10: kill() with %s: read the harness's children %d times, want at most 20", tc.name, f.scans)
+		// A settled kill takes at most four updates here (the first, one
+		// after the shell's exit, one that kills the grandchild, one that
+		// reaps it), each reading the harness's children at most
+		// maxAdoptPasses+1 times; the older child without an environment,
+		// taken for an exiting orphan, would hold the scan for killWait
+		// (some 1000 reads).
+		if most := 4 * (maxAdoptPasses + 1); f.scans > most {
+			t.Errorf("tracker of command 10: kill() with %s: read the harness's children %d times, want at most %d", tc.name, f.scans, most)
 		}
 		if _, ok := f.procs[30]; ok {
 			t.Errorf("tracker of command 10: kill() with %s: grandchild 30 left unreaped, want it reaped", tc.name)

@@ -138,6 +138,7 @@ func TestGEMMSizeCap(t *testing.T) {
 		}
 	}
 }
+
 func TestGEMMGenerateIsSeeded(t *testing.T) {
 	op := mustOp(t, "gemm")
 	for _, mode := range GEMMModes() {

@@ -110,7 +110,7 @@ func operands(r *rand.Rand, dist, m, k, n int) (a, b []float64) {
 
 // shapes cross every blocking edge: mr, nr, kc, mc, nc and their partial
 // tiles, plus empty and single-element products, and products of one row
-// block over several column blocks (runColumns).
+// block over several column blocks (product.columns).
 var shapes = [][3]int{
 	{0, 3, 4}, {3, 0, 4}, {3, 4, 0}, {1, 1, 1}, {2, 3, 5}, {3, 1, 8}, {4, 7, 9},
 	{mr, kc, nr}, {mr + 1, kc + 1, nr + 1}, {17, 2*kc + 3, 23},
@@ -136,7 +136,7 @@ func withKernels(k, km kernelFunc, f func()) {
 // Mul is held to the same loop's d the same way.
 func TestMulAbsMatchesLoop(t *testing.T) {
 	// Two Ps at least, so that the products of one row block take
-	// runColumns on any machine.
+	// product.columns on any machine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	kernels := []struct {
 		name  string
