@@ -10,16 +10,16 @@ TEXT ·holdsNegZeroOrSNaNAVX2(SB), NOSPLIT, $0-17
 	MOVQ         c+0(FP), SI
 	MOVQ         n+8(FP), CX
 	MOVL         $0x80000000, AX
-	MOVQ         AX, X0
+	VMOVQ        AX, X0
 	VPBROADCASTD X0, Y0          // −0
 	MOVL         $0x7FC00000, AX
-	MOVQ         AX, X1
+	VMOVQ        AX, X1
 	VPBROADCASTD X1, Y1          // exponent and quiet bit
 	MOVL         $0x7F800000, AX
-	MOVQ         AX, X2
+	VMOVQ        AX, X2
 	VPBROADCASTD X2, Y2          // exponent all ones, quiet bit clear
 	MOVL         $0x003FFFFF, AX
-	MOVQ         AX, X3
+	VMOVQ        AX, X3
 	VPBROADCASTD X3, Y3          // the payload below the quiet bit
 	VPXOR        Y4, Y4, Y4
 

@@ -54,7 +54,7 @@ done: \
 TEXT ·binF16F16C(SB), NOSPLIT, $0-40
 	BINARGS
 	MOVL         $0xFFC00000, R9
-	MOVQ         R9, X15
+	VMOVQ        R9, X15
 	VPBROADCASTD X15, Y15
 	BINLOOPS(OPF16)
 
@@ -62,17 +62,17 @@ TEXT ·binF16F16C(SB), NOSPLIT, $0-40
 // lane: exp Y10, frac Y11, maxFinite Y8, all ones under saturation Y13,
 // all ones under flushing Y14, zero Y9, sign = ^(exp | frac) Y12.
 #define FIXSETUP(BCAST, CMPEQ) \
-	MOVQ     R10, X0 \
+	VMOVQ    R10, X0 \
 	BCAST    X0, Y10 \
-	MOVQ     R11, X0 \
+	VMOVQ    R11, X0 \
 	BCAST    X0, Y11 \
-	MOVQ     R12, X0 \
+	VMOVQ    R12, X0 \
 	BCAST    X0, Y8 \
 	NEGL     R13 \
-	MOVQ     R13, X0 \
+	VMOVQ    R13, X0 \
 	BCAST    X0, Y13 \
 	NEGL     R9 \
-	MOVQ     R9, X0 \
+	VMOVQ    R9, X0 \
 	BCAST    X0, Y14 \
 	VPXOR    Y9, Y9, Y9 \
 	CMPEQ    Y15, Y15, Y15 \
@@ -167,7 +167,7 @@ fix32done:
 TEXT ·binF32AVX(SB), NOSPLIT, $0-40
 	BINARGS
 	MOVL         $0xFFC00000, R9
-	MOVQ         R9, X15
+	VMOVQ        R9, X15
 	VPBROADCASTD X15, Y15
 	BINLOOPS(OPF32)
 
@@ -197,12 +197,12 @@ TEXT ·binF32AVX(SB), NOSPLIT, $0-40
 TEXT ·binBF16AVX2(SB), NOSPLIT, $0-40
 	BINARGS
 	MOVL         $0xFFC0, R9
-	MOVQ         R9, X14
+	VMOVQ        R9, X14
 	VPBROADCASTD X14, Y14
 	MOVL         $0x7FFF, R9
-	MOVQ         R9, X12
+	VMOVQ        R9, X12
 	VPBROADCASTD X12, Y12
 	MOVL         $1, R9
-	MOVQ         R9, X13
+	VMOVQ        R9, X13
 	VPBROADCASTD X13, Y13
 	BINLOOPS(OPBF16)

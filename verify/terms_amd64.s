@@ -74,7 +74,7 @@ loop:
 done:
 	HMAX(Y10, X10)
 	VZEROUPPER
-	MOVSD        X0, mare+80(FP)
+	VMOVSD       X0, mare+80(FP)
 	RET
 
 DATA c2046<>+0(SB)/8, $0x7fe0000000000000
@@ -101,7 +101,7 @@ TEXT ·exactRunAVX2(SB), NOSPLIT, $0-40
 	VBROADCASTSD c2046<>(SB), Y13
 	VPXOR        Y12, Y12, Y12        // zero
 	VMOVDQU      224(R8), Y11         // floor2
-	MOVQ         256(R8), X6          // shift
+	VMOVQ        256(R8), X6          // shift
 	VMOVUPD      288(R8), Y10         // maxAbs
 	VMOVUPD      320(R8), Y9          // tight
 	VMOVDQU      352(R8), Y7          // zeros
@@ -221,8 +221,8 @@ mloop:
 
 mdone:
 	HMAX(Y12, X12)
-	MOVSD        X0, maxE+24(FP)
+	VMOVSD       X0, maxE+24(FP)
 	HMAX(Y13, X13)
-	MOVSD        X0, maxV+32(FP)
+	VMOVSD       X0, maxV+32(FP)
 	VZEROUPPER
 	RET

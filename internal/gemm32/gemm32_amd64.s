@@ -117,11 +117,11 @@ store:
 //
 // One VFMADD231SS: RN32(a·b + c), for the NaN-order test.
 TEXT ·fma32AVX2(SB), NOSPLIT, $0-20
-	MOVSS a+0(FP), X1
-	MOVSS b+4(FP), X2
-	MOVSS c+8(FP), X0
+	VMOVSS a+0(FP), X1
+	VMOVSS b+4(FP), X2
+	VMOVSS c+8(FP), X0
 	VFMADD231SS X2, X1, X0
-	MOVSS X0, ret+16(FP)
+	VMOVSS X0, ret+16(FP)
 	RET
 
 // func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
