@@ -124,6 +124,16 @@ func pow2Below(v float64) (float64, int) {
 	return math.Ldexp(1, x-1), x - 1
 }
 
+// pow2Recip reports whether s is a normal power of two, 2^k with −1022 ≤
+// k ≤ 1023, whose reciprocal 2^−k is exact (normal, or for k = 1023 the
+// subnormal 2^−1023): then x·(1/s) and x/s are the same real number
+// rounded once, bit for bit the same for every x.
+func pow2Recip(s float64) bool {
+	b := math.Float64bits(s)
+	e := b >> 52
+	return b&(1<<52-1) == 0 && e >= 1 && e <= 2046
+}
+
 // chunkOf returns the sums of one chunk whose got values are gv and whose
 // references are rv (bound.Expected.Refs), its terms computed into t.
 func chunkOf(gv, rv []float64, t *sumTerms) chunkSums {

@@ -24,7 +24,7 @@ GLOBL expmask<>(SB), RODATA|NOPTR, $8
 	VPERMILPD    $1, X0, X1 \
 	VMAXSD       X1, X0, X0
 
-// func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, scaleE, scaleV, guard float64) (mare float64)
+// func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, invE, invV, guard float64) (mare float64)
 TEXT ·termsAVX2(SB), NOSPLIT, $0-88
 	MOVQ gv+0(FP), SI
 	MOVQ rv+8(FP), DI
@@ -33,8 +33,8 @@ TEXT ·termsAVX2(SB), NOSPLIT, $0-88
 	MOVQ gs+32(FP), R10
 	MOVQ rs+40(FP), R11
 	MOVQ n+48(FP), CX
-	VBROADCASTSD scaleE+56(FP), Y12
-	VBROADCASTSD scaleV+64(FP), Y13
+	VBROADCASTSD invE+56(FP), Y12
+	VBROADCASTSD invV+64(FP), Y13
 	VBROADCASTSD guard+72(FP), Y14
 	VBROADCASTSD absmask<>(SB), Y15
 	VBROADCASTSD expmask<>(SB), Y11
@@ -54,9 +54,9 @@ loop:
 	VANDPD Y15, Y1, Y5 // |r|
 	VADDPD Y14, Y5, Y5 // |r| + guard
 	VDIVPD Y5, Y4, Y6  // e / (|r| + guard)
-	VDIVPD Y12, Y4, Y7 // e / scaleE
-	VDIVPD Y13, Y0, Y8 // g / scaleV
-	VDIVPD Y13, Y1, Y9 // r / scaleV
+	VMULPD Y12, Y4, Y7 // e·invE = e / scaleE
+	VMULPD Y13, Y0, Y8 // g·invV = g / scaleV
+	VMULPD Y13, Y1, Y9 // r·invV = r / scaleV
 
 	VANDNPD Y6, Y2, Y6
 	VANDNPD Y7, Y2, Y7

@@ -55,6 +55,26 @@ func TestChunkMaxMatchesPortable(t *testing.T) {
 	}
 }
 
+// TestPow2Recip holds pow2Recip to its definition at the edges of the
+// normal powers of two and around them.
+func TestPow2Recip(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		want bool
+	}{
+		{1, true}, {0x1p-1022, true}, {0x1p1023, true}, {0x1p-60, true}, {0.5, true},
+		{0x1p-1023, false}, {0x1p-1074, false}, {0, false}, {math.Inf(1), false}, {math.NaN(), false},
+		{-2, false}, {3, false}, {math.Nextafter(1, 2), false}, {math.MaxFloat64, false},
+	} {
+		if got := pow2Recip(c.s); got != c.want {
+			t.Errorf("verify: pow2Recip(%g) = %v, want %v", c.s, got, c.want)
+		}
+		if c.want && (1/c.s)*c.s != 1 {
+			t.Errorf("verify: pow2Recip(%g): 1/s = %g is not its exact reciprocal", c.s, 1/c.s)
+		}
+	}
+}
+
 // TestTermsMatchPortable holds terms (termsAVX2 where the CPU has it) to
 // termsGo bit for bit: every term and the largest relative error, at
 // lengths around the vector width, on seeded values of every magnitude
@@ -65,7 +85,12 @@ func TestTermsMatchPortable(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 0))
 	val := func() float64 { return termsVal(r) }
 	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
-	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300}
+	// Powers of two from 2^-1022 to 2^1023 take termsAVX2 (x·(1/s) for
+	// x/s, quotients underflowing and overflowing among the values); the
+	// others, 2^-1023 and 2^-1070 (reciprocals that overflow) among them,
+	// take termsGo.
+	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300,
+		0x1p-1022, 0x1p-1023, 0x1p1023, 0x1p-60, 0x1p50}
 	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 64, 1001} {
 		for _, sE := range scales {
 			for _, sV := range scales {
