@@ -81,10 +81,203 @@ func macroParams(rest string) []string {
 	return ps
 }
 
-// TestNoLegacySSE holds every amd64 assembly file of the module to the
-// package's rule.
-func TestNoLegacySSE(t *testing.T) {
-	files := 0
+// yReg matches an operand that names a Y register.
+var yReg = regexp.MustCompile(`(^|[\s,(])Y([0-9]|[12][0-9]|3[01])($|[\s,)])`)
+
+// asmLine is one instruction, label or directive of an assembly file,
+// its comment and line continuation removed.
+type asmLine struct {
+	n     int    // line number, from 1
+	text  string // trimmed
+	macro string // the #define it belongs to, if any
+}
+
+// parseAsm returns src's lines with text, and the parameters of each
+// macro it defines.
+func parseAsm(src []byte) (lines []asmLine, params map[string][]string) {
+	params = map[string][]string{}
+	macro := ""
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		cont := strings.HasSuffix(line, `\`)
+		line = strings.TrimSpace(strings.TrimSuffix(line, `\`))
+		if rest, ok := strings.CutPrefix(line, "#define"); ok {
+			name := strings.Fields(rest)[0]
+			if i := strings.Index(name, "("); i >= 0 {
+				name = name[:i]
+			}
+			params[name] = macroParams(rest)
+			macro = name
+			line = ""
+		}
+		if line != "" {
+			lines = append(lines, asmLine{n: n, text: line, macro: macro})
+		}
+		if !cont {
+			macro = ""
+		}
+	}
+	return lines, params
+}
+
+// mnemonic returns a line's first word up to any "(": an instruction,
+// a macro's name, or a macro parameter in the mnemonic's place.
+func mnemonic(text string) string {
+	name := strings.Fields(text)[0]
+	if i := strings.Index(name, "("); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// invokes returns the macro a line invokes ("NAME(...)" or a bare NAME
+// that is a macro), or "".
+func invokes(text string, params map[string][]string) string {
+	name := mnemonic(text)
+	if _, ok := params[name]; ok {
+		return name
+	}
+	return ""
+}
+
+// dirtyingRet returns a finding ("line: RET") for each RET of the amd64
+// assembly src that may return with the upper halves of the Y registers
+// in use: in a function or macro that names a Y register (itself or
+// through a macro it invokes; for a macro, also one that runs an
+// instruction or macro its caller passes in), a RET whose instructions
+// before it, back to the nearest VZEROUPPER, name a Y register, invoke
+// such a macro or a passed-in one, or hold a label (a jump may arrive there from before the VZEROUPPER).
+// Returning dirty costs the caller's Go code, which is all legacy SSE,
+// the state switch at its first floating-point instruction. A RET inside
+// a macro is checked within the macro's body.
+func dirtyingRet(src []byte) []string {
+	lines, params := parseAsm(src)
+	// usesY: the macros that name a Y register, directly or by invoking one.
+	usesY := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, l := range lines {
+			if l.macro == "" || usesY[l.macro] {
+				continue
+			}
+			if yReg.MatchString(l.text) || usesY[invokes(l.text, params)] {
+				usesY[l.macro], changed = true, true
+			}
+		}
+	}
+	var found []string
+	// Group the lines into bodies: each macro's, and each TEXT's.
+	start := 0
+	for i := 0; i <= len(lines); i++ {
+		end := i == len(lines) || strings.HasPrefix(lines[i].text, "TEXT") ||
+			(i > 0 && lines[i].macro != lines[i-1].macro)
+		if !end {
+			continue
+		}
+		body := lines[start:i]
+		start = i
+		dirty := false
+		for _, l := range body {
+			dirty = dirty || yReg.MatchString(l.text) || usesY[invokes(l.text, params)] ||
+				slices.Contains(params[l.macro], mnemonic(l.text)) // an instruction or macro the caller passes in
+		}
+		if !dirty {
+			continue
+		}
+		for k, l := range body {
+			if l.text != "RET" {
+				continue
+			}
+			clean := false
+			for j := k - 1; j >= 0; j-- {
+				b := body[j].text
+				if b == "VZEROUPPER" {
+					clean = true
+					break
+				}
+				if yReg.MatchString(b) || usesY[invokes(b, params)] || slices.Contains(params[body[j].macro], mnemonic(b)) ||
+					strings.HasSuffix(b, ":") || strings.HasPrefix(b, "TEXT") {
+					break
+				}
+			}
+			if !clean {
+				found = append(found, strconv.Itoa(l.n)+": RET")
+			}
+		}
+	}
+	return found
+}
+
+// TestNoDirtyReturn holds every amd64 assembly file of the module to
+// returning with VZEROUPPER done (dirtyingRet).
+func TestNoDirtyReturn(t *testing.T) {
+	for rel, src := range amd64Files(t) {
+		for _, f := range dirtyingRet(src) {
+			t.Errorf("%s:%s may return with the Y registers' upper halves in use; VZEROUPPER after the last Y instruction before it", rel, f)
+		}
+	}
+}
+
+// TestDirtyingRetFinds holds dirtyingRet to hand-written functions and
+// macros: each return that can leave a Y register's upper half in use is
+// found, and the clean ones, and a function without Y registers, are not.
+func TestDirtyingRetFinds(t *testing.T) {
+	src := `#define DONE \
+	VZEROUPPER \
+	RET
+#define LOAD(r) \
+	VMOVDQU (SI), r
+#define BAD \
+	VMOVDQU (SI), Y0 \
+	RET
+#define LOOP(STEP) \
+	STEP(VADDPS) \
+	RET
+
+TEXT ·clean(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+	VZEROUPPER
+	MOVQ    AX, ret+0(FP)
+	RET
+
+TEXT ·noy(SB), NOSPLIT, $0-8
+	VMOVSS a+0(FP), X1
+	RET
+
+TEXT ·dirty(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+	RET
+
+TEXT ·label(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+	VZEROUPPER
+done:
+	RET
+
+TEXT ·viamacro(SB), NOSPLIT, $0-8
+	LOAD(Y1)
+	RET
+
+TEXT ·macrodone(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+	DONE
+`
+	want := []string{"8: RET", "11: RET", "25: RET", "31: RET", "35: RET"}
+	if got := dirtyingRet([]byte(src)); !slices.Equal(got, want) {
+		t.Errorf("dirtyingRet(hand-written functions) = %q, want %q", got, want)
+	}
+}
+
+// amd64Files returns every *_amd64.s file of the module, by its path
+// from the module root, with its content.
+func amd64Files(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -99,19 +292,27 @@ func TestNoLegacySSE(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		files++
 		rel, _ := filepath.Rel(root, p)
-		for _, f := range legacySSE(src) {
-			t.Errorf("%s:%s names an X register with a legacy SSE mnemonic; write its VEX form (V%s)",
-				filepath.ToSlash(rel), f, f[strings.LastIndex(f, " ")+1:])
-		}
+		files[filepath.ToSlash(rel)] = src
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files == 0 {
+	if len(files) == 0 {
 		t.Fatalf("no *_amd64.s file under %s: the walk is looking in the wrong place", root)
+	}
+	return files
+}
+
+// TestNoLegacySSE holds every amd64 assembly file of the module to the
+// package's rule.
+func TestNoLegacySSE(t *testing.T) {
+	for rel, src := range amd64Files(t) {
+		for _, f := range legacySSE(src) {
+			t.Errorf("%s:%s names an X register with a legacy SSE mnemonic; write its VEX form (V%s)",
+				rel, f, f[strings.LastIndex(f, " ")+1:])
+		}
 	}
 }
 
