@@ -27,41 +27,24 @@ var xReg = regexp.MustCompile(`(^|[\s,(])X([0-9]|[12][0-9]|3[01])($|[\s,)])`)
 // BCAST or INSN) is the caller's to choose and not checked here; macro
 // invocations (NAME(...)) are checked where the macro is defined.
 func legacySSE(src []byte) []string {
+	lines, params := parseAsm(src)
 	var found []string
-	var params []string // the parameters of the #define being read, if any
-	inMacro := false
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		cont := strings.HasSuffix(strings.TrimSpace(line), `\`)
-		line = strings.TrimSuffix(strings.TrimSpace(line), `\`)
-		if rest, ok := strings.CutPrefix(line, "#define"); ok {
-			inMacro, params = cont, macroParams(rest)
-			line = ""
-		}
-		if !inMacro {
-			params = nil
-		}
+	for _, l := range lines {
+		text := l.text
 		// A label may share the line with an instruction.
-		if i := strings.Index(line, ":"); i >= 0 && !strings.ContainsAny(line[:i], " \t(") {
-			line = line[i+1:]
+		if i := strings.Index(text, ":"); i >= 0 && !strings.ContainsAny(text[:i], " \t(") {
+			text = strings.TrimSpace(text[i+1:])
 		}
-		fields := strings.Fields(line)
-		if len(fields) > 0 {
-			mn := fields[0]
-			operands := strings.TrimSpace(strings.TrimPrefix(line, mn))
-			switch {
-			case strings.HasPrefix(mn, "#"), strings.Contains(mn, "("), slices.Contains(params, mn):
-			case strings.HasPrefix(mn, "V"):
-			case xReg.MatchString(operands):
-				found = append(found, strconv.Itoa(n)+": "+mn)
-			}
+		if text == "" {
+			continue
 		}
-		if !cont {
-			inMacro = false
+		mn := strings.Fields(text)[0]
+		operands := strings.TrimSpace(strings.TrimPrefix(text, mn))
+		switch {
+		case strings.HasPrefix(mn, "#"), strings.Contains(mn, "("), slices.Contains(params[l.macro], mn):
+		case strings.HasPrefix(mn, "V"):
+		case xReg.MatchString(operands):
+			found = append(found, strconv.Itoa(l.n)+": "+mn)
 		}
 	}
 	return found
@@ -106,13 +89,9 @@ func parseAsm(src []byte) (lines []asmLine, params map[string][]string) {
 		line = strings.TrimSpace(line)
 		cont := strings.HasSuffix(line, `\`)
 		line = strings.TrimSpace(strings.TrimSuffix(line, `\`))
-		if rest, ok := strings.CutPrefix(line, "#define"); ok {
-			name := strings.Fields(rest)[0]
-			if i := strings.Index(name, "("); i >= 0 {
-				name = name[:i]
-			}
-			params[name] = macroParams(rest)
-			macro = name
+		if rest, ok := strings.CutPrefix(line, "#define"); ok && strings.TrimSpace(rest) != "" {
+			macro = mnemonic(rest)
+			params[macro] = macroParams(rest)
 			line = ""
 		}
 		if line != "" {
