@@ -1,8 +1,6 @@
 package asmcheck_test
 
 import (
-	"bufio"
-	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,38 +14,69 @@ import (
 // root is the module root, two directories up.
 const root = "../.."
 
-// xReg matches an operand that names an X register (X0–X15, or an
-// AVX-512 one), and not a Y or Z register or a symbol that holds an X.
-var xReg = regexp.MustCompile(`(^|[\s,(])X([0-9]|[12][0-9]|3[01])($|[\s,)])`)
+// xReg and yReg match an operand that names an X (Y) register, the
+// AVX-512 ones included, and not a register of the other kinds or a
+// symbol whose name holds one.
+var xReg, yReg = vecReg("X"), vecReg("Y")
 
-// legacySSE returns a finding for each line of the amd64 assembly src
-// whose instruction names an X register with a legacy (non-VEX)
-// mnemonic, as "line: mnemonic". Inside a #define, a line whose mnemonic
-// is one of the macro's parameters (an instruction passed in, such as
-// BCAST or INSN) is the caller's to choose and not checked here; macro
-// invocations (NAME(...)) are checked where the macro is defined.
-func legacySSE(src []byte) []string {
-	lines, params := parseAsm(src)
-	var found []string
-	for _, l := range lines {
-		text := l.text
-		// A label may share the line with an instruction.
-		if i := strings.Index(text, ":"); i >= 0 && !strings.ContainsAny(text[:i], " \t(") {
-			text = strings.TrimSpace(text[i+1:])
+func vecReg(kind string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[\s,(])` + kind + `([0-9]|[12][0-9]|3[01])($|[\s,)])`)
+}
+
+// asmLine is one line of an assembly file that holds an instruction or a
+// label, its comment and line continuation removed.
+type asmLine struct {
+	n     int    // line number, from 1
+	text  string // the instruction, trimmed; "" on a line with a label alone
+	label bool   // the line starts with a label: a jump may arrive here
+	macro string // the #define it belongs to, if any
+	body  string // the function (TEXT line) or macro it belongs to
+}
+
+// finding is a line that breaks a rule, and what on it does.
+type finding struct {
+	n    int
+	what string
+}
+
+func (f finding) String() string { return strconv.Itoa(f.n) + ": " + f.what }
+
+// parseAsm returns src's lines that hold an instruction or a label, and
+// the parameters of each macro it defines (its keys are the macros).
+func parseAsm(src []byte) (lines []asmLine, params map[string][]string) {
+	params = map[string][]string{}
+	fn, macro := "", ""
+	for i, line := range strings.Split(string(src), "\n") {
+		if j := strings.Index(line, "//"); j >= 0 {
+			line = line[:j]
 		}
-		if text == "" {
-			continue
-		}
-		mn := strings.Fields(text)[0]
-		operands := strings.TrimSpace(strings.TrimPrefix(text, mn))
+		line = strings.TrimSpace(line)
+		cont := strings.HasSuffix(line, `\`)
+		line = strings.TrimSpace(strings.TrimSuffix(line, `\`))
+		rest, isDefine := strings.CutPrefix(line, "#define")
 		switch {
-		case strings.HasPrefix(mn, "#"), strings.Contains(mn, "("), slices.Contains(params[l.macro], mn):
-		case strings.HasPrefix(mn, "V"):
-		case xReg.MatchString(operands):
-			found = append(found, strconv.Itoa(l.n)+": "+mn)
+		case isDefine && strings.TrimSpace(rest) != "":
+			macro = mnemonic(rest)
+			params[macro] = macroParams(rest)
+			line = ""
+		case strings.HasPrefix(line, "TEXT"):
+			fn, line = line, ""
+		}
+		l := asmLine{n: i + 1, macro: macro, body: fn}
+		if macro != "" {
+			l.body = "#define " + macro
+		}
+		if j := strings.Index(line, ":"); j >= 0 && !strings.ContainsAny(line[:j], " \t(") {
+			l.label, line = true, strings.TrimSpace(line[j+1:])
+		}
+		if l.text = line; l.text != "" || l.label {
+			lines = append(lines, l)
+		}
+		if !cont {
+			macro = ""
 		}
 	}
-	return found
+	return lines, params
 }
 
 // macroParams returns the parameter names of a #define's rest of line,
@@ -64,108 +93,73 @@ func macroParams(rest string) []string {
 	return ps
 }
 
-// yReg matches an operand that names a Y register.
-var yReg = regexp.MustCompile(`(^|[\s,(])Y([0-9]|[12][0-9]|3[01])($|[\s,)])`)
-
-// asmLine is one instruction, label or directive of an assembly file,
-// its comment and line continuation removed.
-type asmLine struct {
-	n     int    // line number, from 1
-	text  string // trimmed
-	macro string // the #define it belongs to, if any
-}
-
-// parseAsm returns src's lines with text, and the parameters of each
-// macro it defines.
-func parseAsm(src []byte) (lines []asmLine, params map[string][]string) {
-	params = map[string][]string{}
-	macro := ""
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		cont := strings.HasSuffix(line, `\`)
-		line = strings.TrimSpace(strings.TrimSuffix(line, `\`))
-		if rest, ok := strings.CutPrefix(line, "#define"); ok && strings.TrimSpace(rest) != "" {
-			macro = mnemonic(rest)
-			params[macro] = macroParams(rest)
-			line = ""
-		}
-		if line != "" {
-			lines = append(lines, asmLine{n: n, text: line, macro: macro})
-		}
-		if !cont {
-			macro = ""
-		}
-	}
-	return lines, params
-}
-
-// mnemonic returns a line's first word up to any "(": an instruction,
-// a macro's name, or a macro parameter in the mnemonic's place.
+// mnemonic returns an instruction's first word up to any "(": an
+// instruction, a macro's name, or a macro parameter in the mnemonic's
+// place.
 func mnemonic(text string) string {
-	name := strings.Fields(text)[0]
-	if i := strings.Index(name, "("); i >= 0 {
-		name = name[:i]
-	}
+	name, _, _ := strings.Cut(strings.Fields(text)[0], "(")
 	return name
 }
 
-// invokes returns the macro a line invokes ("NAME(...)" or a bare NAME
-// that is a macro), or "".
-func invokes(text string, params map[string][]string) string {
-	name := mnemonic(text)
-	if _, ok := params[name]; ok {
-		return name
+// legacySSE returns the lines of the amd64 assembly src whose instruction
+// names an X register with a legacy (non-VEX) mnemonic. Inside a
+// #define, a line whose mnemonic is one of the macro's parameters (an
+// instruction passed in, such as BCAST or INSN) is the caller's to
+// choose and not checked here; macro invocations (NAME(...)) are checked
+// where the macro is defined.
+func legacySSE(src []byte) []finding {
+	lines, params := parseAsm(src)
+	var found []finding
+	for _, l := range lines {
+		if l.text == "" {
+			continue
+		}
+		first := strings.Fields(l.text)[0]
+		operands := strings.TrimPrefix(l.text, first)
+		switch {
+		case strings.HasPrefix(first, "#"), strings.Contains(first, "("), slices.Contains(params[l.macro], first):
+		case strings.HasPrefix(first, "V"):
+		case xReg.MatchString(operands):
+			found = append(found, finding{l.n, first})
+		}
 	}
-	return ""
+	return found
 }
 
-// dirtyingRet returns a finding ("line: RET") for each RET of the amd64
-// assembly src that may return with the upper halves of the Y registers
-// in use: in a function or macro that names a Y register (itself or
-// through a macro it invokes; for a macro, also one that runs an
-// instruction or macro its caller passes in), a RET whose instructions
-// before it, back to the nearest VZEROUPPER, name a Y register, invoke
-// such a macro or a passed-in one, or hold a label (a jump may arrive there from before the VZEROUPPER).
-// Returning dirty costs the caller's Go code, which is all legacy SSE,
-// the state switch at its first floating-point instruction. A RET inside
-// a macro is checked within the macro's body.
-func dirtyingRet(src []byte) []string {
+// dirtyingRet returns each RET of the amd64 assembly src that may return
+// with the upper halves of the Y registers in use: in a function or macro
+// with a line that touches a Y register (names one, invokes a macro with
+// such a line, or, in a macro, runs an instruction or macro its caller
+// passes in), a RET whose lines before it, back to the nearest
+// VZEROUPPER, touch a Y register or hold a label (a jump may arrive there
+// from before the VZEROUPPER). Returning dirty costs the caller's Go
+// code, which is all legacy SSE, the state switch at its first
+// floating-point instruction. A RET inside a macro is checked within the
+// macro's body.
+func dirtyingRet(src []byte) []finding {
 	lines, params := parseAsm(src)
-	// usesY: the macros that name a Y register, directly or by invoking one.
-	usesY := map[string]bool{}
+	usesY := map[string]bool{} // the macros with a line that touches a Y register
+	touchesY := func(l asmLine) bool {
+		if l.text == "" {
+			return false
+		}
+		mn := mnemonic(l.text)
+		return yReg.MatchString(l.text) || usesY[mn] || slices.Contains(params[l.macro], mn)
+	}
 	for changed := true; changed; {
 		changed = false
 		for _, l := range lines {
-			if l.macro == "" || usesY[l.macro] {
-				continue
-			}
-			if yReg.MatchString(l.text) || usesY[invokes(l.text, params)] {
+			if l.macro != "" && !usesY[l.macro] && touchesY(l) {
 				usesY[l.macro], changed = true, true
 			}
 		}
 	}
-	var found []string
-	// Group the lines into bodies: each macro's, and each TEXT's.
-	start := 0
-	for i := 0; i <= len(lines); i++ {
-		end := i == len(lines) || strings.HasPrefix(lines[i].text, "TEXT") ||
-			(i > 0 && lines[i].macro != lines[i-1].macro)
-		if !end {
-			continue
+	var found []finding
+	for start, end := 0, 0; start < len(lines); start = end {
+		for end = start + 1; end < len(lines) && lines[end].body == lines[start].body; end++ {
 		}
-		body := lines[start:i]
-		start = i
-		dirty := false
-		for _, l := range body {
-			dirty = dirty || yReg.MatchString(l.text) || usesY[invokes(l.text, params)] ||
-				slices.Contains(params[l.macro], mnemonic(l.text)) // an instruction or macro the caller passes in
-		}
-		if !dirty {
+		body := lines[start:end]
+		if body[0].body == "" || !slices.ContainsFunc(body, touchesY) {
 			continue
 		}
 		for k, l := range body {
@@ -173,19 +167,16 @@ func dirtyingRet(src []byte) []string {
 				continue
 			}
 			clean := false
-			for j := k - 1; j >= 0; j-- {
-				b := body[j].text
-				if b == "VZEROUPPER" {
+			for j := k; j >= 0 && !clean; j-- {
+				b := body[j]
+				if j < k && b.text == "VZEROUPPER" {
 					clean = true
-					break
-				}
-				if yReg.MatchString(b) || usesY[invokes(b, params)] || slices.Contains(params[body[j].macro], mnemonic(b)) ||
-					strings.HasSuffix(b, ":") || strings.HasPrefix(b, "TEXT") {
+				} else if b.label || j < k && touchesY(b) {
 					break
 				}
 			}
 			if !clean {
-				found = append(found, strconv.Itoa(l.n)+": RET")
+				found = append(found, finding{l.n, "RET"})
 			}
 		}
 	}
@@ -197,14 +188,15 @@ func dirtyingRet(src []byte) []string {
 func TestNoDirtyReturn(t *testing.T) {
 	for rel, src := range amd64Files(t) {
 		for _, f := range dirtyingRet(src) {
-			t.Errorf("%s:%s may return with the Y registers' upper halves in use; VZEROUPPER after the last Y instruction before it", rel, f)
+			t.Errorf("%s:%v may return with the Y registers' upper halves in use; VZEROUPPER after the last Y instruction before it", rel, f)
 		}
 	}
 }
 
 // TestDirtyingRetFinds holds dirtyingRet to hand-written functions and
 // macros: each return that can leave a Y register's upper half in use is
-// found, and the clean ones, and a function without Y registers, are not.
+// found (a label on the RET itself included), and the clean ones, and a
+// function without Y registers, are not.
 func TestDirtyingRetFinds(t *testing.T) {
 	src := `#define DONE \
 	VZEROUPPER \
@@ -245,10 +237,20 @@ TEXT ·viamacro(SB), NOSPLIT, $0-8
 TEXT ·macrodone(SB), NOSPLIT, $0-8
 	VMOVDQU (SI), Y0
 	DONE
+
+TEXT ·retlabel(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+	VZEROUPPER
+out:	RET
+
+TEXT ·labelclean(SB), NOSPLIT, $0-8
+	VMOVDQU (SI), Y0
+done:	VZEROUPPER
+	RET
 `
-	want := []string{"8: RET", "11: RET", "25: RET", "31: RET", "35: RET"}
+	want := []finding{{8, "RET"}, {11, "RET"}, {25, "RET"}, {31, "RET"}, {35, "RET"}, {44, "RET"}}
 	if got := dirtyingRet([]byte(src)); !slices.Equal(got, want) {
-		t.Errorf("dirtyingRet(hand-written functions) = %q, want %q", got, want)
+		t.Errorf("dirtyingRet(hand-written functions) = %v, want %v", got, want)
 	}
 }
 
@@ -289,8 +291,7 @@ func amd64Files(t *testing.T) map[string][]byte {
 func TestNoLegacySSE(t *testing.T) {
 	for rel, src := range amd64Files(t) {
 		for _, f := range legacySSE(src) {
-			t.Errorf("%s:%s names an X register with a legacy SSE mnemonic; write its VEX form (V%s)",
-				rel, f, f[strings.LastIndex(f, " ")+1:])
+			t.Errorf("%s:%v names an X register with a legacy SSE mnemonic; write its VEX form (V%s)", rel, f, f.what)
 		}
 	}
 }
@@ -321,8 +322,8 @@ loop:	MOVSD        X0, ret+0(FP)
 	VZEROUPPER
 	RET
 `
-	want := []string{"4: MOVQ", "9: MOVQ", "15: MOVQ", "16: MOVSD", "17: MOVUPS", "19: MOVQ"}
+	want := []finding{{4, "MOVQ"}, {9, "MOVQ"}, {15, "MOVQ"}, {16, "MOVSD"}, {17, "MOVUPS"}, {19, "MOVQ"}}
 	if got := legacySSE([]byte(src)); !slices.Equal(got, want) {
-		t.Errorf("legacySSE(hand-written lines) = %q, want %q", got, want)
+		t.Errorf("legacySSE(hand-written lines) = %v, want %v", got, want)
 	}
 }
