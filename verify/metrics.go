@@ -343,8 +343,8 @@ func (p *metricsPart) addBlock(d tensor.DType, f tensor.Format, isFloat bool, gv
 			hist[ulpBucketIndex(e/ulp)]++
 		}
 		var t float64
-		if bb := math.Float64bits(b); bb&(1<<52-1) == 0 && bb>>52-1 < 2045 { // b = 2^k > 0, 1/b normal
-			t = e * math.Float64frombits((2046-bb>>52)<<52)
+		if inv, ok := pow2Recip(b); ok {
+			t = e * inv
 		} else {
 			t = ratio(e, b)
 		}

@@ -124,14 +124,17 @@ func pow2Below(v float64) (float64, int) {
 	return math.Ldexp(1, x-1), x - 1
 }
 
-// pow2Recip reports whether s is a normal power of two, 2^k with −1022 ≤
-// k ≤ 1023, whose reciprocal 2^−k is exact (normal, or for k = 1023 the
-// subnormal 2^−1023): then x·(1/s) and x/s are the same real number
-// rounded once, bit for bit the same for every x.
-func pow2Recip(s float64) bool {
+// pow2Recip returns 1/s, true when s is a power of two 2^k whose
+// reciprocal 2^−k is normal (−1022 ≤ k ≤ 1022): then x·(1/s) and x/s are
+// the same real number rounded once, bit for bit the same for every x,
+// and a multiplication does for a division. Otherwise it returns 0,
+// false.
+func pow2Recip(s float64) (float64, bool) {
 	b := math.Float64bits(s)
-	e := b >> 52
-	return b&(1<<52-1) == 0 && e >= 1 && e <= 2046
+	if b&(1<<52-1) != 0 || b>>52-1 >= 2045 { // not 2^k with biased exponent 1…2045
+		return 0, false
+	}
+	return math.Float64frombits((2046 - b>>52) << 52), true
 }
 
 // chunkOf returns the sums of one chunk whose got values are gv and whose

@@ -23,15 +23,18 @@ var useAVX2 = cpu.X86.HasAVX2
 func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, invE, invV, guard float64) (mare float64)
 
 // terms is termsGo, the bulk of it by termsAVX2 where the CPU has AVX2
-// and both scales have exact reciprocals (Compute's always do, but for
-// chunks of values below 2^-1022).
+// and both scales have normal reciprocals (pow2Recip; Compute's always
+// do, but for a chunk whose largest error or value is below 2^-1022 or
+// at least 2^1023).
 func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 	n := len(g) &^ 3
-	if !useAVX2 || n == 0 || !pow2Recip(scaleE) || !pow2Recip(scaleV) {
+	invE, okE := pow2Recip(scaleE)
+	invV, okV := pow2Recip(scaleV)
+	if !useAVX2 || n == 0 || !okE || !okV {
 		return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
 	}
 	r, mere, es, gs, rs = r[:len(g)], mere[:len(g)], es[:len(g)], gs[:len(g)], rs[:len(g)]
-	mare := termsAVX2(&g[0], &r[0], &mere[0], &es[0], &gs[0], &rs[0], n, 1/scaleE, 1/scaleV, mereGuard)
+	mare := termsAVX2(&g[0], &r[0], &mere[0], &es[0], &gs[0], &rs[0], n, invE, invV, mereGuard)
 	return maxNonNeg(mare, termsGo(g[n:], r[n:], mere[n:], es[n:], gs[n:], rs[n:], scaleE, scaleV))
 }
 

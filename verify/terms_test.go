@@ -56,21 +56,35 @@ func TestChunkMaxMatchesPortable(t *testing.T) {
 }
 
 // TestPow2Recip holds pow2Recip to its definition at the edges of the
-// normal powers of two and around them.
+// powers of two with normal reciprocals and around them, and to its
+// promise: where it returns a reciprocal, x·(1/s) is x/s bit for bit, on
+// values whose quotients are ordinary, subnormal, underflow to zero or
+// overflow.
 func TestPow2Recip(t *testing.T) {
+	xs := []float64{1, -3, 0x1.fffffffffffffp0, math.MaxFloat64, 0x1p-1074, 0x1.8p-1050, -7.5e300, 1e-300, 0}
 	for _, c := range []struct {
-		s    float64
-		want bool
+		s  float64
+		ok bool
 	}{
-		{1, true}, {0x1p-1022, true}, {0x1p1023, true}, {0x1p-60, true}, {0.5, true},
-		{0x1p-1023, false}, {0x1p-1074, false}, {0, false}, {math.Inf(1), false}, {math.NaN(), false},
-		{-2, false}, {3, false}, {math.Nextafter(1, 2), false}, {math.MaxFloat64, false},
+		{1, true}, {0x1p-1022, true}, {0x1p1022, true}, {0x1p-60, true}, {0.5, true},
+		{0x1p1023, false}, {0x1p-1023, false}, {0x1p-1074, false}, {0, false}, {math.Inf(1), false},
+		{math.NaN(), false}, {-2, false}, {3, false}, {math.Nextafter(1, 2), false}, {math.MaxFloat64, false},
 	} {
-		if got := pow2Recip(c.s); got != c.want {
-			t.Errorf("verify: pow2Recip(%g) = %v, want %v", c.s, got, c.want)
+		inv, ok := pow2Recip(c.s)
+		if ok != c.ok {
+			t.Errorf("verify: pow2Recip(%g) = %g, %v, want ok %v", c.s, inv, ok, c.ok)
+			continue
 		}
-		if c.want && (1/c.s)*c.s != 1 {
-			t.Errorf("verify: pow2Recip(%g): 1/s = %g is not its exact reciprocal", c.s, 1/c.s)
+		if !ok {
+			continue
+		}
+		if math.Float64bits(inv) != math.Float64bits(1/c.s) {
+			t.Errorf("verify: pow2Recip(%g) = %g, want 1/s = %g", c.s, inv, 1/c.s)
+		}
+		for _, x := range xs {
+			if got, want := x*inv, x/c.s; math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("verify: pow2Recip(%g): x·inv = %g, want x/s = %g (x = %g)", c.s, got, want, x)
+			}
 		}
 	}
 }
@@ -85,10 +99,11 @@ func TestTermsMatchPortable(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 0))
 	val := func() float64 { return termsVal(r) }
 	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
-	// Powers of two from 2^-1022 to 2^1023 take termsAVX2 (x·(1/s) for
+	// Powers of two from 2^-1022 to 2^1022 take termsAVX2 (x·(1/s) for
 	// x/s, quotients underflowing and overflowing among the values); the
-	// others, 2^-1023 and 2^-1070 (reciprocals that overflow) among them,
-	// take termsGo.
+	// others take termsGo: 2^1023, whose reciprocal is subnormal, 2^-1023
+	// and 2^-1070, subnormal themselves (the second's reciprocal
+	// overflows), and the scales that are not powers of two.
 	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300,
 		0x1p-1022, 0x1p-1023, 0x1p1023, 0x1p-60, 0x1p50}
 	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 64, 1001} {
