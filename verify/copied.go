@@ -1,12 +1,12 @@
 package verify
 
 import (
-	"bytes"
 	"encoding/binary"
-	"sort"
+	"sync"
 	"unsafe"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -29,6 +29,13 @@ import (
 //   - the value terms g/s and r/s are equal, so Σgr, Σgg and Σrr are one
 //     and the same sum of (r/s)², s the chunk's power of two below max |r|.
 //
+// Which chunks are copied is what the metrics' own pass over the output
+// finds (computeUnchanged gathers exactly such elements inline), so
+// Stream.addCopied judges a chunk's metrics and then, while its values
+// are still in the core's caches, its sums: one pass over got and the
+// base where a pass for the metrics and another for the sums (comparing
+// them again) read each twice from memory.
+//
 // copiedChunks.sums takes that one sum, in index order as chunkSums.add
 // does, for four chunks at a time on a core: each chunk's additions
 // still come one after another, but four chains are in flight where one
@@ -37,39 +44,37 @@ import (
 // once, as 1/s is exact (s is 2^x with x in [−133, 127] for fp16 and
 // bf16 values). The bits are chunkOf's (TestCopiedChunksMatchChunkOf).
 
-// fastCopied lets chunksOf take copied chunks by copiedSums; the tests
-// turn it off to compare with chunkOf.
+// fastCopied lets Stream take copied chunks by addCopied; the tests turn
+// it off to compare with the metrics and every chunk's chunkOf apart.
 var fastCopied = true
 
-// copiedChunks is what chunksOf needs to find the copied chunks of got,
-// judged against want.
+// copiedChunks is what Stream.addCopied needs to take the copied chunks
+// of got, judged against want.
 type copiedChunks struct {
 	base  *tensor.Tensor
-	g, b  []byte // got's and the base's bits, two bytes an element
+	b     []byte // the base's bits, two bytes an element
 	spans []bound.Span
+	num   tensor.Numerics
 	inf   uint16 // the first non-finite pattern of the dtype, sign cleared
-	// saturate: the profile saturates, and a non-finite base value's
-	// reference is another value.
-	saturate bool
 }
 
-// newCopiedChunks returns the copied-chunk finder for got against want,
-// whose element 0 is got's element off, or nil when want is not an
-// unchanged form of got's own 16-bit floating dtype covering all of got.
-func newCopiedChunks(got *tensor.Tensor, want *bound.Expected, off int) *copiedChunks {
-	if !fastCopied || off != 0 {
+// newCopiedChunks returns the copied-chunk taker for got against want,
+// or nil when want is not an unchanged form of got's own 16-bit floating
+// dtype covering all of got.
+func newCopiedChunks(got *tensor.Tensor, want *bound.Expected) *copiedChunks {
+	if !fastCopied {
 		return nil
 	}
 	base, num, spans, ok := want.UnchangedBase()
-	if !ok || base.DType != got.DType || base.Len() != got.Len() {
+	if !ok || base.DType != got.DType || base.Len() != got.Len() || want.Span() != got.Len() {
 		return nil
 	}
-	c := &copiedChunks{base: base, spans: spans, saturate: num.Overflow == tensor.OverflowSaturate}
+	c := &copiedChunks{base: base, spans: spans, num: num}
 	switch got.DType {
 	case tensor.Float16:
-		c.g, c.b, c.inf = bits16(got.F16()), bits16(base.F16()), 0x7C00
+		c.b, c.inf = bits16(base.F16()), 0x7C00
 	case tensor.BFloat16:
-		c.g, c.b, c.inf = bits16(got.BF16s()), bits16(base.BF16s()), 0x7F80
+		c.b, c.inf = bits16(base.BF16s()), 0x7F80
 	default:
 		return nil
 	}
@@ -81,20 +86,61 @@ func bits16[T ~uint16](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
 }
 
-// copied reports whether the k elements from a are copied (outside every
-// span, got's bits the base's, and all finite when the profile
-// saturates), and whether they are all finite, or all non-finite.
-func (c *copiedChunks) copied(a, k int) (ok, finite, noneFinite bool) {
-	i := sort.Search(len(c.spans), func(i int) bool { return c.spans[i].Off+c.spans[i].N > a })
-	if i < len(c.spans) && c.spans[i].Off < a+k {
+// copiedOf says, from what computeUnchanged gathered inline (acc) of a
+// chunk of k elements, whether the chunk is copied (a full chunk, every
+// element gathered inline: outside every span, got's bits the base's,
+// and finite unless non-finite values keep their class), and whether its
+// values are all finite, or all non-finite.
+func copiedOf(acc sameAcc, k int) (ok, finite, noneFinite bool) {
+	if k != sumChunk || acc.compared+acc.nonFinite != k {
 		return false, false, false
 	}
-	g, b := c.g[2*a:2*(a+k)], c.b[2*a:2*(a+k)]
-	if !bytes.Equal(g, b) {
-		return false, false, false
-	}
-	anyFinite, anyNonFinite := finiteness16(b, c.inf)
-	return !anyNonFinite || !c.saturate, !anyNonFinite, !anyFinite
+	return true, acc.nonFinite == 0, acc.compared == 0
+}
+
+// addCopied judges the whole output (Compute, or a Stream given one
+// block) against want, an unchanged form of it (cc), a chunk at a time
+// on each core: the chunk's metrics (computeUnchanged), then its sums,
+// a copied chunk's from the base (copiedChunks.sums, four chunks at a
+// time), any other's by chunkOf. The metrics and sums are those of add
+// (TestCopiedChunksMatchChunkOf).
+func (s *Stream) addCopied(want *bound.Expected, cc *copiedChunks) {
+	var mu sync.Mutex
+	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
+		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+		bp := blockBufs.Get().(*[2 * block]float64)
+		defer blockBufs.Put(bp)
+		var group [4]copiedChunk
+		n := 0
+		flush := func() {
+			if n > 0 {
+				tb := termBufs.Get()
+				cc.sums(group[:n], *tb)
+				termBufs.Put(tb)
+				n = 0
+			}
+		}
+		for c := c0; c < c1; c++ {
+			a := c * sumChunk
+			k := min(sumChunk, s.n-a)
+			acc := p.computeUnchanged(s.got, want, cc.base, cc.num, cc.spans, a, a+k, bp[:block])
+			switch ok, finite, none := copiedOf(acc, k); {
+			case ok && none:
+				s.chunks[c] = chunkSums{}
+			case ok:
+				group[n], n = copiedChunk{a: a, finite: finite, out: &s.chunks[c]}, n+1
+				if n == len(group) {
+					flush()
+				}
+			default:
+				s.chunks[c] = chunkAt(s.got, a, k, func(rb []float64) []float64 { return want.Refs(a, rb) })
+			}
+		}
+		flush()
+		mu.Lock()
+		s.acc.merge(p, 0)
+		mu.Unlock()
+	})
 }
 
 // laneSigns are the sign bits of four 16-bit lanes of a word.
@@ -109,25 +155,6 @@ const laneSigns = 0x8000_8000_8000_8000
 // this from its loop measured 19% slower there, so the two stay apart.)
 func nonFiniteLanes(w uint64, inf uint16) uint64 {
 	return (w&^laneSigns + uint64(0x8000-inf)*0x0001_0001_0001_0001) & laneSigns
-}
-
-// finiteness16 reports whether some 16-bit value in b (little-endian) has
-// its magnitude below inf, and whether some has it at least inf, four at
-// a time (nonFiniteLanes); it stops once it has seen both.
-func finiteness16(b []byte, inf uint16) (anyFinite, anyNonFinite bool) {
-	j := 0
-	for ; j+8 <= len(b) && !(anyFinite && anyNonFinite); j += 8 {
-		nf := nonFiniteLanes(binary.LittleEndian.Uint64(b[j:]), inf)
-		anyFinite, anyNonFinite = anyFinite || nf != laneSigns, anyNonFinite || nf != 0
-	}
-	for ; j+2 <= len(b); j += 2 {
-		if binary.LittleEndian.Uint16(b[j:])&0x7FFF >= inf {
-			anyNonFinite = true
-		} else {
-			anyFinite = true
-		}
-	}
-	return anyFinite, anyNonFinite
 }
 
 // zeroNonFinite sets r[j] to 0 where the 16-bit value j of b (r's

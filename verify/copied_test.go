@@ -13,7 +13,8 @@ import (
 )
 
 // TestCopiedChunksMatchChunkOf holds Compute with copied chunks taken by
-// copiedSums to Compute with every chunk through chunkOf, bit for bit, on
+// Stream.addCopied to Compute with the metrics apart and every chunk
+// through chunkOf (the sums and the metrics), bit for bit, on
 // an output stored back from its input with a span written: fp16 and
 // bf16, a profile that keeps non-finite values and one that saturates,
 // on one to three cores (so the groups of four fall differently). The
@@ -28,17 +29,24 @@ func TestCopiedChunksMatchChunkOf(t *testing.T) {
 	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
 		for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate}} {
 			got, want := copiedCase(t, d, num, n, seed)
-			cc := newCopiedChunks(got, want, 0)
+			cc := newCopiedChunks(got, want)
 			if cc == nil {
 				t.Fatalf("verify %s %v seed=%d: no copied chunks found, want the fast path to apply", d, num, seed)
 			}
 			// The case takes the fast path where it should: chunks 0 and 1
 			// are finite, 2 holds NaN, 4 nothing else and 5 Inf (copied
 			// unless the profile saturates), 7 has the span, 9 the changed
-			// element.
-			for c, wantOK := range map[int]bool{0: true, 1: true, 2: !cc.saturate, 4: !cc.saturate, 5: !cc.saturate, 7: false, 9: false} {
-				if ok, _, _ := cc.copied(c*sumChunk, sumChunk); ok != wantOK {
-					t.Errorf("verify %s %v seed=%d: copied(chunk %d) = %v, want %v", d, num, seed, c, ok, wantOK)
+			// element, and the last is short.
+			keeps := num.Overflow != tensor.OverflowSaturate
+			type kind struct{ ok, finite, none bool }
+			for c, w := range map[int]kind{0: {true, true, false}, 1: {true, true, false}, 2: {keeps, false, false},
+				4: {keeps, false, keeps}, 5: {keeps, false, false}, 7: {}, 9: {}, chunks: {}} {
+				p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+				a := c * sumChunk
+				k := min(sumChunk, n-a)
+				acc := p.computeUnchanged(got, want, cc.base, cc.num, cc.spans, a, a+k, make([]float64, block))
+				if ok, finite, none := copiedOf(acc, k); (kind{ok, finite, none}) != w {
+					t.Errorf("verify %s %v seed=%d: copiedOf(chunk %d) = %v, %v, %v, want %v, %v, %v", d, num, seed, c, ok, finite, none, w.ok, w.finite, w.none)
 				}
 			}
 			// Each chunk's sums, bit for bit (%+v prints a float64 exactly),
@@ -53,7 +61,9 @@ func TestCopiedChunksMatchChunkOf(t *testing.T) {
 				chunksOf(got, want, 0, 0, n, slowChunks)
 				slow := Compute(got, want)
 				fastCopied = true
-				chunksOf(got, want, 0, 0, n, fastChunks)
+				st := newStream(got, n)
+				st.add(want, n)
+				copy(fastChunks, st.chunks)
 				fast := Compute(got, want)
 				runtime.GOMAXPROCS(prev)
 				for c := range nc {
@@ -116,7 +126,7 @@ func copiedCase(t *testing.T, d tensor.DType, num tensor.Numerics, n int, seed u
 }
 
 // TestSixteenBitLanes holds the word-at-a-time scans of 16-bit values
-// (sameRun16, finiteness16, zeroNonFinite) to their one-at-a-time
+// (sameRun16, zeroNonFinite) to their one-at-a-time
 // definitions (sameRun16One; the others' inline): every 16-bit pattern, for fp16's and bf16's inf, at every
 // position of 1–13 values among finite ones, and for sameRun16 a changed
 // value at every position too.
@@ -142,15 +152,6 @@ func TestSixteenBitLanes(t *testing.T) {
 						}
 					}
 					finite := uint16(p)&0x7FFF < inf
-					if gf, gn := finiteness16(bits16(b), inf); gf != (finite || n > 1) || gn != !finite {
-						t.Fatalf("verify inf=%#04x: finiteness16(%#04x at %d of %d) = %v, %v, want %v, %v", inf, p, pos, n, gf, gn, finite || n > 1, !finite)
-					}
-					// And among non-finite values (a NaN tail).
-					nb := slices.Repeat([]uint16{inf | 0x200}, n)
-					nb[pos] = uint16(p)
-					if gf, gn := finiteness16(bits16(nb), inf); gf != finite || gn != (!finite || n > 1) {
-						t.Fatalf("verify inf=%#04x: finiteness16(%#04x at %d of %d NaN) = %v, %v, want %v, %v", inf, p, pos, n, gf, gn, finite, !finite || n > 1)
-					}
 					r := make([]float64, n)
 					for i := range r {
 						r[i] = 1

@@ -209,11 +209,11 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	if computeExact(p, got, want, lo, hi, bp[:block], bp[block:], false) {
 		return p
 	}
-	gb := bp[:min(block, hi-lo)]
 	if base, num, spans, ok := want.UnchangedBase(); ok && base.DType == d && base.Len() >= hi {
-		p.computeUnchanged(got, want, base, num, spans, lo, hi)
+		p.computeUnchanged(got, want, base, num, spans, lo, hi, bp[:block])
 		return p
 	}
+	gb := bp[:min(block, hi-lo)]
 	var v bound.View
 	for b0 := lo; b0 < hi; b0 += block {
 		gv := gb[:min(block, hi-b0)]

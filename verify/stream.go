@@ -67,19 +67,28 @@ func (s *Stream) Add(want *bound.Expected) error {
 	return nil
 }
 
+// streamGrain is the fewest elements add gives a core.
+const streamGrain = 1 << 14
+
 // add judges elements [next, next+k) against want's first k.
 func (s *Stream) add(want *bound.Expected, k int) {
 	if k == 0 {
 		return
+	}
+	if s.next == 0 && k == s.n {
+		if cc := newCopiedChunks(s.got, want); cc != nil {
+			s.addCopied(want, cc)
+			s.next = k
+			return
+		}
 	}
 	b0, b1 := s.next, s.next+k
 	view := s.got
 	if b0 > 0 || b1 < s.got.Len() {
 		view = s.got.Window(b0, k)
 	}
-	const grain = 1 << 14
 	var mu sync.Mutex
-	parallel.For(k, grain, func(lo, hi int) {
+	parallel.For(k, streamGrain, func(lo, hi int) {
 		p := computePart(view, want, lo, hi)
 		mu.Lock()
 		s.acc.merge(p, b0)

@@ -291,40 +291,11 @@ func fusedSums(buf []float64, n int) chunkSums {
 // from index lo−off on. The chunks run over all cores.
 func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []chunkSums) {
 	chunks := (hi - lo + sumChunk - 1) / sumChunk
-	cc := newCopiedChunks(got, want, off)
 	parallel.For(chunks, 1, func(c0, c1 int) {
-		// Copied chunks (copied.go) wait in a group of up to four full
-		// ones, taken together when it is full or the range ends; the
-		// others are taken at once. Each chunk's sums are its own.
-		var group [4]copiedChunk
-		n := 0
-		flush := func() {
-			if n > 0 {
-				bp := termBufs.Get()
-				cc.sums(group[:n], *bp)
-				termBufs.Put(bp)
-				n = 0
-			}
-		}
 		for c := c0; c < c1; c++ {
 			a := lo + c*sumChunk
-			k := min(sumChunk, hi-a)
-			if cc != nil && k == sumChunk {
-				if ok, fin, none := cc.copied(a, k); ok {
-					if none {
-						out[c] = chunkSums{}
-						continue
-					}
-					group[n], n = copiedChunk{a: a, finite: fin, out: &out[c]}, n+1
-					if n == len(group) {
-						flush()
-					}
-					continue
-				}
-			}
-			out[c] = chunkAt(got, a, k, func(rb []float64) []float64 { return want.Refs(a-off, rb) })
+			out[c] = chunkAt(got, a, min(sumChunk, hi-a), func(rb []float64) []float64 { return want.Refs(a-off, rb) })
 		}
-		flush()
 	})
 }
 

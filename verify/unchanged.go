@@ -32,11 +32,15 @@ const unchangedGeneral = 256
 // does not saturate, a NaN or ±Inf x is its own reference's class (Alt
 // holds it): counted "nonfinite", nothing else. Those are gathered
 // inline (sameRun); every other element goes through addBlock, with its
-// expected values from the Expected.
-func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected, base *tensor.Tensor, num tensor.Numerics, spans []bound.Span, lo, hi int) {
+// expected values from the Expected, got's values converted into gb (a
+// block long).
+//
+// It returns what it gathered inline: every element of the range when
+// acc.compared + acc.nonFinite = hi − lo, and none of them through
+// addBlock then (Stream.addCopied's copied chunks).
+func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected, base *tensor.Tensor, num tensor.Numerics, spans []bound.Span, lo, hi int, gb []float64) (acc sameAcc) {
 	d := got.DType
 	f, isFloat := d.FloatFormat()
-	gb := make([]float64, block)
 	var v bound.View
 	general := func(a, b int) {
 		for b0 := a; b0 < b; b0 += block {
@@ -47,7 +51,6 @@ func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected,
 		}
 	}
 	nonFinite := num.Overflow != tensor.OverflowSaturate
-	var acc sameAcc
 	k := sort.Search(len(spans), func(k int) bool { return spans[k].Off+spans[k].N > lo })
 	for pos := lo; pos < hi; {
 		if k < len(spans) && spans[k].Off <= pos {
@@ -73,6 +76,7 @@ func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected,
 	p.compared += acc.compared
 	p.hist[0] += acc.compared
 	p.hist[nonFiniteBucket] += acc.nonFinite
+	return acc
 }
 
 // sameAcc is what sameRun gathers: elements compared (finite, error 0)
