@@ -180,3 +180,49 @@ func TestSixteenBitLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestSameRun16Sixteens holds sameRun16 to sameRun16One on runs long
+// enough for its sixteen-at-a-time loop (sameRun16AVX2 where the CPU
+// has AVX2): lengths around multiples of sixteen, with one value at
+// every position either changed in got or set in both to a pattern at
+// the edges of the non-finite range (and, seeded, random ones), among
+// finite values or among NaN (a cache's unread tail).
+func TestSameRun16Sixteens(t *testing.T) {
+	const seed = 5
+	r := rand.New(rand.NewPCG(seed, 16))
+	for _, inf := range []uint16{0x7C00, 0x7F80} {
+		patterns := []uint16{0, 0x8000, 1, inf - 1, inf, inf + 1, 0x7FFF, inf | 0x8000, (inf - 1) | 0x8000, 0xFFFF}
+		for range 6 {
+			patterns = append(patterns, uint16(r.Uint32()))
+		}
+		for _, n := range []int{15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100} {
+			for _, fill := range []uint16{0x3C00, inf | 0x200} {
+				for pos := range n {
+					for _, p := range patterns {
+						b := slices.Repeat([]uint16{fill}, n)
+						for i := range b {
+							if fill == 0x3C00 {
+								b[i] += uint16(i) // finite in both formats
+							}
+						}
+						b[pos] = p
+						g := slices.Clone(b)
+						for _, changed := range []bool{false, true} {
+							if changed {
+								g[pos] ^= 1
+							}
+							for _, nf := range []bool{false, true} {
+								j, c, f := sameRun16(g, b, inf, nf)
+								wj, wc, wf := sameRun16One(g, b, inf, nf)
+								if j != wj || c != wc || f != wf {
+									t.Fatalf("verify inf=%#04x nonFinite=%v seed=%d: sameRun16(%#04x at %d of %d among %#04x, changed=%v) = %d, %d, %d, want %d, %d, %d",
+										inf, nf, seed, p, pos, n, fill, changed, j, c, f, wj, wc, wf)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

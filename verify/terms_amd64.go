@@ -70,3 +70,13 @@ func chunkMax(g, r []float64) (maxE, maxV float64) {
 	e, v := chunkMaxGo(g[n:], r[n:])
 	return maxNonNeg(maxE, e), maxNonNeg(maxV, v)
 }
+
+// sameRun16AVX2 is sameRun16's word loop on elements [0, n) of got and base
+// (16-bit values, n a multiple of 16), sixteen at a time: it stops at the
+// first group of sixteen that holds a value whose bits differ from the
+// base's, or a non-finite base value (magnitude at least inf) unless
+// nonFinite, and returns how many elements it gathered before it and how
+// many of those are non-finite.
+//
+//go:noescape
+func sameRun16AVX2(got, base *byte, n int, inf uint16, nonFinite bool) (j, nonFin int)

@@ -226,3 +226,48 @@ mdone:
 	VMOVSD       X0, maxV+32(FP)
 	VZEROUPPER
 	RET
+
+// func sameRun16AVX2(got, base *byte, n int, inf uint16, nonFinite bool) (j, nonFin int)
+TEXT ·sameRun16AVX2(SB), NOSPLIT, $0-48
+	MOVQ         got+0(FP), SI
+	MOVQ         base+8(FP), DI
+	MOVQ         n+16(FP), CX
+	MOVWQZX      inf+24(FP), AX
+	DECQ         AX            // inf − 1: a magnitude above it is non-finite
+	VMOVQ        AX, X15
+	VPBROADCASTW X15, Y15
+	MOVQ         $0x7fff, AX
+	VMOVQ        AX, X14
+	VPBROADCASTW X14, Y14      // the magnitude's bits
+	MOVBQZX      nonFinite+26(FP), R9
+	XORQ         AX, AX        // j
+	XORQ         BX, BX        // nonFin
+
+sloop:
+	CMPQ      AX, CX
+	JGE       sdone
+	VMOVDQU   (DI)(AX*2), Y0
+	VPCMPEQW  (SI)(AX*2), Y0, Y1 // got's lane = the base's
+	VPMOVMSKB Y1, DX
+	CMPL      DX, $0xffffffff
+	JNE       sdone
+	VPAND     Y14, Y0, Y2
+	VPCMPGTW  Y15, Y2, Y2        // |x| > inf − 1: non-finite
+	VPMOVMSKB Y2, DX
+	TESTL     DX, DX
+	JZ        snext
+	TESTQ     R9, R9
+	JZ        sdone
+	POPCNTL   DX, DX
+	SHRL      $1, DX             // two mask bits a lane
+	ADDQ      DX, BX
+
+snext:
+	ADDQ $16, AX
+	JMP  sloop
+
+sdone:
+	VZEROUPPER
+	MOVQ AX, j+32(FP)
+	MOVQ BX, nonFin+40(FP)
+	RET

@@ -140,10 +140,16 @@ func (a *sameAcc) sameRun(got, base *tensor.Tensor, lo, hi int, nonFinite bool) 
 // how many of those are finite and non-finite.
 func sameRun16[T ~uint16](g, b []T, inf uint16, nonFinite bool) (j, compared, nonFin int) {
 	b = b[:len(g)]
-	// Four at a time while the words are equal and their values finite
-	// (or non-finite ones are gathered too); the word where that ends is
-	// looked at one value at a time below.
 	gw, bw := bits16(g), bits16(b)
+	// Sixteen at a time where the CPU has AVX2 (the run of a copied cache
+	// is read from memory here, and the word loop's compares, not the
+	// memory, bounded it); then four at a time while the words are equal
+	// and their values finite (or non-finite ones are gathered too); the
+	// word where that ends is looked at one value at a time below.
+	if n := len(g) &^ 15; useAVX2 && n > 0 {
+		j, nonFin = sameRun16AVX2(&gw[0], &bw[0], n, inf, nonFinite)
+		compared = j - nonFin
+	}
 	for ; j+4 <= len(g); j += 4 {
 		w := binary.LittleEndian.Uint64(bw[2*j:])
 		if binary.LittleEndian.Uint64(gw[2*j:]) != w {
