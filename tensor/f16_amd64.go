@@ -21,6 +21,13 @@ var useF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 //go:noescape
 func f16ToF64F16C(dst *float64, src *uint16, n int)
 
+// f16ToF64Grouped8 stores runs groups of eight fp16 values from src, one
+// after another, as float64 values at dst, dst + stride, dst + 2·stride,
+// … (stride in float64s): VCVTPH2PS then VCVTPS2PD, both exact.
+//
+//go:noescape
+func f16ToF64Grouped8(dst *float64, src *uint16, runs, stride int)
+
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
 // where the CPU has it and by f16Table otherwise.
 func f16ToF64(dst []float64, src []float16.Float16) {

@@ -85,3 +85,29 @@ loop32:
 done32:
 	VZEROUPPER
 	RET
+
+// func f16ToF64Grouped8(dst *float64, src *uint16, runs, stride int)
+TEXT ·f16ToF64Grouped8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ runs+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $3, DX                // stride in bytes
+
+gloop:
+	TESTQ        CX, CX
+	JZ           gdone
+	VCVTPH2PS    (SI), Y0      // eight fp16 values as fp32
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y3
+	VMOVUPD      Y1, (DI)
+	VMOVUPD      Y3, 32(DI)
+	ADDQ         $16, SI
+	ADDQ         DX, DI
+	DECQ         CX
+	JMP          gloop
+
+gdone:
+	VZEROUPPER
+	RET

@@ -25,3 +25,6 @@ func bf16ToF64(dst []float64, src []BF16) { bf16ToF64Go(dst, src) }
 
 // f32ToF64 converts src to float64 into dst (as long as src).
 func f32ToF64(dst []float64, src []float32) { f32ToF64Go(dst, src) }
+
+// f16ToF64Grouped8 is never called here (useF16C is false).
+func f16ToF64Grouped8(*float64, *uint16, int, int) {}

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/x448/float16"
@@ -119,6 +120,63 @@ func TestF16ToF32sMatchesFloat32(t *testing.T) {
 	for _, at := range []int{0x0001, 0x3BFC, 0xBBFC, 0x7BF8, 0xFBF8, 0x8001} {
 		for k := range 17 {
 			check(at, k)
+		}
+	}
+}
+
+// TestFloat64sGrouped holds Float64sGrouped to f16Table on every fp16
+// pattern, in groups of eight at strides of 8, 9 and 24 from offsets
+// that do and do not fall on a group, with dst's values between the
+// groups and after the last left untouched; and to storing nothing and
+// reporting false for the dtypes and group sizes it has no direct
+// conversion for.
+func TestFloat64sGrouped(t *testing.T) {
+	const n = 1 << 16
+	x := MustNew(Float16, n)
+	for i := range n {
+		x.SetBits(i, uint64(i))
+	}
+	tab := f16Table()
+	const guard = 0x7FF8_DEAD_BEEF_0001 // a NaN no conversion produces
+	for _, off := range []int{0, 3, 8} {
+		for _, stride := range []int{8, 9, 24} {
+			runs := (n - off) / 8
+			dst := make([]float64, (runs-1)*stride+8+stride)
+			for i := range dst {
+				dst[i] = math.Float64frombits(guard)
+			}
+			if !x.Float64sGrouped(off, 8, runs, stride, dst) {
+				if useF16C {
+					t.Fatalf("tensor Float64sGrouped fp16 off=%d stride=%d: false, want the F16C conversion", off, stride)
+				}
+				continue
+			}
+			for i, v := range dst {
+				r, c := i/stride, i%stride
+				want := uint64(guard)
+				if r < runs && c < 8 {
+					want = math.Float64bits(tab[uint16(off+r*8+c)])
+				}
+				if math.Float64bits(v) != want {
+					t.Fatalf("tensor Float64sGrouped fp16 off=%d group=8 runs=%d stride=%d: dst[%d] = %#x, want %#x", off, runs, stride, i, math.Float64bits(v), want)
+				}
+			}
+		}
+	}
+	dst := make([]float64, 64)
+	for _, c := range []struct {
+		d     DType
+		group int
+	}{{Float16, 4}, {Float16, 16}, {BFloat16, 8}, {Float32, 8}, {Float64, 8}, {Int8, 8}} {
+		y := MustNew(c.d, 64)
+		for i := range 64 {
+			y.SetFloat64(i, 1, Numerics{})
+		}
+		if y.Float64sGrouped(0, c.group, 2, c.group, dst) {
+			t.Errorf("tensor Float64sGrouped %s group=%d: true, want false (no direct conversion)", c.d, c.group)
+		}
+		if slices.ContainsFunc(dst, func(v float64) bool { return v != 0 }) {
+			t.Fatalf("tensor Float64sGrouped %s group=%d: stored values, want none", c.d, c.group)
 		}
 	}
 }

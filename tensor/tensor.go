@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
@@ -225,6 +226,29 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 			dst[i] = t.Float64(off + i)
 		}
 	}
+}
+
+// Float64sGrouped stores runs groups of group elements of t, from
+// element off on, as float64 values: group r (elements off + r·group, …)
+// at dst[r·stride:], the values of dst between groups untouched. It is
+// Float64sFrom with a gap after every group, the layout of a row of
+// dgemm's packed B, which it fills this way without a buffer and a copy,
+// and reports whether it did: only fp16 in groups of eight where the CPU
+// has F16C has this direct conversion, and for anything else it stores
+// nothing and returns false. Like Float64sFrom, it panics when the
+// elements or dst's groups are out of range.
+func (t *Tensor) Float64sGrouped(off, group, runs, stride int, dst []float64) bool {
+	s, ok := t.data.([]float16.Float16)
+	if !ok || !useF16C || group != 8 || runs <= 0 {
+		return false
+	}
+	if stride < group {
+		panic(fmt.Sprintf("tensor: Float64sGrouped: stride %d below the group of %d", stride, group))
+	}
+	src := s[off : off+runs*group]
+	_ = dst[(runs-1)*stride+group-1]
+	f16ToF64Grouped8(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), runs, stride) // float16.Float16 is a uint16
+	return true
 }
 
 // widen converts src into dst (as long as each other) by conv, over all

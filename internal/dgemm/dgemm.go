@@ -311,8 +311,19 @@ func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
 // packRows is how many rows of B packB reads before it writes them out.
 const packRows = 8
 
+// groupedMatrix is a Matrix that may store a run of its elements straight
+// into packB's layout: groups of nr values at a stride, as
+// tensor.Tensor.Float64sGrouped does (for fp16, by F16C), with no buffer
+// in between; it reports whether it did.
+type groupedMatrix interface {
+	Float64sGrouped(off, group, runs, stride int, dst []float64) bool
+}
+
 // packBGroups is packB for the groups of packRows rows [lo, hi).
 func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64, lo, hi int) {
+	if !abs && packBDirect(b, n, pc, kcc, jc, ncc, pb, lo, hi) {
+		return
+	}
 	width := roundUp(ncc, nr)
 	w := variant{abs: abs}.panel()
 	rp := getBuf(&rowBufs, packRows*width)
@@ -346,6 +357,36 @@ func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64, lo, 
 			}
 		}
 	}
+}
+
+// packBDirect is packBGroups without magnitudes for a b that stores its
+// rows' whole micro-panels straight into pb (groupedMatrix), the last few
+// columns (if any) through Float64sFrom and the last micro-panel's
+// padding set to +0, and reports whether it did. It fills the same values
+// as packBGroups but in that padding, whose values no stored element
+// reads (TestPackBDirect).
+func packBDirect(b Matrix, n, pc, kcc, jc, ncc int, pb []float64, lo, hi int) bool {
+	gm, ok := b.(groupedMatrix)
+	whole := ncc / nr
+	if !ok || whole == 0 {
+		return false
+	}
+	w := variant{}.panel()
+	for g := lo; g < hi; g++ {
+		k0 := g * packRows
+		for r := range min(packRows, kcc-k0) {
+			off := (pc+k0+r)*n + jc
+			if !gm.Float64sGrouped(off, nr, whole, w*kcc, pb[(k0+r)*w:]) {
+				return false
+			}
+			if tail := ncc - whole*nr; tail > 0 {
+				last := pb[whole*w*kcc+(k0+r)*w:][:nr]
+				b.Float64sFrom(off+whole*nr, last[:tail])
+				clear(last[tail:])
+			}
+		}
+	}
+	return true
 }
 
 // packedBLen is the length of a packed B block of kcb steps and ncb

@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // loop is the plain loop MulAbs must equal: every element starts at +0
@@ -307,7 +309,7 @@ func BenchmarkMul(b *testing.B) {
 
 // BenchmarkPack is the packing of MulAbs at 1024³ alone: B once (every
 // K-block, all columns) and A once (every K-block and row block), from
-// float64 values.
+// float64 values; and Mul's packing of B from fp16 values (B-fp16).
 func BenchmarkPack(b *testing.B) {
 	const n = 1024
 	x := make(Slice, n*n)
@@ -319,6 +321,21 @@ func BenchmarkPack(b *testing.B) {
 		for b.Loop() {
 			for pc := 0; pc < n; pc += kc {
 				packB(x, n, pc, kc, 0, n, true, pb)
+			}
+		}
+	})
+	// B as fp16 values in a tensor, which packBDirect converts straight
+	// into the packed block (where the CPU has F16C), as a GEMM's
+	// reference reads it.
+	bt := tensor.MustNew(tensor.Float16, n*n)
+	for i := range n * n {
+		bt.SetFloat64(i, x[i], tensor.Numerics{})
+	}
+	b.Run("B-fp16", func(b *testing.B) {
+		pb := make([]float64, kc*n)
+		for b.Loop() {
+			for pc := 0; pc < n; pc += kc {
+				packB(bt, n, pc, kc, 0, n, false, pb)
 			}
 		}
 	})
@@ -380,6 +397,85 @@ func TestPackedBLen(t *testing.T) {
 				if math.IsNaN(x) {
 					t.Fatalf("packB(k=%d, n=%d, abs=%v): element %d of the %d-long buffer not written, want every one", kcc, ncc, abs, i, len(pb))
 				}
+			}
+		}
+	}
+}
+
+// TestPackBDirect holds packB from an fp16 tensor, which fills whole
+// micro-panels straight from it where the CPU has F16C (packBDirect), to
+// packB from the same values as a Slice (through the row buffer), on
+// blocks of B at offsets in k and n, with and without a last partial
+// micro-panel, every fp16 pattern among the values: the same packed
+// values but in the last micro-panel's padding, and every element of
+// the packed block written. TestTensorMulMatchesSlice holds the products.
+func TestPackBDirect(t *testing.T) {
+	const seed = 7
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, sh := range [][4]int{{1, 8, 0, 0}, {3, 7, 0, 0}, {8, 8, 1, 8}, {17, 9, 2, 3}, {256, 1024, 0, 0}, {5, 20, 4, 5}, {9, 33, 3, 0}} {
+		kcc, ncc, pc, jc := sh[0], sh[1], sh[2], sh[3]
+		k, n := pc+kcc+2, jc+ncc+5
+		bt := tensor.MustNew(tensor.Float16, k*n)
+		for i := range k * n {
+			bt.SetBits(i, uint64(r.Uint32()&0xFFFF))
+		}
+		bs := make(Slice, k*n)
+		bt.Float64sFrom(0, bs)
+		ncb := roundUp(ncc, nr)
+		direct, buffered := make([]float64, packedBLen(variant{}, kcc, ncb)), make([]float64, packedBLen(variant{}, kcc, ncb))
+		for i := range direct {
+			direct[i] = math.Float64frombits(0x7FF8_DEAD_BEEF_0001)
+		}
+		packB(bt, n, pc, kcc, jc, ncc, false, direct)
+		packB(bs, n, pc, kcc, jc, ncc, false, buffered)
+		for i, x := range direct {
+			q, c := i/(nr*kcc), i%nr // micro-panel, column within it
+			if math.Float64bits(x) == 0x7FF8_DEAD_BEEF_0001 {
+				t.Fatalf("dgemm packB fp16 k=%d n=%d pc=%d kcc=%d jc=%d ncc=%d seed=%d: element %d not written, want every one", k, n, pc, kcc, jc, ncc, seed, i)
+			}
+			if q*nr+c < ncc && math.Float64bits(x) != math.Float64bits(buffered[i]) {
+				t.Fatalf("dgemm packB fp16 k=%d n=%d pc=%d kcc=%d jc=%d ncc=%d seed=%d: element %d = %#x, want (from a Slice) %#x", k, n, pc, kcc, jc, ncc, seed, i, math.Float64bits(x), math.Float64bits(buffered[i]))
+			}
+		}
+	}
+}
+
+// TestTensorMulMatchesSlice holds Mul with an fp16 tensor for B (packed
+// straight from it, packBDirect), and MulAbs (whose packing of b and |b|
+// together does not take that path), to the same with B's values as a Slice,
+// bit for bit, on shapes crossing the blocking edges (and n not a
+// multiple of nr), the values every fp16 pattern but NaN and Inf (d is
+// then compared by its bits, with no NaN whose payload is unspecified).
+func TestTensorMulMatchesSlice(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	const seed = 9
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, sh := range [][3]int{{16, 300, 1100}, {7, 513, 31}, {1, 8, 9}, {13, 257, 1024 + 8 + 3}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		a := gen(r, distFP16, m*k)
+		bt := tensor.MustNew(tensor.Float16, k*n)
+		for i := range k * n {
+			v := uint64(r.Uint32() & 0xFFFF)
+			if v&0x7C00 == 0x7C00 {
+				v &^= 0x4000 // finite
+			}
+			bt.SetBits(i, v)
+		}
+		bs := make(Slice, k*n)
+		bt.Float64sFrom(0, bs)
+		got, want := make([]float64, m*n), make([]float64, m*n)
+		Mul(m, k, n, Slice(a), bt, got)
+		Mul(m, k, n, Slice(a), bs, want)
+		gotD, gotS, wantD, wantS := make([]float64, m*n), make([]float64, m*n), make([]float64, m*n), make([]float64, m*n)
+		MulAbs(m, k, n, Slice(a), bt, gotD, gotS)
+		MulAbs(m, k, n, Slice(a), bs, wantD, wantS)
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("dgemm Mul fp16 B m=%d k=%d n=%d seed=%d: element %d = %v (%#x), want (B as a Slice) %v (%#x)", m, k, n, seed, i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+			}
+			if math.Float64bits(gotD[i]) != math.Float64bits(wantD[i]) || math.Float64bits(gotS[i]) != math.Float64bits(wantS[i]) {
+				t.Fatalf("dgemm MulAbs fp16 B m=%d k=%d n=%d seed=%d: element %d: d = %#x, s = %#x, want (B as a Slice) %#x, %#x", m, k, n, seed, i,
+					math.Float64bits(gotD[i]), math.Float64bits(gotS[i]), math.Float64bits(wantD[i]), math.Float64bits(wantS[i]))
 			}
 		}
 	}
