@@ -193,8 +193,20 @@ func TestClone(t *testing.T) {
 
 // TestHash: a clone hashes as its original; flipping any one bit of an
 // element, or changing the dtype or the shape, changes the hash (each
-// with probability 1 − 2^-64).
+// with probability about 1 − 2^-63): hashed whole, and a chunk at a time
+// (hashChunk cut to 4, 7 and 16 bytes, so that the chunks fall on and
+// off element boundaries and the last is short).
 func TestHash(t *testing.T) {
+	for _, chunk := range []int{hashChunk, 4, 7, 16} {
+		prev := hashChunk
+		hashChunk = chunk
+		testHash(t)
+		hashChunk = prev
+	}
+}
+
+// testHash is TestHash at the present hashChunk.
+func testHash(t *testing.T) {
 	seed := maphash.MakeSeed()
 	for _, d := range DTypes() {
 		x := MustNew(d, 3, 5)
@@ -208,7 +220,7 @@ func TestHash(t *testing.T) {
 				y := x.Clone()
 				y.SetBits(i, y.Bits(i)^1<<bit)
 				if y.Hash(seed) == h {
-					t.Errorf("%s: flipping bit %d of element %d left the hash %#x", x, bit, i, h)
+					t.Errorf("%s hashChunk=%d: flipping bit %d of element %d left the hash %#x", x, hashChunk, bit, i, h)
 				}
 			}
 		}
@@ -301,5 +313,16 @@ func TestAccessors(t *testing.T) {
 		if got, want := x.String(), d.String()+"[3]"; got != want {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
+	}
+}
+
+// BenchmarkHash is Hash of a 2^24-element fp16 tensor (32 MiB), the size
+// of a vector_add benchmark input, which a harness hashes twice a run.
+func BenchmarkHash(b *testing.B) {
+	x := MustNew(Float16, 1<<24)
+	seed := maphash.MakeSeed()
+	b.SetBytes(2 << 24)
+	for b.Loop() {
+		x.Hash(seed)
 	}
 }
