@@ -137,9 +137,25 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	})
 }
 
-// pack packs rows [pc, pc+kcc) of |b| into pb.
+// pack packs rows [pc, pc+kcc) of |b| into pb: fp16 values a panel's
+// piece at a time, sign cleared and widened in place where the CPU has
+// F16C (absF16Panel), anything else through PackRows's rows.
 func (g *gemmMag32) pack(pc, kcc int) {
 	n := g.n
+	if h := g.b.F16(); h != nil && magUseF16C {
+		const w = gemm32.PanelWidth
+		g.pb.PackPanels(kcc, n, func(kk0, rows, j0, cols int, dst []float32) {
+			src := h[(pc+kk0)*n+j0:]
+			if cols == w {
+				absF16Panel(dst[:rows*w], src[:(rows-1)*n+w], rows, n)
+				return
+			}
+			for r := range rows {
+				absF16s(dst[r*w:r*w+cols], src[r*n:r*n+cols])
+			}
+		})
+		return
+	}
 	g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
 }
 

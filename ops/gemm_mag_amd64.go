@@ -28,3 +28,17 @@ func absF16s(dst []float32, src []float16.Float16) {
 	}
 	absF16sGo(dst[n:len(src)], src[n:])
 }
+
+// absF16F32Panel16 stores |src[r·ld + c]| as fp32 at dst[16·r + c] for
+// c < 16 and r < rows (rows positive): a piece of a packed panel of |B|,
+// as absF16F32F16C converts.
+//
+//go:noescape
+func absF16F32Panel16(dst *float32, src *uint16, rows, ld int)
+
+// absF16Panel stores |src[r·ld + c]| as fp32 into dst[16·r + c] for
+// c < 16 and r < rows (gemm32's panel width is 16: TestAbsF16Panel).
+func absF16Panel(dst []float32, src []float16.Float16, rows, ld int) {
+	_, _ = dst[16*rows-1], src[(rows-1)*ld+15]
+	absF16F32Panel16(&dst[0], (*uint16)(&src[0]), rows, ld)
+}

@@ -26,3 +26,26 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func absF16F32Panel16(dst *float32, src *uint16, rows, ld int)
+TEXT ·absF16F32Panel16(SB), NOSPLIT, $0-32
+	MOVQ    dst+0(FP), DI
+	MOVQ    src+8(FP), SI
+	MOVQ    rows+16(FP), CX
+	MOVQ    ld+24(FP), DX
+	SHLQ    $1, DX           // the row stride in bytes
+	VMOVDQU f16absmask<>(SB), X2
+
+ploop:
+	VPAND     (SI), X2, X0
+	VPAND     16(SI), X2, X3
+	VCVTPH2PS X0, Y1
+	VCVTPH2PS X3, Y4
+	VMOVUPS   Y1, (DI)
+	VMOVUPS   Y4, 32(DI)
+	ADDQ      DX, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       ploop
+	VZEROUPPER
+	RET

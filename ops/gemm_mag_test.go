@@ -268,3 +268,41 @@ func TestAbsF16sMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsF16Panel holds absF16Panel (gemm32's panel pieces of |B|) to the
+// sign-cleared fp16 patterns widened by float16, on every pattern: a B of
+// 4097 rows at a row stride of 20 (not 16, so that each row starts
+// elsewhere than the last ended) holds all 2^16 in its first 16 columns,
+// converted in pieces of 1 to 16 rows, each into a buffer whose value
+// after the piece is left untouched.
+func TestAbsF16Panel(t *testing.T) {
+	if !magUseF16C {
+		t.Skip("absF16Panel runs only with F16C")
+	}
+	const ld, rowsB = 20, 1<<12 + 1
+	src := make([]float16.Float16, rowsB*ld)
+	for r := range rowsB {
+		for c := range 16 {
+			src[r*ld+c] = float16.Frombits(uint16(r*16 + c)) // wraps in the last row
+		}
+	}
+	for _, rows := range []int{1, 3, 16} {
+		for r0 := 0; r0+rows <= rowsB; r0 += rows {
+			dst := make([]float32, 16*rows+1)
+			dst[16*rows] = -1
+			absF16Panel(dst, src[r0*ld:], rows, ld)
+			for r := range rows {
+				for c := range 16 {
+					b := src[(r0+r)*ld+c].Bits()
+					w := math.Float32bits(float16.Frombits(b & 0x7FFF).Float32())
+					if g := math.Float32bits(dst[16*r+c]); g != w {
+						t.Fatalf("absF16Panel(rows=%d from row %d, ld=%d): row %d column %d, fp16 %#04x: got %#08x / want %#08x", rows, r0, ld, r, c, b, g, w)
+					}
+				}
+			}
+			if dst[16*rows] != -1 {
+				t.Fatalf("absF16Panel(rows=%d from row %d, ld=%d): wrote past its %d values", rows, r0, ld, 16*rows)
+			}
+		}
+	}
+}

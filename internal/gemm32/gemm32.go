@@ -210,6 +210,46 @@ func (p *PackedFloat32) PackRows(k, n int, row func(kk int, dst []float32)) {
 	})
 }
 
+// PanelWidth is how many columns of B one packed panel holds: the width
+// of the pieces PackPanels asks for.
+const PanelWidth = nr
+
+// PackPanels makes p PackFloat32 of the k×n B that piece stores a piece
+// at a time, reusing p's memory: piece(kk0, rows, j0, cols, dst) stores
+// rows [kk0, kk0+rows) of B's columns [j0, j0+cols) into dst, row r at
+// dst[r·PanelWidth:], cols values (PanelWidth but in the last panel,
+// whose padding is +0 already). A piece is at most 16 rows, and lies in
+// the packed block, so a caller that converts its values as it stores
+// them (ops' |B| from fp16) writes them once, in place, where PackRows
+// has them written to a row buffer and copied. piece is called from
+// several goroutines at once. p must not be in use by MulAdd meanwhile.
+func (p *PackedFloat32) PackPanels(k, n int, piece func(kk0, rows, j0, cols int, dst []float32)) {
+	p.k, p.n = k, n
+	if k <= 0 || n <= 0 {
+		p.bp = p.bp[:0]
+		return
+	}
+	panels := (n + nr - 1) / nr
+	if cap(p.bp) < panels*k*nr {
+		p.bp = make([]float32, panels*k*nr)
+	}
+	p.bp = p.bp[:panels*k*nr]
+	const sub = 16 // PackRows's: a panel's part of them is 1 KiB
+	parallel.For(k, 64, func(lo, hi int) {
+		for k0 := lo; k0 < hi; k0 += sub {
+			rows := min(sub, hi-k0)
+			for q := range panels {
+				dst := p.bp[(q*k+k0)*nr : (q*k+k0+rows)*nr]
+				cols := min(nr, n-q*nr)
+				if cols < nr {
+					clear(dst)
+				}
+				piece(k0, rows, q*nr, cols, dst)
+			}
+		}
+	})
+}
+
 // rowPool recycles PackRows's row buffers.
 var rowPool sync.Pool
 

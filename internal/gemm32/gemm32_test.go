@@ -240,3 +240,44 @@ func BenchmarkInt32(b *testing.B) {
 	}
 	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
 }
+
+// TestPackPanelsMatchesPackRows holds PackPanels to PackRows on the same
+// B, element for element of the packed block, padding included, on
+// shapes around the panel width and the pieces' 16 rows, with values of
+// every kind (±0, subnormals, ±Inf, NaN among ordinary ones); a packed
+// block of the same memory as a previous, larger one (p reused) must
+// come out the same too.
+func TestPackPanelsMatchesPackRows(t *testing.T) {
+	const seed = 3
+	r := rand.New(rand.NewPCG(seed, 0))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	var rowsP, panelsP PackedFloat32
+	for _, k := range []int{200, 1, 15, 16, 17, 64, 65} {
+		for _, n := range []int{100, 1, 15, 16, 17, 33} {
+			b := make([]float32, k*n)
+			for i := range b {
+				b[i] = float32(r.NormFloat64())
+				if r.IntN(8) == 0 {
+					b[i] = specials[r.IntN(len(specials))]
+				}
+			}
+			rowsP.PackRows(k, n, func(kk int, dst []float32) { copy(dst, b[kk*n:(kk+1)*n]) })
+			panelsP.PackPanels(k, n, func(kk0, rows, j0, cols int, dst []float32) {
+				if rows < 1 || rows > 16 || cols < 1 || cols > PanelWidth || j0%PanelWidth != 0 || len(dst) != rows*PanelWidth {
+					t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: piece(kk0=%d, rows=%d, j0=%d, cols=%d, len(dst)=%d) out of its contract", k, n, seed, kk0, rows, j0, cols, len(dst))
+				}
+				for rr := range rows {
+					copy(dst[rr*PanelWidth:rr*PanelWidth+cols], b[(kk0+rr)*n+j0:])
+				}
+			})
+			if len(panelsP.bp) != len(rowsP.bp) {
+				t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: %d packed values, want (PackRows) %d", k, n, seed, len(panelsP.bp), len(rowsP.bp))
+			}
+			for i, v := range panelsP.bp {
+				if math.Float32bits(v) != math.Float32bits(rowsP.bp[i]) {
+					t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: packed value %d = %#08x, want (PackRows) %#08x", k, n, seed, i, math.Float32bits(v), math.Float32bits(rowsP.bp[i]))
+				}
+			}
+		}
+	}
+}
