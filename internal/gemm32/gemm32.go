@@ -169,16 +169,10 @@ func PackFloat32Rows(k, n int, row func(kk int, dst []float32)) *PackedFloat32 {
 // caller that packs B a block of rows at a time holds one block, not B.
 // p must not be in use by MulAdd meanwhile.
 func (p *PackedFloat32) PackRows(k, n int, row func(kk int, dst []float32)) {
-	p.k, p.n = k, n
-	if k <= 0 || n <= 0 {
-		p.bp = p.bp[:0]
+	panels := p.reset(k, n)
+	if panels == 0 {
 		return
 	}
-	panels := (n + nr - 1) / nr
-	if cap(p.bp) < panels*k*nr {
-		p.bp = make([]float32, panels*k*nr)
-	}
-	p.bp = p.bp[:panels*k*nr]
 	// A few rows at a time: row writes them into rb, from where each
 	// panel's part goes out as one contiguous run. (Row by row, each row
 	// stored one 64-byte piece into every panel, k·nr·4 bytes apart: a
@@ -224,16 +218,10 @@ const PanelWidth = nr
 // has them written to a row buffer and copied. piece is called from
 // several goroutines at once. p must not be in use by MulAdd meanwhile.
 func (p *PackedFloat32) PackPanels(k, n int, piece func(kk0, rows, j0, cols int, dst []float32)) {
-	p.k, p.n = k, n
-	if k <= 0 || n <= 0 {
-		p.bp = p.bp[:0]
+	panels := p.reset(k, n)
+	if panels == 0 {
 		return
 	}
-	panels := (n + nr - 1) / nr
-	if cap(p.bp) < panels*k*nr {
-		p.bp = make([]float32, panels*k*nr)
-	}
-	p.bp = p.bp[:panels*k*nr]
 	const sub = 16 // PackRows's: a panel's part of them is 1 KiB
 	parallel.For(k, 64, func(lo, hi int) {
 		for k0 := lo; k0 < hi; k0 += sub {
@@ -248,6 +236,22 @@ func (p *PackedFloat32) PackPanels(k, n int, piece func(kk0, rows, j0, cols int,
 			}
 		}
 	})
+}
+
+// reset sizes p for a k×n B, reusing its memory, and returns its number
+// of panels (0 for an empty B).
+func (p *PackedFloat32) reset(k, n int) (panels int) {
+	p.k, p.n = k, n
+	if k <= 0 || n <= 0 {
+		p.bp = p.bp[:0]
+		return 0
+	}
+	panels = (n + nr - 1) / nr
+	if cap(p.bp) < panels*k*nr {
+		p.bp = make([]float32, panels*k*nr)
+	}
+	p.bp = p.bp[:panels*k*nr]
+	return panels
 }
 
 // rowPool recycles PackRows's row buffers.
