@@ -15,11 +15,7 @@ import (
 // conversion.
 func TestF16CMatchesTable(t *testing.T) {
 	const n = 1 << 16
-	x := MustNew(Float16, n)
-	for i := range n {
-		x.SetBits(i, uint64(i))
-	}
-	tab := f16Table()
+	x, tab := everyF16()
 	// Short ranges, all tail, over subnormals, ±1 and the largest finite
 	// values of both signs, then long ones ending in the NaNs.
 	for _, at := range []int{0x0001, 0x3BFC, 0xBBFC, 0x7BF8, 0xFBF8, 0x8001} {
@@ -132,11 +128,7 @@ func TestF16ToF32sMatchesFloat32(t *testing.T) {
 // conversion for.
 func TestFloat64sGrouped(t *testing.T) {
 	const n = 1 << 16
-	x := MustNew(Float16, n)
-	for i := range n {
-		x.SetBits(i, uint64(i))
-	}
-	tab := f16Table()
+	x, tab := everyF16()
 	const guard = 0x7FF8_DEAD_BEEF_0001 // a NaN no conversion produces
 	for _, off := range []int{0, 3, 8} {
 		for _, stride := range []int{8, 9, 24} {
@@ -179,4 +171,14 @@ func TestFloat64sGrouped(t *testing.T) {
 			t.Fatalf("tensor Float64sGrouped %s group=%d: stored values, want none", c.d, c.group)
 		}
 	}
+}
+
+// everyF16 returns a tensor of the 2^16 fp16 patterns, element i holding
+// pattern i, and the table of their float64 values.
+func everyF16() (*Tensor, *[1 << 16]float64) {
+	x := MustNew(Float16, 1<<16)
+	for i := range 1 << 16 {
+		x.SetBits(i, uint64(i))
+	}
+	return x, f16Table()
 }
