@@ -125,7 +125,7 @@ func TestF16ToF32sMatchesFloat32(t *testing.T) {
 // that do and do not fall on a group, with dst's values between the
 // groups and after the last left untouched; and to storing nothing and
 // reporting false for the dtypes and group sizes it has no direct
-// conversion for.
+// conversion for, and for overlapping groups.
 func TestFloat64sGrouped(t *testing.T) {
 	const n = 1 << 16
 	x, tab := everyF16()
@@ -164,8 +164,8 @@ func TestFloat64sGrouped(t *testing.T) {
 		for i := range 64 {
 			y.SetFloat64(i, 1, Numerics{})
 		}
-		if y.Float64sGrouped(0, c.group, 2, c.group, dst) {
-			t.Errorf("tensor Float64sGrouped %s group=%d: true, want false (no direct conversion)", c.d, c.group)
+		if y.Float64sGrouped(0, c.group, 2, c.group, dst) || x.Float64sGrouped(0, 8, 2, 7, dst) {
+			t.Errorf("tensor Float64sGrouped %s group=%d (or fp16 at a stride of 7): true, want false (no direct conversion)", c.d, c.group)
 		}
 		if slices.ContainsFunc(dst, func(v float64) bool { return v != 0 }) {
 			t.Fatalf("tensor Float64sGrouped %s group=%d: stored values, want none", c.d, c.group)

@@ -234,16 +234,14 @@ func (t *Tensor) Float64sFrom(off int, dst []float64) {
 // Float64sFrom with a gap after every group, the layout of a row of
 // dgemm's packed B, which it fills this way without a buffer and a copy,
 // and reports whether it did: only fp16 in groups of eight where the CPU
-// has F16C has this direct conversion, and for anything else it stores
-// nothing and returns false. Like Float64sFrom, it panics when the
-// elements or dst's groups are out of range.
+// has F16C has this direct conversion, and for anything else (or groups
+// that would overlap, a stride below the group) it stores nothing and
+// returns false. Like Float64sFrom, it panics when the elements or dst's
+// groups are out of range.
 func (t *Tensor) Float64sGrouped(off, group, runs, stride int, dst []float64) bool {
 	s, ok := t.data.([]float16.Float16)
-	if !ok || !useF16C || group != 8 || runs <= 0 {
+	if !ok || !useF16C || group != 8 || runs <= 0 || stride < group {
 		return false
-	}
-	if stride < group {
-		panic(fmt.Sprintf("tensor: Float64sGrouped: stride %d below the group of %d", stride, group))
 	}
 	src := s[off : off+runs*group]
 	_ = dst[(runs-1)*stride+group-1]
