@@ -27,7 +27,7 @@ func BenchmarkAddBlock(b *testing.B) {
 	b.Run("addBlock", func(b *testing.B) {
 		c0 := cpuTime()
 		for b.Loop() {
-			p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+			p := newMetricsPart()
 			p.addBlock(tensor.Float16, f, true, gv, &v, 0)
 		}
 		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/n, "cpu-ns/elem")

@@ -107,7 +107,7 @@ func copiedOf(acc sameAcc, k int) (ok, finite, noneFinite bool) {
 func (s *Stream) addCopied(want *bound.Expected, cc *copiedChunks) {
 	var mu sync.Mutex
 	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
-		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+		p := newMetricsPart()
 		bp := blockBufs.Get().(*[2 * block]float64)
 		defer blockBufs.Put(bp)
 		var group [4]copiedChunk

@@ -41,7 +41,7 @@ func TestCopiedChunksMatchChunkOf(t *testing.T) {
 			type kind struct{ ok, finite, none bool }
 			for c, w := range map[int]kind{0: {true, true, false}, 1: {true, true, false}, 2: {keeps, false, false},
 				4: {keeps, false, keeps}, 5: {keeps, false, false}, 7: {}, 9: {}, chunks: {}} {
-				p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+				p := newMetricsPart()
 				a := c * sumChunk
 				k := min(sumChunk, n-a)
 				acc := p.computeUnchanged(got, want, cc.base, cc.num, cc.spans, a, a+k, make([]float64, block))

@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -10,16 +11,20 @@ import (
 )
 
 // TestComputeFusedMatchesTwoPasses holds Compute with the fused sums
-// (fusedSums: one pass's values kept for the sums) to Compute with the
-// two passes (orderedSums converts and evaluates again), every field bit
-// for bit, on compact Expecteds of every exact dtype and profile, at sizes
-// on both sides of a computePart block and of the one-chunk limit.
+// (Stream.addExact: each chunk's metrics pass keeps its values for its
+// sums) to Compute with the two passes (the sums convert and evaluate
+// again), every field bit for bit, on compact Expecteds of every exact
+// dtype and profile, at sizes on both sides of a computePart block and
+// of a chunk, and over several chunks on one to three cores (so that
+// the cores' ranges of chunks fall differently).
 func TestComputeFusedMatchesTwoPasses(t *testing.T) {
 	defer func(v bool) { fuseSums = v }(fuseSums)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for seed := uint64(1); seed <= 3; seed++ {
+		runtime.GOMAXPROCS(int(seed))
 		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
 			for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}} {
-				for _, n := range []int{1, 5, 2047, 2048, 2049, 4099, sumChunk - 1, sumChunk, sumChunk + 1} {
+				for _, n := range []int{1, 5, 2047, 2048, 2049, 4099, sumChunk - 1, sumChunk, sumChunk + 1, 2 * sumChunk, 5*sumChunk + 3} {
 					for k, mk := range []func() (*tensor.Tensor, *bound.Expected, *bound.Expected){
 						func() (*tensor.Tensor, *bound.Expected, *bound.Expected) { return compactCase(d, num, n, seed) },
 						func() (*tensor.Tensor, *bound.Expected, *bound.Expected) {
@@ -31,7 +36,7 @@ func TestComputeFusedMatchesTwoPasses(t *testing.T) {
 						want := fmt.Sprintf("%+v", Compute(got, compact))
 						fuseSums = true
 						if c := fmt.Sprintf("%+v", Compute(got, compact)); c != want {
-							t.Fatalf("verify Compute fused %s %v n=%d case=%d seed=%d: got %s / want (two passes) %s", d, num, n, k, seed, c, want)
+							t.Fatalf("verify Compute fused %s %v n=%d case=%d seed=%d GOMAXPROCS=%d: got %s / want (two passes) %s", d, num, n, k, seed, seed, c, want)
 						}
 					}
 				}
@@ -79,7 +84,7 @@ func TestComputeExactKeepsRefs(t *testing.T) {
 				}
 				want := compact.Refs(0, make([]float64, n))
 				gb, rb := make([]float64, n), make([]float64, n)
-				p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+				p := newMetricsPart()
 				if !computeExact(p, got, compact, 0, n, gb, rb, true) {
 					t.Fatalf("verify computeExact %s %v case=%d seed=%d: did not take the compact Expected", d, num, k, seed)
 				}

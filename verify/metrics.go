@@ -146,6 +146,12 @@ type metricsPart struct {
 	worst                                                       *ranked
 }
 
+// newMetricsPart returns an empty part: nothing gathered, no element
+// rejected.
+func newMetricsPart() *metricsPart {
+	return &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+}
+
 // Compute returns the metrics of got against want. The output dtype (for
 // ulps) is got's. Only the elements present in both got and want are
 // judged; Check rejects a length mismatch before computing. A nil want
@@ -173,18 +179,15 @@ func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 		return Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1, N: got.Len()}
 	}
 	n := min(got.Len(), want.Span())
-	// An output of one sum chunk whose elements computePart reads from
-	// exact values (a fuzzer's, a small case's) keeps the got values and
-	// references of that pass for the sums (fusedSums), instead of
-	// converting and evaluating them again.
-	if fuseSums && n > 0 && n <= sumChunk {
+	// An output of one chunk that Stream.addExact would take (a fuzzer's,
+	// a small case's) is judged here on the caller's goroutine, in a
+	// Stream that stays on its stack: nothing allocated for it.
+	if fuseSums && n > 0 && n <= sumChunk && exactReadable(got, want) {
 		bp := termBufs.Get()
 		defer termBufs.Put(bp)
-		p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
-		if computeExact(p, got, want, 0, n, (*bp)[4*n:5*n], (*bp)[5*n:6*n], true) {
-			s := &Stream{got: got, n: n, next: n, acc: p, chunks: []chunkSums{fusedSums(*bp, n)}}
-			return s.metrics()
-		}
+		s := &Stream{got: got, n: n, next: n, acc: newMetricsPart(), chunks: []chunkSums{{}}}
+		s.exactChunk(s.acc, want, *bp, 0)
+		return s.metrics()
 	}
 	s := newStream(got, n)
 	s.add(want, n)
@@ -201,7 +204,7 @@ var blockBufs = sync.Pool{New: func() any { return new([2 * block]float64) }}
 // computePart gathers the order-free metrics of elements [lo, hi) of got
 // against want.
 func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsPart {
-	p := &metricsPart{worst: newRanked(WorstCount), firstBad: -1}
+	p := newMetricsPart()
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	bp := blockBufs.Get().(*[2 * block]float64)
@@ -229,20 +232,17 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 // exact values (addExactBlock, addExactIntBlock), and reports whether it
 // did. It converts a block at a time into windows of gb (got values) and
 // rb (exact values): with keep, window b0−lo, so that gb[:hi−lo] and
-// rb[:hi−lo] hold every element's values afterwards (Compute's fused
+// rb[:hi−lo] hold every element's values afterwards (Stream.addExact's fused
 // sums; rb then holds the references, bound.Expected.Refs, not the exact
 // values); else window 0, gb and rb at least a block long.
 func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, hi int, gb, rb []float64, keep bool) bool {
+	if !exactReadable(got, want) {
+		return false
+	}
 	d := got.DType
-	src, ed, num, ok := want.ExactSource()
-	if !ok || ed != d {
-		return false
-	}
-	f, isFloat := d.FloatFormat()
+	src, _, num, _ := want.ExactSource()
+	f, _ := d.FloatFormat()
 	sf, short := bound.NewShortForm(d)
-	if !short && isFloat {
-		return false
-	}
 	for b0 := lo; b0 < hi; b0 += block {
 		w := 0
 		if keep {
@@ -259,6 +259,16 @@ func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, 
 		}
 	}
 	return true
+}
+
+// exactReadable reports whether computeExact reads want through its
+// exact values for got: want compact (bound.NewExactFrom) in got's own
+// dtype, an integer one or a floating one with a short form.
+func exactReadable(got *tensor.Tensor, want *bound.Expected) bool {
+	_, ed, _, ok := want.ExactSource()
+	_, isFloat := got.DType.FloatFormat()
+	_, short := bound.NewShortForm(got.DType)
+	return ok && ed == got.DType && (short || !isFloat)
 }
 
 // addBlock gathers elements b0, b0+1, … whose got values are gv and

@@ -43,7 +43,7 @@ func newStream(got *tensor.Tensor, n int) *Stream {
 	return &Stream{
 		got:    got,
 		n:      n,
-		acc:    &metricsPart{worst: newRanked(WorstCount), firstBad: -1},
+		acc:    newMetricsPart(),
 		chunks: make([]chunkSums, (n+sumChunk-1)/sumChunk),
 	}
 }
@@ -76,6 +76,11 @@ func (s *Stream) add(want *bound.Expected, k int) {
 		return
 	}
 	if s.next == 0 && k == s.n {
+		if fuseSums && exactReadable(s.got, want) {
+			s.addExact(want)
+			s.next = k
+			return
+		}
 		if cc := newCopiedChunks(s.got, want); cc != nil {
 			s.addCopied(want, cc)
 			s.next = k

@@ -271,17 +271,50 @@ func termsIn(buf []float64, k int) (t *sumTerms, gb, rb []float64) {
 	return t, buf[4*k : 5*k : 5*k], buf[5*k : 6*k : 6*k]
 }
 
-// fuseSums lets Compute keep the values of its metrics pass for the sums
-// (fusedSums); the tests turn it off to compare with the two passes.
+// fuseSums lets Stream keep the values of the metrics pass over a compact
+// output for its sums (addExact, fusedSums); the tests turn it off to
+// compare with the two passes.
 var fuseSums = true
 
-// fusedSums is the one chunk of an output of n ≤ sumChunk elements whose
-// got values and references (bound.Expected.Refs) computeExact kept in
-// buf[4n:5n] and buf[5n:6n] (buf from termBufs): the same chunk
-// chunkSumsOf would compute from the same values.
+// fusedSums is the chunk of n ≤ sumChunk elements whose got values and
+// references (bound.Expected.Refs) computeExact kept in buf[4n:5n] and
+// buf[5n:6n] (buf from termBufs): the same chunk chunkAt would compute
+// from the same values.
 func fusedSums(buf []float64, n int) chunkSums {
 	t, gv, rv := termsIn(buf, n)
 	return chunkOf(gv, rv, t)
+}
+
+// addExact judges the whole output (Compute, or a Stream given one
+// block) against want, a compact Expected that computeExact reads through
+// its exact values (exactReadable), a chunk at a time on each core: the
+// chunk's metrics, keeping the got values and references they convert
+// and evaluate, then its sums from those (fusedSums), where add would
+// convert and evaluate them again for the sums; the same bits
+// (TestComputeFusedMatchesTwoPasses). Compute judges an output of one
+// chunk the same way, without a Stream on the heap.
+func (s *Stream) addExact(want *bound.Expected) {
+	var mu sync.Mutex
+	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
+		p := newMetricsPart()
+		bp := termBufs.Get()
+		defer termBufs.Put(bp)
+		for c := c0; c < c1; c++ {
+			s.exactChunk(p, want, *bp, c)
+		}
+		mu.Lock()
+		s.acc.merge(p, 0)
+		mu.Unlock()
+	})
+}
+
+// exactChunk gathers chunk c's metrics into p and sets its sums, with
+// buf (from termBufs) as scratch.
+func (s *Stream) exactChunk(p *metricsPart, want *bound.Expected, buf []float64, c int) {
+	a := c * sumChunk
+	k := min(sumChunk, s.n-a)
+	computeExact(p, s.got, want, a, a+k, buf[4*k:5*k], buf[5*k:6*k], true)
+	s.chunks[c] = fusedSums(buf, k)
 }
 
 // chunksOf computes the sums of the chunks that start at lo, lo+sumChunk,
