@@ -45,3 +45,41 @@ found:
 	VZEROUPPER
 	MOVB $1, ret+16(FP)
 	RET
+
+// func scanF16AVX2(src *uint16, n int) (nonFinite, zero bool)
+TEXT ·scanF16AVX2(SB), NOSPLIT, $0-18
+	MOVQ         src+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         $0x7fff, AX
+	VMOVQ        AX, X15
+	VPBROADCASTW X15, Y15     // the magnitude's bits
+	MOVQ         $0x0400, AX
+	VMOVQ        AX, X14
+	VPBROADCASTW X14, Y14
+	MOVQ         $1, AX
+	VMOVQ        AX, X13
+	VPBROADCASTW X13, Y13
+	VPXOR        Y0, Y0, Y0   // nonFinite lanes
+	VPXOR        Y1, Y1, Y1   // zero lanes
+	XORQ         AX, AX
+
+floop:
+	CMPQ   AX, CX
+	JGE    fdone
+	VPAND  (SI)(AX*2), Y15, Y2 // a
+	VPADDW Y14, Y2, Y3         // a + 0x0400
+	VPOR   Y3, Y0, Y0
+	VPSUBW Y13, Y2, Y4         // a − 1
+	VPOR   Y4, Y1, Y1
+	ADDQ   $16, AX
+	JMP    floop
+
+fdone:
+	VPMOVMSKB Y0, DX
+	ANDL      $0xaaaaaaaa, DX  // bit 15 of each lane: its high byte's top bit
+	SETNE     nonFinite+16(FP)
+	VPMOVMSKB Y1, DX
+	ANDL      $0xaaaaaaaa, DX
+	SETNE     zero+17(FP)
+	VZEROUPPER
+	RET

@@ -299,14 +299,16 @@ func (t *L1Tile) Release() {
 // their own (a variable for the test that scans small operands in parts).
 var scanF16Grain = 1 << 16
 
-// scanF16 reports whether src holds Inf or NaN, and whether it holds ±0.
+// scanF16Go reports whether src holds Inf or NaN, and whether it holds
+// ±0: the portable form of scanF16, and its tail after the sixteen-value
+// groups of scanF16AVX2 (TestScanF16Lanes holds both to the definition).
 // It reads four values at a time as the 16-bit lanes of a word, each
 // lane's magnitude a = v & 0x7FFF: a + 0x0400 reaches bit 15 exactly when
 // a ≥ 0x7C00 (Inf and NaN), with no carry into the next lane (a ≤ 0x7FFF);
 // and the word's a − 1 in every lane sets bit 15 of a lane only where a
 // is 0 or a borrow came up from a zero lane below it, so it has one iff
 // some lane is 0.
-func scanF16(src []float16.Float16) (nonFinite, zero bool) {
+func scanF16Go(src []float16.Float16) (nonFinite, zero bool) {
 	const (
 		mag  = 0x7FFF7FFF7FFF7FFF
 		inf  = 0x0400040004000400

@@ -335,20 +335,26 @@ func TestNewGMMatrixScansF16InParts(t *testing.T) {
 	}
 }
 
-// TestScanF16Lanes holds scanF16, which tests four values at a time as
-// the lanes of a word, to its definition (some |v| has an all-ones
-// exponent; some v is ±0) for every fp16 pattern at every position of
-// slices of 1 to 13 values that start at every element offset from a
-// word, among 1s, among the smallest subnormals (0x0001: a lane that a
-// borrow from below would wrap) and among the largest finite values
-// (0x7BFF: one below the Inf threshold).
+// TestScanF16Lanes holds scanF16, which tests sixteen values at a time
+// as 16-bit lanes (scanF16AVX2, where the CPU has AVX2) and the rest four
+// at a time as the lanes of a word (scanF16Go), to its definition (some
+// |v| has an all-ones exponent; some v is ±0) for every fp16 pattern at
+// every position of slices of 1 to 13 values, and of 15 to 49 (every
+// pattern near the thresholds, every 61st of the rest), that start at
+// every element offset from a word, among 1s, among the smallest
+// subnormals (0x0001: a lane that a borrow from below would wrap) and
+// among the largest finite values (0x7BFF: one below the Inf threshold).
 func TestScanF16Lanes(t *testing.T) {
-	buf := make([]float16.Float16, 3+13)
+	buf := make([]float16.Float16, 3+49)
 	for _, fill := range []uint16{0x3C00, 0x0001, 0x7BFF} {
 		for u := range 1 << 16 {
 			a := uint16(u) & 0x7FFF
 			wantNF, wantZero := a >= 0x7C00, a == 0
-			for _, n := range []int{1, 3, 4, 5, 8, 9, 13} {
+			ns := []int{1, 3, 4, 5, 8, 9, 13}
+			if a <= 2 || a >= 0x7BFE || u%61 == 0 {
+				ns = append(ns, 15, 16, 17, 31, 32, 33, 48, 49)
+			}
+			for _, n := range ns {
 				for off := range 4 {
 					for p := range n {
 						s := buf[off : off+n]
