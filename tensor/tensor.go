@@ -1,15 +1,10 @@
 package tensor
 
 import (
-	"bytes"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"slices"
-	"sync"
-	"unsafe"
 
-	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/x448/float16"
 )
 
@@ -170,134 +165,6 @@ func (t *Tensor) I32() []int32 { s, _ := t.data.([]int32); return s }
 
 // U8 returns the backing slice of a Uint8 tensor, nil for other dtypes.
 func (t *Tensor) U8() []uint8 { s, _ := t.data.([]uint8); return s }
-
-// Float64 returns element i as an exact float64.
-func (t *Tensor) Float64(i int) float64 {
-	switch s := t.data.(type) {
-	case []float64:
-		return s[i]
-	case []float32:
-		return float64(s[i])
-	case []float16.Float16:
-		return float64(s[i].Float32())
-	case []BF16:
-		return s[i].Float64()
-	case []int8:
-		return float64(s[i])
-	case []int32:
-		return float64(s[i])
-	case []uint8:
-		return float64(s[i])
-	}
-	panic("tensor: Float64 on a tensor without data")
-}
-
-// Float64s returns all elements as exact float64 values in a new slice.
-func (t *Tensor) Float64s() []float64 {
-	out := make([]float64, t.Len())
-	t.Float64sFrom(0, out)
-	return out
-}
-
-// Float64sFrom stores elements off, off+1, … off+len(dst)−1 into dst as
-// exact float64 values (they must exist). It converts by dtype in typed
-// loops (fp16 by a table of all 2^16 values), over all cores for large
-// ranges: the verification path reads every tensor this way.
-func (t *Tensor) Float64sFrom(off int, dst []float64) {
-	switch s := t.data.(type) {
-	case []float64:
-		copy(dst, s[off:off+len(dst)])
-	case []float32:
-		widen(dst, s[off:off+len(dst)], f32ToF64)
-	case []float16.Float16:
-		widen(dst, s[off:off+len(dst)], f16ToF64)
-	case []BF16:
-		widen(dst, s[off:off+len(dst)], bf16ToF64)
-	case []int8:
-		for i, v := range s[off : off+len(dst)] {
-			dst[i] = float64(v)
-		}
-	case []uint8:
-		for i, v := range s[off : off+len(dst)] {
-			dst[i] = float64(v)
-		}
-	default:
-		for i := range dst {
-			dst[i] = t.Float64(off + i)
-		}
-	}
-}
-
-// Float64sGrouped stores runs groups of group elements of t, from
-// element off on, as float64 values: group r (elements off + r·group, …)
-// at dst[r·stride:], the values of dst between groups untouched. It is
-// Float64sFrom with a gap after every group, the layout of a row of
-// dgemm's packed B, which it fills this way without a buffer and a copy,
-// and reports whether it did: only fp16 in groups of eight where the CPU
-// has F16C has this direct conversion, and for anything else (or groups
-// that would overlap, a stride below the group) it stores nothing and
-// returns false. Like Float64sFrom, it panics when the elements or dst's
-// groups are out of range.
-func (t *Tensor) Float64sGrouped(off, group, runs, stride int, dst []float64) bool {
-	s, ok := t.data.([]float16.Float16)
-	if !ok || !useF16C || group != 8 || runs <= 0 || stride < group {
-		return false
-	}
-	src := s[off : off+runs*group]
-	_ = dst[(runs-1)*stride+group-1]
-	f16ToF64Grouped8(&dst[0], (*uint16)(unsafe.Pointer(&src[0])), runs, stride) // float16.Float16 is a uint16
-	return true
-}
-
-// widen converts src into dst (as long as each other) by conv, over all
-// cores in ranges of at least 2^16 elements; a shorter conversion runs on
-// the caller's goroutine, with no closure to allocate.
-func widen[S any](dst []float64, src []S, conv func([]float64, []S)) {
-	const grain = 1 << 16
-	if len(dst) < 2*grain {
-		conv(dst, src)
-		return
-	}
-	parallel.For(len(dst), grain, func(lo, hi int) { conv(dst[lo:hi], src[lo:hi]) })
-}
-
-// bf16ToF64Go converts src to float64 into dst (as long as src), one at
-// a time: the portable form of bf16ToF64.
-func bf16ToF64Go(dst []float64, src []BF16) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = float64(math.Float32frombits(uint32(v) << 16))
-	}
-}
-
-// widenF16Go converts src into dst (as long as src) by f16Table: the
-// portable form of f16ToF64 and F16ToF32s. Narrowing the table's float64
-// to fp32 is exact, NaNs included (their payloads fit fp32's).
-func widenF16Go[D float32 | float64](dst []D, src []float16.Float16) {
-	dst = dst[:len(src)]
-	tab := f16Table()
-	for i, v := range src {
-		dst[i] = D(tab[v])
-	}
-}
-
-// f32ToF64Go converts src to float64 into dst (as long as src), one at a
-// time: the portable form of f32ToF64.
-func f32ToF64Go(dst []float64, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = float64(v)
-	}
-}
-
-// f16Table holds every fp16 value as a float64, indexed by bit pattern.
-var f16Table = sync.OnceValue(func() *[1 << 16]float64 {
-	var tab [1 << 16]float64
-	for b := range tab {
-		tab[b] = float64(float16.Frombits(uint16(b)).Float32())
-	}
-	return &tab
-})
 
 // SetFloat64 stores v at element i after rounding it to the tensor's
 // dtype by the profile num (see Numerics.Round).
@@ -467,83 +334,6 @@ func (t *Tensor) SameShape(shape []int) bool {
 	return true
 }
 
-// Hash returns a 64-bit hash under seed of t's dtype, shape and element
-// bit patterns (hash/maphash). Equal tensors hash equal; a tensor changed
-// in any way hashes differently but with probability about 2^-63. It
-// lets a caller check that a large tensor came back unchanged without
-// keeping a copy of it.
-//
-// Data of more than hashChunk bytes is hashed a chunk at a time on all
-// cores, and the chunks' hashes in order then stand for it: a change
-// makes its chunk's hash collide with probability 2^-64, and the
-// sequence's, once a chunk's differs, again 2^-64. (A harness hashes a
-// kernel's inputs before and after every run; hashed whole, on one core,
-// that was 8% of the samples of a decode-shaped GEMM's run.)
-func (t *Tensor) Hash(seed maphash.Seed) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	h.WriteByte(byte(t.DType))
-	maphash.WriteComparable(&h, len(t.Shape))
-	for _, d := range t.Shape {
-		maphash.WriteComparable(&h, d)
-	}
-	data := rawData(t)
-	if len(data) <= hashChunk {
-		h.Write(data)
-		return h.Sum64()
-	}
-	sums := make([]uint64, (len(data)+hashChunk-1)/hashChunk)
-	parallel.For(len(sums), 1, func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			sums[c] = maphash.Bytes(seed, data[c*hashChunk:min((c+1)*hashChunk, len(data))])
-		}
-	})
-	for _, c := range sums {
-		maphash.WriteComparable(&h, c)
-	}
-	return h.Sum64()
-}
-
-// hashChunk is how many bytes of a tensor's data Hash hashes on one core
-// at a time (a variable for the test that cuts small tensors into
-// chunks).
-var hashChunk = 1 << 22
-
-// BitsEqual reports whether a and b have the same dtype, shape and bit
-// patterns, and returns the first differing element index otherwise
-// (-1 when dtype or shape differ).
-func BitsEqual(a, b *Tensor) (bool, int) {
-	if a.DType != b.DType || !a.SameShape(b.Shape) {
-		return false, -1
-	}
-	if ra, rb := rawData(a), rawData(b); ra != nil && rb != nil && bytes.Equal(ra, rb) {
-		return true, 0 // the common case, at memory speed; else find where
-	}
-	i := -1
-	switch x := a.data.(type) {
-	case []float64:
-		y := b.data.([]float64)
-		i = firstDiffBy(x, y, math.Float64bits)
-	case []float32:
-		y := b.data.([]float32)
-		i = firstDiffBy(x, y, math.Float32bits)
-	case []float16.Float16: // integer-backed types: == compares the bits
-		i = firstDiff(x, b.data.([]float16.Float16))
-	case []BF16:
-		i = firstDiff(x, b.data.([]BF16))
-	case []int8:
-		i = firstDiff(x, b.data.([]int8))
-	case []int32:
-		i = firstDiff(x, b.data.([]int32))
-	case []uint8:
-		i = firstDiff(x, b.data.([]uint8))
-	}
-	if i >= 0 {
-		return false, i
-	}
-	return true, 0
-}
-
 // CopyFrom sets elements off, off+1, … of t to src's elements, bit for
 // bit (both of one dtype), at memory speed: a kernel's in-place output
 // starts as a copy of its input this way.
@@ -579,28 +369,6 @@ func rawData(t *Tensor) []byte {
 		return s
 	}
 	return nil
-}
-
-// firstDiff returns the first index where x and y (same length) differ, or −1.
-func firstDiff[T comparable](x, y []T) int {
-	y = y[:len(x)]
-	for i := range x {
-		if x[i] != y[i] {
-			return i
-		}
-	}
-	return -1
-}
-
-// firstDiffBy is firstDiff comparing bits(x[i]) with bits(y[i]).
-func firstDiffBy[T any, B comparable](x, y []T, bits func(T) B) int {
-	y = y[:len(x)]
-	for i := range x {
-		if bits(x[i]) != bits(y[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 // String describes dtype and shape, e.g. "fp16[4 8]".
