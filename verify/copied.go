@@ -2,11 +2,9 @@ package verify
 
 import (
 	"encoding/binary"
-	"sync"
 	"unsafe"
 
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -105,9 +103,7 @@ func copiedOf(acc sameAcc, k int) (ok, finite, noneFinite bool) {
 // time), any other's by chunkOf. The metrics and sums are those of add
 // (TestCopiedChunksMatchChunkOf).
 func (s *Stream) addCopied(want *bound.Expected, cc *copiedChunks) {
-	var mu sync.Mutex
-	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
-		p := newMetricsPart()
+	s.byChunks(func(p *metricsPart, c0, c1 int) {
 		bp := blockBufs.Get().(*[2 * block]float64)
 		defer blockBufs.Put(bp)
 		var group [4]copiedChunk
@@ -137,9 +133,6 @@ func (s *Stream) addCopied(want *bound.Expected, cc *copiedChunks) {
 			}
 		}
 		flush()
-		mu.Lock()
-		s.acc.merge(p, 0)
-		mu.Unlock()
 	})
 }
 

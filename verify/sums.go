@@ -294,14 +294,24 @@ func fusedSums(buf []float64, n int) chunkSums {
 // (TestComputeFusedMatchesTwoPasses). Compute judges an output of one
 // chunk the same way, without a Stream on the heap.
 func (s *Stream) addExact(want *bound.Expected) {
-	var mu sync.Mutex
-	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
-		p := newMetricsPart()
+	s.byChunks(func(p *metricsPart, c0, c1 int) {
 		bp := termBufs.Get()
 		defer termBufs.Put(bp)
 		for c := c0; c < c1; c++ {
 			s.exactChunk(p, want, *bp, c)
 		}
+	})
+}
+
+// byChunks is the whole output's one pass of addExact and addCopied: the
+// chunks split over all cores in ranges [c0, c1), each range's metrics
+// gathered by judge into a part of its own, the parts merged into the
+// stream's figures as they finish. judge sets each of its chunks' sums.
+func (s *Stream) byChunks(judge func(p *metricsPart, c0, c1 int)) {
+	var mu sync.Mutex
+	parallel.For(len(s.chunks), streamGrain/sumChunk, func(c0, c1 int) {
+		p := newMetricsPart()
+		judge(p, c0, c1)
 		mu.Lock()
 		s.acc.merge(p, 0)
 		mu.Unlock()
