@@ -103,7 +103,7 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	}
 	if k*n <= gemmMag32WholeElems {
 		if !g.whole {
-			g.pack(0, k)
+			g.pack(&g.pb, 0, k, 0, n)
 			g.whole = true
 		}
 		g.groups(lo, m, 0, k, func(r0, rows int, sc *gemmMag32Scratch, lda int) {
@@ -122,12 +122,16 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	}
 	s32 := g.s32[:m*n]
 	clear(s32)
-	for pc := 0; pc < k; pc += gemmMag32K {
-		kcc := min(gemmMag32K, k-pc)
-		g.pack(pc, kcc)
-		g.groups(lo, m, pc, kcc, func(r0, rows int, sc *gemmMag32Scratch, lda int) {
-			g.pb.MulAdd(rows, sc.a, lda, s32[r0*n:(r0+rows)*n], n)
-		})
+	if m < gemmMag32Rows {
+		g.columns(lo, m, s32)
+	} else {
+		for pc := 0; pc < k; pc += gemmMag32K {
+			kcc := min(gemmMag32K, k-pc)
+			g.pack(&g.pb, pc, kcc, 0, n)
+			g.groups(lo, m, pc, kcc, func(r0, rows int, sc *gemmMag32Scratch, lda int) {
+				g.pb.MulAdd(rows, sc.a, lda, s32[r0*n:(r0+rows)*n], n)
+			})
+		}
 	}
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(rlo, rhi int) {
 		for i := rlo * n; i < rhi*n; i++ {
@@ -137,26 +141,68 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	})
 }
 
-// pack packs rows [pc, pc+kcc) of |b| into pb: fp16 values a panel's
-// piece at a time, sign cleared and widened in place where the CPU has
-// F16C (absF16Panel), anything else through PackRows's rows.
-func (g *gemmMag32) pack(pc, kcc int) {
+// pack packs rows [pc, pc+kcc) of |b|'s columns [j0, j0+cols) into pb:
+// fp16 values a panel's piece at a time, sign cleared and widened in place
+// where the CPU has F16C (absF16Panel), anything else through PackRows's
+// rows.
+func (g *gemmMag32) pack(pb *gemm32.PackedFloat32, pc, kcc, j0, cols int) {
 	n := g.n
 	if h := g.b.F16(); h != nil && magUseF16C {
 		const w = gemm32.PanelWidth
-		g.pb.PackPanels(kcc, n, func(kk0, rows, j0, cols int, dst []float32) {
-			src := h[(pc+kk0)*n+j0:]
-			if cols == w {
+		pb.PackPanels(kcc, cols, func(kk0, rows, c0, cc int, dst []float32) {
+			src := h[(pc+kk0)*n+j0+c0:]
+			if cc == w {
 				absF16Panel(dst[:rows*w], src[:(rows-1)*n+w], rows, n)
 				return
 			}
 			for r := range rows {
-				absF16s(dst[r*w:r*w+cols], src[r*n:r*n+cols])
+				absF16s(dst[r*w:r*w+cc], src[r*n:r*n+cc])
 			}
 		})
 		return
 	}
-	g.pb.PackRows(kcc, n, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n, dst) })
+	pb.PackRows(kcc, cols, func(kk int, dst []float32) { absFloat32s(g.b, (pc+kk)*n+j0, dst) })
+}
+
+// gemmMag32Strip is how many columns of |b| columns packs at a time: a
+// K-block of gemmMag32K rows of them is 512 KiB of fp32, a quarter of the
+// L2 of the machine it was measured on. On BenchmarkGEMMMag32's decoding
+// shape, strips of 64 columns took 20% less time than the row path, of
+// 256 30%, of 512 and 1024 45% (each strip's calls cost less than its
+// values beyond a few hundred columns).
+const gemmMag32Strip = 512
+
+// columns sums the fp32 S of the m rows from lo (fewer than
+// gemmMag32Rows) into s32 for a |b| packed in blocks, the cores taking
+// strips of gemmMag32Strip columns: each packs its strip of a K-block into
+// memory of its own, which stays in its caches while every row passes
+// over it. The row path packs each K-block of |b| across all columns for
+// every core to read (11 MiB at n = 11008), and with a decoding step's
+// few rows each packed value is read only a few times, so that block went
+// out to memory and came back (BenchmarkGEMMMag32 at 16×4096×11008:
+// −50%). Every element of s32 takes its K-blocks in order, each through
+// MulAdd on the same packed values, so the bits are the row path's
+// (TestGEMMExpectMatchesSerial, TestGEMMExpectBlocksMatchesExpect).
+func (g *gemmMag32) columns(lo, m int, s32 []float32) {
+	k, n := g.k, g.n
+	strips := (n + gemmMag32Strip - 1) / gemmMag32Strip
+	parallel.For(strips, 1, func(slo, shi int) {
+		pb := gemm32.PackedFloat32{Serial: true}
+		lda := min(gemmMag32K, k) + 16 // groups' stride of |a| rows
+		a := make([]float32, m*lda)
+		for pc := 0; pc < k; pc += gemmMag32K {
+			kcc := min(gemmMag32K, k-pc)
+			for r := range m {
+				absFloat32s(g.a, (lo+r)*k+pc, a[r*lda:r*lda+kcc])
+			}
+			for st := slo; st < shi; st++ {
+				j0 := st * gemmMag32Strip
+				cols := min(gemmMag32Strip, n-j0)
+				g.pack(&pb, pc, kcc, j0, cols)
+				pb.MulAdd(m, a, lda, s32[j0:], n)
+			}
+		}
+	})
 }
 
 // groups calls fn on the rows [lo, lo+m) of |a|, columns [pc, pc+kcc),

@@ -13,10 +13,12 @@ import (
 // cores, to one serial pass over all rows, bit for bit, in every mode and
 // dist (special values take the reference's exact loop), with alpha and
 // beta, on a shape large enough to be split and on empty ones; the fp32
-// S with |b| packed whole and in blocks of 16 rows of K (gemmMag32K).
+// S with |b| packed whole and in blocks of 16 rows of K (gemmMag32K),
+// by rows and, with fewer rows than gemmMag32Rows, by strips of columns
+// (7×40×1100: two whole strips and a short one ending in a short panel).
 func TestGEMMExpectMatchesSerial(t *testing.T) {
 	defer func(w, k int) { gemmMag32WholeElems, gemmMag32K = w, k }(gemmMag32WholeElems, gemmMag32K)
-	for _, dims := range [][3]int{{130, 40, 70}, {3, 0, 5}, {3, 5, 0}, {0, 5, 3}} {
+	for _, dims := range [][3]int{{130, 40, 70}, {7, 40, 1100}, {3, 0, 5}, {3, 5, 0}, {0, 5, 3}} {
 		expectMatchesSerial(t, dims[0], dims[1], dims[2])
 	}
 }

@@ -143,6 +143,9 @@ func mulPacked[T elem](kern microKernel[T], m, n, k int, a []T, lda int, bp, c [
 type PackedFloat32 struct {
 	bp   []float32
 	k, n int
+	// Serial makes PackRows and PackPanels pack on the calling goroutine,
+	// for a caller that already gives each core a part of B of its own.
+	Serial bool
 }
 
 // PackFloat32 packs B [k × n] (row stride ldb) for MulAdd.
@@ -179,7 +182,7 @@ func (p *PackedFloat32) PackRows(k, n int, row func(kk int, dst []float32)) {
 	// cache line and a TLB entry per piece.)
 	const sub = 16
 	w := panels * nr
-	parallel.For(k, 64, func(lo, hi int) {
+	p.split(k, func(lo, hi int) {
 		pp := getSlice[float32](&rowPool, sub*w)
 		defer rowPool.Put(pp)
 		rb := *pp
@@ -223,7 +226,7 @@ func (p *PackedFloat32) PackPanels(k, n int, piece func(kk0, rows, j0, cols int,
 		return
 	}
 	const sub = 16 // PackRows's: a panel's part of them is 1 KiB
-	parallel.For(k, 64, func(lo, hi int) {
+	p.split(k, func(lo, hi int) {
 		for k0 := lo; k0 < hi; k0 += sub {
 			rows := min(sub, hi-k0)
 			for q := range panels {
@@ -236,6 +239,16 @@ func (p *PackedFloat32) PackPanels(k, n int, piece func(kk0, rows, j0, cols int,
 			}
 		}
 	})
+}
+
+// split runs fn on ranges of B's k rows: over the cores, or the whole on
+// the calling goroutine when p is Serial.
+func (p *PackedFloat32) split(k int, fn func(lo, hi int)) {
+	if p.Serial {
+		fn(0, k)
+		return
+	}
+	parallel.For(k, 64, fn)
 }
 
 // reset sizes p for a k×n B, reusing its memory, and returns its number

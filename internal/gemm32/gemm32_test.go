@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // value draws a float32 of the given kind: "fp16" (an fp16 value: exact
@@ -246,36 +248,64 @@ func BenchmarkInt32(b *testing.B) {
 // shapes around the panel width and the pieces' 16 rows, with values of
 // every kind (±0, subnormals, ±Inf, NaN among ordinary ones); a packed
 // block of the same memory as a previous, larger one (p reused) must
-// come out the same too.
+// come out the same too; and all of it with Serial set, when no two of
+// the callbacks may run at once.
 func TestPackPanelsMatchesPackRows(t *testing.T) {
 	const seed = 3
 	r := rand.New(rand.NewPCG(seed, 0))
 	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	var rowsP, panelsP PackedFloat32
-	for _, k := range []int{200, 1, 15, 16, 17, 64, 65} {
-		for _, n := range []int{100, 1, 15, 16, 17, 33} {
-			b := make([]float32, k*n)
-			for i := range b {
-				b[i] = float32(r.NormFloat64())
-				if r.IntN(8) == 0 {
-					b[i] = specials[r.IntN(len(specials))]
+	for _, serial := range []bool{false, true} {
+		rowsP.Serial, panelsP.Serial = serial, serial
+		for _, k := range []int{200, 1, 15, 16, 17, 64, 65} {
+			for _, n := range []int{100, 1, 15, 16, 17, 33} {
+				b := make([]float32, k*n)
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+					if r.IntN(8) == 0 {
+						b[i] = specials[r.IntN(len(specials))]
+					}
 				}
-			}
-			rowsP.PackRows(k, n, func(kk int, dst []float32) { copy(dst, b[kk*n:(kk+1)*n]) })
-			panelsP.PackPanels(k, n, func(kk0, rows, j0, cols int, dst []float32) {
-				if rows < 1 || rows > 16 || cols < 1 || cols > PanelWidth || j0%PanelWidth != 0 || len(dst) != rows*PanelWidth {
-					t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: piece(kk0=%d, rows=%d, j0=%d, cols=%d, len(dst)=%d) out of its contract", k, n, seed, kk0, rows, j0, cols, len(dst))
+				// Serial packs on the caller's goroutine: no two calls at
+				// once. Each pack's first call waits a millisecond, in which
+				// the calls of any other goroutine would start.
+				var inFlight, most atomic.Int32
+				var started atomic.Bool
+				enter := func() {
+					if c := inFlight.Add(1); c > 1 {
+						most.Store(c)
+					}
+					if started.CompareAndSwap(false, true) {
+						time.Sleep(time.Millisecond)
+					}
 				}
-				for rr := range rows {
-					copy(dst[rr*PanelWidth:rr*PanelWidth+cols], b[(kk0+rr)*n+j0:])
+				started.Store(false)
+				rowsP.PackRows(k, n, func(kk int, dst []float32) {
+					enter()
+					defer inFlight.Add(-1)
+					copy(dst, b[kk*n:(kk+1)*n])
+				})
+				started.Store(false)
+				panelsP.PackPanels(k, n, func(kk0, rows, j0, cols int, dst []float32) {
+					enter()
+					defer inFlight.Add(-1)
+					if rows < 1 || rows > 16 || cols < 1 || cols > PanelWidth || j0%PanelWidth != 0 || len(dst) != rows*PanelWidth {
+						t.Fatalf("gemm32 PackPanels k=%d n=%d serial=%v seed=%d: piece(kk0=%d, rows=%d, j0=%d, cols=%d, len(dst)=%d) out of its contract", k, n, serial, seed, kk0, rows, j0, cols, len(dst))
+					}
+					for rr := range rows {
+						copy(dst[rr*PanelWidth:rr*PanelWidth+cols], b[(kk0+rr)*n+j0:])
+					}
+				})
+				if serial && most.Load() > 1 {
+					t.Fatalf("gemm32 PackRows, PackPanels k=%d n=%d serial=true seed=%d: %d calls at once, want 1", k, n, seed, most.Load())
 				}
-			})
-			if len(panelsP.bp) != len(rowsP.bp) {
-				t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: %d packed values, want (PackRows) %d", k, n, seed, len(panelsP.bp), len(rowsP.bp))
-			}
-			for i, v := range panelsP.bp {
-				if math.Float32bits(v) != math.Float32bits(rowsP.bp[i]) {
-					t.Fatalf("gemm32 PackPanels k=%d n=%d seed=%d: packed value %d = %#08x, want (PackRows) %#08x", k, n, seed, i, math.Float32bits(v), math.Float32bits(rowsP.bp[i]))
+				if len(panelsP.bp) != len(rowsP.bp) {
+					t.Fatalf("gemm32 PackPanels k=%d n=%d serial=%v seed=%d: %d packed values, want (PackRows) %d", k, n, serial, seed, len(panelsP.bp), len(rowsP.bp))
+				}
+				for i, v := range panelsP.bp {
+					if math.Float32bits(v) != math.Float32bits(rowsP.bp[i]) {
+						t.Fatalf("gemm32 PackPanels k=%d n=%d serial=%v seed=%d: packed value %d = %#08x, want (PackRows) %#08x", k, n, serial, seed, i, math.Float32bits(v), math.Float32bits(rowsP.bp[i]))
+					}
 				}
 			}
 		}
