@@ -119,15 +119,37 @@ var shapes = [][3]int{
 	{mc - 1, 5, 2*nr - 1}, {mc + 2, kc - 1, 3 * nr}, {2*mc + 5, 33, 17},
 	{5, 9, nc + 13}, {7, kc + 2, nc - 1}, {mrMul + 1, 2*kc + 1, 2*nc + 5}, {mc + 1, kc + 3, nc + 9},
 	{mrMul, kc, nr}, {mrMul + 1, 3, nr - 1}, {2*mrMul - 1, kc + 1, 2 * nr},
+	{mrMul8, kc, nr}, {mrMul8 + 1, 3, nr - 1}, {2*mrMul8 - 1, kc + 1, 2 * nr}, {2 * mrMul8, 33, nc + 3},
 }
 
-// withKernels runs f with MulAbs's and Mul's micro-kernels set to k and
+// withKernels runs f with MulAbs's micro-kernel set to k and Mul's to
 // km, restoring them after.
-func withKernels(k, km kernelFunc, f func()) {
-	saved, savedMul := kernel, kernelMul
-	kernel, kernelMul = k, km
-	defer func() { kernel, kernelMul = saved, savedMul }()
+func withKernels(k kernelFunc, km mulTile, f func()) {
+	saved, savedMul := kernel, mul
+	kernel, mul = k, km
+	defer func() { kernel, mul = saved, savedMul }()
 	f()
+}
+
+// A kernelSet is one MulAbs and one Mul micro-kernel, for the tests.
+type kernelSet struct {
+	name string
+	k    kernelFunc
+	km   mulTile
+}
+
+// kernelSets are the micro-kernels TestMulAbsMatchesLoop holds to the
+// loop: MulAbs's on this machine and its portable one, each with every
+// Mul tile this machine runs and that tile's portable twin.
+func kernelSets() []kernelSet {
+	var sets []kernelSet
+	for _, t := range mulTiles() {
+		twin := mulTile{mr: t.mr, kern: t.twin, twin: t.twin, name: "go"}
+		sets = append(sets,
+			kernelSet{kernelName + "/mul-" + t.name, kernel, t},
+			kernelSet{fmt.Sprintf("go/mul-go-%d-rows", t.mr), kernelGo, twin})
+	}
+	return sets
 }
 
 // TestMulAbsMatchesLoop checks MulAbs, with this machine's kernel and with
@@ -140,11 +162,7 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 	// Two Ps at least, so that the products of one row block take
 	// product.columns on any machine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	kernels := []struct {
-		name  string
-		k, km kernelFunc
-	}{{kernelName, kernel, kernelMul}, {"go", kernelGo, kernelMulGo}}
-	for _, kr := range kernels {
+	for _, kr := range kernelSets() {
 		for si, sh := range shapes {
 			m, k, n := sh[0], sh[1], sh[2]
 			for dist := range numDists {
@@ -235,7 +253,7 @@ func TestKernelGoSpecials(t *testing.T) {
 		{[]float64{-1, 0}, []float64{0, 5}, 0, 0},
 	} {
 		d, s := make([]float64, 1), make([]float64, 1)
-		withKernels(kernelGo, kernelMulGo, func() { MulAbs(1, 2, 1, Slice(c.a), Slice(c.b), d, s) })
+		withKernels(kernelGo, mul, func() { MulAbs(1, 2, 1, Slice(c.a), Slice(c.b), d, s) })
 		if !same(d[0], c.d) || !same(s[0], c.s) {
 			t.Errorf("dgemm MulAbs a=%v b=%v: got d=%v s=%v / want d=%v s=%v", c.a, c.b, d[0], s[0], c.d, c.s)
 		}
@@ -261,10 +279,7 @@ func BenchmarkMulAbs(b *testing.B) {
 			}
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
-		for _, kr := range []struct {
-			name  string
-			k, km kernelFunc
-		}{{kernelName, kernel, kernelMul}, {"go", kernelGo, kernelMulGo}} {
+		for _, kr := range []kernelSet{{kernelName, kernel, mul}, {"go", kernelGo, mul}} {
 			if kr.name == "go" && kernelName != "go" && n > 256 {
 				continue
 			}
@@ -297,7 +312,7 @@ func BenchmarkMul(b *testing.B) {
 		}
 		b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
-	b.Run(kernelName, func(b *testing.B) {
+	b.Run(mul.name, func(b *testing.B) {
 		cpu0 := cpuTime()
 		for b.Loop() {
 			Mul(n, n, n, Slice(x), Slice(y), d)
@@ -381,13 +396,15 @@ func BenchmarkMacro(b *testing.B) {
 		}
 		b.ReportMetric(4*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
-	// Mul's kernel on the same block (2·mc·kc·nc flops, d alone).
-	b.Run("mul-"+kernelName, func(b *testing.B) {
-		for b.Loop() {
-			macro(variant{mr: mrMul, kern: kernelMul}, mc, kc, nc, pa, pb, d, nil, nc, true)
-		}
-		b.ReportMetric(2*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
+	// Mul's kernels on the same block (2·mc·kc·nc flops, d alone).
+	for _, t := range mulTiles() {
+		b.Run("mul-"+t.name, func(b *testing.B) {
+			for b.Loop() {
+				macro(variant{mr: t.mr, kern: t.kern}, mc, kc, nc, pa, pb, d, nil, nc, true)
+			}
+			b.ReportMetric(2*float64(mc*kc*nc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
 
 // TestPackedBLen holds the packed B buffer's length to what packB writes:

@@ -195,3 +195,81 @@ mdone:
 	VMOVUPD Y11, 32(R12)(R10*1)
 	VZEROUPPER
 	RET
+
+// ZROW accumulates row r's (a at offset off of SI) product with the
+// eight b values in Z16 into acc, a broadcast from memory.
+#define ZSTEP \
+	VMOVUPD          (DI), Z16 \
+	VFMADD231PD.BCST 0(SI), Z16, Z0 \
+	VFMADD231PD.BCST 8(SI), Z16, Z1 \
+	VFMADD231PD.BCST 16(SI), Z16, Z2 \
+	VFMADD231PD.BCST 24(SI), Z16, Z3 \
+	VFMADD231PD.BCST 32(SI), Z16, Z4 \
+	VFMADD231PD.BCST 40(SI), Z16, Z5 \
+	VFMADD231PD.BCST 48(SI), Z16, Z6 \
+	VFMADD231PD.BCST 56(SI), Z16, Z7 \
+	ADDQ             $64, SI \
+	ADDQ             $64, DI
+
+// func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
+// The 8×8 tile of Mul: row r of d in Zr, at R8 + r·R10.
+TEXT ·mulAVX512(SB), NOSPLIT, $0-41
+	MOVQ kcc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ldc+32(FP), R10
+	SHLQ $3, R10
+	LEAQ (R8)(R10*2), R11
+	LEAQ (R11)(R10*2), R12
+	LEAQ (R12)(R10*2), R13
+	MOVBQZX load+40(FP), AX
+	TESTQ AX, AX
+	JZ   zzero
+	VMOVUPD (R8), Z0
+	VMOVUPD (R8)(R10*1), Z1
+	VMOVUPD (R11), Z2
+	VMOVUPD (R11)(R10*1), Z3
+	VMOVUPD (R12), Z4
+	VMOVUPD (R12)(R10*1), Z5
+	VMOVUPD (R13), Z6
+	VMOVUPD (R13)(R10*1), Z7
+	JMP  zbody
+
+zzero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+
+zbody:
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   ztail
+
+zloop2:
+	ZSTEP
+	ZSTEP
+	DECQ DX
+	JNZ  zloop2
+
+ztail:
+	ANDQ $1, CX
+	JZ   zdone
+	ZSTEP
+
+zdone:
+	VMOVUPD Z0, (R8)
+	VMOVUPD Z1, (R8)(R10*1)
+	VMOVUPD Z2, (R11)
+	VMOVUPD Z3, (R11)(R10*1)
+	VMOVUPD Z4, (R12)
+	VMOVUPD Z5, (R12)(R10*1)
+	VMOVUPD Z6, (R13)
+	VMOVUPD Z7, (R13)(R10*1)
+	VZEROUPPER
+	RET

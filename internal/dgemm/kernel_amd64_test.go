@@ -8,25 +8,29 @@ import (
 	"testing"
 )
 
-// TestKernelsAgree runs each AVX2 micro-kernel (MulAbs's and Mul's) and
-// its portable twin on the same packed panels and tiles and requires
-// identical bits (NaN aside), for every step count up to past an
-// unrolled pair, with and without loading the accumulators, on every
-// value distribution.
+// TestKernelsAgree runs each assembly micro-kernel this CPU has (MulAbs's
+// AVX2 one, Mul's AVX2 and AVX-512 ones) and its portable twin on the same
+// packed panels and tiles and requires identical bits (NaN aside), for
+// every step count up to past an unrolled pair, with and without loading
+// the accumulators, on every value distribution.
 func TestKernelsAgree(t *testing.T) {
 	if kernelName != "avx2" {
 		t.Skip("no AVX2+FMA on this CPU")
 	}
 	const ldc = nr + 5
-	for _, v := range []struct {
+	type kernelPair struct {
 		name      string
 		mr        int
 		abs       bool
 		asm, twin kernelFunc
-	}{
-		{"kernelAVX2", mr, true, kernelAVX2, kernelGo},
-		{"kernelMulAVX2", mrMul, false, kernelMulAVX2, kernelMulGo},
-	} {
+	}
+	pairs := []kernelPair{{"kernelAVX2", mr, true, kernelAVX2, kernelGo}}
+	for _, tile := range mulTiles() {
+		if tile.name != "go" {
+			pairs = append(pairs, kernelPair{"mul-" + tile.name, tile.mr, false, tile.kern, tile.twin})
+		}
+	}
+	for _, v := range pairs {
 		w := variant{abs: v.abs}.panel()
 		for dist := range numDists {
 			for kcc := 1; kcc <= 9; kcc++ {

@@ -40,23 +40,32 @@ func kernelGo(kcc int, a, b, d, s []float64, ldc int, load bool) {
 	}
 }
 
-// kernelMulGo is Mul's portable micro-kernel: for kcc steps, the
-// mrMul×nr tile of d (row stride ldc) accumulates a[kk·mrMul+r]·b[kk·nr+c]
-// (B's panels carry no magnitudes; s is unused), starting from the tile's
-// values if load, else from +0. The assembly kernel must give the same
-// bits (TestKernelsAgree).
+// kernelMulGo is Mul's portable micro-kernel on a tile of mrMul rows,
+// and kernelMul8Go on one of mrMul8 (the twin of the AVX-512 kernel).
 func kernelMulGo(kcc int, a, b, d, _ []float64, ldc int, load bool) {
-	var cd [mrMul][nr]float64
+	mulGo(mrMul, kcc, a, b, d, ldc, load)
+}
+
+func kernelMul8Go(kcc int, a, b, d, _ []float64, ldc int, load bool) {
+	mulGo(mrMul8, kcc, a, b, d, ldc, load)
+}
+
+// mulGo is Mul's portable micro-kernel: for kcc steps, the tmr×nr tile of
+// d (row stride ldc) accumulates a[kk·tmr+r]·b[kk·nr+c] (B's panels carry
+// no magnitudes), starting from the tile's values if load, else from +0.
+// The assembly kernels must give the same bits (TestKernelsAgree).
+func mulGo(tmr, kcc int, a, b, d []float64, ldc int, load bool) {
+	var cd [mrMax][nr]float64
 	if load {
-		for r := range mrMul {
+		for r := range tmr {
 			copy(cd[r][:], d[r*ldc:r*ldc+nr])
 		}
 	}
-	a, b = a[:kcc*mrMul], b[:kcc*nr]
+	a, b = a[:kcc*tmr], b[:kcc*nr]
 	for kk := range kcc {
-		ak := a[kk*mrMul : kk*mrMul+mrMul]
+		ak := a[kk*tmr : kk*tmr+tmr]
 		bk := b[kk*nr : kk*nr+nr]
-		for r := range mrMul {
+		for r := range tmr {
 			x := ak[r]
 			for c := range nr {
 				// Exact product (Mul's precondition): the sum's rounding
@@ -66,7 +75,7 @@ func kernelMulGo(kcc int, a, b, d, _ []float64, ldc int, load bool) {
 			}
 		}
 	}
-	for r := range mrMul {
+	for r := range tmr {
 		copy(d[r*ldc:r*ldc+nr], cd[r][:])
 	}
 }

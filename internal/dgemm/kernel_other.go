@@ -2,9 +2,15 @@
 
 package dgemm
 
-// kernel and kernelMul are the portable micro-kernels where there are no
+// kernel and mul are the portable micro-kernels where there are no
 // assembly ones.
-var kernel, kernelMul kernelFunc = kernelGo, kernelMulGo
+var (
+	kernel kernelFunc = kernelGo
+	mul               = mulTile{mr: mrMul, kern: kernelMulGo, twin: kernelMulGo, name: "go"}
+)
 
-// kernelName names the micro-kernel in use, for benchmarks and tests.
+// kernelName names MulAbs's micro-kernel, for benchmarks and tests.
 const kernelName = "go"
+
+// mulTiles lists every Mul micro-kernel this machine runs, for the tests.
+func mulTiles() []mulTile { return []mulTile{mul} }
