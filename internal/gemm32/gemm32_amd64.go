@@ -11,6 +11,11 @@ import (
 // hasAsm reports whether the AVX2+FMA micro-kernels can run here.
 var hasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useAVX512 is whether the fp32 micro-kernel is kernel6x16AVX512 rather
+// than kernel6x16AVX2: where the CPU has AVX-512 (a variable for the
+// tests, which run both).
+var useAVX512 = hasAsm && cpu.X86.HasAVX512F
+
 // kernel6x16AVX2 is the assembly fp32 micro-kernel (see microKernel): one
 // VFMADD231PS per element and k, k ascending.
 //
@@ -34,8 +39,20 @@ func fma32AVX2(a, b, c float32) float32
 //go:noescape
 func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
 
+// kernel6x16AVX512 is kernel6x16AVX2 (same arguments and bits) with one
+// zmm register per row of the tile: six multiply-adds per k where AVX2
+// takes twelve.
+//
+//go:noescape
+func kernel6x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+
 func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
-	kernel6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc) // NaN → the default NaN in its epilogue
+	// NaN → the default NaN in either kernel's epilogue.
+	if useAVX512 {
+		kernel6x16AVX512(k, &a[0], lda, &b[0], &c[0], ldc)
+		return
+	}
+	kernel6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc)
 }
 
 func kernelAsmInt(k int, a []int32, lda int, b, c []int32, ldc int) {
@@ -48,4 +65,24 @@ func packFull(bp, b unsafe.Pointer, ldb, k, panels int) {
 		return
 	}
 	packFullPortable(bp, b, ldb, k, panels)
+}
+
+// fp32Kernels names the fp32 micro-kernels this machine runs, for the
+// tests; with each the tests run, kernelAsm is it.
+func fp32Kernels() []string {
+	switch {
+	case useAVX512:
+		return []string{"avx512", "avx2"}
+	case hasAsm:
+		return []string{"avx2"}
+	}
+	return []string{"portable"}
+}
+
+// useFP32Kernel makes kernelAsm the fp32 micro-kernel named (by
+// fp32Kernels) and returns a function that restores the previous one.
+func useFP32Kernel(name string) (restore func()) {
+	saved := useAVX512
+	useAVX512 = name == "avx512"
+	return func() { useAVX512 = saved }
 }

@@ -252,3 +252,74 @@ istore:
 	VMOVDQU Y11, 32(R9)(R8*2)
 	VZEROUPPER
 	RET
+
+// func kernel6x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+//
+// kernel6x16AVX2 (same arguments and bits) with AVX-512: one zmm register
+// per row of the C tile and one VFMADD231PS with a broadcast a per row
+// and k, k ascending; for k > 0 a NaN result is stored as the default
+// NaN 0xFFC00000.
+TEXT ·kernel6x16AVX512(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ b+24(FP), SI
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, DX // lda in bytes
+	SHLQ $2, R8 // ldc in bytes
+	LEAQ (AX)(DX*2), BX
+	ADDQ DX, BX // BX = row 3 of A
+
+	// Load the C tile: rows DI, DI+ldc, ... (R9 = DI + 3·ldc).
+	LEAQ    (DI)(R8*2), R9
+	ADDQ    R8, R9
+	VMOVUPS (DI), Z0
+	VMOVUPS (DI)(R8*1), Z1
+	VMOVUPS (DI)(R8*2), Z2
+	VMOVUPS (R9), Z3
+	VMOVUPS (R9)(R8*1), Z4
+	VMOVUPS (R9)(R8*2), Z5
+
+	TESTQ CX, CX
+	JZ    zstore
+
+zloop:
+	VMOVUPS          (SI), Z16
+	VFMADD231PS.BCST (AX), Z16, Z0
+	VFMADD231PS.BCST (AX)(DX*1), Z16, Z1
+	VFMADD231PS.BCST (AX)(DX*2), Z16, Z2
+	VFMADD231PS.BCST (BX), Z16, Z3
+	VFMADD231PS.BCST (BX)(DX*1), Z16, Z4
+	VFMADD231PS.BCST (BX)(DX*2), Z16, Z5
+	ADDQ             $4, AX
+	ADDQ             $4, BX
+	ADDQ             $64, SI
+	DECQ             CX
+	JNZ              zloop
+
+	// A NaN accumulator becomes the default NaN: an unordered self-compare
+	// into a mask, a masked move of the NaN.
+	VBROADCASTSS defaultNaN32<>(SB), Z17
+	VCMPPS       $3, Z0, Z0, K1
+	VMOVUPS      Z17, K1, Z0
+	VCMPPS       $3, Z1, Z1, K1
+	VMOVUPS      Z17, K1, Z1
+	VCMPPS       $3, Z2, Z2, K1
+	VMOVUPS      Z17, K1, Z2
+	VCMPPS       $3, Z3, Z3, K1
+	VMOVUPS      Z17, K1, Z3
+	VCMPPS       $3, Z4, Z4, K1
+	VMOVUPS      Z17, K1, Z4
+	VCMPPS       $3, Z5, Z5, K1
+	VMOVUPS      Z17, K1, Z5
+
+zstore:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, (DI)(R8*1)
+	VMOVUPS Z2, (DI)(R8*2)
+	VMOVUPS Z3, (R9)
+	VMOVUPS Z4, (R9)(R8*1)
+	VMOVUPS Z5, (R9)(R8*2)
+	VZEROUPPER
+	RET

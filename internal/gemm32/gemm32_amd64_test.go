@@ -52,13 +52,22 @@ func TestFMA32MatchesHardware(t *testing.T) {
 	}
 }
 
-// TestKernelsIdentical runs the assembly and the portable micro-kernel on
-// the same full 6×16 tiles (fp32 values anywhere in the range, specials
-// in C) and requires the same bits.
+// TestKernelsIdentical runs each assembly fp32 micro-kernel the CPU has
+// (AVX2, AVX-512) and the portable one on the same full 6×16 tiles (fp32
+// values anywhere in the range, specials in C) and requires the same bits.
 func TestKernelsIdentical(t *testing.T) {
 	if !hasAsm {
 		t.Skip("no AVX2+FMA")
 	}
+	for _, name := range fp32Kernels() {
+		restore := useFP32Kernel(name)
+		kernelsIdentical(t, name)
+		restore()
+	}
+}
+
+// kernelsIdentical is TestKernelsIdentical with kernelAsm the kernel name.
+func kernelsIdentical(t *testing.T, name string) {
 	const seed = 7
 	r := rand.New(rand.NewPCG(seed, 3))
 	for trial := range 300 {
@@ -71,7 +80,7 @@ func TestKernelsIdentical(t *testing.T) {
 		kernelPortable(k, a, lda, bp, want, ldc)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("micro-kernel K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				t.Fatalf("micro-kernel %s K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", name, k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
 			}
 		}
 	}

@@ -61,6 +61,16 @@ func matrices(r *rand.Rand, m, n, k int, kindAB, kindC string) (a []float32, lda
 // whatever the operands' payloads (k > 0), and the padding between rows
 // untouched.
 func TestFloat32MatchesSequential(t *testing.T) {
+	for _, name := range fp32Kernels() {
+		restore := useFP32Kernel(name)
+		float32MatchesSequential(t, name)
+		restore()
+	}
+}
+
+// float32MatchesSequential is TestFloat32MatchesSequential with kernelAsm
+// the fp32 micro-kernel name.
+func float32MatchesSequential(t *testing.T, kernel string) {
 	const seed = 5
 	r := rand.New(rand.NewPCG(seed, 2))
 	kinds := []string{"fp16", "fp32", "special", "small"}
@@ -90,12 +100,12 @@ func TestFloat32MatchesSequential(t *testing.T) {
 			for i := range got {
 				g, w := math.Float32bits(got[i]), math.Float32bits(want[i])
 				if got[i] != got[i] && k > 0 && i%ldc < n && g != 0xFFC00000 {
-					t.Fatalf("%s M=%d N=%d K=%d A,B=%s C=%s seed=%d trial %d: C[%d,%d]: got NaN %#08x / want the default NaN 0xffc00000",
-						run.name, m, n, k, kindAB, kindC, seed, trial, i/ldc, i%ldc, g)
+					t.Fatalf("%s kernel=%s M=%d N=%d K=%d A,B=%s C=%s seed=%d trial %d: C[%d,%d]: got NaN %#08x / want the default NaN 0xffc00000",
+						run.name, kernel, m, n, k, kindAB, kindC, seed, trial, i/ldc, i%ldc, g)
 				}
 				if g != w {
-					t.Fatalf("%s M=%d N=%d K=%d lda=%d ldb=%d ldc=%d A,B=%s C=%s seed=%d trial %d: C[%d,%d]: got %#08x (%g) / want %#08x (%g) (sequential fma32)",
-						run.name, m, n, k, lda, ldb, ldc, kindAB, kindC, seed, trial, i/ldc, i%ldc, g, got[i], w, want[i])
+					t.Fatalf("%s kernel=%s M=%d N=%d K=%d lda=%d ldb=%d ldc=%d A,B=%s C=%s seed=%d trial %d: C[%d,%d]: got %#08x (%g) / want %#08x (%g) (sequential fma32)",
+						run.name, kernel, m, n, k, lda, ldb, ldc, kindAB, kindC, seed, trial, i/ldc, i%ldc, g, got[i], w, want[i])
 				}
 			}
 		}
@@ -144,20 +154,25 @@ func packedByK(m, n, k int, a []float32, lda int, b []float32, ldb int, c []floa
 	}
 }
 
+// BenchmarkKernel6x16 is each fp32 micro-kernel this machine runs, on
+// one tile.
 func BenchmarkKernel6x16(b *testing.B) {
-	for _, k := range []int{64, 256} {
-		b.Run(fmt.Sprint(k), func(b *testing.B) {
-			a := make([]float32, mr*k)
-			bp := make([]float32, k*nr)
-			c := make([]float32, mr*nr)
-			for i := range a {
-				a[i] = 1
-			}
-			for b.Loop() {
-				kernelAsm(k, a, k, bp, c, nr)
-			}
-			b.ReportMetric(2*mr*nr*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+	for _, name := range fp32Kernels() {
+		for _, k := range []int{64, 256} {
+			b.Run(fmt.Sprintf("%s/%d", name, k), func(b *testing.B) {
+				defer useFP32Kernel(name)()
+				a := make([]float32, mr*k)
+				bp := make([]float32, k*nr)
+				c := make([]float32, mr*nr)
+				for i := range a {
+					a[i] = 1
+				}
+				for b.Loop() {
+					kernelAsm(k, a, k, bp, c, nr)
+				}
+				b.ReportMetric(2*mr*nr*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
 
