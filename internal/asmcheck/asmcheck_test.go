@@ -14,10 +14,12 @@ import (
 // root is the module root, two directories up.
 const root = "../.."
 
-// xReg and yReg match an operand that names an X (Y) register, the
-// AVX-512 ones included, and not a register of the other kinds or a
-// symbol whose name holds one.
-var xReg, yReg = vecReg("X"), vecReg("Y")
+// xReg matches an operand that names an X register and yReg one that
+// names a Y or Z register (a Z register's upper half is dirty as a Y
+// register's is, and VZEROUPPER clears both), the AVX-512 ones (16–31)
+// included, and not a register of the other kinds or a symbol whose name
+// holds one.
+var xReg, yReg = vecReg("X"), vecReg("[YZ]")
 
 func vecReg(kind string) *regexp.Regexp {
 	return regexp.MustCompile(`(^|[\s,(])` + kind + `([0-9]|[12][0-9]|3[01])($|[\s,)])`)

@@ -12,7 +12,7 @@
 //     140 times per fuzz input, held three quarters of that function's
 //     time, and the VEX forms of all of them took a third off
 //     FuzzVectorAdd's body (docs/performance.md).
-//   - No function or macro that uses a Y register returns without a
-//     VZEROUPPER after its last Y instruction, or the caller's Go code
-//     would pay the switch.
+//   - No function or macro that uses a Y register (or a Z register, the
+//     two AVX-512 GEMM kernels') returns without a VZEROUPPER after its
+//     last such instruction, or the caller's Go code would pay the switch.
 package asmcheck
