@@ -122,16 +122,20 @@ var shapes = [][3]int{
 	{mrMul8, kc, nr}, {mrMul8 + 1, 3, nr - 1}, {2*mrMul8 - 1, kc + 1, 2 * nr}, {2 * mrMul8, 33, nc + 3},
 }
 
-// withKernels runs f with MulAbs's micro-kernel set to k and Mul's to
-// km, restoring them after.
+// withKernels runs f with MulAbs's micro-kernel set to k (unless nil)
+// and Mul's to km, restoring them after.
 func withKernels(k kernelFunc, km mulTile, f func()) {
 	saved, savedMul := kernel, mul
-	kernel, mul = k, km
+	if k != nil {
+		kernel = k
+	}
+	mul = km
 	defer func() { kernel, mul = saved, savedMul }()
 	f()
 }
 
-// A kernelSet is one MulAbs and one Mul micro-kernel, for the tests.
+// A kernelSet is one MulAbs micro-kernel (nil: Mul's alone) and one Mul
+// micro-kernel, for the tests.
 type kernelSet struct {
 	name string
 	k    kernelFunc
@@ -139,15 +143,24 @@ type kernelSet struct {
 }
 
 // kernelSets are the micro-kernels TestMulAbsMatchesLoop holds to the
-// loop: MulAbs's on this machine and its portable one, each with every
-// Mul tile this machine runs and that tile's portable twin.
+// loop, each once: MulAbs's on this machine with Mul's, their portable
+// twins together, then every other Mul tile this machine runs and the
+// portable twin of every tile size.
 func kernelSets() []kernelSet {
-	var sets []kernelSet
+	twin := func(t mulTile) mulTile { return mulTile{mr: t.mr, kern: t.twin, twin: t.twin, name: "go"} }
+	sets := []kernelSet{
+		{kernelName + "/mul-" + mul.name, kernel, mul},
+		{fmt.Sprintf("go/mul-go-%d-rows", mul.mr), kernelGo, twin(mul)},
+	}
+	twins := map[int]bool{mul.mr: true}
 	for _, t := range mulTiles() {
-		twin := mulTile{mr: t.mr, kern: t.twin, twin: t.twin, name: "go"}
-		sets = append(sets,
-			kernelSet{kernelName + "/mul-" + t.name, kernel, t},
-			kernelSet{fmt.Sprintf("go/mul-go-%d-rows", t.mr), kernelGo, twin})
+		if t.name != mul.name && t.name != "go" {
+			sets = append(sets, kernelSet{"mul-" + t.name, nil, t})
+		}
+		if !twins[t.mr] {
+			twins[t.mr] = true
+			sets = append(sets, kernelSet{fmt.Sprintf("mul-go-%d-rows", t.mr), nil, twin(t)})
+		}
 	}
 	return sets
 }
@@ -162,23 +175,26 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 	// Two Ps at least, so that the products of one row block take
 	// product.columns on any machine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	for _, kr := range kernelSets() {
-		for si, sh := range shapes {
-			m, k, n := sh[0], sh[1], sh[2]
-			for dist := range numDists {
-				seed := uint64(1000*si + dist)
-				r := rand.New(rand.NewPCG(seed, 0))
-				a, b := operands(r, dist, m, k, n)
-				wd, ws := loop(m, k, n, a, b)
+	sets := kernelSets()
+	for si, sh := range shapes {
+		m, k, n := sh[0], sh[1], sh[2]
+		for dist := range numDists {
+			seed := uint64(1000*si + dist)
+			r := rand.New(rand.NewPCG(seed, 0))
+			a, b := operands(r, dist, m, k, n)
+			wd, ws := loop(m, k, n, a, b)
+			for _, kr := range sets {
 				// d and s start dirty: MulAbs must overwrite them.
 				d, s := gen(r, distSpecial, m*n), gen(r, distSpecial, m*n)
 				dm := gen(r, distSpecial, m*n)
 				withKernels(kr.k, kr.km, func() {
-					MulAbs(m, k, n, Slice(a), Slice(b), d, s)
+					if kr.k != nil {
+						MulAbs(m, k, n, Slice(a), Slice(b), d, s)
+					}
 					Mul(m, k, n, Slice(a), Slice(b), dm)
 				})
 				for i := range wd {
-					if !same(d[i], wd[i]) || !same(s[i], ws[i]) {
+					if kr.k != nil && (!same(d[i], wd[i]) || !same(s[i], ws[i])) {
 						t.Fatalf("dgemm MulAbs kernel=%s m=%d k=%d n=%d dist=%d seed=%d: element %d: got d=%v (%#x) s=%v / want loop d=%v (%#x) s=%v",
 							kr.name, m, k, n, dist, seed, i, d[i], math.Float64bits(d[i]), s[i], wd[i], math.Float64bits(wd[i]), ws[i])
 					}
