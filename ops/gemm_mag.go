@@ -68,9 +68,11 @@ var (
 // gemmMag32 computes S in fp32 for a block of rows at a time. With |b|
 // whole, packed once for every core and every rows call, each group of
 // rows sums its S and is handed on while it is in cache. With |b| in
-// blocks of its rows, each block is packed once for every core, the rows
-// of |a| add their products to the rows call's fp32 sums (s32), and the
-// rows are handed on after the last block. Every sum takes its terms in
+// blocks of its rows, each block is packed once for every core (or, for
+// fewer rows than gemmMag32Rows, each core packs strips of its own
+// columns: columns), the rows of |a| add their products to the rows
+// call's fp32 sums (s32), and the rows are handed on after the last
+// block. Every sum takes its terms in
 // ascending k, one fma32 each, on the value the previous block of k left
 // (gemm32's kernel, bit for bit its Float32), so both give the same bits.
 // One gemmMag32 serves one rows call at a time.

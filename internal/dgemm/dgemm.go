@@ -104,8 +104,8 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 
 // Mul sets d = a·b alone, as MulAbs does (same precondition, same bits
 // of d), for callers that bound the magnitudes some other way: with no s
-// to accumulate, its micro-kernel keeps a 6×8 tile of d in registers and
-// does about half of MulAbs's work.
+// to accumulate, its micro-kernel keeps a 6×8 tile of d in registers (8×8
+// with AVX-512) and does about half of MulAbs's work.
 func Mul(m, k, n int, a, b Matrix, d []float64) {
 	run(variant{mr: mul.mr, kern: mul.kern}, m, k, n, a, b, d[:m*n], nil)
 }
