@@ -70,6 +70,11 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 // block (BenchmarkMacro, one core) it ran at 60 GFLOP/s against the 6×8
 // AVX2 tile's 40, and Mul at 1024³ took 31% less time; 8 rows also cut a
 // decoding step's 16 rows into two whole tiles, where 6 leave an edge.
+// MulAbs has no AVX-512 form: a 6×8 zmm tile masking a into |a| (one
+// logical operation per row and step beside its two FMAs) ran at 50
+// GFLOP/s against the 3×8 AVX2 tile's 40 on the same block, too little
+// for a second kernel on the paths that take MulAbs (fp32 and bf16
+// inputs, K > 4096).
 //
 // nc = 1024: a packed B block of kc·nc float64 is 2 MiB (twice that in
 // MulAbs), live while a 1024³ run judges its output; nc = 512 took 1.5 MB
