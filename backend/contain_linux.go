@@ -133,18 +133,50 @@ func children(pid int) []int {
 // that is exiting (its memory is gone before its children are handed to
 // the harness), one between the two halves of an execve, or one started
 // with no environment at all: only the last stays that way.
+//
+// The environment is read in one read(2), which the kernel serves from
+// one memory image of the process, held for the call: in several reads
+// (os.ReadFile's first is 512 bytes), an execve between two of them ended
+// the file at the old image's first bytes, an environment that read as
+// neither empty nor holding kv, and the process was ruled out for good
+// (TestExecContainOrphanAtExitStress under load, the forked shell of
+// `sleep 1000 &` in the middle of its execve). An environment that fills
+// the buffer is read again into one twice the size.
 func envHolds(pid int, kv string) (holds, empty bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || len(b) == 0 {
-		return false, true
-	}
-	for _, e := range bytes.Split(b, []byte{0}) {
-		if string(e) == kv {
-			return true, false
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	pb := envBufs.Get().(*[]byte)
+	defer envBufs.Put(pb)
+	for size := len(*pb); size <= 16<<20; size *= 2 {
+		if len(*pb) < size {
+			*pb = make([]byte, size)
 		}
+		buf := *pb
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false, true
+		}
+		n, err := unix.Read(fd, buf)
+		unix.Close(fd)
+		if err != nil || n <= 0 {
+			return false, true
+		}
+		if n == size {
+			continue // perhaps cut short: read it whole
+		}
+		for _, e := range bytes.Split(buf[:n], []byte{0}) {
+			if string(e) == kv {
+				return true, false
+			}
+		}
+		return false, false
 	}
-	return false, false
+	return false, true // over 16 MiB: neither taken nor ruled out
 }
+
+// envBufs recycles envHolds's buffers (64 KiB, or more after a larger
+// environment): a scan reads the environment of every new child of the
+// harness, every scanInterval while a command runs.
+var envBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // procTable is what a tracker reads of the system's processes and does to
 // them: /proc, pidfds and wait4 (procfs); a scripted table in the tests,
@@ -346,13 +378,20 @@ func (t *tracker) update() (alive []proc, unsettled bool) {
 			alive = append(alive, p)
 			continue
 		}
-		if pid != t.root && p.ppid == t.self {
-			// An adopted descendant that exited: reap it (it is ours, and
-			// no one else waits for it).
-			if t.procs.reap(pid) {
-				delete(t.members, pid)
-			}
+		if pid == t.root {
+			continue // its exec.Cmd reaps it
 		}
+		// An adopted descendant that exited: reap it (it is ours, and no
+		// one else waits for it).
+		if p.ppid == t.self && t.procs.reap(pid) {
+			delete(t.members, pid)
+			continue
+		}
+		// One the harness cannot reap yet is still a zombie of its parent,
+		// a member, as this scan read it: that parent reaps it, or hands
+		// it to the harness as it dies (perhaps since the read). Either
+		// way a later scan finds it gone or the harness's.
+		unsettled = true
 	}
 	return alive, unsettled
 }

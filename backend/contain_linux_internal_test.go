@@ -3,8 +3,12 @@
 package backend
 
 import (
+	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The tracker's last scan, held to races that a real machine shows only
@@ -21,12 +25,17 @@ type fakeProc struct {
 
 // fakeTable is a procTable of scripted processes. onStat runs once, the
 // first time its pid is read: a process that changes while the scan looks.
+// afterStat runs once, just after its pid is first read: a change the
+// reader's copy does not show. A pid in slow ignores its first SIGKILL (a
+// process that takes a while to die).
 type fakeTable struct {
-	self   int
-	procs  map[int]*fakeProc
-	onStat map[int]func()
-	killed []int
-	scans  int // reads of the harness's children
+	self      int
+	procs     map[int]*fakeProc
+	onStat    map[int]func()
+	afterStat map[int]func()
+	slow      map[int]bool
+	killed    []int
+	scans     int // reads of the harness's children
 }
 
 func (f *fakeTable) stat(pid int) (proc, bool) {
@@ -35,6 +44,10 @@ func (f *fakeTable) stat(pid int) (proc, bool) {
 		do()
 	}
 	p, ok := f.procs[pid]
+	if do := f.afterStat[pid]; do != nil {
+		delete(f.afterStat, pid)
+		defer do()
+	}
 	if !ok {
 		return proc{}, false
 	}
@@ -62,6 +75,10 @@ func (f *fakeTable) env(pid int, kv string) (bool, bool) {
 func (f *fakeTable) kill(p proc) {
 	if q, ok := f.procs[p.pid]; ok && q.start == p.start && q.state != 'Z' {
 		f.killed = append(f.killed, p.pid)
+		if f.slow[p.pid] {
+			delete(f.slow, p.pid)
+			return
+		}
 		f.exit(p.pid)
 	}
 }
@@ -173,5 +190,77 @@ func TestTrackerLastScan(t *testing.T) {
 				t.Errorf("tracker of command 10: kill() with %s: reaped or killed %d, not the command's, want it left alone", tc.name, pid)
 			}
 		}
+	}
+}
+
+// TestTrackerReapsLateOrphan: the kill's SIGKILLs end a running setsid
+// shell (20) and its child (30) together; the child dies first, a zombie
+// of the shell, and the shell, slower to die, hands it to the harness just
+// after the scan has read the child. That scan's copy still names the
+// shell as the child's parent: the harness cannot reap it yet, but must
+// not stop until it has (CI saw the child left a zombie of the harness,
+// once in 300 runs of orphan_at_exit.sh). The scan reads the members in
+// map order, so the race needs the child read before the shell: 64
+// trials make missing it about 2^-64 likely.
+func TestTrackerReapsLateOrphan(t *testing.T) {
+	const marker = "NPUVERIFY_CASE=/w/1/case.json"
+	for trial := range 64 {
+		f := orphanTable()
+		f.procs[20].env, f.procs[20].state = marker, 'S'
+		f.afterStat = map[int]func(){}
+		f.slow = map[int]bool{20: true}
+		tr := newTracker(f, 1, 10, marker)
+		// The first scan finds both running; the kill ends the child (a
+		// zombie of the shell) but not the shell yet. The next read of
+		// the child lets the shell finish dying.
+		tr.update()
+		f.kill(f.procs[30].proc)
+		f.kill(f.procs[20].proc)
+		f.afterStat[30] = func() { f.exit(20) }
+		tr.kill(func() {})
+		if _, ok := f.procs[30]; ok {
+			t.Fatalf("tracker of command 10, trial %d: kill() with the grandchild 30 handed over after the scan read it: left it a zombie (ppid %d), want it reaped", trial, f.procs[30].ppid)
+		}
+		if _, ok := f.procs[20]; ok {
+			t.Fatalf("tracker of command 10, trial %d: kill(): setsid shell 20 left a zombie, want it reaped", trial)
+		}
+	}
+}
+
+// TestEnvHoldsWholeEnvironment reads the environment of a real child
+// process whose marker sits at the end of 200 KiB of variables: past the
+// first buffer, so envHolds must read it again whole; and the same child
+// for a marker it does not hold.
+func TestEnvHoldsWholeEnvironment(t *testing.T) {
+	const marker = "NPUVERIFY_CASE=/w/envholds/case.json"
+	env := []string{"PATH=/usr/bin:/bin"}
+	for i := range 200 {
+		env = append(env, fmt.Sprintf("FILLER_%03d=%s", i, strings.Repeat("x", 1000)))
+	}
+	env = append(env, marker)
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep command: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// The child is ours from Start on, but its environment is there only
+	// once its execve is done: wait for a non-empty read.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		holds, empty := envHolds(cmd.Process.Pid, marker)
+		if !empty {
+			if !holds {
+				t.Fatalf("envHolds(pid %d, %q) with the marker after 200 KiB of variables = false, want true", cmd.Process.Pid, marker)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("envHolds(pid %d): environment still empty after 5 s", cmd.Process.Pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if holds, empty := envHolds(cmd.Process.Pid, "NPUVERIFY_CASE=/w/other/case.json"); holds || empty {
+		t.Errorf("envHolds(pid %d, another case's marker) = %v, %v, want false, false", cmd.Process.Pid, holds, empty)
 	}
 }
