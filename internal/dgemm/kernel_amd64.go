@@ -24,14 +24,14 @@ var (
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		kernel, mul, kernelName = kernelAVX2, mulAVX2Tile, "avx2"
-		if cpu.X86.HasAVX512F {
-			mul = mulAVX512Tile
-		}
+		kernel, kernelName = kernelAVX2, "avx2"
 	}
+	tiles := mulTiles()
+	mul = tiles[len(tiles)-1]
 }
 
-// mulTiles lists every Mul micro-kernel this machine runs, for the tests.
+// mulTiles lists every Mul micro-kernel this machine runs, the widest
+// last (Mul's), for the tests.
 func mulTiles() []mulTile {
 	tiles := []mulTile{mulGoTile}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
