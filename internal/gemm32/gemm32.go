@@ -51,13 +51,13 @@ func Float32(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float3
 	if hasAsm {
 		kern = kernelAsm
 	}
-	accumulate(&f32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
+	accumulate(&f32Pool, kern, kernelAsmPair(), m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // Float32Portable is Float32 on the portable pure-Go micro-kernel
 // whatever the CPU: the reference the assembly is tested against.
 func Float32Portable(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
-	accumulate(&f32Pool, kernelPortable, m, n, k, a, lda, b, ldb, c, ldc)
+	accumulate(&f32Pool, kernelPortable, nil, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // Int32 computes C += A·B as Float32 does, in int32 arithmetic with
@@ -67,12 +67,12 @@ func Int32(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc i
 	if hasAsm {
 		kern = kernelAsmInt
 	}
-	accumulate(&i32Pool, kern, m, n, k, a, lda, b, ldb, c, ldc)
+	accumulate(&i32Pool, kern, nil, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // Int32Portable is Int32 on the portable pure-Go micro-kernel.
 func Int32Portable(m, n, k int, a []int32, lda int, b []int32, ldb int, c []int32, ldc int) {
-	accumulate(&i32Pool, kernelPortableInt, m, n, k, a, lda, b, ldb, c, ldc)
+	accumulate(&i32Pool, kernelPortableInt, nil, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // elem is a 32-bit element: the kernels and packB move them as bits.
@@ -93,7 +93,7 @@ var f32Pool, i32Pool sync.Pool // *[]float32, *[]int32
 // A passes by). Tiles of C at the ragged edges run through a full-size
 // scratch tile, with the missing rows of A repeated and the missing
 // columns of B zero: they compute throw-away values only.
-func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+func accumulate[T elem](pool *sync.Pool, kern, kern2 microKernel[T], m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return
 	}
@@ -106,12 +106,15 @@ func accumulate[T elem](pool *sync.Pool, kern microKernel[T], m, n, k int, a []T
 	defer pool.Put(pp)
 	bp := (*pp)[:panels*k*nr]
 	packB(bp, b, ldb, k, n)
-	mulPacked(kern, m, n, k, a, lda, bp, c, ldc, (*[mr * nr]T)((*pp)[panels*k*nr:]), (*pp)[panels*k*nr+mr*nr:])
+	mulPacked(kern, kern2, m, n, k, a, lda, bp, c, ldc, (*[mr * nr]T)((*pp)[panels*k*nr:]), (*pp)[panels*k*nr+mr*nr:])
 }
 
 // mulPacked is accumulate's loops on B packed already (bp), with scratch
-// for the edge tile of C and for A's edge rows (mr·k).
-func mulPacked[T elem](kern microKernel[T], m, n, k int, a []T, lda int, bp, c []T, ldc int, edgeC *[mr * nr]T, edgeA []T) {
+// for the edge tile of C and for A's edge rows (mr·k). kern2, if not nil,
+// is kern on two whole tiles at once (2·mr rows), which it takes where
+// two are left: every element of C still gets its k terms in ascending
+// order, so the bits are kern's.
+func mulPacked[T elem](kern, kern2 microKernel[T], m, n, k int, a []T, lda int, bp, c []T, ldc int, edgeC *[mr * nr]T, edgeA []T) {
 	panels := (n + nr - 1) / nr
 	mFull := m / mr * mr
 	if mFull < m {
@@ -125,9 +128,13 @@ func mulPacked[T elem](kern microKernel[T], m, n, k int, a []T, lda int, bp, c [
 		bpan := bp[p*k*nr : (p+1)*k*nr]
 		cols := min(nr, n-j0)
 		for i0 := 0; i0 < mFull; i0 += mr {
-			if cols == nr {
+			switch {
+			case cols == nr && kern2 != nil && i0+2*mr <= mFull:
+				kern2(k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc)
+				i0 += mr
+			case cols == nr:
 				kern(k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc)
-			} else {
+			default:
 				edgeTile(kern, k, a[i0*lda:], lda, bpan, c[i0*ldc+j0:], ldc, mr, cols, edgeC)
 			}
 		}
@@ -288,7 +295,11 @@ func (p *PackedFloat32) MulAdd(m int, a []float32, lda int, c []float32, ldc int
 	if m%mr != 0 {
 		edgeA = make([]float32, mr*k)
 	}
-	mulPacked(kern, m, n, k, a, lda, p.bp, c, ldc, &edgeC, edgeA)
+	var kern2 microKernel[float32]
+	if hasAsm {
+		kern2 = kernelAsmPair()
+	}
+	mulPacked(kern, kern2, m, n, k, a, lda, p.bp, c, ldc, &edgeC, edgeA)
 }
 
 // edgeTile runs kern on the scratch tile t for the rows × cols corner of

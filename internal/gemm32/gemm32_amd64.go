@@ -46,6 +46,25 @@ func packFullAVX2(k, panels int, b unsafe.Pointer, ldb int, bp unsafe.Pointer)
 //go:noescape
 func kernel6x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
 
+// kernel12x16AVX512 is kernel6x16AVX512 on two tiles of six rows at
+// once (twelve rows of A and C).
+//
+//go:noescape
+func kernel12x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+
+// kernelAsmPair returns the fp32 micro-kernel for two tiles of six rows at
+// once (mulPacked's kern2), or nil where there is none (AVX2: the
+// six-row kernel has enough independent sums to fill the FMA units).
+func kernelAsmPair() microKernel[float32] {
+	if !useAVX512 {
+		return nil
+	}
+	return func(k int, a []float32, lda int, b, c []float32, ldc int) {
+		_, _ = a[(2*mr-1)*lda+k-1], c[(2*mr-1)*ldc+nr-1]
+		kernel12x16AVX512(k, &a[0], lda, &b[0], &c[0], ldc)
+	}
+}
+
 func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
 	// NaN → the default NaN in either kernel's epilogue.
 	if useAVX512 {

@@ -67,20 +67,29 @@ func TestKernelsIdentical(t *testing.T) {
 }
 
 // kernelsIdentical is TestKernelsIdentical with kernelAsm the kernel name.
+// With AVX-512 it also holds the kernel of two tiles at once
+// (kernelAsmPair) to the portable one on each of its halves.
 func kernelsIdentical(t *testing.T, name string) {
 	const seed = 7
 	r := rand.New(rand.NewPCG(seed, 3))
+	pair := kernelAsmPair()
 	for trial := range 300 {
 		k := 1 + r.IntN(100) // accumulate never runs a kernel on k = 0
-		a, lda, b, _, c0, ldc := matrices(r, mr, nr, k, []string{"fp16", "fp32", "small"}[trial%3], "special")
+		rows, asm, what := mr, microKernel[float32](kernelAsm), name
+		if pair != nil && trial%2 == 1 {
+			rows, asm, what = 2*mr, pair, name+" two tiles"
+		}
+		a, lda, b, _, c0, ldc := matrices(r, rows, nr, k, []string{"fp16", "fp32", "small"}[trial%3], "special")
 		bp := make([]float32, k*nr)
 		packB(bp, b, nr, k, nr)
 		got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-		kernelAsm(k, a, lda, bp, got, ldc)
-		kernelPortable(k, a, lda, bp, want, ldc)
+		asm(k, a, lda, bp, got, ldc)
+		for i0 := 0; i0 < rows; i0 += mr {
+			kernelPortable(k, a[i0*lda:], lda, bp, want[i0*ldc:], ldc)
+		}
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("micro-kernel %s K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", name, k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				t.Fatalf("micro-kernel %s K=%d seed=%d trial %d: C[%d,%d]: got %#08x (asm) / want %#08x (portable)", what, k, seed, trial, i/ldc, i%ldc, math.Float32bits(got[i]), math.Float32bits(want[i]))
 			}
 		}
 	}

@@ -11,6 +11,9 @@ func kernelAsm(k int, a []float32, lda int, b, c []float32, ldc int) {
 	kernelPortable(k, a, lda, b, c, ldc)
 }
 
+// kernelAsmPair is nil: no kernel for two tiles at once here.
+func kernelAsmPair() microKernel[float32] { return nil }
+
 func kernelAsmInt(k int, a []int32, lda int, b, c []int32, ldc int) {
 	kernelPortableInt(k, a, lda, b, c, ldc)
 }
