@@ -80,7 +80,8 @@ type elem interface{ float32 | int32 }
 
 // microKernel adds A[6×k]·Bp to C[6×16]: a is A's first row (row stride
 // lda), b the packed panel of B (16 elements per k), c C's first row (row
-// stride ldc). k ≥ 1.
+// stride ldc). k ≥ 1. (A kernel of two tiles at once, mulPacked's kern2,
+// does the same on twelve rows.)
 type microKernel[T elem] func(k int, a []T, lda int, b, c []T, ldc int)
 
 // Pools of packed copies of B (and of A's edge rows).
@@ -295,11 +296,7 @@ func (p *PackedFloat32) MulAdd(m int, a []float32, lda int, c []float32, ldc int
 	if m%mr != 0 {
 		edgeA = make([]float32, mr*k)
 	}
-	var kern2 microKernel[float32]
-	if hasAsm {
-		kern2 = kernelAsmPair()
-	}
-	mulPacked(kern, kern2, m, n, k, a, lda, p.bp, c, ldc, &edgeC, edgeA)
+	mulPacked(kern, kernelAsmPair(), m, n, k, a, lda, p.bp, c, ldc, &edgeC, edgeA)
 }
 
 // edgeTile runs kern on the scratch tile t for the rows × cols corner of
