@@ -253,6 +253,52 @@ istore:
 	VZEROUPPER
 	RET
 
+// The AVX-512 fp32 kernels' pieces, on three rows of a tile at a time:
+// rows base, base+ldc, base+2·ldc of C (R8 = ldc in bytes) in three zmm
+// registers; the rows arow, arow+lda, arow+2·lda of A (DX = lda in bytes)
+// broadcast, one element a step, into multiply-adds with the sixteen b
+// values in Z16; a NaN sum made the default NaN (Z17) by an unordered
+// self-compare into a mask and a masked move.
+#define ZLOAD3(base, r0, r1, r2) \
+	VMOVUPS (base), r0        \
+	VMOVUPS (base)(R8*1), r1  \
+	VMOVUPS (base)(R8*2), r2
+
+#define ZSTORE3(base, r0, r1, r2) \
+	VMOVUPS r0, (base)        \
+	VMOVUPS r1, (base)(R8*1)  \
+	VMOVUPS r2, (base)(R8*2)
+
+#define ZFMA3(arow, r0, r1, r2) \
+	VFMADD231PS.BCST (arow), Z16, r0       \
+	VFMADD231PS.BCST (arow)(DX*1), Z16, r1 \
+	VFMADD231PS.BCST (arow)(DX*2), Z16, r2
+
+#define ZNAN3(r0, r1, r2) \
+	VCMPPS  $3, r0, r0, K1 \
+	VMOVUPS Z17, K1, r0    \
+	VCMPPS  $3, r1, r1, K1 \
+	VMOVUPS Z17, K1, r1    \
+	VCMPPS  $3, r2, r2, K1 \
+	VMOVUPS Z17, K1, r2
+
+// ZARGS loads the kernels' arguments: CX = k, AX = A's row 0 and BX its
+// row 3, DX = lda and R8 = ldc in bytes, SI = the packed panel, DI = C's
+// row 0 and R9 its row 3.
+#define ZARGS \
+	MOVQ k+0(FP), CX       \
+	MOVQ a+8(FP), AX       \
+	MOVQ lda+16(FP), DX    \
+	MOVQ b+24(FP), SI      \
+	MOVQ c+32(FP), DI      \
+	MOVQ ldc+40(FP), R8    \
+	SHLQ $2, DX            \
+	SHLQ $2, R8            \
+	LEAQ (AX)(DX*2), BX    \
+	ADDQ DX, BX            \
+	LEAQ (DI)(R8*2), R9    \
+	ADDQ R8, R9
+
 // func kernel6x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
 //
 // kernel6x16AVX2 (same arguments and bits) with AVX-512: one zmm register
@@ -260,67 +306,29 @@ istore:
 // and k, k ascending; for k > 0 a NaN result is stored as the default
 // NaN 0xFFC00000.
 TEXT ·kernel6x16AVX512(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ lda+16(FP), DX
-	MOVQ b+24(FP), SI
-	MOVQ c+32(FP), DI
-	MOVQ ldc+40(FP), R8
-	SHLQ $2, DX // lda in bytes
-	SHLQ $2, R8 // ldc in bytes
-	LEAQ (AX)(DX*2), BX
-	ADDQ DX, BX // BX = row 3 of A
-
-	// Load the C tile: rows DI, DI+ldc, ... (R9 = DI + 3·ldc).
-	LEAQ    (DI)(R8*2), R9
-	ADDQ    R8, R9
-	VMOVUPS (DI), Z0
-	VMOVUPS (DI)(R8*1), Z1
-	VMOVUPS (DI)(R8*2), Z2
-	VMOVUPS (R9), Z3
-	VMOVUPS (R9)(R8*1), Z4
-	VMOVUPS (R9)(R8*2), Z5
-
+	ZARGS
+	ZLOAD3(DI, Z0, Z1, Z2)
+	ZLOAD3(R9, Z3, Z4, Z5)
 	TESTQ CX, CX
 	JZ    zstore
 
 zloop:
-	VMOVUPS          (SI), Z16
-	VFMADD231PS.BCST (AX), Z16, Z0
-	VFMADD231PS.BCST (AX)(DX*1), Z16, Z1
-	VFMADD231PS.BCST (AX)(DX*2), Z16, Z2
-	VFMADD231PS.BCST (BX), Z16, Z3
-	VFMADD231PS.BCST (BX)(DX*1), Z16, Z4
-	VFMADD231PS.BCST (BX)(DX*2), Z16, Z5
-	ADDQ             $4, AX
-	ADDQ             $4, BX
-	ADDQ             $64, SI
-	DECQ             CX
-	JNZ              zloop
+	VMOVUPS (SI), Z16
+	ZFMA3(AX, Z0, Z1, Z2)
+	ZFMA3(BX, Z3, Z4, Z5)
+	ADDQ    $4, AX
+	ADDQ    $4, BX
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     zloop
 
-	// A NaN accumulator becomes the default NaN: an unordered self-compare
-	// into a mask, a masked move of the NaN.
 	VBROADCASTSS defaultNaN32<>(SB), Z17
-	VCMPPS       $3, Z0, Z0, K1
-	VMOVUPS      Z17, K1, Z0
-	VCMPPS       $3, Z1, Z1, K1
-	VMOVUPS      Z17, K1, Z1
-	VCMPPS       $3, Z2, Z2, K1
-	VMOVUPS      Z17, K1, Z2
-	VCMPPS       $3, Z3, Z3, K1
-	VMOVUPS      Z17, K1, Z3
-	VCMPPS       $3, Z4, Z4, K1
-	VMOVUPS      Z17, K1, Z4
-	VCMPPS       $3, Z5, Z5, K1
-	VMOVUPS      Z17, K1, Z5
+	ZNAN3(Z0, Z1, Z2)
+	ZNAN3(Z3, Z4, Z5)
 
 zstore:
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, (DI)(R8*1)
-	VMOVUPS Z2, (DI)(R8*2)
-	VMOVUPS Z3, (R9)
-	VMOVUPS Z4, (R9)(R8*1)
-	VMOVUPS Z5, (R9)(R8*2)
+	ZSTORE3(DI, Z0, Z1, Z2)
+	ZSTORE3(R9, Z3, Z4, Z5)
 	VZEROUPPER
 	RET
 
@@ -328,108 +336,49 @@ zstore:
 //
 // kernel6x16AVX512 on two tiles of six rows at once, rows 0–11 of A and C
 // (same arguments and bits): twelve independent chains of multiply-adds,
-// where six wait on the multiply-add's latency.
+// where six wait on the multiply-add's latency. R10 and R11 are A's rows
+// 6 and 9, R12 and R13 C's.
 TEXT ·kernel12x16AVX512(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ lda+16(FP), DX
-	MOVQ b+24(FP), SI
-	MOVQ c+32(FP), DI
-	MOVQ ldc+40(FP), R8
-	SHLQ $2, DX // lda in bytes
-	SHLQ $2, R8 // ldc in bytes
-	LEAQ (AX)(DX*2), BX
-	ADDQ DX, BX         // BX = row 3 of A
+	ZARGS
 	LEAQ (BX)(DX*2), R10
-	ADDQ DX, R10        // R10 = row 6 of A
+	ADDQ DX, R10
 	LEAQ (R10)(DX*2), R11
-	ADDQ DX, R11        // R11 = row 9 of A
-
-	// The C tile: rows DI, R9 (row 3), R12 (row 6), R13 (row 9), each
-	// and the next two at +ldc, +2·ldc.
-	LEAQ    (DI)(R8*2), R9
-	ADDQ    R8, R9
-	LEAQ    (R9)(R8*2), R12
-	ADDQ    R8, R12
-	LEAQ    (R12)(R8*2), R13
-	ADDQ    R8, R13
-	VMOVUPS (DI), Z0
-	VMOVUPS (DI)(R8*1), Z1
-	VMOVUPS (DI)(R8*2), Z2
-	VMOVUPS (R9), Z3
-	VMOVUPS (R9)(R8*1), Z4
-	VMOVUPS (R9)(R8*2), Z5
-	VMOVUPS (R12), Z6
-	VMOVUPS (R12)(R8*1), Z7
-	VMOVUPS (R12)(R8*2), Z8
-	VMOVUPS (R13), Z9
-	VMOVUPS (R13)(R8*1), Z10
-	VMOVUPS (R13)(R8*2), Z11
-
+	ADDQ DX, R11
+	LEAQ (R9)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	ZLOAD3(DI, Z0, Z1, Z2)
+	ZLOAD3(R9, Z3, Z4, Z5)
+	ZLOAD3(R12, Z6, Z7, Z8)
+	ZLOAD3(R13, Z9, Z10, Z11)
 	TESTQ CX, CX
 	JZ    pstore
 
 ploop:
-	VMOVUPS          (SI), Z16
-	VFMADD231PS.BCST (AX), Z16, Z0
-	VFMADD231PS.BCST (AX)(DX*1), Z16, Z1
-	VFMADD231PS.BCST (AX)(DX*2), Z16, Z2
-	VFMADD231PS.BCST (BX), Z16, Z3
-	VFMADD231PS.BCST (BX)(DX*1), Z16, Z4
-	VFMADD231PS.BCST (BX)(DX*2), Z16, Z5
-	VFMADD231PS.BCST (R10), Z16, Z6
-	VFMADD231PS.BCST (R10)(DX*1), Z16, Z7
-	VFMADD231PS.BCST (R10)(DX*2), Z16, Z8
-	VFMADD231PS.BCST (R11), Z16, Z9
-	VFMADD231PS.BCST (R11)(DX*1), Z16, Z10
-	VFMADD231PS.BCST (R11)(DX*2), Z16, Z11
-	ADDQ             $4, AX
-	ADDQ             $4, BX
-	ADDQ             $4, R10
-	ADDQ             $4, R11
-	ADDQ             $64, SI
-	DECQ             CX
-	JNZ              ploop
+	VMOVUPS (SI), Z16
+	ZFMA3(AX, Z0, Z1, Z2)
+	ZFMA3(BX, Z3, Z4, Z5)
+	ZFMA3(R10, Z6, Z7, Z8)
+	ZFMA3(R11, Z9, Z10, Z11)
+	ADDQ    $4, AX
+	ADDQ    $4, BX
+	ADDQ    $4, R10
+	ADDQ    $4, R11
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     ploop
 
-	// A NaN accumulator becomes the default NaN (kernel6x16AVX512's way).
 	VBROADCASTSS defaultNaN32<>(SB), Z17
-	VCMPPS       $3, Z0, Z0, K1
-	VMOVUPS      Z17, K1, Z0
-	VCMPPS       $3, Z1, Z1, K1
-	VMOVUPS      Z17, K1, Z1
-	VCMPPS       $3, Z2, Z2, K1
-	VMOVUPS      Z17, K1, Z2
-	VCMPPS       $3, Z3, Z3, K1
-	VMOVUPS      Z17, K1, Z3
-	VCMPPS       $3, Z4, Z4, K1
-	VMOVUPS      Z17, K1, Z4
-	VCMPPS       $3, Z5, Z5, K1
-	VMOVUPS      Z17, K1, Z5
-	VCMPPS       $3, Z6, Z6, K1
-	VMOVUPS      Z17, K1, Z6
-	VCMPPS       $3, Z7, Z7, K1
-	VMOVUPS      Z17, K1, Z7
-	VCMPPS       $3, Z8, Z8, K1
-	VMOVUPS      Z17, K1, Z8
-	VCMPPS       $3, Z9, Z9, K1
-	VMOVUPS      Z17, K1, Z9
-	VCMPPS       $3, Z10, Z10, K1
-	VMOVUPS      Z17, K1, Z10
-	VCMPPS       $3, Z11, Z11, K1
-	VMOVUPS      Z17, K1, Z11
+	ZNAN3(Z0, Z1, Z2)
+	ZNAN3(Z3, Z4, Z5)
+	ZNAN3(Z6, Z7, Z8)
+	ZNAN3(Z9, Z10, Z11)
 
 pstore:
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, (DI)(R8*1)
-	VMOVUPS Z2, (DI)(R8*2)
-	VMOVUPS Z3, (R9)
-	VMOVUPS Z4, (R9)(R8*1)
-	VMOVUPS Z5, (R9)(R8*2)
-	VMOVUPS Z6, (R12)
-	VMOVUPS Z7, (R12)(R8*1)
-	VMOVUPS Z8, (R12)(R8*2)
-	VMOVUPS Z9, (R13)
-	VMOVUPS Z10, (R13)(R8*1)
-	VMOVUPS Z11, (R13)(R8*2)
+	ZSTORE3(DI, Z0, Z1, Z2)
+	ZSTORE3(R9, Z3, Z4, Z5)
+	ZSTORE3(R12, Z6, Z7, Z8)
+	ZSTORE3(R13, Z9, Z10, Z11)
 	VZEROUPPER
 	RET
