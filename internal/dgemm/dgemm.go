@@ -128,7 +128,7 @@ type variant struct {
 
 // kernelFunc is a micro-kernel: for kcc steps, the mr×nr tile of d (row
 // stride ldc), and with the magnitudes that of s, accumulates from the
-// packed panels a and b (kernelGo, kernelMulGo).
+// packed panels a and b (kernelGo, mulGo).
 type kernelFunc func(kcc int, a, b, d, s []float64, ldc int, load bool)
 
 // panel is how many values a packed B micro-panel holds per step of k.

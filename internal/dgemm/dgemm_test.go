@@ -147,10 +147,9 @@ type kernelSet struct {
 // twins together, then every other Mul tile this machine runs and the
 // portable twin of every tile size.
 func kernelSets() []kernelSet {
-	twin := func(t mulTile) mulTile { return mulTile{mr: t.mr, kern: t.twin, twin: t.twin, name: "go"} }
 	sets := []kernelSet{
 		{kernelName + "/mul-" + mul.name, kernel, mul},
-		{fmt.Sprintf("go/mul-go-%d-rows", mul.mr), kernelGo, twin(mul)},
+		{fmt.Sprintf("go/mul-go-%d-rows", mul.mr), kernelGo, goTile(mul.mr)},
 	}
 	twins := map[int]bool{mul.mr: true}
 	for _, t := range mulTiles() {
@@ -159,7 +158,7 @@ func kernelSets() []kernelSet {
 		}
 		if !twins[t.mr] {
 			twins[t.mr] = true
-			sets = append(sets, kernelSet{fmt.Sprintf("mul-go-%d-rows", t.mr), nil, twin(t)})
+			sets = append(sets, kernelSet{fmt.Sprintf("mul-go-%d-rows", t.mr), nil, goTile(t.mr)})
 		}
 	}
 	return sets

@@ -17,10 +17,27 @@ var kernelName = "go"
 
 // Mul's tiles.
 var (
-	mulGoTile     = mulTile{mr: mrMul, kern: kernelMulGo, twin: kernelMulGo, name: "go"}
-	mulAVX2Tile   = mulTile{mr: mrMul, kern: kernelMulAVX2, twin: kernelMulGo, name: "avx2"}
-	mulAVX512Tile = mulTile{mr: mrMul8, kern: kernelMulAVX512, twin: kernelMul8Go, name: "avx512"}
+	mulGoTile     = goTile(mrMul)
+	mulAVX2Tile   = asmTile("avx2", mrMul, mulAVX2)      // 6×8, ymm
+	mulAVX512Tile = asmTile("avx512", mrMul8, mulAVX512) // 8×8, zmm
 )
+
+// asmTile is the Mul tile of the assembly kernel f on tmr rows: f after
+// the bounds checks it cannot make, and the portable kernel on the same
+// tile as its twin (same arguments and bits), which also takes kcc ≤ 0.
+func asmTile(name string, tmr int, f func(kcc int, a, b, d *float64, ldc int, load bool)) mulTile {
+	twin := goTile(tmr).kern
+	kern := func(kcc int, a, b, d, s []float64, ldc int, load bool) {
+		if kcc <= 0 {
+			twin(kcc, a, b, d, s, ldc, load)
+			return
+		}
+		_, _ = a[kcc*tmr-1], b[kcc*nr-1]
+		_ = d[(tmr-1)*ldc+nr-1]
+		f(kcc, &a[0], &b[0], &d[0], ldc, load)
+	}
+	return mulTile{mr: tmr, kern: kern, twin: twin, name: name}
+}
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
@@ -60,19 +77,6 @@ func kernelAVX2(kcc int, a, b, d, s []float64, ldc int, load bool) {
 //go:noescape
 func mulAbsAVX2(kcc int, a, b, d, s *float64, ldc int, load bool)
 
-// kernelMulAVX2 is kernelMulGo (same arguments and bits) in AVX2+FMA
-// assembly.
-func kernelMulAVX2(kcc int, a, b, d, s []float64, ldc int, load bool) {
-	if kcc <= 0 {
-		kernelMulGo(kcc, a, b, d, s, ldc, load)
-		return
-	}
-	// The bounds checks the assembly cannot make.
-	_, _ = a[kcc*mrMul-1], b[kcc*nr-1]
-	_ = d[(mrMul-1)*ldc+nr-1]
-	mulAVX2(kcc, &a[0], &b[0], &d[0], ldc, load)
-}
-
 // mulAVX2 is the 6×8 micro-kernel of Mul on raw pointers; kcc ≥ 1.
 //
 //go:noescape
@@ -82,16 +86,3 @@ func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
 //
 //go:noescape
 func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
-
-// kernelMulAVX512 is kernelMul8Go (same arguments and bits) in AVX-512
-// assembly: an 8×8 tile, one zmm register per row.
-func kernelMulAVX512(kcc int, a, b, d, s []float64, ldc int, load bool) {
-	if kcc <= 0 {
-		kernelMul8Go(kcc, a, b, d, s, ldc, load)
-		return
-	}
-	// The bounds checks the assembly cannot make.
-	_, _ = a[kcc*mrMul8-1], b[kcc*nr-1]
-	_ = d[(mrMul8-1)*ldc+nr-1]
-	mulAVX512(kcc, &a[0], &b[0], &d[0], ldc, load)
-}

@@ -2,6 +2,22 @@
 
 #include "textflag.h"
 
+// MULARGS loads the arguments of the Mul kernels (mulAVX2, mulAVX512):
+// CX = kcc, SI = the packed A panel, DI = the packed B panel, R8 = d's
+// row 0, R10 = ldc in bytes, R11 and R12 = d's rows 2 and 4, AX = load.
+// It stands before every TEXT, where vet reads no function's frame
+// offsets into it.
+#define MULARGS \
+	MOVQ    kcc+0(FP), CX     \
+	MOVQ    a+8(FP), SI       \
+	MOVQ    b+16(FP), DI      \
+	MOVQ    d+24(FP), R8      \
+	MOVQ    ldc+32(FP), R10   \
+	SHLQ    $3, R10           \
+	LEAQ    (R8)(R10*2), R11  \
+	LEAQ    (R11)(R10*2), R12 \
+	MOVBQZX load+40(FP), AX
+
 // One step of k for row r of the 3×8 tile: broadcast a[r] into Y14, add
 // a[r]·b into the row's d accumulators, then |a[r]|·|b| into its s ones.
 // Y12, Y13 hold b (8 values); |b| is read from the packed panel at 64(DI);
@@ -125,15 +141,7 @@ done:
 // func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
 // Rows 0–5 of d are at R8, R8+R10, R11, R11+R10, R12, R12+R10.
 TEXT ·mulAVX2(SB), NOSPLIT, $0-41
-	MOVQ kcc+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ ldc+32(FP), R10
-	SHLQ $3, R10
-	LEAQ (R8)(R10*2), R11
-	LEAQ (R11)(R10*2), R12
-	MOVBQZX load+40(FP), AX
+	MULARGS
 	TESTQ AX, AX
 	JZ   mzero
 	VMOVUPD (R8), Y0
@@ -196,8 +204,10 @@ mdone:
 	VZEROUPPER
 	RET
 
-// ZROW accumulates row r's (a at offset off of SI) product with the
-// eight b values in Z16 into acc, a broadcast from memory.
+// One step of k for Mul's 8×8 AVX-512 tile: b (eight values) into Z16,
+// and for each row r, a[r] broadcast from memory into a multiply-add
+// into the row's accumulator Zr. Exact products (Mul's precondition):
+// each FMA rounds like the loop's add.
 #define ZSTEP \
 	VMOVUPD          (DI), Z16 \
 	VFMADD231PD.BCST 0(SI), Z16, Z0 \
@@ -212,18 +222,11 @@ mdone:
 	ADDQ             $64, DI
 
 // func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
-// The 8×8 tile of Mul: row r of d in Zr, at R8 + r·R10.
+// The 8×8 tile of Mul: row r of d in Zr, at R8 + r·R10 (rows 6 and 7 from
+// R13).
 TEXT ·mulAVX512(SB), NOSPLIT, $0-41
-	MOVQ kcc+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ ldc+32(FP), R10
-	SHLQ $3, R10
-	LEAQ (R8)(R10*2), R11
-	LEAQ (R11)(R10*2), R12
+	MULARGS
 	LEAQ (R12)(R10*2), R13
-	MOVBQZX load+40(FP), AX
 	TESTQ AX, AX
 	JZ   zzero
 	VMOVUPD (R8), Z0

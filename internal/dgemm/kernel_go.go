@@ -40,14 +40,11 @@ func kernelGo(kcc int, a, b, d, s []float64, ldc int, load bool) {
 	}
 }
 
-// kernelMulGo is Mul's portable micro-kernel on a tile of mrMul rows,
-// and kernelMul8Go on one of mrMul8 (the twin of the AVX-512 kernel).
-func kernelMulGo(kcc int, a, b, d, _ []float64, ldc int, load bool) {
-	mulGo(mrMul, kcc, a, b, d, ldc, load)
-}
-
-func kernelMul8Go(kcc int, a, b, d, _ []float64, ldc int, load bool) {
-	mulGo(mrMul8, kcc, a, b, d, ldc, load)
+// goTile is Mul's portable micro-kernel on a tile of tmr rows (mulGo),
+// its own twin.
+func goTile(tmr int) mulTile {
+	kern := func(kcc int, a, b, d, _ []float64, ldc int, load bool) { mulGo(tmr, kcc, a, b, d, ldc, load) }
+	return mulTile{mr: tmr, kern: kern, twin: kern, name: "go"}
 }
 
 // mulGo is Mul's portable micro-kernel: for kcc steps, the tmr×nr tile of

@@ -6,7 +6,7 @@ package dgemm
 // assembly ones.
 var (
 	kernel kernelFunc = kernelGo
-	mul               = mulTile{mr: mrMul, kern: kernelMulGo, twin: kernelMulGo, name: "go"}
+	mul               = goTile(mrMul)
 )
 
 // kernelName names MulAbs's micro-kernel, for benchmarks and tests.

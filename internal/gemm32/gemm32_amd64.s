@@ -2,6 +2,24 @@
 
 #include "textflag.h"
 
+// ZARGS loads the arguments of the AVX-512 fp32 kernels: CX = k, AX =
+// A's row 0 and BX its row 3, DX = lda and R8 = ldc in bytes, SI = the
+// packed panel, DI = C's row 0 and R9 its row 3. It stands before every
+// TEXT, where vet reads no function's frame offsets into it.
+#define ZARGS \
+	MOVQ k+0(FP), CX       \
+	MOVQ a+8(FP), AX       \
+	MOVQ lda+16(FP), DX    \
+	MOVQ b+24(FP), SI      \
+	MOVQ c+32(FP), DI      \
+	MOVQ ldc+40(FP), R8    \
+	SHLQ $2, DX            \
+	SHLQ $2, R8            \
+	LEAQ (AX)(DX*2), BX    \
+	ADDQ DX, BX            \
+	LEAQ (DI)(R8*2), R9    \
+	ADDQ R8, R9
+
 DATA defaultNaN32<>+0(SB)/4, $0xFFC00000
 GLOBL defaultNaN32<>(SB), RODATA|NOPTR, $4
 
@@ -281,23 +299,6 @@ istore:
 	VMOVUPS Z17, K1, r1    \
 	VCMPPS  $3, r2, r2, K1 \
 	VMOVUPS Z17, K1, r2
-
-// ZARGS loads the kernels' arguments: CX = k, AX = A's row 0 and BX its
-// row 3, DX = lda and R8 = ldc in bytes, SI = the packed panel, DI = C's
-// row 0 and R9 its row 3.
-#define ZARGS \
-	MOVQ k+0(FP), CX       \
-	MOVQ a+8(FP), AX       \
-	MOVQ lda+16(FP), DX    \
-	MOVQ b+24(FP), SI      \
-	MOVQ c+32(FP), DI      \
-	MOVQ ldc+40(FP), R8    \
-	SHLQ $2, DX            \
-	SHLQ $2, R8            \
-	LEAQ (AX)(DX*2), BX    \
-	ADDQ DX, BX            \
-	LEAQ (DI)(R8*2), R9    \
-	ADDQ R8, R9
 
 // func kernel6x16AVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int)
 //
