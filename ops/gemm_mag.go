@@ -190,7 +190,7 @@ func (g *gemmMag32) columns(lo, m int, s32 []float32) {
 	strips := (n + gemmMag32Strip - 1) / gemmMag32Strip
 	parallel.For(strips, 1, func(slo, shi int) {
 		pb := gemm32.PackedFloat32{Serial: true}
-		lda := min(gemmMag32K, k) + 16 // groups' stride of |a| rows
+		lda := absRowStride(min(gemmMag32K, k))
 		a := make([]float32, m*lda)
 		for pc := 0; pc < k; pc += gemmMag32K {
 			kcc := min(gemmMag32K, k-pc)
@@ -212,10 +212,7 @@ func (g *gemmMag32) columns(lo, m int, s32 []float32) {
 // its length, and the rows of |a| in sc.a, lda apart. The cores take
 // equal shares of six-row tiles (the kernel's).
 func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag32Scratch, lda int)) {
-	// The rows of |a| are lda apart, not kcc: the micro-kernel reads six
-	// of them at once, and at a stride of a multiple of 4 KiB they would
-	// all fall in the same L1 sets.
-	lda := kcc + 16
+	lda := absRowStride(kcc)
 	parallel.For((m+5)/6, 1, func(tlo, thi int) {
 		sc, _ := g.scratch.Get().(*gemmMag32Scratch)
 		if sc == nil {
@@ -238,6 +235,12 @@ func (g *gemmMag32) groups(lo, m, pc, kcc int, fn func(r0, rows int, sc *gemmMag
 		}
 	})
 }
+
+// absRowStride is the stride of the rows of |a| that hold kcc values
+// each, a little more than kcc: the micro-kernel reads six of them at
+// once, and at a stride of a multiple of 4 KiB they would all fall in the
+// same L1 sets.
+func absRowStride(kcc int) int { return kcc + 16 }
 
 // absFloat32s stores |t[off+i]| as fp32 into dst[i]: exact for fp16 and
 // int8 values (and their Inf and NaN).
