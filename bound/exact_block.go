@@ -61,15 +61,23 @@ type ShortForm struct {
 // NewShortForm returns the short form of floating dtype d, ok false for
 // integer dtypes and fp64 (whose elements never take it).
 func NewShortForm(d tensor.DType) (sf ShortForm, ok bool) {
-	f, isFloat := d.FloatFormat()
-	if !isFloat || d == tensor.Float64 {
+	if !HasShortForm(d) {
 		return ShortForm{}, false
 	}
+	f, _ := d.FloatFormat()
 	minN := math.Float64bits(f.MinNormal())
 	thr := math.Float64bits(f.MaxFinite() + float64(f.Ulp(f.MaxFinite())/2))
 	shift := uint64(53 - f.P)
 	return ShortForm{Min: minN, Span: thr - minN, shift: shift, half: 1<<(shift-1) - 1, mask: 1<<shift - 1,
 		halfUlp: uint64(f.P) << 52}, true
+}
+
+// HasShortForm reports whether d has a short form (NewShortForm's ok),
+// without computing its constants: a floating dtype narrower than
+// float64.
+func HasShortForm(d tensor.DType) bool {
+	_, isFloat := d.FloatFormat()
+	return isFloat && d != tensor.Float64
 }
 
 // Bits returns the short form's constants, for element loops written in

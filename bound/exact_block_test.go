@@ -45,3 +45,16 @@ func TestSetExactBlockMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestHasShortForm holds HasShortForm to what the short form needs: a
+// floating format whose precision leaves bits of a float64 to round off
+// (p < 53), so fp16, bf16 and fp32, and no integer dtype or float64.
+func TestHasShortForm(t *testing.T) {
+	for d := tensor.DType(0); d < 16; d++ {
+		f, isFloat := d.FloatFormat()
+		want := isFloat && f.P < 53
+		if got := HasShortForm(d); got != want {
+			t.Errorf("HasShortForm(%v) = %v, want %v (floating %v, precision %d)", d, got, want, isFloat, f.P)
+		}
+	}
+}

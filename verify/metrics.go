@@ -267,8 +267,7 @@ func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, 
 func exactReadable(got *tensor.Tensor, want *bound.Expected) bool {
 	_, ed, _, ok := want.ExactSource()
 	_, isFloat := got.DType.FloatFormat()
-	_, short := bound.NewShortForm(got.DType)
-	return ok && ed == got.DType && (short || !isFloat)
+	return ok && ed == got.DType && (bound.HasShortForm(got.DType) || !isFloat)
 }
 
 // addBlock gathers elements b0, b0+1, … whose got values are gv and
