@@ -32,6 +32,7 @@ import (
 func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int, keep bool) {
 	rv = rv[:len(gv)]
 	var acc exactRun
+	var memo exactMemo
 	for j := 0; j < len(gv); j++ {
 		floor, floor2 := p.worstFloor()
 		relMax := math.Min(p.maxRel, 1e-3)
@@ -55,7 +56,7 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 			p.hist[nonFiniteBucket]++
 			continue
 		}
-		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		ref, bnd, alt, rounded := memo.element(rv[j], d, num)
 		if keep {
 			rv[j] = ref
 		}
@@ -239,13 +240,14 @@ func (p *metricsPart) addExactIntBlock(d tensor.DType, f tensor.Format, num tens
 	rv = rv[:len(gv)]
 	lo, hi := d.IntRange()
 	compared := 0
+	var memo exactMemo
 	for j := 0; j < len(gv); j++ {
 		k := intRun(gv[j:], rv[j:], lo, hi, keep)
 		compared += k
 		if j += k; j == len(gv) {
 			break
 		}
-		ref, bnd, alt, rounded := bound.ExactElement(rv[j], d, num)
+		ref, bnd, alt, rounded := memo.element(rv[j], d, num)
 		if keep {
 			rv[j] = ref
 		}
@@ -274,4 +276,42 @@ func intRun(gv, rv []float64, lo, hi float64, keep bool) (n int) {
 		}
 	}
 	return n
+}
+
+// exactMemo remembers bound.ExactElement's outcomes by the bits of the
+// exact value, for the elements of one block call (one dtype, one
+// numerics profile), where the outcome is a function of those bits alone.
+// The elements that leave the inline run (NaN, ±Inf, overflow, subnormal
+// exact values, and rejected ones) are few in a real output but in a
+// fuzzer's many, and recur: its inputs cycle through a few dozen bytes,
+// and coverage guidance keeps the inputs rich in special values.
+// Direct-mapped: a slot holds the last value hashed to it.
+type exactMemo struct {
+	held uint64 // bit i: slot i holds an outcome
+	keys [1 << exactMemoBits]uint64
+	outs [1 << exactMemoBits]exactOutcome
+}
+
+// exactMemoBits is log2 of the memo's slots: at most 6, one bit of held
+// each.
+const exactMemoBits = 6
+
+// exactOutcome is one exact value's bound.ExactElement.
+type exactOutcome struct {
+	ref, bnd, rounded float64
+	alt               bound.Special
+}
+
+// element is bound.ExactElement(r, d, num), from the memo when r's bits
+// are in it.
+func (m *exactMemo) element(r float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64, alt bound.Special, rounded float64) {
+	b := math.Float64bits(r)
+	i := (b * 0x9E3779B97F4A7C15) >> (64 - exactMemoBits) // Fibonacci hashing
+	if o := &m.outs[i]; m.held&(1<<i) != 0 && m.keys[i] == b {
+		return o.ref, o.bnd, o.alt, o.rounded
+	}
+	ref, bnd, alt, rounded = bound.ExactElement(r, d, num)
+	m.keys[i], m.outs[i] = b, exactOutcome{ref: ref, bnd: bnd, rounded: rounded, alt: alt}
+	m.held |= 1 << i
+	return ref, bnd, alt, rounded
 }
