@@ -385,24 +385,22 @@ func kvGenIndices(rng *rand.Rand, g KVGeom, b int, write bool) (lens, ids, bt *t
 // unwritten position produces NaN.
 func kvGenCache(rng *rand.Rand, dist string, g KVGeom, lens, bt *tensor.Tensor) (cache, scale *tensor.Tensor) {
 	cache = tensor.MustNew(g.CacheDType(), g.CacheShape()...)
+	codes := cache.I8()
 	if g.Int8 {
 		scale = tensor.MustNew(tensor.Float32, g.CacheShape()[:3]...)
-		for i := range scale.Len() {
-			scale.SetFloat64(i, math.NaN(), generationNumerics)
-		}
-		for i := range cache.Len() {
-			cache.I8()[i] = int8(rng.IntN(255) - 127)
+		scale.Fill(math.NaN(), generationNumerics)
+		for i := range codes {
+			codes[i] = int8(rng.IntN(255) - 127)
 		}
 	} else {
-		for i := range cache.Len() {
-			cache.SetFloat64(i, math.NaN(), generationNumerics)
-		}
+		cache.Fill(math.NaN(), generationNumerics)
 	}
 	var btv []int32
 	if bt != nil {
 		btv = bt.I32()
 	}
 	rowLen := g.H * g.D
+	row := make([]float64, g.D) // one head's values, stored at once
 	for s := range g.S {
 		for pos := range int(lens.I32()[s]) {
 			r := g.Row(btv, s, pos)
@@ -413,13 +411,14 @@ func kvGenCache(rng *rand.Rand, dist string, g KVGeom, lens, bt *tensor.Tensor) 
 					sc = float64(math.Abs(sc)/64) + 1.0/512
 					scale.SetFloat64(r*g.H+h, sc, generationNumerics)
 					for i := range g.D {
-						cache.I8()[off+i] = int8(rng.IntN(255) - 127)
+						codes[off+i] = int8(rng.IntN(255) - 127)
 					}
 					continue
 				}
-				for i := range g.D {
-					cache.SetFloat64(off+i, kvSample(rng, dist), generationNumerics)
+				for i := range row {
+					row[i] = kvSample(rng, dist)
 				}
+				cache.SetFloat64s(off, row, generationNumerics)
 			}
 		}
 	}

@@ -50,6 +50,32 @@ func TestSetFloat64sMatchesSetFloat64(t *testing.T) {
 	}
 }
 
+// TestFillMatchesSetFloat64: Fill leaves every element of every dtype
+// with the bits SetFloat64 stores for the value, at lengths around the
+// powers of two its doubling copies cross.
+func TestFillMatchesSetFloat64(t *testing.T) {
+	vals := []float64{math.NaN(), math.Inf(-1), math.Copysign(0, -1), 2.5, -128.5, 65520, 1e-300}
+	for _, d := range DTypes() {
+		for _, num := range []Numerics{{}, {Overflow: OverflowSaturate, Subnormals: SubnormalFlush, Int8Rounding: RoundHalfAway}} {
+			for _, v := range vals {
+				one := MustNew(d, 1)
+				one.SetFloat64(0, v, num)
+				want := one.Bits(0)
+				for _, n := range []int{0, 1, 2, 3, 4, 5, 63, 64, 65, 1000} {
+					f := MustNew(d, n)
+					f.Fill(v, num)
+					for i := range n {
+						if got := f.Bits(i); got != want {
+							t.Errorf("%s %s: Fill(%g) of %d elements: [%d] = bits %#x, want %#x (SetFloat64)", d, num, v, n, i, got, want)
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestCopyFrom: CopyFrom puts src's bit patterns at off and nothing else
 // changes; a dtype mismatch or a range past the end is an error that
 // leaves t alone.

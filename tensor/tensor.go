@@ -188,6 +188,39 @@ func (t *Tensor) SetFloat64(i int, v float64, num Numerics) {
 	}
 }
 
+// Fill stores v into every element, exactly as SetFloat64 stores it:
+// rounded once, then copied at memory speed (a generator fills a KV
+// cache's unwritten positions with NaN this way).
+func (t *Tensor) Fill(v float64, num Numerics) {
+	if t.Len() == 0 {
+		return
+	}
+	t.SetFloat64(0, v, num)
+	switch s := t.data.(type) {
+	case []float64:
+		fillFromFirst(s)
+	case []float32:
+		fillFromFirst(s)
+	case []float16.Float16:
+		fillFromFirst(s)
+	case []BF16:
+		fillFromFirst(s)
+	case []int8:
+		fillFromFirst(s)
+	case []int32:
+		fillFromFirst(s)
+	case []uint8:
+		fillFromFirst(s)
+	}
+}
+
+// fillFromFirst sets every element of s to s[0], by doubling copies.
+func fillFromFirst[E any](s []E) {
+	for k := 1; k < len(s); k *= 2 {
+		copy(s[k:], s[:k])
+	}
+}
+
 // SetFloat64s stores vals into elements off, off+1, …, each exactly as
 // SetFloat64 stores it (rounded to the dtype under num), with the dtype
 // and the rounding worked out once rather than per element: input
