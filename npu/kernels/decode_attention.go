@@ -193,10 +193,10 @@ func newDACore(c *npu.Core, g ops.KVGeom, P, grp int) (*daCore, error) {
 		}
 		*a.b = b
 	}
-	w.qf, w.tf = make([]float32, grp*d), make([]float32, P*d)
+	w.qf = make([]float32, grp*d)
 	w.sc, w.nacc, w.np = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
 	for i := range grp {
-		w.sc[i], w.nacc[i], w.np[i] = make([]float32, P), make([]float32, d), make([]float32, d)
+		w.nacc[i], w.np[i] = make([]float32, d), make([]float32, d)
 	}
 	w.mRun, w.zRun, w.partF = make([]float32, grp), make([]float32, grp), make([]float32, grp)
 	return w, nil
@@ -243,6 +243,7 @@ func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int,
 	}
 	for p0 := 0; p0 < n; p0 += P {
 		p1 := min(n, p0+P)
+		w.fit(p1-p0, d)
 		w.runs = w.runs[:0]
 		for pos := p0; pos < p1; pos++ {
 			r := f.row(g, bt, item.seq, pos)
@@ -301,6 +302,22 @@ func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int,
 		}
 	}
 	return nil
+}
+
+// fit grows the partition's scratch (w.tf, w.sc) to m positions of d
+// values: a partition holds up to PartitionLen positions (thousands for a
+// small d), but a short context far fewer, and scratch sized for the
+// longest would be allocated by every block of every launch (800 KB an
+// exec of FuzzDecodeAttention's seeds).
+func (w *daCore) fit(m, d int) {
+	if len(w.tf) < m*d {
+		w.tf = make([]float32, m*d)
+	}
+	for h := range w.sc {
+		if len(w.sc[h]) < m {
+			w.sc[h] = make([]float32, m)
+		}
+	}
 }
 
 // load copies the K or V rows of run r (kv head kvh) and, for int8, their
