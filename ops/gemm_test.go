@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -56,6 +57,50 @@ func TestGEMMValidate(t *testing.T) {
 			t.Errorf("gemm: Validate(%v) = %v, want error containing %q", tt.p, err, tt.want)
 		}
 	}
+}
+
+// TestParseGEMMCanonical: ParseGEMM's shortcut for params in Validate's
+// form gives what validating them gives, and takes every such params
+// (else it would save nothing); anything it declines goes the long way.
+// The params are every combination of each name absent or one of a few
+// values, canonical or not.
+func TestParseGEMMCanonical(t *testing.T) {
+	var modes []string
+	for _, m := range GEMMModes() {
+		modes = append(modes, m.Name)
+	}
+	values := map[string][]string{
+		"mode":       append(modes, "fp8", ""),
+		"accumulate": {GEMMSequential, GEMMBlocked16, "tree"},
+		"alpha":      {"1", "2.5", "-0.125", "1e-300", "2.50", "0x1p-3", "0x_1p-3", "+1", "1_0", "NaN", "Inf", "1e400", "two", "0"},
+		"beta":       {"0", "-1", "3e+38", "-1e0", "-0"},
+		"gamma":      {"1"},
+	}
+	names := []string{"mode", "accumulate", "alpha", "beta", "gamma"}
+	var walk func(i int, p Params)
+	walk = func(i int, p Params) {
+		if i == len(names) {
+			slow, slowErr := parseGEMMValidating(p)
+			fast, ok := parseCanonicalGEMM(p)
+			if ok && (slowErr != nil || fast != slow) {
+				t.Errorf("gemm %v: parseCanonicalGEMM = %+v, want %+v (err %v) as Validate gives", p, fast, slow, slowErr)
+			}
+			if slowErr == nil {
+				vp, _ := gemm{}.Validate(p)
+				if got, ok := parseCanonicalGEMM(vp); !ok || got != slow {
+					t.Errorf("gemm %v: parseCanonicalGEMM(Validate's %v) = %+v, %v, want %+v, true", p, vp, got, ok, slow)
+				}
+			}
+			return
+		}
+		walk(i+1, p)
+		for _, v := range values[names[i]] {
+			q := maps.Clone(p)
+			q[names[i]] = v
+			walk(i+1, q)
+		}
+	}
+	walk(0, Params{})
 }
 
 func TestGEMMInputErrors(t *testing.T) {
