@@ -1,11 +1,16 @@
 package fuzz_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -152,6 +157,81 @@ func BenchmarkFuzzSeeds(b *testing.B) {
 	}
 }
 
+// BenchmarkFuzzCorpus is the per-input cost of every op's fuzz target on
+// the inputs its fuzzing kept on this machine (the go command's cache,
+// $GOCACHE/fuzz/<this package>/<target>), one sub-benchmark per op: what
+// a fuzzing worker runs, before its mutations, where the seeds are a few
+// small cases. Coverage guidance keeps inputs the seeds do not look like:
+// FuzzVectorAdd's kept many special values and short tiles, and the KV
+// targets' seeds never showed that generating their caches took 40% of
+// the body. A target with no cached corpus is skipped (fuzz it first).
+// The corpus is the machine's own and grows, so compare two binaries on
+// one machine in one session only.
+func BenchmarkFuzzCorpus(b *testing.B) {
+	for _, name := range opdb.Names() {
+		info, err := opdb.Lookup(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			ins, err := cachedCorpus(info.FuzzTarget)
+			if err != nil {
+				b.Skipf("%s: %v", info.FuzzTarget, err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				fuzzBody(b, info, name, ins[i%len(ins)])
+				i++
+			}
+		})
+	}
+}
+
+// cachedCorpus reads target's inputs from the go command's fuzz cache.
+func cachedCorpus(target string) ([][]byte, error) {
+	cache := os.Getenv("GOCACHE")
+	if cache == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		cache = filepath.Join(dir, "go-build")
+	}
+	return readCorpus(filepath.Join(cache, "fuzz", "github.com/npuverify/npuverify/fuzz", target))
+}
+
+// readCorpus reads every corpus file in dir, each one []byte value in the
+// go command's format ("go test fuzz v1", then []byte("…")).
+func readCorpus(dir string) ([][]byte, error) {
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ins [][]byte
+	for _, f := range files {
+		raw, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		header, value, _ := strings.Cut(string(raw), "\n")
+		lit, ok := strings.CutPrefix(strings.TrimSpace(value), "[]byte(")
+		lit, ok2 := strings.CutSuffix(lit, ")")
+		if header != "go test fuzz v1" || !ok || !ok2 {
+			return nil, fmt.Errorf("%s: not one []byte value in the go command's corpus format", f.Name())
+		}
+		v, err := strconv.Unquote(lit)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		ins = append(ins, []byte(v))
+	}
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("%s: no corpus files", dir)
+	}
+	return ins, nil
+}
+
 // BenchmarkFuzzVectorAddRandom is the per-input cost of FuzzVectorAdd on
 // inputs spread over the decoder's whole range (n < 5000, 1–48 cores,
 // tiles 0–4095, either overflow mode, 0–64 body bytes), a fresh input per
@@ -172,5 +252,31 @@ func BenchmarkFuzzVectorAddRandom(b *testing.B) {
 			in[k] = byte(rng.Uint32())
 		}
 		fuzzBody(b, info, "vector_add", in)
+	}
+}
+
+// TestReadCorpus: readCorpus returns the bytes of corpus files written as
+// the go command writes them (quoted with escapes, empty values
+// included), and names a file in another format.
+func TestReadCorpus(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string][]byte{"a": {0, 0x3c, 0xff, '"', '\\', '\n'}, "b": {}}
+	for name, v := range want {
+		if err := os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := readCorpus(dir)
+	if err != nil {
+		t.Fatalf("readCorpus(%s) = %v", dir, err)
+	}
+	if len(got) != 2 || !bytes.Equal(got[0], want["a"]) || !bytes.Equal(got[1], want["b"]) {
+		t.Errorf("readCorpus(%s) = %q, want %q then %q", dir, got, want["a"], want["b"])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c"), []byte("go test fuzz v1\nint(3)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readCorpus(dir); err == nil || !strings.Contains(err.Error(), "c: ") {
+		t.Errorf("readCorpus of a dir holding an int value = %v, want an error naming file c", err)
 	}
 }
