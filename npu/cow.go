@@ -3,7 +3,9 @@ package npu
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -27,17 +29,21 @@ import (
 // use by the cores of a launch.
 type CopyOnWrite struct {
 	in     map[string]*tensor.Tensor
-	inputs map[*tensor.Tensor]bool // fixed at creation: read without mu
+	inputs []*tensor.Tensor // fixed at creation: read without mu
 	mu     sync.Mutex
 	copies map[*tensor.Tensor]*tensor.Tensor
+	// copied is set, under mu, once copies holds a tensor: until then a
+	// read resolves without taking mu (a DMA of a launch of small blocks,
+	// such as a fuzzer's, costs a lock and a lookup otherwise).
+	copied atomic.Bool
 }
 
 // NewCopyOnWrite guards the tensors of in, by name.
 func NewCopyOnWrite(in map[string]*tensor.Tensor) *CopyOnWrite {
-	w := &CopyOnWrite{in: in, inputs: make(map[*tensor.Tensor]bool, len(in))}
+	w := &CopyOnWrite{in: in}
 	for _, t := range in {
-		if t != nil {
-			w.inputs[t] = true
+		if t != nil && !slices.Contains(w.inputs, t) {
+			w.inputs = append(w.inputs, t)
 		}
 	}
 	return w
@@ -72,7 +78,7 @@ func HostWrite(ctx context.Context, t *tensor.Tensor) *tensor.Tensor {
 // not guarded, or is and was never written; else the launch's copy, made
 // now when this DMA is the first write.
 func (w *CopyOnWrite) resolve(t *tensor.Tensor, write bool) *tensor.Tensor {
-	if !w.inputs[t] {
+	if !write && !w.copied.Load() || !slices.Contains(w.inputs, t) {
 		return t
 	}
 	w.mu.Lock()
@@ -88,6 +94,7 @@ func (w *CopyOnWrite) resolve(t *tensor.Tensor, write bool) *tensor.Tensor {
 	}
 	c := t.Clone()
 	w.copies[t] = c
+	w.copied.Store(true)
 	return c
 }
 
