@@ -15,8 +15,8 @@ import (
 // never changes the caller's tensor: the first DMA write into an input
 // gives the launch a private copy of it, and every later DMA of that
 // input, read or write, on any core, goes to the copy. A kernel that
-// writes no input costs a map lookup per DMA of an input, where copying
-// every input before the run costs their bytes in fresh memory (for a
+// writes no input costs an atomic load per DMA read, where copying every
+// input before the run costs their bytes in fresh memory (for a
 // vector_add of 2^24 fp16 elements, 64 MiB and a seventh of the run).
 //
 // What it covers is what a kernel moves by DMA (DataCopy*, DataCopy2D*)
