@@ -130,10 +130,16 @@ func BenchmarkFuzzVectorAddBody(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchBodies(b, info, "vector_add", info.FuzzSeeds)
+}
+
+// benchBodies runs the fuzz body of op name on ins in turn, one per
+// iteration.
+func benchBodies(b *testing.B, info *opdb.Info, name string, ins [][]byte) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		fuzzBody(b, info, "vector_add", info.FuzzSeeds[i%len(info.FuzzSeeds)])
+		fuzzBody(b, info, name, ins[i%len(ins)])
 		i++
 	}
 }
@@ -146,14 +152,7 @@ func BenchmarkFuzzSeeds(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				fuzzBody(b, info, name, info.FuzzSeeds[i%len(info.FuzzSeeds)])
-				i++
-			}
-		})
+		b.Run(name, func(b *testing.B) { benchBodies(b, info, name, info.FuzzSeeds) })
 	}
 }
 
@@ -178,12 +177,7 @@ func BenchmarkFuzzCorpus(b *testing.B) {
 			if err != nil {
 				b.Skipf("%s: %v", info.FuzzTarget, err)
 			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				fuzzBody(b, info, name, ins[i%len(ins)])
-				i++
-			}
+			benchBodies(b, info, name, ins)
 		})
 	}
 }
