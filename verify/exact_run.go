@@ -34,11 +34,14 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 	var acc exactRun
 	var memo exactMemo
 	for j := 0; j < len(gv); j++ {
-		floor, floor2 := p.worstFloor()
-		relMax := math.Min(p.maxRel, 1e-3)
-		j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relMax*(1-0x1p-50), relMax)
-		if j == len(gv) {
-			break
+		// An exact value outside the short form would end the run at
+		// once: go straight to the element.
+		if sf.Takes(rv[j]) {
+			floor, floor2 := p.worstFloor()
+			relMax := math.Min(p.maxRel, 1e-3)
+			if j += acc.run(sf, gv[j:], rv[j:], floor, floor2, relMax*(1-0x1p-50), relMax); j == len(gv) {
+				break
+			}
 		}
 		// Element j needs more than run does. A zero, or under
 		// overflow=inf a NaN or ±Inf, whose got is its rounding (the same
