@@ -28,30 +28,8 @@ func FromBytes(d tensor.DType, b []byte, skip int, shape ...int) *tensor.Tensor 
 		}
 		t.SetBits(i, bits)
 	}
-	switch d {
-	case tensor.Float64:
-		repeat(t.F64(), m)
-	case tensor.Float32:
-		repeat(t.F32(), m)
-	case tensor.Float16:
-		repeat(t.F16(), m)
-	case tensor.BFloat16:
-		repeat(t.BF16s(), m)
-	case tensor.Int8:
-		repeat(t.I8(), m)
-	case tensor.Int32:
-		repeat(t.I32(), m)
-	case tensor.Uint8:
-		repeat(t.U8(), m)
-	}
+	t.RepeatPrefix(m)
 	return t
-}
-
-// repeat fills s[m:] with copies of the period s[:m].
-func repeat[T any](s []T, m int) {
-	for k := m; k > 0 && k < len(s); k *= 2 {
-		copy(s[k:], s[:k])
-	}
 }
 
 func gcd(a, b int) int {

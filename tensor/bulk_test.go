@@ -76,6 +76,34 @@ func TestFillMatchesSetFloat64(t *testing.T) {
 	}
 }
 
+// TestRepeatPrefix: after RepeatPrefix(m) every element i holds the bits
+// of element i mod m, for every dtype, periods that do and do not divide
+// the length, and m at and past the length (nothing changes).
+func TestRepeatPrefix(t *testing.T) {
+	for _, d := range DTypes() {
+		for _, n := range []int{0, 1, 2, 7, 64, 1000} {
+			for _, m := range []int{0, 1, 2, 3, 5, 64, 1000, 1001} {
+				x := MustNew(d, n)
+				for i := range n {
+					x.SetBits(i, uint64(i*37+1)&(1<<(8*d.Size())-1))
+				}
+				orig := x.Clone()
+				x.RepeatPrefix(m)
+				for i := range n {
+					want := orig.Bits(i)
+					if m >= 1 && m < n {
+						want = orig.Bits(i % m)
+					}
+					if got := x.Bits(i); got != want {
+						t.Errorf("%s n=%d: RepeatPrefix(%d)[%d] = bits %#x, want %#x", d, n, m, i, got, want)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestCopyFrom: CopyFrom puts src's bit patterns at off and nothing else
 // changes; a dtype mismatch or a range past the end is an error that
 // leaves t alone.

@@ -196,28 +196,19 @@ func (t *Tensor) Fill(v float64, num Numerics) {
 		return
 	}
 	t.SetFloat64(0, v, num)
-	switch s := t.data.(type) {
-	case []float64:
-		fillFromFirst(s)
-	case []float32:
-		fillFromFirst(s)
-	case []float16.Float16:
-		fillFromFirst(s)
-	case []BF16:
-		fillFromFirst(s)
-	case []int8:
-		fillFromFirst(s)
-	case []int32:
-		fillFromFirst(s)
-	case []uint8:
-		fillFromFirst(s)
-	}
+	t.RepeatPrefix(1)
 }
 
-// fillFromFirst sets every element of s to s[0], by doubling copies.
-func fillFromFirst[E any](s []E) {
-	for k := 1; k < len(s); k *= 2 {
-		copy(s[k:], s[:k])
+// RepeatPrefix sets elements m, m+1, … to copies of elements 0…m−1 in
+// turn (element i takes the bits of element i mod m), by doubling copies
+// at memory speed. For m < 1 or m ≥ Len nothing changes.
+func (t *Tensor) RepeatPrefix(m int) {
+	b, size := rawData(t), t.DType.Size()
+	if m < 1 || m*size >= len(b) {
+		return
+	}
+	for k := m * size; k < len(b); k *= 2 {
+		copy(b[k:], b[:k])
 	}
 }
 
