@@ -165,8 +165,8 @@ func parseGEMMValidating(p Params) (GEMMConfig, error) {
 // else, which ParseGEMM then validates (TestParseGEMMCanonical holds the
 // two to the same results).
 func parseCanonicalGEMM(p Params) (cfg GEMMConfig, ok bool) {
-	cfg = GEMMConfig{Alpha: 1, Accumulate: GEMMSequential}
-	mode := gemmDefaultMode
+	cfg = gemmDefaults
+	mode := cfg.Mode.Name
 	for k, v := range p {
 		switch k {
 		case "mode":
@@ -197,6 +197,16 @@ func parseCanonicalGEMM(p Params) (cfg GEMMConfig, ok bool) {
 	cfg.Mode = gemmModes[i]
 	return cfg, true
 }
+
+// gemmDefaults is the typed form of params that name nothing, as
+// Validate fills them in.
+var gemmDefaults = func() GEMMConfig {
+	cfg, err := parseGEMMValidating(Params{})
+	if err != nil {
+		panic(err) // the defaults are a package invariant
+	}
+	return cfg
+}()
 
 func (gemm) Name() string { return "gemm" }
 
@@ -265,7 +275,7 @@ func gemmConfig(p Params) GEMMConfig {
 	cfg, err := ParseGEMM(p)
 	if err != nil {
 		// Callers pass validated params; be safe and fall back to defaults.
-		cfg, _ = ParseGEMM(Params{})
+		return gemmDefaults
 	}
 	return cfg
 }
