@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -192,8 +193,14 @@ func cachedCorpus(target string) ([][]byte, error) {
 		}
 		cache = filepath.Join(dir, "go-build")
 	}
-	return readCorpus(filepath.Join(cache, "fuzz", "github.com/npuverify/npuverify/fuzz", target))
+	// The go command files the corpus under the package's import path:
+	// this test package's, without the _test of an external test.
+	pkg := strings.TrimSuffix(reflect.TypeFor[corpusMarker]().PkgPath(), "_test")
+	return readCorpus(filepath.Join(cache, "fuzz", pkg, target))
 }
+
+// corpusMarker is a type of this package, for its import path.
+type corpusMarker struct{}
 
 // readCorpus reads every corpus file in dir, each one []byte value in the
 // go command's format ("go test fuzz v1", then []byte("…")).
