@@ -395,9 +395,13 @@ func TestOnGrownStack(t *testing.T) {
 		t.Errorf("bodies ran on %q and %q, called from %q; want one goroutine, not the caller's", first, second, goroutine())
 	}
 	panics := func(f func() error) (msg string) {
-		defer func() { msg = fmt.Sprint(recover()) }()
-		_ = onGrownStack(f)
-		return "no panic"
+		defer func() {
+			if v := recover(); v != nil {
+				msg = fmt.Sprint(v)
+			}
+		}()
+		err := onGrownStack(f)
+		return fmt.Sprintf("no panic (returned %v)", err)
 	}
 	if got := panics(func() error { panic("kernel bug") }); !strings.HasPrefix(got, "kernel bug\n") || !strings.Contains(got, "goroutine running the fuzz body") {
 		t.Errorf("onGrownStack(panicking body) panicked with %q, want the body's value, then its stack", got)
