@@ -227,6 +227,7 @@ type Core struct {
 	BlockDim int // blocks in the launch
 
 	ctx   context.Context
+	done  <-chan struct{} // ctx.Done(): nil for a context that is never cancelled
 	dev   *Device
 	prof  *Profile
 	kind  CoreKind
@@ -263,7 +264,7 @@ func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
 			c.mem[s] = arena{space: s, capacity: capacity, align: align}
 		}
 	}
-	c.BlockDim, c.ctx, c.kind = dim, ctx, kind
+	c.BlockDim, c.ctx, c.done, c.kind = dim, ctx, ctx.Done(), kind
 	c.cow = copyOnWriteFrom(ctx)
 	return c
 }
@@ -306,7 +307,7 @@ func (c *Core) releaseMem() {
 			a.mem = nil
 		}
 	}
-	c.ctx, c.cow = nil, nil
+	c.ctx, c.done, c.cow = nil, nil, nil
 	c.dev.cores.Put(c)
 }
 

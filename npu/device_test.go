@@ -116,16 +116,22 @@ func TestLaunchContext(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(bg)
 	x := tensor.MustNew(tensor.Float32, 8)
+	var dmaErr error
 	_, err := d.Launch(ctx, 1, func(c *Core) error {
 		cancel()
 		b, err := c.AllocUB(32)
 		if err != nil {
 			return err
 		}
-		return c.DataCopyIn(b, x, 0, 8)
+		dmaErr = c.DataCopyIn(b, x, 0, 8)
+		return dmaErr
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("launch cancelled mid-kernel: got %v want context.Canceled", err)
+	}
+	// The DMA itself stops, not only the launch after the kernel returns.
+	if !errors.Is(dmaErr, context.Canceled) {
+		t.Errorf("DataCopyIn after the launch's cancel: got %v want context.Canceled", dmaErr)
 	}
 }
 
