@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/reference"
@@ -124,14 +123,7 @@ func kvFirstChangedRows(got, want *tensor.Tensor, rowLen int, written []bool, r0
 			r1++
 		}
 		lo, end := r0*rowLen, r1*rowLen
-		same := false
-		switch {
-		case got.DType == tensor.Float16 && want.DType == tensor.Float16:
-			same = slices.Equal(got.F16()[lo:end], want.F16()[lo:end])
-		case got.DType == tensor.Int8 && want.DType == tensor.Int8:
-			same = slices.Equal(got.I8()[lo:end], want.I8()[lo:end])
-		}
-		if !same {
+		if !tensor.BitsEqualRange(got, want, lo, end) {
 			for i := lo; i < end; i++ {
 				if got.Bits(i) != want.Bits(i) {
 					return i + 1

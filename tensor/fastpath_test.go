@@ -166,3 +166,42 @@ func TestBitsEqualTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestBitsEqualRange: a range of a copy is equal; a range holding a
+// flipped bit (the sign of a zero, a NaN payload's lowest bit) is not,
+// and one ending before it or starting after it is; empty ranges are
+// equal; other dtypes and ranges past either end are not, for every
+// dtype.
+func TestBitsEqualRange(t *testing.T) {
+	const seed = 7
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, d := range DTypes() {
+		x := MustNew(d, 100)
+		for i := range x.Len() {
+			x.SetBits(i, r.Uint64())
+		}
+		x.SetBits(40, 0)
+		for _, bit := range []uint{0, uint(d.Size()*8 - 1)} {
+			y := x.Clone()
+			y.SetBits(40, y.Bits(40)^1<<bit)
+			for _, c := range []struct {
+				lo, hi int
+				want   bool
+			}{{0, 100, false}, {40, 41, false}, {39, 41, false}, {0, 40, true}, {41, 100, true}, {40, 40, true}, {0, 0, true}, {100, 100, true}, {0, 101, false}, {-1, 10, false}, {50, 49, false}} {
+				if got := BitsEqualRange(x, y, c.lo, c.hi); got != c.want {
+					t.Errorf("tensor %s seed=%d bit %d of element 40 flipped: BitsEqualRange(x, y, %d, %d) = %v, want %v", d, seed, bit, c.lo, c.hi, got, c.want)
+				}
+			}
+			if !BitsEqualRange(x, x.Clone(), 0, 100) {
+				t.Errorf("tensor %s seed=%d: BitsEqualRange(x, copy, 0, 100) = false, want true", d, seed)
+			}
+		}
+		other := Int32
+		if d == Int32 {
+			other = Float32
+		}
+		if z := MustNew(other, 100); BitsEqualRange(x, z, 0, 0) {
+			t.Errorf("tensor %s: BitsEqualRange against %s = true, want false (dtypes differ)", d, other)
+		}
+	}
+}

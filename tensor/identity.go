@@ -90,6 +90,19 @@ func BitsEqual(a, b *Tensor) (bool, int) {
 	return true, 0
 }
 
+// BitsEqualRange reports whether elements [lo, hi) of a and b have the
+// same bit patterns, comparing their bytes at memory speed: false when
+// the dtypes differ or either tensor has fewer than hi elements, true for
+// an empty range of both.
+func BitsEqualRange(a, b *Tensor, lo, hi int) bool {
+	if a.DType != b.DType || lo < 0 || hi < lo || hi > a.Len() || hi > b.Len() {
+		return false
+	}
+	size := a.DType.Size()
+	ra, rb := rawData(a), rawData(b)
+	return bytes.Equal(ra[lo*size:hi*size], rb[lo*size:hi*size])
+}
+
 // firstDiff returns the first index where x and y (same length) differ, or −1.
 func firstDiff[T comparable](x, y []T) int {
 	y = y[:len(x)]
