@@ -133,7 +133,7 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		if err != nil {
 			return err
 		}
-		acc := make([]float32, d)
+		acc, wf := make([]float32, d), make([]float32, d*d)
 		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
 		var bt []int32
 		if g.Paged {
@@ -166,7 +166,7 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 						if err := c.DataCopyPadIn(wb, in[kv.w], h*d*d, d*d); err != nil {
 							return err
 						}
-						kvProject(c, acc, xb.F16()[:d], wb.F16()[:d*d], ob.F16()[:d])
+						kvProject(c, acc, wf, xb.F16()[:d], wb.F16()[:d*d], ob.F16()[:d])
 						if f.overX(kv.w) {
 							if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
 								return err
@@ -216,15 +216,19 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 
 // kvProject is the cube's 1×D by D×D product: one fp32 accumulator per
 // output column, k ascending (fp16 products are exact in fp32, so
-// multiply-then-add rounds as the fused step), then the fp16 cast.
-func kvProject(c *npu.Core, acc []float32, x, w, out []float16.Float16) {
+// multiply-then-add rounds as the fused step), then the fp16 cast. wf
+// (D×D) is scratch for w widened to fp32, all at once (exact: the values
+// the products read one at a time).
+func kvProject(c *npu.Core, acc, wf []float32, x, w, out []float16.Float16) {
 	d := len(x)
 	clear(acc)
+	wf = wf[:len(w)]
+	tensor.F16ToF32s(wf, w)
 	for i, xi := range x {
 		xv := xi.Float32()
-		row := w[i*d : (i+1)*d]
+		row := wf[i*d : (i+1)*d]
 		for j, wv := range row {
-			acc[j] += float32(xv * wv.Float32()) // converted: rounds on its own (exact), never fused
+			acc[j] += float32(xv * wv) // converted: rounds on its own (exact), never fused
 		}
 	}
 	num := c.Profile().Numerics

@@ -33,7 +33,7 @@ func TestKernelArithmeticNaNDefault(t *testing.T) {
 				w[i] = float16.Fromfloat32(0.5)
 			}
 			out := make([]float16.Float16, d)
-			kvProject(c, make([]float32, d), x, w, out)
+			kvProject(c, make([]float32, d), make([]float32, d*d), x, w, out)
 			for j, o := range out {
 				if o != npu.DefaultNaN16Bits {
 					t.Errorf("kvProject with x[1] = %#04x: out[%d] = %#04x / want the default NaN %#04x", nb, j, o, npu.DefaultNaN16Bits)
