@@ -133,19 +133,18 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 // and returns the two kept indices ascending. The fault plan's hooks give
 // the NaN key and the tie rule.
 func prune24Group(f sparse24PruneFaults, bits ...uint16) (first, second int) {
-	key := func(i int) int32 {
-		a := int32(bits[i] & 0x7fff)
-		if a > 0x7c00 { // NaN
-			return f.nanKey()
+	var key [4]int32
+	for i, b := range bits[:4] {
+		key[i] = int32(b & 0x7fff)
+		if key[i] > 0x7c00 { // NaN
+			key[i] = f.nanKey()
 		}
-		return a
 	}
 	beats := func(i, j int) bool {
-		ki, kj := key(i), key(j)
-		if ki == kj {
+		if key[i] == key[j] {
 			return f.tieBeats(i, j)
 		}
-		return ki > kj
+		return key[i] > key[j]
 	}
 	best, next := 0, 1
 	if beats(1, 0) {
