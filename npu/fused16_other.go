@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package npu
+
+// useFused16AVX2 is false: mmadFused16 runs fused16Go only here.
+var useFused16AVX2 = false
+
+// fused16AVX2 is never called here (useFused16AVX2 is false).
+func fused16AVX2(*float32, *float32, float64, int) int { return 0 }

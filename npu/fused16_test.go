@@ -1,0 +1,83 @@
+package npu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/x448/float16"
+)
+
+// fused16Cases are fp16 values (as fp32) the fp16-accumulation step meets
+// at its edges: signed zeros, the smallest subnormal and the largest, the
+// smallest normal, 1 and its neighbours, the largest finite value, ±Inf
+// and NaN.
+var fused16Cases = []uint16{
+	0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0x3c01, 0x3bff,
+	0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x1400, 0x9400, 0x0200,
+}
+
+// TestFused16AVX2MatchesGo holds fused16AVX2 to fused16Go bit for bit,
+// and requires it to have stored most elements: random fp16 operands
+// over the whole range and near each other (sums that are ties of fp16,
+// cancel to subnormals or overflow past 65504), the edge values above in
+// every lane, and lengths of 0 to 40 elements.
+func TestFused16AVX2MatchesGo(t *testing.T) {
+	if !useFused16AVX2 {
+		t.Skip("no AVX2 form on this CPU or build")
+	}
+	defer func() { useFused16AVX2 = true }()
+	f16 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
+	const seed = 41
+	r := rand.New(rand.NewPCG(seed, 0))
+	stored, total := 0, 0
+	for trial := range 20000 {
+		n := r.IntN(41)
+		c, b := make([]float32, n), make([]float32, n)
+		var x float32
+		switch trial % 4 {
+		case 0: // anything
+			x = f16(uint16(r.Uint32()))
+			for j := range c {
+				c[j], b[j] = f16(uint16(r.Uint32())), f16(uint16(r.Uint32()))
+			}
+		case 1: // the edge values
+			x = f16(fused16Cases[r.IntN(len(fused16Cases))])
+			for j := range c {
+				c[j], b[j] = f16(fused16Cases[r.IntN(len(fused16Cases))]), f16(fused16Cases[r.IntN(len(fused16Cases))])
+			}
+		default: // operands of nearby exponents, so that sums are exact and round (ties, cancellation, overflow)
+			e := uint16(r.IntN(31))
+			pick := func() float32 {
+				bits := (e+uint16(r.IntN(3)))%31<<10 | uint16(r.IntN(1024)) | uint16(r.IntN(2))<<15
+				return f16(bits)
+			}
+			x = f16(0x3c00 | uint16(r.IntN(4))) // 1 and a few ulps above
+			if r.IntN(2) == 0 {
+				x = -x
+			}
+			for j := range c {
+				c[j], b[j] = pick(), pick()
+			}
+		}
+		want := append([]float32(nil), c...)
+		fused16Go(want, b, x)
+		got := append([]float32(nil), c...)
+		k := 0
+		if n >= 4 {
+			k = fused16AVX2(&got[0], &b[0], float64(x), n&^3)
+		}
+		fused16Go(got[k:], b[k:], x)
+		stored += k
+		total += n
+		for j := range c {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("npu fused16AVX2 seed=%d trial=%d n=%d x=%#04x: element %d (c=%#04x b=%#04x, %d stored by AVX2) = %#08x, want %#08x (fused16Go)",
+					seed, trial, n, float16.Fromfloat32(x).Bits(), j, float16.Fromfloat32(c[j]).Bits(), float16.Fromfloat32(b[j]).Bits(), k, math.Float32bits(got[j]), math.Float32bits(want[j]))
+			}
+		}
+	}
+	if stored < total/4 {
+		t.Errorf("npu fused16AVX2 seed=%d: stored %d of %d elements, want the vector loop to have run on most exact sums", seed, stored, total)
+	}
+}
