@@ -18,7 +18,9 @@ var fused16Cases = []uint16{
 }
 
 // TestFused16AVX2MatchesGo holds fused16AVX2 to fused16Go bit for bit,
-// and requires it to have stored most elements: random fp16 operands
+// and requires it to have stored at least a quarter of the elements (it
+// stores more than half; the rest are tails, and groups with a NaN or an
+// Inf, which the scalar step takes): random fp16 operands
 // over the whole range and near each other (sums that are ties of fp16,
 // cancel to subnormals or overflow past 65504), the edge values above in
 // every lane, and lengths of 0 to 40 elements.
@@ -78,6 +80,6 @@ func TestFused16AVX2MatchesGo(t *testing.T) {
 		}
 	}
 	if stored < total/4 {
-		t.Errorf("npu fused16AVX2 seed=%d: stored %d of %d elements, want the vector loop to have run on most exact sums", seed, stored, total)
+		t.Errorf("npu fused16AVX2 seed=%d: stored %d of %d elements, want at least a quarter", seed, stored, total)
 	}
 }
