@@ -147,10 +147,7 @@ func TestBitsEqualTyped(t *testing.T) {
 	const seed = 6
 	r := rand.New(rand.NewPCG(seed, 0))
 	for _, d := range DTypes() {
-		x := MustNew(d, 1000)
-		for i := range x.Len() {
-			x.SetBits(i, r.Uint64())
-		}
+		x := randomBits(d, 1000, r)
 		x.SetBits(3, 0) // +0 (or integer 0)
 		for _, at := range []int{0, 3, 999} {
 			for _, bit := range []uint{0, uint(d.Size()*8 - 1)} {
@@ -176,10 +173,7 @@ func TestBitsEqualRange(t *testing.T) {
 	const seed = 7
 	r := rand.New(rand.NewPCG(seed, 0))
 	for _, d := range DTypes() {
-		x := MustNew(d, 100)
-		for i := range x.Len() {
-			x.SetBits(i, r.Uint64())
-		}
+		x := randomBits(d, 100, r)
 		x.SetBits(40, 0)
 		for _, bit := range []uint{0, uint(d.Size()*8 - 1)} {
 			y := x.Clone()
@@ -204,4 +198,14 @@ func TestBitsEqualRange(t *testing.T) {
 			t.Errorf("tensor %s: BitsEqualRange against %s = true, want false (dtypes differ)", d, other)
 		}
 	}
+}
+
+// randomBits returns a tensor of n elements of d with random bit
+// patterns from r (NaNs of any payload, both zeros, subnormals).
+func randomBits(d DType, n int, r *rand.Rand) *Tensor {
+	x := MustNew(d, n)
+	for i := range x.Len() {
+		x.SetBits(i, r.Uint64())
+	}
+	return x
 }
