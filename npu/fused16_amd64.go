@@ -5,7 +5,8 @@ package npu
 import "golang.org/x/sys/cpu"
 
 // useFused16AVX2 is whether the fp16-accumulator Mmad (mmadFused16)
-// takes four outputs at a time by fused16AVX2. A variable for the tests,
+// takes four outputs at a time by fused16AVX2, and the blocked16 model
+// (mmadBlocked) its block sums by blockRowAVX2. A variable for the tests,
 // which switch it.
 var useFused16AVX2 = cpu.X86.HasAVX2
 
@@ -18,3 +19,13 @@ var useFused16AVX2 = cpu.X86.HasAVX2
 //
 //go:noescape
 func fused16AVX2(c, b *float32, x float64, n int) int
+
+// blockRowAVX2 is blockRowGo on st[0:n], et[0:n] and b[0:n] (n a
+// multiple of 4), four lanes at a time with its operations on each: the
+// same sums and error bits, except that a NaN may carry another payload
+// (the hardware's choice between two NaN operands is not the compiled
+// Go's); a NaN sets the element's error bits in both, and mmadBlocked
+// then sums that element again by sumRound.
+//
+//go:noescape
+func blockRowAVX2(st *float64, et *uint64, b *float32, x float64, n int)

@@ -104,3 +104,38 @@ fdone:
 	VZEROUPPER
 	MOVQ AX, ret+32(FP)
 	RET
+
+// func blockRowAVX2(st *float64, et *uint64, b *float32, x float64, n int)
+// Four lanes j at a time: p = x·b[j] and s = st[j] + p in float64,
+// unfused; st[j] = s; et[j] |= the bits of twoSum's error, shifted left
+// by one (the sign out).
+TEXT ·blockRowAVX2(SB), NOSPLIT, $0-40
+	MOVQ         st+0(FP), DI
+	MOVQ         et+8(FP), DX
+	MOVQ         b+16(FP), SI
+	VBROADCASTSD x+24(FP), Y15
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+
+bloop:
+	CMPQ      AX, CX
+	JGE       bdone
+	VMOVUPD   (DI)(AX*8), Y0 // s0
+	VCVTPS2PD (SI)(AX*4), Y1 // y
+	VMULPD    Y15, Y1, Y1    // p = x·y
+	VADDPD    Y1, Y0, Y2     // s = s0 + p
+	VSUBPD    Y0, Y2, Y3     // bb = s − s0
+	VMOVUPD   Y2, (DI)(AX*8)
+	VSUBPD    Y3, Y2, Y4     // s − bb
+	VSUBPD    Y4, Y0, Y4     // s0 − (s − bb)
+	VSUBPD    Y3, Y1, Y5     // p − bb
+	VADDPD    Y5, Y4, Y4     // the error
+	VPSLLQ    $1, Y4, Y4
+	VPOR      (DX)(AX*8), Y4, Y4
+	VMOVDQU   Y4, (DX)(AX*8)
+	ADDQ      $4, AX
+	JMP       bloop
+
+bdone:
+	VZEROUPPER
+	RET

@@ -83,3 +83,55 @@ func TestFused16AVX2MatchesGo(t *testing.T) {
 		t.Errorf("npu fused16AVX2 seed=%d: stored %d of %d elements, want at least a quarter", seed, stored, total)
 	}
 }
+
+// TestBlockRowAVX2MatchesGo holds blockRowAVX2 to blockRowGo as
+// mmadBlocked reads them: the same elements with an error (et ≠ 0), and
+// the same sums bit for bit at the others, over sixteen rows of a block
+// (so that sums grow, cancel and turn inexact), on fp16, bf16 and fp32
+// operands, random and edge-valued (zeros of both signs, subnormals,
+// ±Inf, NaN), lengths 4 to 64. (Where a NaN arises, the hardware's
+// operand order may give it another payload than the compiled Go; that
+// element has an error, and mmadBlocked sums it again by sumRound.)
+func TestBlockRowAVX2MatchesGo(t *testing.T) {
+	if !useFused16AVX2 {
+		t.Skip("no AVX2 form on this CPU or build")
+	}
+	f16 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
+	const seed = 43
+	r := rand.New(rand.NewPCG(seed, 0))
+	operand := func(kind int) float32 {
+		switch kind {
+		case 0:
+			return f16(uint16(r.Uint32()))
+		case 1:
+			return f16(fused16Cases[r.IntN(len(fused16Cases))])
+		case 2:
+			return math.Float32frombits(r.Uint32() & 0xffff0000) // bf16
+		default:
+			return float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+		}
+	}
+	for trial := range 3000 {
+		kind := trial % 4
+		n := 4 * (1 + r.IntN(16))
+		st, et := make([]float64, n), make([]uint64, n)
+		for j := range st {
+			st[j] = float64(operand(kind))
+		}
+		wst, wet := append([]float64(nil), st...), append([]uint64(nil), et...)
+		for row := range 16 {
+			x, b := operand(kind), make([]float32, n)
+			for j := range b {
+				b[j] = operand(kind)
+			}
+			blockRowGo(wst, wet, b, x)
+			blockRowAVX2(&st[0], &et[0], &b[0], float64(x), n)
+			for j := range st {
+				if (et[j] != 0) != (wet[j] != 0) || wet[j] == 0 && math.Float64bits(st[j]) != math.Float64bits(wst[j]) {
+					t.Fatalf("npu blockRowAVX2 seed=%d trial=%d kind=%d n=%d row=%d: element %d = sum %#016x errors %#016x, want %#016x %#016x (blockRowGo)",
+						seed, trial, kind, n, row, j, math.Float64bits(st[j]), et[j], math.Float64bits(wst[j]), wet[j])
+				}
+			}
+		}
+	}
+}

@@ -274,6 +274,24 @@ func fused16Go(c, b []float32, x float32) {
 	}
 }
 
+// blockRowGo adds one row of a block's products to the running sums:
+// st[j] += x·b[j] in float64, unfused, with twoSum's error of the step
+// or-ed into et[j], its sign shifted out: the bits stay zero while every
+// step is exact (an error of ±0), and an Inf or NaN error sets some.
+// Or-ed rather than branched on: this loop is the blocked16 model's whole
+// cost (blockRowAVX2 is it four lanes at a time).
+func blockRowGo(st []float64, et []uint64, b []float32, x float32) {
+	st, et = st[:len(b)], et[:len(b)] // one bounds check per row
+	x64 := float64(x)
+	for j, y := range b {
+		s0, p := st[j], float64(x64*float64(y)) // converted: unfused, for the twoSum test
+		s := s0 + p
+		bb := s - s0
+		st[j] = s
+		et[j] |= math.Float64bits((s0-(s-bb))+(p-bb)) << 1
+	}
+}
+
 // blockK is the k-block width of the blocked accumulate model.
 const blockK = 16
 
@@ -305,20 +323,14 @@ func mmadBlocked(acc tensor.DType, cc, a, b []float32, g mmadGeom) {
 				sums[j], errs[j] = float64(c), 0
 			}
 			for t, x := range ai {
-				x64 := float64(x)
 				bt := b[(k0+t)*g.ldb : (k0+t)*g.ldb+n]
-				st, et := sums[:len(bt)], errs[:len(bt)] // one bounds check per row
-				for j, y := range bt {
-					s0, p := st[j], float64(x64*float64(y)) // converted: unfused, for the twoSum test
-					s := s0 + p
-					bb := s - s0
-					st[j] = s
-					// twoSum's error with its sign shifted out: the bits stay
-					// zero while every step is exact (an error of ±0), and
-					// an Inf or NaN error sets some. Or-ed rather than
-					// branched on: this loop is the model's whole cost.
-					et[j] |= math.Float64bits((s0-(s-bb))+(p-bb)) << 1
+				st, et := sums[:len(bt)], errs[:len(bt)]
+				j := 0
+				if n4 := len(bt) &^ 3; useFused16AVX2 && n4 > 0 {
+					blockRowAVX2(&st[0], &et[0], &bt[0], float64(x), n4)
+					j = n4
 				}
+				blockRowGo(st[j:], et[j:], bt[j:], x)
 			}
 			for j := range ci {
 				switch {
