@@ -47,7 +47,7 @@ func mul0(x, y float64) float64 {
 // reference's rounding; its classes follow IEEE over every outcome pair
 // (a finite factor that may be zero times Inf may give NaN).
 func Mul(a, b Interval) Interval {
-	r := Interval{Finite: a.Finite && b.Finite, Alt: combine(a, b, mulKind)}
+	r := Interval{Finite: a.Finite && b.Finite, Alt: combine(a, b, mulKinds)}
 	if r.Finite {
 		r.Ref = a.Ref * b.Ref
 		r.Err = mul0(math.Abs(a.Ref), b.Err) + mul0(math.Abs(b.Ref), a.Err) + mul0(a.Err, b.Err) + F64Err(r.Ref)
@@ -58,7 +58,7 @@ func Mul(a, b Interval) Interval {
 // Add is the exact sum a + b (rounding is a separate step). Errors add;
 // Inf − Inf and NaN give NaN.
 func Add(a, b Interval) Interval {
-	r := Interval{Finite: a.Finite && b.Finite, Alt: combine(a, b, addKind)}
+	r := Interval{Finite: a.Finite && b.Finite, Alt: combine(a, b, addKinds)}
 	if r.Finite {
 		r.Ref = a.Ref + b.Ref
 		r.Err = a.Err + b.Err + F64Err(r.Ref)
@@ -89,7 +89,7 @@ func Sub(a, b Interval) Interval { return Add(a, Neg(b)) }
 // (Err = +Inf) and x/0 = ±Inf, 0/0 = NaN join the classes. Inf/Inf = NaN;
 // finite/±Inf = 0 is a finite outcome, so the finite part then also holds 0.
 func Div(a, b Interval) Interval {
-	r := Interval{Alt: combine(a, b, divKind)}
+	r := Interval{Alt: combine(a, b, divKinds)}
 	bInf := b.Alt&(PosInf|NegInf) != 0
 	switch {
 	case a.Finite && b.Finite && (b.Ref != 0 || b.Err != 0):

@@ -540,3 +540,25 @@ func TestSoftmaxChainAcceptsImplementations(t *testing.T) {
 		t.Errorf("bound softmax seed=%d: the fp16-sum bug was rejected in %d of %d rows / want at least 90%%", seed, caught, iters)
 	}
 }
+
+// TestKindTables: Mul's, Add's and Div's tables hold, for every pair of
+// kind sets, the union of their single-kind rule over the pairs of kinds
+// in the sets (combineKinds, the definition).
+func TestKindTables(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		t    *kindTable
+		f    func(p, q uint8) Special
+	}{{"mul", mulKinds, mulKind}, {"add", addKinds, addKind}, {"div", divKinds, divKind}} {
+		if len(c.t) != int(kNaN)<<1 {
+			t.Fatalf("bound %s kind table: %d rows, want one per set of the %d kinds", c.name, len(c.t), int(kNaN)<<1)
+		}
+		for ka := range c.t {
+			for kb := range c.t[ka] {
+				if got, want := c.t[ka][kb], combineKinds(uint8(ka), uint8(kb), c.f); got != want {
+					t.Errorf("bound %s kinds %06b, %06b: table = %v, want %v", c.name, ka, kb, got, want)
+				}
+			}
+		}
+	}
+}
