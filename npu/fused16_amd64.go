@@ -6,8 +6,8 @@ import "golang.org/x/sys/cpu"
 
 // useFused16AVX2 is whether the fp16-accumulator Mmad (mmadFused16)
 // takes four outputs at a time by fused16AVX2, and the blocked16 model
-// (mmadBlocked) its block sums by blockRowAVX2. A variable for the tests,
-// which switch it.
+// (mmadBlocked) its block sums by blockRowAVX2. The Go loops alone run
+// without AVX2 and in the purego build, which the CI tests too.
 var useFused16AVX2 = cpu.X86.HasAVX2
 
 // fused16AVX2 is fused16Go on c[0:n] and b[0:n] (n a multiple of 4),
