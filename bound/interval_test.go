@@ -562,3 +562,21 @@ func TestKindTables(t *testing.T) {
 		}
 	}
 }
+
+// combineKinds is the union of f over every pair of kinds in the sets ka
+// and kb: the definition the kind tables are held to, walked pair by
+// pair.
+func combineKinds(ka, kb uint8, f func(p, q uint8) Special) Special {
+	var out Special
+	for p := kPos; p <= kNaN; p <<= 1 {
+		if ka&p == 0 {
+			continue
+		}
+		for q := kPos; q <= kNaN; q <<= 1 {
+			if kb&q != 0 {
+				out |= f(p, q)
+			}
+		}
+	}
+	return out
+}

@@ -121,18 +121,19 @@ func kindClass(k uint8) Special {
 }
 
 // kindTable holds an operation's classes for every pair of kind sets
-// (6 bits each): combineKinds of its single-kind rule, so that an
+// (6 bits each): the union of its single-kind rule over every pair of
+// kinds in the two sets (the test's combineKinds), so that an
 // interval operation looks its classes up instead of walking the pairs
 // (the walk, with a call per pair, was 5% of a FuzzGEMM worker's samples,
 // on the interval path of elements with special values).
 type kindTable [1 << 6][1 << 6]Special
 
-// newKindTable tabulates combineKinds(·, ·, f): f itself on pairs of
-// single kinds, and the union of two smaller sets' entries elsewhere (a
-// union over pairs splits over the kinds of either set), so that building
-// the three tables costs every process that links this package a few
-// microseconds at start, not the milliseconds of calling combineKinds
-// 4,096 times each.
+// newKindTable tabulates the union of f over the kind pairs: f itself on
+// pairs of single kinds, and the union of two smaller sets' entries
+// elsewhere (a union over pairs splits over the kinds of either set), so
+// that building the three tables costs every process that links this
+// package a few microseconds at start, not the milliseconds of walking
+// the pairs of each of 4,096 entries.
 func newKindTable(f func(p, q uint8) Special) *kindTable {
 	var t kindTable
 	for ka := 1; ka < len(t); ka++ {
@@ -162,20 +163,3 @@ var (
 // combine is the union of t's rule over every pair of kinds a and b can
 // take.
 func combine(a, b Interval, t *kindTable) Special { return t[a.kinds()][b.kinds()] }
-
-// combineKinds is the union of f over every pair of kinds in the sets ka
-// and kb.
-func combineKinds(ka, kb uint8, f func(p, q uint8) Special) Special {
-	var out Special
-	for p := kPos; p <= kNaN; p <<= 1 {
-		if ka&p == 0 {
-			continue
-		}
-		for q := kPos; q <= kNaN; q <<= 1 {
-			if kb&q != 0 {
-				out |= f(p, q)
-			}
-		}
-	}
-	return out
-}
