@@ -28,7 +28,6 @@ func TestFused16AVX2MatchesGo(t *testing.T) {
 	if !useFused16AVX2 {
 		t.Skip("no AVX2 form on this CPU or build")
 	}
-	f16 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
 	const seed = 41
 	r := rand.New(rand.NewPCG(seed, 0))
 	stored, total := 0, 0
@@ -38,22 +37,22 @@ func TestFused16AVX2MatchesGo(t *testing.T) {
 		var x float32
 		switch trial % 4 {
 		case 0: // anything
-			x = f16(uint16(r.Uint32()))
+			x = f16Table()[uint16(r.Uint32())]
 			for j := range c {
-				c[j], b[j] = f16(uint16(r.Uint32())), f16(uint16(r.Uint32()))
+				c[j], b[j] = f16Table()[uint16(r.Uint32())], f16Table()[uint16(r.Uint32())]
 			}
 		case 1: // the edge values
-			x = f16(fused16Cases[r.IntN(len(fused16Cases))])
+			x = f16Table()[fused16Cases[r.IntN(len(fused16Cases))]]
 			for j := range c {
-				c[j], b[j] = f16(fused16Cases[r.IntN(len(fused16Cases))]), f16(fused16Cases[r.IntN(len(fused16Cases))])
+				c[j], b[j] = f16Table()[fused16Cases[r.IntN(len(fused16Cases))]], f16Table()[fused16Cases[r.IntN(len(fused16Cases))]]
 			}
 		default: // operands of nearby exponents, so that sums are exact and round (ties, cancellation, overflow)
 			e := uint16(r.IntN(31))
 			pick := func() float32 {
 				bits := (e+uint16(r.IntN(3)))%31<<10 | uint16(r.IntN(1024)) | uint16(r.IntN(2))<<15
-				return f16(bits)
+				return f16Table()[bits]
 			}
-			x = f16(0x3c00 | uint16(r.IntN(4))) // 1 and a few ulps above
+			x = f16Table()[0x3c00|uint16(r.IntN(4))] // 1 and a few ulps above
 			if r.IntN(2) == 0 {
 				x = -x
 			}
@@ -95,15 +94,14 @@ func TestBlockRowAVX2MatchesGo(t *testing.T) {
 	if !useFused16AVX2 {
 		t.Skip("no AVX2 form on this CPU or build")
 	}
-	f16 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
 	const seed = 43
 	r := rand.New(rand.NewPCG(seed, 0))
 	operand := func(kind int) float32 {
 		switch kind {
 		case 0:
-			return f16(uint16(r.Uint32()))
+			return f16Table()[uint16(r.Uint32())]
 		case 1:
-			return f16(fused16Cases[r.IntN(len(fused16Cases))])
+			return f16Table()[fused16Cases[r.IntN(len(fused16Cases))]]
 		case 2:
 			return math.Float32frombits(r.Uint32() & 0xffff0000) // bf16
 		default:
