@@ -215,16 +215,6 @@ func judge(info *opdb.Info, name string, data []byte) error {
 	return nil
 }
 
-// BenchmarkFuzzVectorAddBody is the per-input cost of FuzzVectorAdd: its
-// body on each seed in turn (a fuzzing worker's execs/s is about 1/op).
-func BenchmarkFuzzVectorAddBody(b *testing.B) {
-	info, err := opdb.Lookup("vector_add")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchBodies(b, info, "vector_add", info.FuzzSeeds)
-}
-
 // benchBodies runs the fuzz body of op name on ins in turn, one per
 // iteration.
 func benchBodies(b *testing.B, info *opdb.Info, name string, ins [][]byte) {
