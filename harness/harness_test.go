@@ -221,3 +221,34 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("%s: Run canceled by its caller under Timeout 1m = %v, want the cancellation, no timeout named", fp16Case.Subject(), err)
 	}
 }
+
+// TestRunVerdictOnly: a run with VerdictOnly passes what a full run
+// passes, with no metrics, and fails what it fails with the same report,
+// word for word (a wrong element, a wrong sign of zero, a modified
+// input).
+func TestRunVerdictOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mutate func(in, out map[string]*tensor.Tensor)
+	}{
+		{"correct", nil},
+		{"wrong element", func(_, out map[string]*tensor.Tensor) { out["z"].SetFloat64(3, 1000, tensor.Numerics{}) }},
+		{"next value", func(_, out map[string]*tensor.Tensor) { out["z"].SetBits(99, out["z"].Bits(99)+1) }},
+		{"modified input", func(in, _ map[string]*tensor.Tensor) { in["y"].SetBits(7, 0) }},
+	} {
+		full, err1 := harness.Run(context.Background(), &fakeBackend{mutate: tt.mutate}, fp16Case, harness.Options{})
+		quick, err2 := harness.Run(context.Background(), &fakeBackend{mutate: tt.mutate}, fp16Case, harness.Options{VerdictOnly: true})
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s (%s): Run = %v (full), %v (verdict only)", fp16Case.Subject(), tt.name, err1, err2)
+		}
+		if full.Pass() != (tt.mutate == nil) || quick.Pass() != full.Pass() {
+			t.Errorf("%s (%s): pass = %v (verdict only), %v (full), want %v", fp16Case.Subject(), tt.name, quick.Pass(), full.Pass(), tt.mutate == nil)
+		}
+		if got, want := quick.Verify.Failure(), full.Verify.Failure(); got != want {
+			t.Errorf("%s (%s): failure (verdict only) = %q, want (full) %q", fp16Case.Subject(), tt.name, got, want)
+		}
+		if m := quick.Verify.Outputs[0].Metrics; quick.Pass() && (m.N != 100 || m.MaxAbs != 0 || m.Tightness != 0) {
+			t.Errorf("%s (%s): passing verdict-only metrics = %+v, want N = 100 and nothing computed", fp16Case.Subject(), tt.name, m)
+		}
+	}
+}

@@ -54,6 +54,56 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 	if len(policies) == 0 {
 		policies = []Policy{DefaultPolicy()}
 	}
+	if err := checkArgs(s, got, want, policies); err != nil {
+		return nil, err
+	}
+	names := sortedKeys(want)
+	metrics := computeAll(names, got, want)
+	return judgeAll(s, names, got, want, golden, metrics, policies, judgeInput), nil
+}
+
+// CheckVerdicts is Check for a judge that needs the verdicts, not the
+// metrics of outputs that pass (a fuzzer's body). When every policy is
+// `bound` and every output is Accepted, each gets a passing verdict whose
+// Metrics hold N and nothing else (its Reason says so), having computed
+// no metric; otherwise it returns what Check does, so that every failure
+// it reports is Check's, word for word, and any other policy is judged
+// as Check judges it. The verdicts are Check's in either case
+// (TestCheckVerdictsMatchesCheck). Its errors are Check's.
+func CheckVerdicts(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, policies []Policy) (*Result, error) {
+	if len(policies) == 0 {
+		policies = []Policy{DefaultPolicy()}
+	}
+	for _, p := range policies {
+		if _, ok := p.(boundPolicy); !ok {
+			return Check(s, got, want, golden, policies)
+		}
+	}
+	if err := checkArgs(s, got, want, policies); err != nil {
+		return nil, err
+	}
+	names := sortedKeys(want)
+	for _, name := range names {
+		if !Accepted(got[name], want[name]) {
+			return Check(s, got, want, golden, policies)
+		}
+	}
+	metrics := make([]Metrics, len(names))
+	for k, name := range names {
+		metrics[k] = Metrics{N: got[name].Len(), UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}
+	}
+	return judgeAll(s, names, got, want, golden, metrics, policies, acceptedVerdict), nil
+}
+
+// acceptedVerdict is the bound policy's verdict on an Accepted output
+// whose metrics were not computed (m holds N alone).
+func acceptedVerdict(p Policy, _ Input, m *Metrics) Verdict {
+	return Verdict{Policy: p.Name(), Pass: true, Reason: fmt.Sprintf("all %d elements within bound (metrics not computed)", m.N), Metrics: *m}
+}
+
+// checkArgs returns Check's error for its arguments, nil when it can
+// judge them.
+func checkArgs(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expected, policies []Policy) error {
 	var errs []string
 	for i, p := range policies {
 		if p == nil {
@@ -79,12 +129,9 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.New(s.String() + ": " + strings.Join(errs, "; "))
+		return errors.New(s.String() + ": " + strings.Join(errs, "; "))
 	}
-
-	names := sortedKeys(want)
-	metrics := computeAll(names, got, want)
-	return judgeAll(s, names, got, want, golden, metrics, policies, judgeInput), nil
+	return nil
 }
 
 // judgeInput is one policy's verdict on in, given its metrics m.

@@ -299,10 +299,12 @@ type exactMemo struct {
 // each.
 const exactMemoBits = 6
 
-// exactOutcome is one exact value's bound.ExactElement.
+// exactOutcome is one exact value's bound.ExactElement, and whether the
+// bound policy accepts its rounding there (Accepted).
 type exactOutcome struct {
 	ref, bnd, rounded float64
 	alt               bound.Special
+	accepted          bool
 }
 
 // element is bound.ExactElement(r, d, num), from the memo when r's bits
@@ -314,7 +316,23 @@ func (m *exactMemo) element(r float64, d tensor.DType, num tensor.Numerics) (ref
 		return o.ref, o.bnd, o.alt, o.rounded
 	}
 	ref, bnd, alt, rounded = bound.ExactElement(r, d, num)
-	m.keys[i], m.outs[i] = b, exactOutcome{ref: ref, bnd: bnd, rounded: rounded, alt: alt}
+	m.keys[i], m.outs[i] = b, exactOutcome{ref: ref, bnd: bnd, rounded: rounded, alt: alt,
+		accepted: acceptsElement(rounded, ref, bnd, alt, true, rounded)}
 	m.held |= 1 << i
 	return ref, bnd, alt, rounded
+}
+
+// accepts reports whether the bound policy accepts got g at an exact
+// element of exact value r: acceptsElement of the element's outcome. An
+// exact element accepts only a g Identical to its rounding, and such a g
+// is of the rounding's class at the rounding's error, so it is accepted
+// exactly when the rounding is, which the memo holds.
+func (m *exactMemo) accepts(g, r float64, d tensor.DType, num tensor.Numerics) bool {
+	b := math.Float64bits(r)
+	i := (b * 0x9E3779B97F4A7C15) >> (64 - exactMemoBits)
+	if m.held&(1<<i) == 0 || m.keys[i] != b {
+		m.element(r, d, num) // fills slot i
+	}
+	o := &m.outs[i]
+	return o.accepted && (math.Float64bits(g) == math.Float64bits(o.rounded) || g != g && o.rounded != o.rounded)
 }

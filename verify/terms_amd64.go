@@ -49,6 +49,16 @@ func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
 //go:noescape
 func exactRunAVX2(v *exactRunVec, gv, rv *float64, n int) int
 
+// acceptRunAVX2 is acceptRunGo on elements [0, n) of gv and rv (n a
+// multiple of 4), four at a time, stopping at the first group of four
+// that holds an element acceptRunGo would stop at (the same bit tests on
+// each lane, inf all ones for acceptRunGo's inf true, 0 for false), with
+// the short form's constants from v (exactRunVec.set; the limits are not
+// read). It returns how many elements passed.
+//
+//go:noescape
+func acceptRunAVX2(v *exactRunVec, gv, rv *float64, n int, inf uint64) int
+
 // chunkMaxAVX2 is chunkMaxGo on elements [0, n) (n a multiple of 4),
 // four at a time: the maxima of non-negative values masked to +0 in the
 // lanes where g or r is non-finite, which VMAXPD takes as the scalar

@@ -271,3 +271,70 @@ sdone:
 	MOVQ AX, j+32(FP)
 	MOVQ BX, nonFin+40(FP)
 	RET
+
+DATA belowinf<>+0(SB)/8, $0x7fefffffffffffff
+GLOBL belowinf<>(SB), RODATA|NOPTR, $8
+
+// func acceptRunAVX2(v *exactRunVec, gv, rv *float64, n int, inf uint64) int
+TEXT ·acceptRunAVX2(SB), NOSPLIT, $0-48
+	MOVQ         v+0(FP), R8
+	MOVQ         gv+8(FP), SI
+	MOVQ         rv+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSD absmask<>(SB), Y15
+	VBROADCASTSD belowinf<>(SB), Y14
+	VBROADCASTSD inf+32(FP), Y13 // all ones under overflow=inf, else 0
+	VPXOR        Y12, Y12, Y12   // zero
+	VMOVDQU      0(R8), Y11      // min
+	VMOVDQU      32(R8), Y10     // span
+	VMOVDQU      64(R8), Y9      // half
+	VMOVDQU      96(R8), Y8      // mask
+	VMOVQ        256(R8), X6     // shift
+	XORQ         AX, AX
+
+aloop:
+	CMPQ    AX, CX
+	JGE     adone
+	VMOVUPD (SI)(AX*8), Y0 // g
+	VMOVUPD (DX)(AX*8), Y1 // r
+
+	// Takes: x = |r|bits − min, 0 ≤ x < span (signed: both below 2^63).
+	VPAND    Y15, Y1, Y2
+	VPSUBQ   Y11, Y2, Y3
+	VPCMPGTQ Y3, Y10, Y4 // span > x
+	VPCMPGTQ Y3, Y12, Y5 // 0 > x
+	VPANDN   Y4, Y5, Y4  // ok
+
+	// Rounded: (b + half + (b>>shift)&1) &^ mask, equal to g's bits.
+	VPSRLQ   X6, Y1, Y3
+	VPAND    one4<>(SB), Y3, Y3
+	VPADDQ   Y9, Y3, Y3
+	VPADDQ   Y1, Y3, Y3
+	VPANDN   Y3, Y8, Y3
+	VPCMPEQQ Y0, Y3, Y3
+	VPAND    Y3, Y4, Y4
+
+	// Or g's bits are r's and r is a zero, or (inf) r is ±Inf or NaN;
+	// or (inf) g and r are both NaN.
+	VPCMPEQQ  Y0, Y1, Y3  // same bits
+	VPCMPGTQ  Y14, Y2, Y5 // |r| is ±Inf or NaN
+	VPAND     Y13, Y5, Y5
+	VPCMPEQQ  Y12, Y2, Y7 // r is a zero
+	VPOR      Y7, Y5, Y5
+	VPAND     Y5, Y3, Y3
+	VPOR      Y3, Y4, Y4
+	VCMPPD    $3, Y0, Y0, Y3 // g is NaN
+	VCMPPD    $3, Y1, Y1, Y5 // r is NaN
+	VPAND     Y5, Y3, Y3
+	VPAND     Y13, Y3, Y3
+	VPOR      Y3, Y4, Y4
+	VMOVMSKPD Y4, BX
+	CMPQ      BX, $15
+	JNE       adone
+	ADDQ      $4, AX
+	JMP       aloop
+
+adone:
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET

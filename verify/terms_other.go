@@ -16,5 +16,8 @@ var useAVX2 = false
 // exactRunAVX2 is never called here (useAVX2 is false).
 func exactRunAVX2(*exactRunVec, *float64, *float64, int) int { return 0 }
 
+// acceptRunAVX2 is never called here (useAVX2 is false).
+func acceptRunAVX2(*exactRunVec, *float64, *float64, int, uint64) int { return 0 }
+
 // sameRun16AVX2 is never called here (useAVX2 is false).
 func sameRun16AVX2(*byte, *byte, int, uint16, bool) (int, int) { return 0, 0 }
