@@ -31,17 +31,27 @@ func Accepted(got *tensor.Tensor, want *bound.Expected) bool {
 		return acceptedExact(got, want, n, gb, rb)
 	}
 	var v bound.View
-	for b0 := 0; b0 < n; b0 += block {
-		gv := gb[:min(block, n-b0)]
-		got.Float64sFrom(b0, gv)
-		want.Load(&v, b0, len(gv))
-		for j, g := range gv {
-			if !acceptsElement(g, v.Ref[j], v.Bound[j], v.Alt[j], v.IsExact(j), rounded(&v, j)) {
-				return false
+	general := func(lo, hi int) bool {
+		for b0 := lo; b0 < hi; b0 += block {
+			gv := gb[:min(block, hi-b0)]
+			got.Float64sFrom(b0, gv)
+			want.Load(&v, b0, len(gv))
+			for j, g := range gv {
+				if !acceptsElement(g, v.Ref[j], v.Bound[j], v.Alt[j], v.IsExact(j), rounded(&v, j)) {
+					return false
+				}
 			}
 		}
+		return true
 	}
-	return true
+	// Over an unchanged base, an element outside the overridden spans
+	// whose got has the base's bits is accepted (computeUnchanged says
+	// why): compared with the base as computeUnchanged compares them.
+	if base, num, spans, ok := want.UnchangedBase(); ok && base.DType == got.DType && base.Len() >= n {
+		var acc sameAcc
+		return walkUnchanged(got, base, num, spans, 0, n, &acc, general)
+	}
+	return general(0, n)
 }
 
 // rounded is v.Rounded[j], or 0 where v holds no exact element.

@@ -42,20 +42,35 @@ func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected,
 	d := got.DType
 	f, isFloat := d.FloatFormat()
 	var v bound.View
-	general := func(a, b int) {
+	walkUnchanged(got, base, num, spans, lo, hi, &acc, func(a, b int) bool {
 		for b0 := a; b0 < b; b0 += block {
 			gv := gb[:min(block, b-b0)]
 			got.Float64sFrom(b0, gv)
 			want.Load(&v, b0, len(gv))
 			p.addBlock(d, f, isFloat, gv, &v, b0)
 		}
-	}
+		return true
+	})
+	p.compared += acc.compared
+	p.hist[0] += acc.compared
+	p.hist[nonFiniteBucket] += acc.nonFinite
+	return acc
+}
+
+// walkUnchanged is computeUnchanged's walk over elements [lo, hi) of got:
+// the elements sameRun gathers into acc, every other range [a, b) to
+// general (the overridden spans whole, the rest unchangedGeneral
+// elements at a time), in index order, stopping when general returns
+// false. It reports whether it went to hi.
+func walkUnchanged(got, base *tensor.Tensor, num tensor.Numerics, spans []bound.Span, lo, hi int, acc *sameAcc, general func(a, b int) bool) bool {
 	nonFinite := num.Overflow != tensor.OverflowSaturate
 	k := sort.Search(len(spans), func(k int) bool { return spans[k].Off+spans[k].N > lo })
 	for pos := lo; pos < hi; {
 		if k < len(spans) && spans[k].Off <= pos {
 			end := min(spans[k].Off+spans[k].N, hi)
-			general(pos, end)
+			if !general(pos, end) {
+				return false
+			}
 			pos = end
 			k++
 			continue
@@ -68,15 +83,14 @@ func (p *metricsPart) computeUnchanged(got *tensor.Tensor, want *bound.Expected,
 			pos += acc.sameRun(got, base, pos, end, nonFinite)
 			if pos < end {
 				e := min(pos+unchangedGeneral, end)
-				general(pos, e)
+				if !general(pos, e) {
+					return false
+				}
 				pos = e
 			}
 		}
 	}
-	p.compared += acc.compared
-	p.hist[0] += acc.compared
-	p.hist[nonFiniteBucket] += acc.nonFinite
-	return acc
+	return true
 }
 
 // sameAcc is what sameRun gathers: elements compared (finite, error 0)
