@@ -310,8 +310,7 @@ type exactOutcome struct {
 // element is bound.ExactElement(r, d, num), from the memo when r's bits
 // are in it.
 func (m *exactMemo) element(r float64, d tensor.DType, num tensor.Numerics) (ref, bnd float64, alt bound.Special, rounded float64) {
-	b := math.Float64bits(r)
-	i := (b * 0x9E3779B97F4A7C15) >> (64 - exactMemoBits) // Fibonacci hashing
+	b, i := memoSlot(r)
 	if o := &m.outs[i]; m.held&(1<<i) != 0 && m.keys[i] == b {
 		return o.ref, o.bnd, o.alt, o.rounded
 	}
@@ -322,14 +321,20 @@ func (m *exactMemo) element(r float64, d tensor.DType, num tensor.Numerics) (ref
 	return ref, bnd, alt, rounded
 }
 
+// memoSlot returns r's bits and the memo slot they hash to (Fibonacci
+// hashing).
+func memoSlot(r float64) (b, i uint64) {
+	b = math.Float64bits(r)
+	return b, (b * 0x9E3779B97F4A7C15) >> (64 - exactMemoBits)
+}
+
 // accepts reports whether the bound policy accepts got g at an exact
 // element of exact value r: acceptsElement of the element's outcome. An
 // exact element accepts only a g Identical to its rounding, and such a g
 // is of the rounding's class at the rounding's error, so it is accepted
 // exactly when the rounding is, which the memo holds.
 func (m *exactMemo) accepts(g, r float64, d tensor.DType, num tensor.Numerics) bool {
-	b := math.Float64bits(r)
-	i := (b * 0x9E3779B97F4A7C15) >> (64 - exactMemoBits)
+	b, i := memoSlot(r)
 	if m.held&(1<<i) == 0 || m.keys[i] != b {
 		m.element(r, d, num) // fills slot i
 	}
