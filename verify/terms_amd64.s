@@ -90,6 +90,28 @@ DATA tiny4<>+16(SB)/8, $0x0030000000000000
 DATA tiny4<>+24(SB)/8, $0x0030000000000000
 GLOBL tiny4<>(SB), RODATA|NOPTR, $32
 
+// SHORTROUNDED sets Y4 to all ones in the lanes where r (Y1; its
+// magnitude's bits in Y2) takes the short form and g (Y0) is bit for bit
+// its rounding, else 0, from the short form's min, span, half and mask
+// (MIN, SPAN, HALF, MASK: four lanes each, registers or memory), the
+// shift in X6 and zero in Y12. It clobbers Y3 and Y5.
+//   - Takes: x = |r|bits − min, 0 ≤ x < span (signed: both below 2^63).
+//   - Rounded: (b + half + (b>>shift)&1) &^ mask, equal to g's bits.
+#define SHORTROUNDED(MIN, SPAN, HALF, MASK) \
+	VPSUBQ   MIN, Y2, Y3       \
+	VMOVDQU  SPAN, Y4          \
+	VPCMPGTQ Y3, Y4, Y4        \
+	VPCMPGTQ Y3, Y12, Y5       \
+	VPANDN   Y4, Y5, Y4        \
+	VPSRLQ   X6, Y1, Y3        \
+	VPAND    one4<>(SB), Y3, Y3 \
+	VPADDQ   HALF, Y3, Y3      \
+	VPADDQ   Y1, Y3, Y3        \
+	VMOVDQU  MASK, Y5          \
+	VPANDN   Y3, Y5, Y3        \
+	VPCMPEQQ Y0, Y3, Y3        \
+	VPAND    Y3, Y4, Y4
+
 // func exactRunAVX2(v *exactRunVec, gv, rv *float64, n int) int
 TEXT ·exactRunAVX2(SB), NOSPLIT, $0-40
 	MOVQ v+0(FP), R8
@@ -114,22 +136,7 @@ xloop:
 	VMOVUPD (DX)(AX*8), Y1 // r
 	VPAND   Y15, Y1, Y2    // |r|
 
-	// Takes: x = |r|bits − min, 0 ≤ x < span (signed: both below 2^63).
-	VPSUBQ   0(R8), Y2, Y3
-	VMOVDQU  32(R8), Y4
-	VPCMPGTQ Y3, Y4, Y4    // span > x
-	VPCMPGTQ Y3, Y12, Y5   // 0 > x
-	VPANDN   Y4, Y5, Y4    // ok
-
-	// Rounded: (b + half + (b>>shift)&1) &^ mask, equal to g's bits.
-	VPSRLQ   X6, Y1, Y3
-	VPAND    one4<>(SB), Y3, Y3
-	VPADDQ   64(R8), Y3, Y3
-	VPADDQ   Y1, Y3, Y3
-	VMOVDQU  96(R8), Y5
-	VPANDN   Y3, Y5, Y3
-	VPCMPEQQ Y0, Y3, Y3
-	VPAND    Y3, Y4, Y4
+	SHORTROUNDED(0(R8), 32(R8), 64(R8), 96(R8))
 
 	// inv = 2^-k for Bound = 2^k: 2046<<52 − ((b & expmask) − halfUlp).
 	VPAND  Y14, Y1, Y3
@@ -298,21 +305,8 @@ aloop:
 	VMOVUPD (SI)(AX*8), Y0 // g
 	VMOVUPD (DX)(AX*8), Y1 // r
 
-	// Takes: x = |r|bits − min, 0 ≤ x < span (signed: both below 2^63).
-	VPAND    Y15, Y1, Y2
-	VPSUBQ   Y11, Y2, Y3
-	VPCMPGTQ Y3, Y10, Y4 // span > x
-	VPCMPGTQ Y3, Y12, Y5 // 0 > x
-	VPANDN   Y4, Y5, Y4  // ok
-
-	// Rounded: (b + half + (b>>shift)&1) &^ mask, equal to g's bits.
-	VPSRLQ   X6, Y1, Y3
-	VPAND    one4<>(SB), Y3, Y3
-	VPADDQ   Y9, Y3, Y3
-	VPADDQ   Y1, Y3, Y3
-	VPANDN   Y3, Y8, Y3
-	VPCMPEQQ Y0, Y3, Y3
-	VPAND    Y3, Y4, Y4
+	VPAND Y15, Y1, Y2 // |r|
+	SHORTROUNDED(Y11, Y10, Y9, Y8)
 
 	// Or g's bits are r's and r is a zero, or (inf) r is ±Inf or NaN;
 	// or (inf) g and r are both NaN.
