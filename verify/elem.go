@@ -82,12 +82,14 @@ func relErr(g, r float64) float64 {
 }
 
 // ratio is err/bound with the conventions of Metrics.Tightness: 0/0 = 0,
-// e/0 = +Inf for e > 0, and a NaN bound rejects everything (+Inf).
+// e/0 = +Inf for e > 0, e/+Inf = 0 (an unbounded element uses none of its
+// bound, even where the error itself overflowed to +Inf, an fp64
+// output's), and a NaN bound rejects everything (+Inf).
 func ratio(err, b float64) float64 {
 	switch {
 	case math.IsNaN(b):
 		return math.Inf(1)
-	case b == 0 && err == 0:
+	case b == 0 && err == 0, math.IsInf(b, 1):
 		return 0
 	}
 	return err / b

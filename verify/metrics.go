@@ -39,7 +39,7 @@ var UlpBuckets = []string{"0", "1", "2", "3-4", "5-8", "9-16", ">16", "nonfinite
 //     rel > 1e-3, > 5e-3 (rel as for MaxRel).
 //   - UlpHist counts ceil(e/ulp(r)) per bucket, ulp of the output dtype
 //     at r (1 for integer dtypes); 0.5 ulp counts as "1".
-//   - Tightness = max e/b (0/0 = 0, e/0 = +Inf, a NaN bound = +Inf):
+//   - Tightness = max e/b (0/0 = 0, e/0 = +Inf, e/+Inf = 0, a NaN bound = +Inf):
 //     above 1 exactly when some compared element is out of bound, so it
 //     is reported for failing outputs too.
 //   - OutOfBound counts compared elements with e > b (or b NaN).

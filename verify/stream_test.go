@@ -126,8 +126,32 @@ func TestCheckMetricsMatchesCheck(t *testing.T) {
 
 // TestComputeOverflowingError: an fp64 output whose error overflows
 // (got and reference finite, their difference not) has MaxAbs and RMSE
-// +Inf, whole and streamed, as the single loop says.
+// +Inf, whole and streamed, as the single loop says; and where the
+// bound of such an element is +Inf, it is within it with e/b = 0
+// (ratio's convention), wherever it sits among others (FuzzCompute found
+// Compute's tightness 0 and the single loop's NaN there).
 func TestComputeOverflowingError(t *testing.T) {
+	for _, n := range []int{1, 4, 9, 2051} {
+		for _, at := range []int{0, n / 2, n - 1} {
+			got := tensor.MustNew(tensor.Float64, n)
+			want := bound.NewExpected(n)
+			for i := range n {
+				got.SetFloat64(i, float64(i), tensor.Numerics{})
+				want.Ref[i], want.Bound[i] = float64(i)+0.5, 1
+			}
+			got.SetFloat64(at, -1.5e308, tensor.Numerics{})
+			want.Ref[at], want.Bound[at], want.Alt[at] = math.MaxFloat64, math.Inf(1), bound.PosInf
+			tight := 0.5 // the others' 0.5 against 1
+			if n == 1 {
+				tight = 0
+			}
+			m, w := Compute(got, want), computeSerial(got, want)
+			if m.Tightness != tight || fmt.Sprintf("%+v", m) != fmt.Sprintf("%+v", w) {
+				t.Errorf("verify Compute fp64 n=%d, element %d -1.5e308 against MaxFloat64 within +Inf: got %+v / want Tightness %v, as %+v", n, at, m, tight, w)
+			}
+		}
+	}
+
 	got := tensor.MustNew(tensor.Float64, 3)
 	want := bound.NewExpected(3)
 	for i, v := range [][2]float64{{1e308, -1e308}, {1, 1}, {2, 2.5}} {

@@ -1,0 +1,220 @@
+package verify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// FuzzCompute holds the metrics and the verdict to their single loop on
+// outputs and Expecteds decoded from the fuzzer's bytes: Compute to
+// computeSerial, every field, and Accepted to the single loop's count of
+// rejected elements, for ordinary Expecteds (exact elements among them)
+// and compact ones (every element exact) with their materialized twins.
+// The op targets (./fuzz) judge a kernel's outputs by the verdict alone
+// and compute the metrics only of a rejected one, so the metrics code is
+// fuzzed here, against its model, on outputs no correct kernel makes.
+func FuzzCompute(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0x3c, 0x00, 1, 2, 0x7c, 0x00, 3, 1, 0x00, 0x80, 0, 0})
+	f.Add([]byte{1, 1, 0, 7, 0x80, 0x3f, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0x7f, 0x80, 3, 5})
+	f.Add([]byte{2, 0, 1, 3, 0, 0, 0x80, 0x3f, 1, 9, 0, 0, 0xc0, 0x7f, 0, 0, 0, 0, 0x80, 0xff, 3, 2})
+	f.Add([]byte{3, 2, 1, 1, 0x80, 1, 200, 0x7f, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add([]byte{4, 3, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, ok := decodeComputeCase(data)
+		if !ok {
+			return
+		}
+		serial := computeSerial(c.got, c.full)
+		for k, w := range []*bound.Expected{c.want, c.full} {
+			if g, s := fmt.Sprintf("%+v", Compute(c.got, w)), fmt.Sprintf("%+v", serial); g != s {
+				t.Fatalf("verify Compute %s (form %d): got %s / want (single loop) %s", c, k, g, s)
+			}
+			bad := serial.NonFiniteMismatch + serial.OutOfBound + serial.NotRounded
+			if a := Accepted(c.got, w); a != (bad == 0) {
+				t.Fatalf("verify Accepted %s (form %d): got %v / want %v (%d elements rejected by the single loop)", c, k, a, bad == 0, bad)
+			}
+		}
+	})
+}
+
+// computeCase is one output and its Expected (want; full, its
+// materialized twin, for a compact one; want itself otherwise).
+type computeCase struct {
+	got        *tensor.Tensor
+	want, full *bound.Expected
+	num        tensor.Numerics
+	compact    bool
+	n          int
+}
+
+func (c computeCase) String() string {
+	return fmt.Sprintf("dtype=%s numerics=%s compact=%v n=%d", c.got.DType, c.num, c.compact, c.n)
+}
+
+// computeDTypes are the output dtypes FuzzCompute decodes.
+var computeDTypes = []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Float64, tensor.Int8, tensor.Int32}
+
+// decodeComputeCase reads a case from data: a header (dtype, profile,
+// form, repeats) and then element records, until the bytes run out (at
+// most computeMaxElems records), each record's values taken from the
+// bytes as the got's bits, and a kind byte saying how the reference (or
+// exact value) relates to the got: the same value, a few quarter-ulps
+// away, raw float64 bits, or a special value; for an ordinary Expected a
+// bound (zero, half an ulp, an ulp, NaN, +Inf, a relative one),
+// alternatives, and whether the element is exact. The records repeat
+// 1–8 times, so that an output spans more than one of Compute's blocks.
+// ok is false for data too short for a header and one element.
+func decodeComputeCase(data []byte) (c computeCase, ok bool) {
+	if len(data) < 5 {
+		return c, false
+	}
+	d := computeDTypes[int(data[0])%len(computeDTypes)]
+	if data[1]&1 != 0 {
+		c.num.Overflow = tensor.OverflowSaturate
+	}
+	if data[1]&2 != 0 {
+		c.num.Subnormals = tensor.SubnormalFlush
+	}
+	// A compact Expected is what the exact ops make, in the output's
+	// dtype: a floating one narrower than float64, or an integer one.
+	c.compact = data[2]&1 != 0 && (bound.HasShortForm(d) || !isFloatDType(d))
+	repeat := 1 + int(data[3]%8)
+	r := byteReader(data[4:])
+	f, isFloat := d.FloatFormat()
+	size := d.Size()
+
+	type rec struct {
+		bits      uint64
+		ref, bnd  float64
+		alt       bound.Special
+		exact     bool
+		exactOnly float64 // compact: the exact value
+	}
+	var recs []rec
+	for len(r) >= size+1 && len(recs) < computeMaxElems {
+		var x rec
+		for k := range size {
+			x.bits |= uint64(r.next()) << (8 * k)
+		}
+		g := tensor.MustNew(d, 1)
+		g.SetBits(0, x.bits)
+		gv := g.Float64(0)
+		kind := r.next()
+		ulp := 1.0
+		if isFloat && !math.IsNaN(gv) && !math.IsInf(gv, 0) {
+			ulp = float64(f.Ulp(gv))
+		}
+		var v float64
+		switch kind % 4 {
+		case 0:
+			v = gv
+		case 1:
+			v = gv + float64(int8(r.next()))/4*ulp
+		case 2:
+			v = math.Float64frombits(r.u64())
+		default:
+			v = computeSpecial(f, isFloat, d, r.next())
+		}
+		if c.compact {
+			x.exactOnly = v
+		} else {
+			x.ref = v
+			switch r.next() % 7 {
+			case 0:
+				x.bnd = 0
+			case 1:
+				x.bnd = ulp / 2
+			case 2:
+				x.bnd = ulp
+			case 3:
+				x.bnd = math.NaN()
+			case 4:
+				x.bnd = math.Inf(1)
+			case 5:
+				x.bnd = math.Abs(v) * 1e-3
+			default:
+				x.bnd = math.Ldexp(1, int(int8(r.next())))
+			}
+			a := r.next()
+			x.alt = bound.Special(a & 7)
+			x.exact = a&8 != 0
+		}
+		recs = append(recs, x)
+	}
+	if len(recs) == 0 {
+		return c, false
+	}
+	n := len(recs) * repeat
+	c.n = n
+	c.got = tensor.MustNew(d, n)
+	if c.compact {
+		rs := make([]float64, n)
+		c.full = bound.NewExpected(n)
+		for i := range n {
+			x := recs[i%len(recs)]
+			c.got.SetBits(i, x.bits)
+			rs[i] = x.exactOnly
+			c.full.SetExact(i, x.exactOnly, d, c.num)
+		}
+		c.want = bound.NewExactFrom(n, d, c.num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+		return c, true
+	}
+	c.want = bound.NewExpected(n)
+	for i := range n {
+		x := recs[i%len(recs)]
+		c.got.SetBits(i, x.bits)
+		if x.exact {
+			c.want.SetExact(i, x.ref, d, c.num)
+			continue
+		}
+		c.want.Ref[i], c.want.Bound[i], c.want.Alt[i] = x.ref, x.bnd, x.alt
+	}
+	c.full = c.want
+	return c, true
+}
+
+// computeMaxElems bounds the element records of one FuzzCompute input.
+const computeMaxElems = 512
+
+// isFloatDType reports whether d is a floating dtype.
+func isFloatDType(d tensor.DType) bool { _, ok := d.FloatFormat(); return ok }
+
+// computeSpecial is special value k of dtype d (format f when isFloat):
+// NaN, ±Inf, zeros of either sign, the overflow threshold and past it,
+// the largest finite, subnormals, the smallest normal, a tie at 1; for an
+// integer dtype its limits and one past them.
+func computeSpecial(f tensor.Format, isFloat bool, d tensor.DType, k byte) float64 {
+	if !isFloat {
+		lo, hi := d.IntRange()
+		return []float64{lo, hi, lo - 1, hi + 1, 0, math.Copysign(0, -1), 0.5, math.NaN()}[k%8]
+	}
+	mf := f.MaxFinite()
+	half := float64(f.Ulp(mf) / 2)
+	return []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), mf + half, -(mf + half), mf,
+		f.MinSubnormal(), -3 * f.MinSubnormal(), f.MinNormal(), f.MinNormal() * 0.75, 1 + float64(f.Ulp(1)/2)}[int(k)%13]
+}
+
+// byteReader hands out the fuzzer's bytes, zeros once they run out.
+type byteReader []byte
+
+func (r *byteReader) next() byte {
+	if len(*r) == 0 {
+		return 0
+	}
+	b := (*r)[0]
+	*r = (*r)[1:]
+	return b
+}
+
+func (r *byteReader) u64() uint64 {
+	var b [8]byte
+	for k := range b {
+		b[k] = r.next()
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
