@@ -11,10 +11,11 @@ import (
 )
 
 // FuzzCompute holds the metrics and the verdict to their single loop on
-// outputs and Expecteds decoded from the fuzzer's bytes: Compute to
-// computeSerial, every field, and Accepted to the single loop's count of
-// rejected elements, for ordinary Expecteds (exact elements among them)
-// and compact ones (every element exact) with their materialized twins.
+// outputs and Expecteds decoded from the fuzzer's bytes: Compute, whole
+// and streamed a block at a time, to computeSerial, every field, and
+// Accepted to the single loop's count of rejected elements, for ordinary
+// Expecteds (exact elements among them) and compact ones (every element
+// exact) with their materialized twins.
 // The op targets (./fuzz) judge a kernel's outputs by the verdict alone
 // and compute the metrics only of a rejected one, so the metrics code is
 // fuzzed here, against its model, on outputs no correct kernel makes.
@@ -39,6 +40,17 @@ func FuzzCompute(f *testing.F) {
 				t.Fatalf("verify Accepted %s (form %d): got %v / want %v (%d elements rejected by the single loop)", c, k, a, bad == 0, bad)
 			}
 		}
+		// Streamed, in blocks of c.block elements (the last shorter).
+		st := NewStream(c.got)
+		for off := 0; off < c.n; off += c.block {
+			if err := st.Add(c.full.Window(off, min(c.block, c.n-off))); err != nil {
+				t.Fatalf("verify Stream %s block=%d: Add at %d: %v", c, c.block, off, err)
+			}
+		}
+		m, err := st.Metrics()
+		if g, s := fmt.Sprintf("%+v", m), fmt.Sprintf("%+v", serial); err != nil || g != s {
+			t.Fatalf("verify Stream %s block=%d: got %s, %v / want (single loop) %s", c, c.block, g, err, s)
+		}
 	})
 }
 
@@ -50,6 +62,7 @@ type computeCase struct {
 	num        tensor.Numerics
 	compact    bool
 	n          int
+	block      int // the streamed blocks' length
 }
 
 func (c computeCase) String() string {
@@ -67,7 +80,8 @@ var computeDTypes = []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float
 // away, raw float64 bits, or a special value; for an ordinary Expected a
 // bound (zero, half an ulp, an ulp, NaN, +Inf, a relative one),
 // alternatives, and whether the element is exact. The records repeat
-// 1–8 times, so that an output spans more than one of Compute's blocks.
+// 1–8 times, so that an output spans more than one of Compute's blocks;
+// the header also sets the length of the blocks a Stream is fed.
 // ok is false for data too short for a header and one element.
 func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 	if len(data) < 5 {
@@ -84,6 +98,8 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 	// dtype: a floating one narrower than float64, or an integer one.
 	c.compact = data[2]&1 != 0 && (bound.HasShortForm(d) || !isFloatDType(d))
 	repeat := 1 + int(data[3]%8)
+	// The streamed blocks: from a single element to more than Compute's.
+	c.block = []int{1, 3, 64, 1000, 2047, 2049, 5000}[int(data[2]>>1)%7]
 	r := byteReader(data[4:])
 	f, isFloat := d.FloatFormat()
 	size := d.Size()
