@@ -70,6 +70,25 @@ func rejected(got *tensor.Tensor, want *bound.Expected) int {
 	return m.NonFiniteMismatch + m.OutOfBound + m.NotRounded
 }
 
+// mend returns c's output with every element its Expected does not
+// accept set to its rounding where it is exact, else its reference, and
+// the indices it set (some stay rejected: a NaN bound accepts nothing).
+func mend(c acceptedCase) (ok *tensor.Tensor, out []int) {
+	ok = c.got.Clone()
+	for i := range ok.Len() {
+		if c.want.Accepts(i, ok.Float64(i)) {
+			continue
+		}
+		out = append(out, i)
+		v := c.want.RefAt(i)
+		if c.want.IsExact(i) {
+			v = c.want.RoundedAt(i)
+		}
+		ok.SetFloat64(i, v, tensor.Numerics{})
+	}
+	return ok, out
+}
+
 // TestAcceptedMatchesCompute holds Accepted to the single loop's counts of
 // rejected elements on every generated output, on that output with every
 // rejected element mended (each set to its rounding where it is exact,
@@ -109,19 +128,7 @@ func testAcceptedMatchesCompute(t *testing.T) {
 				}
 			}
 		}
-		ok := c.got.Clone()
-		var out []int
-		for i := range n {
-			if c.want.Accepts(i, ok.Float64(i)) {
-				continue
-			}
-			out = append(out, i)
-			v := c.want.RefAt(i)
-			if c.want.IsExact(i) {
-				v = c.want.RoundedAt(i)
-			}
-			ok.SetFloat64(i, v, tensor.Numerics{})
-		}
+		ok, out := mend(c)
 		if bad := rejected(ok, c.want); bad == 0 {
 			mended++
 			if !Accepted(ok, c.want) {
@@ -172,17 +179,7 @@ func TestCheckVerdictsMatchesCheck(t *testing.T) {
 	}
 	var accepted, rejectedOutputs int
 	for _, c := range acceptedCases(t) {
-		ok := c.got.Clone()
-		for i := range c.got.Len() {
-			if c.want.Accepts(i, ok.Float64(i)) {
-				continue
-			}
-			v := c.want.RefAt(i)
-			if c.want.IsExact(i) {
-				v = c.want.RoundedAt(i)
-			}
-			ok.SetFloat64(i, v, tensor.Numerics{})
-		}
+		ok, _ := mend(c)
 		for _, got := range []*tensor.Tensor{c.got, ok} {
 			// Two outputs, the other always accepted: one rejected output
 			// is enough for the metrics of both.
