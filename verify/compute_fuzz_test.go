@@ -14,8 +14,9 @@ import (
 // outputs and Expecteds decoded from the fuzzer's bytes: Compute, whole
 // and streamed a block at a time, to computeSerial, every field, and
 // Accepted to the single loop's count of rejected elements, for ordinary
-// Expecteds (exact elements among them) and compact ones (every element
-// exact) with their materialized twins.
+// Expecteds (exact elements among them), compact ones (every element
+// exact) and ones over an unchanged base (overridden spans among it),
+// with their materialized twins.
 // The op targets (./fuzz) judge a kernel's outputs by the verdict alone
 // and compute the metrics only of a rejected one, so the metrics code is
 // fuzzed here, against its model, on outputs no correct kernel makes.
@@ -25,6 +26,8 @@ func FuzzCompute(f *testing.F) {
 	f.Add([]byte{2, 0, 1, 3, 0, 0, 0x80, 0x3f, 1, 9, 0, 0, 0xc0, 0x7f, 0, 0, 0, 0, 0x80, 0xff, 3, 2})
 	f.Add([]byte{3, 2, 1, 1, 0x80, 1, 200, 0x7f, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add([]byte{4, 3, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+	f.Add([]byte{0, 4, 0, 3, 0x00, 0x3c, 0, 1, 0, 0x00, 0x7c, 1, 2, 17, 0x01, 0x3c, 0, 2, 33, 0x00, 0xfe, 0, 5, 16})
+	f.Add([]byte{4, 5, 4, 7, 5, 0, 3, 0, 7, 1, 16, 0x80, 3, 1, 2, 48, 3, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, ok := decodeComputeCase(data)
 		if !ok {
@@ -61,12 +64,13 @@ type computeCase struct {
 	want, full *bound.Expected
 	num        tensor.Numerics
 	compact    bool
+	unchanged  bool
 	n          int
 	block      int // the streamed blocks' length
 }
 
 func (c computeCase) String() string {
-	return fmt.Sprintf("dtype=%s numerics=%s compact=%v n=%d", c.got.DType, c.num, c.compact, c.n)
+	return fmt.Sprintf("dtype=%s numerics=%s compact=%v unchanged=%v n=%d", c.got.DType, c.num, c.compact, c.unchanged, c.n)
 }
 
 // computeDTypes are the output dtypes FuzzCompute decodes.
@@ -97,6 +101,9 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 	// A compact Expected is what the exact ops make, in the output's
 	// dtype: a floating one narrower than float64, or an integer one.
 	c.compact = data[2]&1 != 0 && (bound.HasShortForm(d) || !isFloatDType(d))
+	// An Expected over an unchanged base (kv_update's caches): the base
+	// compared by its bits outside the overridden spans.
+	c.unchanged = !c.compact && data[1]&4 != 0
 	repeat := 1 + int(data[3]%8)
 	// The streamed blocks: from a single element to more than Compute's.
 	c.block = []int{1, 3, 64, 1000, 2047, 2049, 5000}[int(data[2]>>1)%7]
@@ -110,6 +117,11 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 		alt       bound.Special
 		exact     bool
 		exactOnly float64 // compact: the exact value
+		// Over an unchanged base: whether the element is in an
+		// overridden span (ref, bnd, alt, exact describe it), and
+		// whether the base holds v rounded into d rather than got.
+		override, baseV bool
+		v               float64
 	}
 	var recs []rec
 	for len(r) >= size+1 && len(recs) < computeMaxElems {
@@ -159,6 +171,7 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 			a := r.next()
 			x.alt = bound.Special(a & 7)
 			x.exact = a&8 != 0
+			x.override, x.baseV, x.v = a&16 != 0, a&32 != 0, v
 		}
 		recs = append(recs, x)
 	}
@@ -178,6 +191,49 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 			c.full.SetExact(i, x.exactOnly, d, c.num)
 		}
 		c.want = bound.NewExactFrom(n, d, c.num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+		return c, true
+	}
+	if c.unchanged {
+		// Two Expecteds over one base, built alike: want is read
+		// through its base and spans, full is materialized.
+		base := tensor.MustNew(d, n)
+		for i := range n {
+			x := recs[i%len(recs)]
+			c.got.SetBits(i, x.bits)
+			base.SetBits(i, x.bits)
+			if x.baseV {
+				base.SetFloat64(i, x.v, tensor.Numerics{})
+			}
+		}
+		build := func() *bound.Expected {
+			e := bound.NewUnchanged(base, c.num)
+			for i := 0; i < n; {
+				if !recs[i%len(recs)].override {
+					i++
+					continue
+				}
+				j := i
+				for j < n && recs[j%len(recs)].override {
+					j++
+				}
+				o, err := e.Override(i, j-i)
+				if err != nil {
+					panic(fmt.Sprintf("compute fuzz: disjoint spans must override: %v", err))
+				}
+				for k := i; k < j; k++ {
+					x := recs[k%len(recs)]
+					if x.exact {
+						o.SetExact(k-i, x.ref, d, c.num)
+					} else {
+						o.Ref[k-i], o.Bound[k-i], o.Alt[k-i] = x.ref, x.bnd, x.alt
+					}
+				}
+				i = j
+			}
+			return e
+		}
+		c.want, c.full = build(), build()
+		c.full.Materialize()
 		return c, true
 	}
 	c.want = bound.NewExpected(n)
