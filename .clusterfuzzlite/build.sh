@@ -57,6 +57,7 @@ compile_native_go_fuzzer_v2 $module/tensor FuzzReadNpy fuzz_read_npy
 compile_native_go_fuzzer_v2 $module/npu/kernels FuzzGEMMKernel fuzz_gemm_kernel
 compile_native_go_fuzzer_v2 $module/verify FuzzCompute fuzz_compute
 compile_native_go_fuzzer_v2 $module/ops FuzzGEMMExpect fuzz_gemm_expect
+compile_native_go_fuzzer_v2 $module/ops FuzzDecodeExpect fuzz_decode_expect
 compile_native_go_fuzzer_v2 $module/fuzz FuzzVectorAdd fuzz_vector_add
 compile_native_go_fuzzer_v2 $module/fuzz FuzzGEMM fuzz_gemm
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparse24Prune fuzz_sparse24_prune
