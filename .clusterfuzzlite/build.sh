@@ -58,6 +58,7 @@ compile_native_go_fuzzer_v2 $module/npu/kernels FuzzGEMMKernel fuzz_gemm_kernel
 compile_native_go_fuzzer_v2 $module/verify FuzzCompute fuzz_compute
 compile_native_go_fuzzer_v2 $module/ops FuzzGEMMExpect fuzz_gemm_expect
 compile_native_go_fuzzer_v2 $module/ops FuzzDecodeExpect fuzz_decode_expect
+compile_native_go_fuzzer_v2 $module/ops FuzzKVUpdateExpect fuzz_kv_update_expect
 compile_native_go_fuzzer_v2 $module/fuzz FuzzVectorAdd fuzz_vector_add
 compile_native_go_fuzzer_v2 $module/fuzz FuzzGEMM fuzz_gemm
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparse24Prune fuzz_sparse24_prune
