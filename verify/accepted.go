@@ -64,8 +64,8 @@ func rounded(v *bound.View, j int) float64 {
 
 // acceptedExact is Accepted for a compact Expected read through its exact
 // values (exactReadable), a block of gb and rb at a time. A floating
-// element acceptRun takes, or an integer one whose got is its clamp
-// (intRun's test), is accepted without its Expected: almost every
+// element acceptRun takes, or an integer one intRun takes (got its
+// clamp), is accepted without its Expected: almost every
 // element of a correct output is one of them. Any other is judged by its
 // outcome from bound.ExactElement.
 func acceptedExact(got *tensor.Tensor, want *bound.Expected, n int, gb, rb []float64) bool {
@@ -89,8 +89,8 @@ func acceptedExact(got *tensor.Tensor, want *bound.Expected, n int, gb, rb []flo
 				if j += acceptRun(&vec, &sf, inf, gv[j:], rv[j:]); j == k {
 					break
 				}
-			} else if g, r := gv[j], rv[j]; g == r || g == max(lo, min(hi, r)) {
-				continue
+			} else if j += intRun(gv[j:], rv[j:], lo, hi, false); j == k {
+				break
 			}
 			if !memo.accepts(gv[j], rv[j], d, num) {
 				return false
@@ -145,8 +145,7 @@ func acceptRunGo(sf *bound.ShortForm, inf bool, gv, rv []float64) int {
 	for j, g := range gv {
 		r := rv[j]
 		if sf.Takes(r) && math.Float64bits(g) == math.Float64bits(sf.Rounded(r)) ||
-			math.Float64bits(g) == math.Float64bits(r) && r == 0 ||
-			inf && (g != g && r != r || math.IsInf(r, 0) && g == r) {
+			zeroAsRounded(g, r) || inf && nonFiniteAsRounded(g, r) {
 			continue
 		}
 		return j

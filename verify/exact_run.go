@@ -51,11 +51,11 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		// class (its own) only in the "nonfinite" bucket. Random bit
 		// patterns, a fuzzer's, make a few percent of the sums NaN or Inf.
 		// Any other element goes through addBlock.
-		if g, r := gv[j], rv[j]; math.Float64bits(g) == math.Float64bits(r) && r == 0 {
+		if g, r := gv[j], rv[j]; zeroAsRounded(g, r) {
 			acc.compared++
 			acc.zeros++
 			continue
-		} else if num.Overflow != tensor.OverflowSaturate && (g != g && r != r || math.IsInf(r, 0) && g == r) {
+		} else if num.Overflow != tensor.OverflowSaturate && nonFiniteAsRounded(g, r) {
 			p.hist[nonFiniteBucket]++
 			continue
 		}
@@ -279,6 +279,21 @@ func intRun(gv, rv []float64, lo, hi float64, keep bool) (n int) {
 		}
 	}
 	return n
+}
+
+// zeroAsRounded reports whether exact value r is a zero and got g has its
+// bits: a zero's rounding is itself, so g is exactly the rounding, at
+// error 0.
+func zeroAsRounded(g, r float64) bool {
+	return math.Float64bits(g) == math.Float64bits(r) && r == 0
+}
+
+// nonFiniteAsRounded reports whether exact value r is a NaN and g is one
+// too, or r is ±Inf and g is the same infinity: under a profile that does
+// not saturate, such an r rounds to itself, and g is of its class (any
+// NaN).
+func nonFiniteAsRounded(g, r float64) bool {
+	return g != g && r != r || math.IsInf(r, 0) && g == r
 }
 
 // exactMemo remembers bound.ExactElement's outcomes by the bits of the
