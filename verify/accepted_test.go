@@ -216,6 +216,25 @@ func TestCheckVerdictsMatchesCheck(t *testing.T) {
 	if accepted == 0 || rejectedOutputs == 0 {
 		t.Fatalf("verify CheckVerdicts: %d accepted, %d rejected results: want both > 0", accepted, rejectedOutputs)
 	}
+	// Arguments Check refuses: CheckVerdicts refuses them with its words.
+	got := tensor.MustNew(tensor.Float16, 3)
+	short := map[string]*bound.Expected{"a": bound.NewExpected(2)}
+	for _, tt := range []struct {
+		name string
+		got  map[string]*tensor.Tensor
+		want map[string]*bound.Expected
+		pols []Policy
+	}{
+		{"length mismatch", map[string]*tensor.Tensor{"a": got}, short, nil},
+		{"missing output", map[string]*tensor.Tensor{}, short, nil},
+		{"nil policy", map[string]*tensor.Tensor{"a": got}, map[string]*bound.Expected{"a": bound.NewExpected(3)}, []Policy{nil}},
+	} {
+		_, err1 := Check(s, tt.got, tt.want, nil, tt.pols)
+		_, err2 := CheckVerdicts(s, tt.got, tt.want, nil, tt.pols)
+		if err1 == nil || err2 == nil || err1.Error() != err2.Error() {
+			t.Errorf("verify CheckVerdicts (%s): error %v, want Check's %v", tt.name, err2, err1)
+		}
+	}
 }
 
 // TestAcceptedSpecialGrid judges every pairing of a special exact value

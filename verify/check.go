@@ -57,9 +57,14 @@ func Check(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expe
 	if err := checkArgs(s, got, want, policies); err != nil {
 		return nil, err
 	}
+	return checkValid(s, got, want, golden, policies), nil
+}
+
+// checkValid is Check for arguments checkArgs accepted.
+func checkValid(s Subject, got map[string]*tensor.Tensor, want map[string]*bound.Expected, golden map[string]*tensor.Tensor, policies []Policy) *Result {
 	names := sortedKeys(want)
 	metrics := computeAll(names, got, want)
-	return judgeAll(s, names, got, want, golden, metrics, policies, judgeInput), nil
+	return judgeAll(s, names, got, want, golden, metrics, policies, judgeInput)
 }
 
 // CheckVerdicts is Check for a judge that needs the verdicts, not the
@@ -74,18 +79,18 @@ func CheckVerdicts(s Subject, got map[string]*tensor.Tensor, want map[string]*bo
 	if len(policies) == 0 {
 		policies = []Policy{DefaultPolicy()}
 	}
-	for _, p := range policies {
-		if _, ok := p.(boundPolicy); !ok {
-			return Check(s, got, want, golden, policies)
-		}
-	}
 	if err := checkArgs(s, got, want, policies); err != nil {
 		return nil, err
+	}
+	for _, p := range policies {
+		if _, ok := p.(boundPolicy); !ok {
+			return checkValid(s, got, want, golden, policies), nil
+		}
 	}
 	names := sortedKeys(want)
 	for _, name := range names {
 		if !Accepted(got[name], want[name]) {
-			return Check(s, got, want, golden, policies)
+			return checkValid(s, got, want, golden, policies), nil
 		}
 	}
 	metrics := make([]Metrics, len(names))
