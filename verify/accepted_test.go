@@ -252,8 +252,10 @@ func TestAcceptedSpecialGrid(t *testing.T) {
 		f, _ := d.FloatFormat()
 		mf := f.MaxFinite()
 		half := float64(f.Ulp(mf) / 2)
-		rs := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), mf + half, -(mf + half), mf + 3*half,
-			f.MinSubnormal(), -3 * f.MinSubnormal(), f.MinNormal(), f.MinNormal() * 0.75, 1 + float64(f.Ulp(1)/2), 1.5}
+		rs := []float64{mf + 3*half, 1.5} // and FuzzCompute's special values
+		for k := range byte(computeSpecials) {
+			rs = append(rs, computeSpecial(f, true, d, k))
+		}
 		for _, num := range nums {
 			for _, r := range rs {
 				rnd := num.Round(r, d)

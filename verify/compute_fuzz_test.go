@@ -268,8 +268,12 @@ func computeSpecial(f tensor.Format, isFloat bool, d tensor.DType, k byte) float
 	mf := f.MaxFinite()
 	half := float64(f.Ulp(mf) / 2)
 	return []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), mf + half, -(mf + half), mf,
-		f.MinSubnormal(), -3 * f.MinSubnormal(), f.MinNormal(), f.MinNormal() * 0.75, 1 + float64(f.Ulp(1)/2)}[int(k)%13]
+		f.MinSubnormal(), -3 * f.MinSubnormal(), f.MinNormal(), f.MinNormal() * 0.75, 1 + float64(f.Ulp(1)/2)}[int(k)%computeSpecials]
 }
+
+// computeSpecials is how many special values computeSpecial has for a
+// floating dtype.
+const computeSpecials = 13
 
 // byteReader hands out the fuzzer's bytes, zeros once they run out.
 type byteReader []byte
