@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"math"
 	"testing"
 
 	"github.com/npuverify/npuverify/tensor"
@@ -39,20 +38,7 @@ func FuzzDecodeExpect(f *testing.F) {
 		if err != nil {
 			return // a shape the generator refuses (more sequences than slots, …)
 		}
-		// The rest: (input, position, value) triples.
-		names := []string{"q", "k_cache", "v_cache", "k_scale", "v_scale"}
-		specials := []float64{math.Inf(1), math.Inf(-1), math.NaN(), 65504, -65504, math.Copysign(0, -1)}
-		for r := data[10:]; len(r) >= 3; r = r[3:] {
-			x, ok := in[names[int(r[0])%len(names)]]
-			if !ok || x.DType == tensor.Int8 || x.Len() == 0 {
-				continue
-			}
-			v := specials[int(r[2])%len(specials)]
-			if x == in["k_scale"] || x == in["v_scale"] {
-				v = []float64{0, math.Inf(1), math.NaN()}[int(r[2])%3]
-			}
-			x.SetFloat64(int(r[1])*7919%x.Len(), v, tensor.Numerics{})
-		}
+		kvFuzzSpecials(in, []string{"q", "k_cache", "v_cache", "k_scale", "v_scale"}, data[10:])
 		want := decodeExpectSerial(t, p, in, num)
 		saved := daUseAsm
 		defer func() { daUseAsm = saved }()

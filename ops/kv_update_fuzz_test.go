@@ -37,21 +37,7 @@ func FuzzKVUpdateExpect(f *testing.F) {
 		if err != nil {
 			return // a shape the generator refuses
 		}
-		// The rest: (input, position, value) triples.
-		names := []string{"x", "w_k", "w_v", "k_cache", "v_cache", "k_scale", "v_scale"}
-		specials := []float64{math.Inf(1), math.Inf(-1), math.NaN(), 65504, -65504, math.Copysign(0, -1)}
-		for r := data[9:]; len(r) >= 3; r = r[3:] {
-			name := names[int(r[0])%len(names)]
-			x, ok := in[name]
-			if !ok || x.DType == tensor.Int8 || x.Len() == 0 {
-				continue
-			}
-			v := specials[int(r[2])%len(specials)]
-			if name == "k_scale" || name == "v_scale" {
-				v = []float64{0, math.Inf(1), math.NaN()}[int(r[2])%3]
-			}
-			x.SetFloat64(int(r[1])*7919%x.Len(), v, tensor.Numerics{})
-		}
+		kvFuzzSpecials(in, []string{"x", "w_k", "w_v", "k_cache", "v_cache", "k_scale", "v_scale"}, data[9:])
 		got, err1 := KVUpdate.Expect(p, in, num)
 		want, err2 := kvUpdateExpectSerial(p, in, num)
 		if (err1 == nil) != (err2 == nil) {
@@ -70,4 +56,24 @@ func FuzzKVUpdateExpect(f *testing.F) {
 			}
 		}
 	})
+}
+
+// kvFuzzSpecials sets elements of the KV inputs named in names to special
+// values, one (input, position, value) triple of bytes of r at a time:
+// ±Inf, NaN, ±65504 or −0, and in a scale 0, +Inf or NaN. Int8 inputs and
+// absent ones are left as they are.
+func kvFuzzSpecials(in map[string]*tensor.Tensor, names []string, r []byte) {
+	specials := []float64{math.Inf(1), math.Inf(-1), math.NaN(), 65504, -65504, math.Copysign(0, -1)}
+	for ; len(r) >= 3; r = r[3:] {
+		name := names[int(r[0])%len(names)]
+		x, ok := in[name]
+		if !ok || x.DType == tensor.Int8 || x.Len() == 0 {
+			continue
+		}
+		v := specials[int(r[2])%len(specials)]
+		if name == "k_scale" || name == "v_scale" {
+			v = []float64{0, math.Inf(1), math.NaN()}[int(r[2])%3]
+		}
+		x.SetFloat64(int(r[1])*7919%x.Len(), v, tensor.Numerics{})
+	}
 }
