@@ -100,7 +100,7 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 	}
 	// A compact Expected is what the exact ops make, in the output's
 	// dtype: a floating one narrower than float64, or an integer one.
-	c.compact = data[2]&1 != 0 && (bound.HasShortForm(d) || !isFloatDType(d))
+	c.compact = data[2]&1 != 0 && (bound.HasShortForm(d) || !d.IsFloat())
 	// An Expected over an unchanged base (kv_update's caches): the base
 	// compared by its bits outside the overridden spans.
 	c.unchanged = !c.compact && data[1]&4 != 0
@@ -253,8 +253,6 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 // computeMaxElems bounds the element records of one FuzzCompute input.
 const computeMaxElems = 512
 
-// isFloatDType reports whether d is a floating dtype.
-func isFloatDType(d tensor.DType) bool { _, ok := d.FloatFormat(); return ok }
 
 // computeSpecial is special value k of dtype d (format f when isFloat):
 // NaN, ±Inf, zeros of either sign, the overflow threshold and past it,
