@@ -253,7 +253,6 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 // computeMaxElems bounds the element records of one FuzzCompute input.
 const computeMaxElems = 512
 
-
 // computeSpecial is special value k of dtype d (format f when isFloat):
 // NaN, ±Inf, zeros of either sign, the overflow threshold and past it,
 // the largest finite, subnormals, the smallest normal, a tie at 1; for an
