@@ -254,7 +254,7 @@ func TestAcceptedSpecialGrid(t *testing.T) {
 		half := float64(f.Ulp(mf) / 2)
 		rs := []float64{mf + 3*half, 1.5} // and FuzzCompute's special values
 		for k := range byte(computeSpecials) {
-			rs = append(rs, computeSpecial(f, true, d, k))
+			rs = append(rs, computeSpecial(d, k))
 		}
 		for _, num := range nums {
 			for _, r := range rs {

@@ -124,14 +124,14 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 		v               float64
 	}
 	var recs []rec
+	one := tensor.MustNew(d, 1) // a record's got, as a value
 	for len(r) >= size+1 && len(recs) < computeMaxElems {
 		var x rec
 		for k := range size {
 			x.bits |= uint64(r.next()) << (8 * k)
 		}
-		g := tensor.MustNew(d, 1)
-		g.SetBits(0, x.bits)
-		gv := g.Float64(0)
+		one.SetBits(0, x.bits)
+		gv := one.Float64(0)
 		kind := r.next()
 		ulp := 1.0
 		if isFloat && !math.IsNaN(gv) && !math.IsInf(gv, 0) {
@@ -146,7 +146,7 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 		case 2:
 			v = math.Float64frombits(r.u64())
 		default:
-			v = computeSpecial(f, isFloat, d, r.next())
+			v = computeSpecial(d, r.next())
 		}
 		if c.compact {
 			x.exactOnly = v
@@ -253,11 +253,12 @@ func decodeComputeCase(data []byte) (c computeCase, ok bool) {
 // computeMaxElems bounds the element records of one FuzzCompute input.
 const computeMaxElems = 512
 
-// computeSpecial is special value k of dtype d (format f when isFloat):
+// computeSpecial is special value k of dtype d:
 // NaN, ±Inf, zeros of either sign, the overflow threshold and past it,
 // the largest finite, subnormals, the smallest normal, a tie at 1; for an
 // integer dtype its limits and one past them.
-func computeSpecial(f tensor.Format, isFloat bool, d tensor.DType, k byte) float64 {
+func computeSpecial(d tensor.DType, k byte) float64 {
+	f, isFloat := d.FloatFormat()
 	if !isFloat {
 		lo, hi := d.IntRange()
 		return []float64{lo, hi, lo - 1, hi + 1, 0, math.Copysign(0, -1), 0.5, math.NaN()}[k%8]
