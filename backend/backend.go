@@ -24,6 +24,15 @@ type Backend interface {
 	Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error)
 }
 
+// Trimmer is implemented by a Backend that keeps memory between runs for
+// the next one (the emulator's device memories). The harness calls Trim
+// after a large case's run, before it computes the reference, so that the
+// reference's memory is not added to what the backend keeps.
+type Trimmer interface {
+	Backend
+	Trim()
+}
+
 // InputGuard is implemented by a Backend whose Run never changes the
 // caller's input tensors, whatever its kernel does, and reports a kernel's
 // writes into its inputs as an *InputsModifiedError returned with the

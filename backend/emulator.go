@@ -59,6 +59,15 @@ func (e *Emulator) Faults() npu.Faults { return e.faults }
 // Variant returns the kernel variant the emulator runs.
 func (e *Emulator) Variant() kernels.Variant { return e.variant }
 
+var _ Trimmer = (*Emulator)(nil)
+
+// Trim drops the device memories the emulator keeps for its next run.
+func (e *Emulator) Trim() {
+	if e.dev != nil {
+		e.dev.Trim()
+	}
+}
+
 // Name returns "emulator".
 func (e *Emulator) Name() string { return "emulator" }
 

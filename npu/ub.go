@@ -284,6 +284,18 @@ type memPool struct {
 // alive after it ends, which would only add to the peak of a run.
 const memPoolBytes = 8 << 20
 
+// Trim drops the memories the device keeps for later launches (up to
+// memPoolBytes), so that a caller about to need its memory for something
+// else (the harness, for the reference of a large case) gets it back at
+// the next collection; the next launch allocates afresh.
+func (d *Device) Trim() {
+	p := &d.pool
+	p.mu.Lock()
+	p.free = [numSpaces][]*[]uint64{}
+	p.bytes = 0
+	p.mu.Unlock()
+}
+
 func (d *Device) getMem(s Space, size int) []byte {
 	p := &d.pool
 	p.mu.Lock()
