@@ -6,9 +6,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/npuverify/npuverify/internal/chart"
 	"github.com/npuverify/npuverify/quality"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -99,19 +98,12 @@ var attentionTemplate = template.Must(template.New("attention").Parse(`<h2>Atten
 // (peaked errors are orders of magnitude below random ones): one colour
 // per distribution, solid for the importance selection, dashed for the
 // oracle. An error of 0 (keep_ratio 1) has no place on it and is not drawn.
-func (a *AttentionQuality) errorChart() *plot.Plot {
+func (a *AttentionQuality) errorChart() *chart.Chart {
 	rows := a.Table.Rows
 	if len(rows) == 0 {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = "Attention error against keep_ratio"
-	p.X.Label.Text = "keep_ratio"
-	p.Y.Label.Text = "relative error ‖o_c − o‖/‖o‖ (log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = decades{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, false
+	ch := &chart.Chart{Title: "Attention error against keep_ratio"}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for j, dist := range a.Table.Config.Dists {
 		for _, s := range []struct {
@@ -119,69 +111,58 @@ func (a *AttentionQuality) errorChart() *plot.Plot {
 			get    func(quality.Row) float64
 			dashed bool
 		}{{"importance", func(r quality.Row) float64 { return r.ImportanceErr }, false}, {"oracle", func(r quality.Row) float64 { return r.OracleErr }, true}} {
-			var xy plotter.XYs
+			var xy []chart.Point
 			for _, r := range rows {
 				if v := s.get(r); r.Dist == dist && v > 0 && !math.IsInf(v, 1) {
-					xy = append(xy, plotter.XY{X: r.KeepRatio, Y: v})
+					xy = append(xy, chart.Point{X: r.KeepRatio, Y: v})
 					lo, hi = math.Min(lo, v), math.Max(hi, v)
 				}
 			}
 			if len(xy) == 0 {
 				continue
 			}
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				continue
-			}
-			c := palette[j%len(palette)]
-			l.Color, l.Width = c, vg.Points(1.5)
+			sty := pointsLine(palette[j%len(palette)])
 			if s.dashed {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				sty.Dashes, sty.Glyph = dashed, draw.TriangleGlyph{}
 			}
-			pts.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
-			if s.dashed {
-				pts.GlyphStyle.Shape = draw.TriangleGlyph{}
-			}
-			p.Add(l, pts)
-			p.Legend.Add(dist+", "+s.name, l, pts)
+			ch.Series(dist+", "+s.name, xy, sty)
 		}
 	}
 	if math.IsInf(lo, 1) {
 		return nil // nothing but zeros
 	}
-	p.X.Min, p.X.Max = 0, 1.05
-	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi))+1) // a decade for the legend
-	return p
+	ch.X = chart.Axis{Label: "keep_ratio", Min: 0, Max: 1.05}
+	ch.Y = chart.Axis{Label: "relative error ‖o_c − o‖/‖o‖ (log scale)", Scale: chart.Log,
+		Min: math.Pow(10, math.Floor(math.Log10(lo))),
+		Max: math.Pow(10, math.Ceil(math.Log10(hi))+1)} // a decade for the legend
+	return ch
 }
 
 // savedChart plots the share of cache bytes saved against keep_ratio (the
 // same for every distribution: it depends on the kept count only).
-func (a *AttentionQuality) savedChart() *plot.Plot {
-	var xy plotter.XYs
+func (a *AttentionQuality) savedChart() *chart.Chart {
+	var xy []chart.Point
 	for _, r := range a.Table.Rows {
 		if len(a.Table.Config.Dists) > 0 && r.Dist == a.Table.Config.Dists[0] && r.BytesFull > 0 {
-			xy = append(xy, plotter.XY{X: r.KeepRatio, Y: 100 * float64(r.BytesSaved) / float64(r.BytesFull)})
+			xy = append(xy, chart.Point{X: r.KeepRatio, Y: 100 * float64(r.BytesSaved) / float64(r.BytesFull)})
 		}
 	}
 	if len(xy) == 0 {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = "KV-cache bytes saved against keep_ratio"
-	p.X.Label.Text = "keep_ratio"
-	p.Y.Label.Text = "fp16 K and V bytes saved (%)"
-	p.Add(plotter.NewGrid())
-	addLine(p, "", xy, palette[2])
-	p.X.Min, p.X.Max = 0, 1.05
-	p.Y.Min, p.Y.Max = 0, 100
-	return p
+	ch := &chart.Chart{
+		Title: "KV-cache bytes saved against keep_ratio",
+		X:     chart.Axis{Label: "keep_ratio", Min: 0, Max: 1.05},
+		Y:     chart.Axis{Label: "fp16 K and V bytes saved (%)", Min: 0, Max: 100},
+	}
+	ch.Series("", xy, pointsLine(palette[2]))
+	return ch
 }
 
 // sectionCharts renders a section's plots as 12×8 cm SVG charts with IDs
 // <prefix>-N, N the plot's position from 1; a nil plot (nothing to draw)
 // is left out, and the IDs of the others keep their positions.
-func sectionCharts(prefix string, plots ...*plot.Plot) ([]Chart, error) {
+func sectionCharts(prefix string, plots ...*chart.Chart) ([]Chart, error) {
 	var charts []Chart
 	for i, p := range plots {
 		if p == nil {
@@ -191,7 +172,7 @@ func sectionCharts(prefix string, plots ...*plot.Plot) ([]Chart, error) {
 		if err != nil {
 			return nil, err
 		}
-		charts = append(charts, Chart{ID: fmt.Sprintf("%s-%d", prefix, i+1), Caption: p.Title.Text, SVG: s})
+		charts = append(charts, Chart{ID: fmt.Sprintf("%s-%d", prefix, i+1), Caption: p.Title, SVG: s})
 	}
 	return charts, nil
 }

@@ -6,15 +6,16 @@ import (
 	"html/template"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"slices"
 
-	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/verify"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/chart"
+	"github.com/npuverify/npuverify/verify"
 )
 
 // maxHeatmaps caps the error heatmaps drawn (one per failing case and 2-D
@@ -115,7 +116,7 @@ func (p *Plots) heatmapCases() []heatCase {
 // ulpChart is a grouped bar chart per ulp bucket of the share of an op's
 // output elements (summed over its judged cases), one bar per dtype/mode,
 // on a log scale: nil when the op has no judged elements.
-func ulpChart(cases []Case, op string) *plot.Plot {
+func ulpChart(cases []Case, op string) *chart.Chart {
 	hist := map[string]map[string]int{}
 	total := map[string]int{}
 	var variants []string
@@ -148,40 +149,32 @@ func ulpChart(cases []Case, op string) *plot.Plot {
 			}
 		}
 	}
-	p := plot.New()
-	p.Title.Text = op + ": share of output elements by error in ulps"
-	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = "error (ulps of the output dtype)"
-	p.Y.Label.Text = "share of elements (log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = decades{}
-	p.NominalX(verify.UlpBuckets...)
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, false
+	ch := &chart.Chart{
+		Title: op + ": share of output elements by error in ulps",
+		X:     chart.Axis{Label: "error (ulps of the output dtype)", Nominal: verify.UlpBuckets, Min: -0.5, Max: float64(len(verify.UlpBuckets)) - 0.5},
+		Y: chart.Axis{Label: "share of elements (log scale)", Scale: chart.Log,
+			Min: math.Pow(10, math.Floor(math.Log10(lo))), Max: 10}, // a decade of room for the legend
+	}
 	width := vg.Points(36) / vg.Length(len(variants))
 	for j, v := range variants {
-		b := &logBars{width: width, color: palette[j%len(palette)], offset: (vg.Length(j) - vg.Length(vg.Length(len(variants)-1)/2)) * width}
+		var vals []float64
 		for _, k := range verify.UlpBuckets {
 			x := math.NaN()
 			if n := hist[v][k]; n > 0 {
 				x = float64(n) / float64(total[v])
 			}
-			b.vals = append(b.vals, x)
+			vals = append(vals, x)
 		}
-		p.Add(b)
-		p.Legend.Add(v, b)
+		ch.Bars(v, vals, groupOffset(j, len(variants), width), width, palette[j%len(palette)])
 	}
-	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-	p.Y.Max = 10 // a decade of room for the legend
-	p.X.Min, p.X.Max = -0.5, float64(len(verify.UlpBuckets))-0.5
-	return p
+	return ch
 }
 
 // cyclesChart plots, per case of op with a cost and GM traffic, modeled
 // cycles (dots, one colour per dtype/mode) and the roofline bound (a
 // dashed line through the bounds in traffic order) against GM bytes, on
 // log-log axes: nil when no case qualifies.
-func cyclesChart(cases []Case, op string) *plot.Plot {
+func cyclesChart(cases []Case, op string) *chart.Chart {
 	type pt struct{ x, y, bound float64 }
 	byVariant := map[string][]pt{}
 	var variants []string
@@ -208,52 +201,37 @@ func cyclesChart(cases []Case, op string) *plot.Plot {
 		return nil
 	}
 	slices.Sort(variants)
-	p := plot.New()
-	p.Title.Text = op + ": modeled cycles against GM traffic"
-	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = "GM bytes in + out (log scale)"
-	p.Y.Label.Text = "cycles (log scale)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = decades{}, decades{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
 	slices.SortFunc(all, func(a, b pt) int { return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(a.bound, b.bound)) })
-	line := make(plotter.XYs, len(all))
+	line := make([]chart.Point, len(all))
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for i, q := range all {
-		line[i] = plotter.XY{X: q.x, Y: q.bound}
+		line[i] = chart.Point{X: q.x, Y: q.bound}
 		xlo, xhi = math.Min(xlo, q.x), math.Max(xhi, q.x)
 		ylo, yhi = math.Min(ylo, math.Min(q.y, q.bound)), math.Max(yhi, math.Max(q.y, q.bound))
 	}
-	roof, err := plotter.NewLine(line)
-	if err == nil {
-		roof.Color = color.Black
-		roof.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(roof)
-		p.Legend.Add("roofline bound", roof)
+	ch := &chart.Chart{
+		Title: op + ": modeled cycles against GM traffic",
+		X: chart.Axis{Label: "GM bytes in + out (log scale)", Scale: chart.Log,
+			Min: math.Pow(10, math.Floor(math.Log10(xlo))), Max: math.Pow(10, math.Ceil(math.Log10(xhi)))},
+		Y: chart.Axis{Label: "cycles (log scale)", Scale: chart.Log,
+			Min: math.Pow(10, math.Floor(math.Log10(ylo))), Max: math.Pow(10, math.Ceil(math.Log10(yhi))+1)},
+		LegendLeft: true,
 	}
+	ch.Series("roofline bound", line, chart.Style{Color: color.Black, Width: vg.Points(1), Dashes: dashed})
 	for j, v := range variants {
-		xy := make(plotter.XYs, len(byVariant[v]))
+		xy := make([]chart.Point, len(byVariant[v]))
 		for i, q := range byVariant[v] {
-			xy[i] = plotter.XY{X: q.x, Y: q.y}
+			xy[i] = chart.Point{X: q.x, Y: q.y}
 		}
-		s, err := plotter.NewScatter(xy)
-		if err != nil {
-			continue
-		}
-		s.GlyphStyle = draw.GlyphStyle{Color: palette[j%len(palette)], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
-		p.Add(s)
-		p.Legend.Add(v, s)
+		ch.Series(v, xy, chart.Style{Color: palette[j%len(palette)], Glyph: draw.CircleGlyph{}, Radius: vg.Points(2.5)})
 	}
-	p.X.Min, p.X.Max = math.Pow(10, math.Floor(math.Log10(xlo))), math.Pow(10, math.Ceil(math.Log10(xhi)))
-	p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(ylo))), math.Pow(10, math.Ceil(math.Log10(yhi))+1)
-	return p
+	return ch
 }
 
 // heatmapChart places the worst elements of a failed 2-D output on its
 // rows × columns grid (binned to at most 32 × 32 cells), coloured by
 // err/bound: blue within bound, red beyond.
-func heatmapChart(c *Case, o *Output) *plot.Plot {
+func heatmapChart(c *Case, o *Output) *chart.Chart {
 	rows, cols := o.Shape[0], o.Shape[1]
 	br, bc := (rows+31)/32, (cols+31)/32
 	cells := map[[2]int]float64{}
@@ -269,30 +247,16 @@ func heatmapChart(c *Case, o *Output) *plot.Plot {
 			cells[k] = r
 		}
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s %s %v: err/bound", c.ID, o.Name, o.Shape)
-	p.X.Label.Text = fmt.Sprintf("column (bins of %d)", bc)
-	p.Y.Label.Text = fmt.Sprintf("row (bins of %d)", br)
-	p.Add(plotter.NewGrid())
-	p.Add(&heat{cells: cells})
-	p.X.Min, p.X.Max = 0, float64((cols+bc-1)/bc)
-	p.Y.Min, p.Y.Max = 0, float64((rows+br-1)/br)
-	p.Y.Scale = invertedScale{}
-	return p
-}
-
-// heat draws each cell as a unit square coloured by err/bound.
-type heat struct{ cells map[[2]int]float64 }
-
-// Plot implements plot.Plotter.
-func (h *heat) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for k, v := range h.cells {
-		x0, x1 := trX(float64(k[1])), trX(float64(k[1]+1))
-		y0, y1 := trY(float64(k[0])), trY(float64(k[0]+1))
-		pts := []vg.Point{{X: x0, Y: y0}, {X: x0, Y: y1}, {X: x1, Y: y1}, {X: x1, Y: y0}}
-		c.FillPolygon(heatColor(v), c.ClipPolygonXY(pts))
+	ch := &chart.Chart{
+		Title: fmt.Sprintf("%s %s %v: err/bound", c.ID, o.Name, o.Shape),
+		X:     chart.Axis{Label: fmt.Sprintf("column (bins of %d)", bc), Min: 0, Max: float64((cols + bc - 1) / bc)},
+		// Row 0 at the top, as a matrix is read.
+		Y: chart.Axis{Label: fmt.Sprintf("row (bins of %d)", br), Scale: chart.Inverted, Min: 0, Max: float64((rows + br - 1) / br)},
 	}
+	for _, k := range slices.SortedFunc(maps.Keys(cells), func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		ch.Rect(float64(k[1]), float64(k[0]), float64(k[1]+1), float64(k[0]+1), heatColor(cells[k]))
+	}
+	return ch
 }
 
 // heatColor is blue up to err/bound = 1, then red, darker with the ratio.
@@ -306,9 +270,3 @@ func heatColor(v float64) color.Color {
 	}
 	return color.RGBA{R: uint8(200 * (1 - v)), G: uint8(220 - float64(90*v)), B: 0xff, A: 0xff}
 }
-
-// invertedScale puts row 0 at the top, as a matrix is read.
-type invertedScale struct{}
-
-// Normalize implements plot.Normalizer.
-func (invertedScale) Normalize(min, max, x float64) float64 { return (max - x) / (max - min) }

@@ -4,23 +4,18 @@ import (
 	"context"
 	"fmt"
 	"html/template"
-	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 
+	"github.com/npuverify/npuverify/internal/chart"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 	"github.com/x448/float16"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // DecodingConfig sets up the comparison of incremental decoding with full
@@ -330,84 +325,47 @@ var decodingTemplate = template.Must(template.New("decoding").Parse(`<h2>Increme
 `))
 
 // cyclesChart plots cycles per token against L for both paths, log-log.
-func (t *DecodingTable) cyclesChart() *plot.Plot {
+func (t *DecodingTable) cyclesChart() *chart.Chart {
 	if len(t.Rows) == 0 {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = "Modeled cycles per generated token against context length"
-	p.X.Label.Text = "context length L (log scale)"
-	p.Y.Label.Text = "cycles per token (log scale)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker = powersOfTwo{}
-	p.Y.Tick.Marker = decades{}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+	ch := &chart.Chart{Title: "Modeled cycles per generated token against context length", LegendLeft: true}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for j, s := range []struct {
 		name string
 		get  func(r DecodingRow) int64
 	}{{"full recompute", func(r DecodingRow) int64 { return r.Recompute.Cycles }}, {"incremental", func(r DecodingRow) int64 { return r.Incremental.Cycles }}} {
-		xy := make(plotter.XYs, len(t.Rows))
+		xy := make([]chart.Point, len(t.Rows))
 		for i, r := range t.Rows {
-			xy[i] = plotter.XY{X: float64(r.L), Y: t.perToken(s.get(r))}
+			xy[i] = chart.Point{X: float64(r.L), Y: t.perToken(s.get(r))}
 			lo, hi = math.Min(lo, xy[i].Y), math.Max(hi, xy[i].Y)
 		}
-		addLine(p, s.name, xy, palette[j])
+		ch.Series(s.name, xy, pointsLine(palette[j]))
 	}
-	p.X.Min, p.X.Max = float64(t.Rows[0].L)/1.2, float64(t.Rows[len(t.Rows)-1].L)*1.2
-	p.Y.Min, p.Y.Max = lo/2, hi*6 // room above the data for the legend
-	return p
+	ch.X = chart.Axis{Label: "context length L (log scale)", Scale: chart.Log, Ticks: chart.PowersOfTwo,
+		Min: float64(t.Rows[0].L) / 1.2, Max: float64(t.Rows[len(t.Rows)-1].L) * 1.2}
+	ch.Y = chart.Axis{Label: "cycles per token (log scale)", Scale: chart.Log,
+		Min: lo / 2, Max: hi * 6} // room above the data for the legend
+	return ch
 }
 
 // speedupChart plots recompute / incremental cycles against L.
-func (t *DecodingTable) speedupChart() *plot.Plot {
+func (t *DecodingTable) speedupChart() *chart.Chart {
 	if len(t.Rows) == 0 {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = "Speedup of incremental decoding over full recompute"
-	p.X.Label.Text = "context length L (log scale)"
-	p.Y.Label.Text = "recompute / incremental cycles"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = powersOfTwo{}
-	p.Add(plotter.NewGrid())
-	xy := make(plotter.XYs, len(t.Rows))
+	xy := make([]chart.Point, len(t.Rows))
 	hi := 1.0
 	for i, r := range t.Rows {
-		xy[i] = plotter.XY{X: float64(r.L), Y: r.Speedup}
+		xy[i] = chart.Point{X: float64(r.L), Y: r.Speedup}
 		hi = math.Max(hi, r.Speedup)
 	}
-	addLine(p, "", xy, palette[2])
-	p.X.Min, p.X.Max = float64(t.Rows[0].L)/1.2, float64(t.Rows[len(t.Rows)-1].L)*1.2
-	p.Y.Min, p.Y.Max = 0, math.Ceil(hi+0.5)
-	return p
-}
-
-// addLine adds a line with point markers, and a legend entry when name
-// is not empty.
-func addLine(p *plot.Plot, name string, xy plotter.XYs, c color.Color) {
-	l, s, err := plotter.NewLinePoints(xy)
-	if err != nil {
-		return // NaN or Inf in xy: nothing to draw
+	ch := &chart.Chart{
+		Title: "Speedup of incremental decoding over full recompute",
+		X: chart.Axis{Label: "context length L (log scale)", Scale: chart.Log, Ticks: chart.PowersOfTwo,
+			Min: float64(t.Rows[0].L) / 1.2, Max: float64(t.Rows[len(t.Rows)-1].L) * 1.2},
+		Y: chart.Axis{Label: "recompute / incremental cycles", Min: 0, Max: math.Ceil(hi + 0.5)},
 	}
-	l.Color = c
-	l.Width = vg.Points(1.5)
-	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
-	p.Add(l, s)
-	if name != "" {
-		p.Legend.Add(name, l, s)
-	}
-}
-
-// powersOfTwo labels every power of two in the axis range (512, 1024, …).
-type powersOfTwo struct{}
-
-// Ticks implements plot.Ticker.
-func (powersOfTwo) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for v := math.Exp2(math.Ceil(math.Log2(lo))); v <= hi; v *= 2 {
-		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
-	}
-	return ts
+	ch.Series("", xy, pointsLine(palette[2]))
+	return ch
 }

@@ -1,28 +1,25 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"image/color"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/npuverify/npuverify/internal/chart"
 )
 
-// Plots are drawn with gonum.org/v1/plot into SVG (vg/vgsvg) and inlined in
-// the HTML report. Text metrics come from the Liberation fonts compiled into
-// gonum/plot, so nothing is loaded at run time; the fonts are referenced by
-// name in the SVG, not embedded (a viewer without them substitutes its own).
-// vgsvg escapes text (case IDs, dist and mode names) with xml.Escape, which
-// is what makes the SVG safe to insert into the page as template.HTML.
+// Plots are drawn by package chart (gonum/plot's canvas and its Liberation
+// fonts, without its plot package) into SVG and inlined in the HTML report.
+// Text metrics come from the fonts compiled into the binary, so nothing is
+// loaded at run time; the fonts are referenced by name in the SVG, not
+// embedded (a viewer without them substitutes its own). The SVG writer
+// escapes text (case IDs, dist and mode names) with xml.Escape, which is
+// what makes the SVG safe to insert into the page as template.HTML.
 
 var (
 	palette = []color.Color{
@@ -35,21 +32,27 @@ var (
 	}
 )
 
-// svgOf draws p on a w×h canvas and returns the <svg> element, without the
-// XML prolog, ready to inline in HTML.
-func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
-	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", fmt.Errorf("report: plot %q: %w", p.Title.Text, err)
+// svgOf draws ch on a w×h canvas and returns the <svg> element, ready to
+// inline in HTML.
+func svgOf(ch *chart.Chart, w, h vg.Length) (template.HTML, error) {
+	s, err := ch.SVG(w, h)
+	if err != nil {
+		return "", fmt.Errorf("report: plot: %w", err)
 	}
-	s := b.String()
-	i := strings.Index(s, "<svg")
-	if i < 0 {
-		return "", fmt.Errorf("report: plot %q: no <svg> element", p.Title.Text)
-	}
-	return template.HTML(s[i:]), nil // vgsvg escapes all text
+	return template.HTML(s), nil // the SVG writer escapes all text
+}
+
+// dashed is the dash pattern of a dashed line.
+var dashed = []vg.Length{vg.Points(4), vg.Points(3)}
+
+// pointsLine is a series' line with a circle at each point, in colour c.
+func pointsLine(c color.Color) chart.Style {
+	return chart.Style{Color: c, Width: vg.Points(1.5), Glyph: draw.CircleGlyph{}, Radius: vg.Points(2.5)}
+}
+
+// groupOffset places the j-th of n bars of width w around its category.
+func groupOffset(j, n int, w vg.Length) vg.Length {
+	return (vg.Length(j) - vg.Length(n-1)/2) * w
 }
 
 // rmsePlot is a grouped bar chart of RMSE (log scale) per mode, one bar per
@@ -63,7 +66,7 @@ func rmsePlot(rows []PrecisionRow) (template.HTML, error) {
 	return svgOf(p, 16*vg.Centimeter, 9*vg.Centimeter)
 }
 
-func rmseChart(rows []PrecisionRow) *plot.Plot {
+func rmseChart(rows []PrecisionRow) *chart.Chart {
 	var modes, dists []string
 	rmse := map[[2]string]float64{}
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -83,82 +86,25 @@ func rmseChart(rows []PrecisionRow) *plot.Plot {
 	if len(rmse) == 0 {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = "GEMM RMSE vs the float64 product, per mode and distribution"
-	p.Y.Label.Text = "RMSE (log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = decades{}
-	p.Title.Padding = vg.Points(8)
-	p.NominalX(modes...)
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+	ch := &chart.Chart{
+		Title: "GEMM RMSE vs the float64 product, per mode and distribution",
+		// Whole decades around the data, with room for the legend on top.
+		Y: chart.Axis{Label: "RMSE (log scale)", Scale: chart.Log,
+			Min: math.Pow(10, math.Floor(math.Log10(lo))), Max: math.Pow(10, math.Ceil(math.Log10(hi))+1)},
+		X:          chart.Axis{Nominal: modes, Min: -0.5, Max: float64(len(modes)) - 0.5},
+		LegendLeft: true,
+	}
 	width := vg.Points(60) / vg.Length(len(dists))
 	for j, dist := range dists {
-		b := &logBars{width: width, color: palette[j%len(palette)],
-			offset: (vg.Length(j) - vg.Length(vg.Length(len(dists)-1)/2)) * width}
+		var vals []float64
 		for _, m := range modes {
 			v, ok := rmse[[2]string{dist, m}]
 			if !ok {
 				v = math.NaN()
 			}
-			b.vals = append(b.vals, v)
+			vals = append(vals, v)
 		}
-		p.Add(b)
-		p.Legend.Add(dist, b)
+		ch.Bars(dist, vals, groupOffset(j, len(dists), width), width, palette[j%len(palette)])
 	}
-	// Whole decades around the data, with room for the legend on top.
-	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi))+1)
-	p.X.Min, p.X.Max = -0.5, float64(len(modes))-0.5
-	return p
-}
-
-// logBars draws vals[i] as a bar from the bottom of the plot at category i
-// (shifted by offset), so that it works on a log scale; NaN has no bar.
-type logBars struct {
-	vals   []float64
-	width  vg.Length
-	offset vg.Length
-	color  color.Color
-}
-
-// Plot implements plot.Plotter.
-func (b *logBars) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for i, v := range b.vals {
-		if math.IsNaN(v) {
-			continue
-		}
-		x := trX(float64(i)) + b.offset - vg.Length(b.width/2)
-		top := trY(math.Min(math.Max(v, p.Y.Min), p.Y.Max))
-		pts := []vg.Point{{X: x, Y: c.Min.Y}, {X: x, Y: top}, {X: x + b.width, Y: top}, {X: x + b.width, Y: c.Min.Y}}
-		c.FillPolygon(b.color, c.ClipPolygonXY(pts))
-	}
-}
-
-// Thumbnail implements plot.Thumbnailer for the legend.
-func (b *logBars) Thumbnail(c *draw.Canvas) {
-	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y}}
-	c.FillPolygon(b.color, c.ClipPolygonXY(pts))
-}
-
-// decades marks and labels every power of ten in the axis range ("1e-06",
-// "0.001", "1"); plot.LogTicks prints 1e-05 as 9.999999999999999e-06.
-type decades struct{}
-
-// Ticks implements plot.Ticker.
-func (decades) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
-		v := math.Pow10(e)
-		if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
-			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
-		}
-		for m := 2.0; m < 10; m++ {
-			if mv := m * v; mv >= lo && mv <= hi {
-				ts = append(ts, plot.Tick{Value: mv})
-			}
-		}
-	}
-	return ts
+	return ch
 }
