@@ -54,14 +54,16 @@ func gemmMagUpFactor32(k int) float64 {
 const gemmMag32Rows = 48
 
 // |b| is packed whole, once for every rows call, when it has at most
-// gemmMag32WholeElems elements (4 MiB as fp32), and otherwise
+// gemmMag32WholeElems elements (2 MiB as fp32), and otherwise
 // gemmMag32K rows at a time (1 MiB at n = 1024), again for every rows
 // call. Packed whole, a 1024×4096×1024 run held 16 MiB of it while it
-// judged the output (it peaked at 61-64 MB, now 49); packed in blocks, a
-// 1024³ run (ExpectBlocks: four rows calls) took 5-12% longer for 1.5-3
-// MB less peak. Variables for the test that cuts small K into blocks.
+// judged the output (it peaked at 61-64 MB, now 49), and a 1024³ run 4
+// MiB: in blocks, that run (ExpectBlocks: four rows calls) peaks 2.6 MiB
+// lower (26.8–28.8 against 29.1–31.4 MiB, 2026-12-05) and takes 2-4%
+// longer (min of eleven, two alternations). Variables for the test that
+// cuts small K into blocks.
 var (
-	gemmMag32WholeElems = 1 << 20
+	gemmMag32WholeElems = 1 << 19
 	gemmMag32K          = 256
 )
 
