@@ -469,7 +469,7 @@ var cliBin struct {
 }
 
 // cliBinary builds the binary on first use and returns its path.
-func cliBinary(t *testing.T) string {
+func cliBinary(t testing.TB) string {
 	t.Helper()
 	cliBin.once.Do(func() {
 		if cliBin.dir, cliBin.err = os.MkdirTemp("", "npuverify-bin"); cliBin.err != nil {
