@@ -52,7 +52,7 @@ func pointsLine(c color.Color) chart.Style {
 
 // groupOffset places the j-th of n bars of width w around its category.
 func groupOffset(j, n int, w vg.Length) vg.Length {
-	return (vg.Length(j) - vg.Length(n-1)/2) * w
+	return (vg.Length(j) - vg.Length(vg.Length(n-1)/2)) * w
 }
 
 // rmsePlot is a grouped bar chart of RMSE (log scale) per mode, one bar per
