@@ -18,7 +18,6 @@ package chart
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"image/color"
 	"math"
@@ -293,7 +292,7 @@ func (ch *Chart) check() error {
 			return fmt.Errorf("axis %q: range [%v, %v] is empty or not finite", a.Label, a.Min, a.Max)
 		}
 		if a.Scale == Log && a.Min <= 0 {
-			return errors.New("axis " + strconv.Quote(a.Label) + ": a logarithmic axis needs a positive range")
+			return fmt.Errorf("axis %q: a logarithmic axis needs a positive range, not [%v, %v]", a.Label, a.Min, a.Max)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"strings"
@@ -61,6 +62,47 @@ func TestTicks(t *testing.T) {
 				t.Errorf("%s(%v, %v): unlabelled ticks %v, want %v", tt.name, tt.lo, tt.hi, minor, tt.minor)
 				break
 			}
+		}
+	}
+}
+
+// NiceTicks labels two to six values of any range, equally spaced by 1, 2
+// or 5 times a power of ten, within the range; each unlabelled tick is
+// halfway between labels or half a step outside the first: on 2000
+// seeded ranges of every scale.
+func TestNiceTicksProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 0))
+	for i := range 2000 {
+		scale := math.Pow(10, float64(r.IntN(25)-12))
+		lo := (r.Float64()*2 - 1) * scale * 10
+		hi := lo + r.Float64()*scale*10 + scale*1e-3
+		major, minor := labels(NiceTicks(lo, hi))
+		var vals []float64
+		for _, tk := range NiceTicks(lo, hi) {
+			if tk.Value < lo || tk.Value > hi {
+				t.Errorf("seed 12, range %d: NiceTicks(%v, %v) has %v outside the range", i, lo, hi, tk.Value)
+			}
+			if tk.Label != "" {
+				vals = append(vals, tk.Value)
+			}
+		}
+		if len(major) < 2 || len(major) > 6 {
+			t.Errorf("seed 12, range %d: NiceTicks(%v, %v) = %d labels %q, want 2 to 6", i, lo, hi, len(major), major)
+			continue
+		}
+		step := vals[1] - vals[0]
+		e := math.Floor(math.Log10(step) + 1e-9) // a step of 10^e computed as 0.99…·10^e is 10^e
+		if m := math.Round(step / math.Pow(10, e)); m != 1 && m != 2 && m != 5 {
+			t.Errorf("seed 12, range %d: NiceTicks(%v, %v): step %v, want 1, 2 or 5 times a power of ten", i, lo, hi, step)
+		}
+		for j := 1; j < len(vals); j++ {
+			if d := vals[j] - vals[j-1]; math.Abs(d-step) > 1e-9*step {
+				t.Errorf("seed 12, range %d: NiceTicks(%v, %v): labels %v not equally spaced", i, lo, hi, vals)
+				break
+			}
+		}
+		if len(minor) > len(major)+1 {
+			t.Errorf("seed 12, range %d: NiceTicks(%v, %v): %d unlabelled ticks for %d labels, want at most one more", i, lo, hi, len(minor), len(major))
 		}
 	}
 }
