@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/npuverify/npuverify/internal/chart"
 	"github.com/npuverify/npuverify/quality"
@@ -72,14 +73,17 @@ func (a *AttentionQuality) HTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return attentionTemplate.Execute(w, struct {
+	return attentionTemplate().Execute(w, struct {
 		Intro  string
 		Rows   []attentionView
 		Charts []Chart
 	}{a.intro(), a.views(), charts})
 }
 
-var attentionTemplate = template.Must(template.New("attention").Parse(`<h2>Attention quality under KV compression</h2>
+// attentionTemplate is the attention-quality section, parsed on first use
+// (see htmlTemplates).
+var attentionTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("attention").Parse(`<h2>Attention quality under KV compression</h2>
 <p class="note">{{.Intro}}</p>
 <table>
 <thead><tr><th>dist</th><th>keep_ratio</th><th>kept tokens</th><th>rel. error (importance)</th><th>rel. error (oracle)</th><th>bytes saved</th><th>saved</th></tr></thead>
@@ -93,6 +97,7 @@ var attentionTemplate = template.Must(template.New("attention").Parse(`<h2>Atten
 <figure id="{{.ID}}" class="plot">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{- end}}
 `))
+})
 
 // errorChart plots relative error against keep_ratio on a log scale
 // (peaked errors are orders of magnitude below random ones): one colour

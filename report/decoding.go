@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/npuverify/npuverify/internal/chart"
 	"github.com/npuverify/npuverify/npu"
@@ -302,14 +303,17 @@ func (t *DecodingTable) HTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return decodingTemplate.Execute(w, struct {
+	return decodingTemplate().Execute(w, struct {
 		Intro  string
 		Rows   []decodingView
 		Charts []Chart
 	}{t.intro(), t.views(), charts})
 }
 
-var decodingTemplate = template.Must(template.New("decoding").Parse(`<h2>Incremental decoding vs full recompute</h2>
+// decodingTemplate is the decoding section, parsed on first use (see
+// htmlTemplates).
+var decodingTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("decoding").Parse(`<h2>Incremental decoding vs full recompute</h2>
 <p class="note">{{.Intro}}</p>
 <table>
 <thead><tr><th>L</th><th>incremental cycles/token</th><th>recompute cycles/token</th><th>speedup</th><th>kv_update cycles</th><th>decode_attention cycles</th><th>projection cycles</th><th>UB peak B (inc / rec)</th><th>overlap (inc / rec)</th></tr></thead>
@@ -323,6 +327,7 @@ var decodingTemplate = template.Must(template.New("decoding").Parse(`<h2>Increme
 <figure id="{{.ID}}" class="plot">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{- end}}
 `))
+})
 
 // cyclesChart plots cycles per token against L for both paths, log-log.
 func (t *DecodingTable) cyclesChart() *chart.Chart {
