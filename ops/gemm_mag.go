@@ -59,9 +59,9 @@ const gemmMag32Rows = 48
 // call. Packed whole, a 1024×4096×1024 run held 16 MiB of it while it
 // judged the output (it peaked at 61-64 MB, now 49), and a 1024³ run 4
 // MiB: in blocks, that run (ExpectBlocks: four rows calls) peaks 2.6 MiB
-// lower (26.8–28.8 against 29.1–31.4 MiB, 2026-12-05) and takes 2-4%
-// longer (min of eleven, two alternations). Variables for the test that
-// cuts small K into blocks.
+// lower (26.8–28.8 against 29.1–31.4 MiB, 2026-12-05) and takes 2-7%
+// longer (min of eleven or fifteen runs, five alternations). Variables for
+// the test that cuts small K into blocks.
 var (
 	gemmMag32WholeElems = 1 << 19
 	gemmMag32K          = 256
