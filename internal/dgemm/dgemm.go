@@ -28,6 +28,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/internal/parallel"
 )
@@ -79,9 +82,16 @@ func (x Slice) Float64sFrom(off int, dst []float64) { copy(dst, x[off:off+len(ds
 // inputs, K > 4096).
 //
 // nc = 1024: a packed B block of kc·nc float64 is 2 MiB (twice that in
-// MulAbs), live while a 1024³ run judges its output; nc = 512 took 1.5 MB
-// off that run's peak RSS but 10-15% more time in this package's part of
-// it (A is packed again for every nc columns).
+// MulAbs; 512 KiB as fp16, Mul of an fp16 B), live while a 1024³ run
+// judges its output; nc = 512 took 1.5 MB off that run's peak RSS but
+// 10-15% more time in this package's part of it (A is packed again for
+// every nc columns).
+//
+// Mul's fp16 tiles (mulH) widen B's eight values as they load them: one
+// F16C conversion to fp32 and one to float64 per step, beside the eight
+// FMAs. On BenchmarkMul's fp16-256x1024x1024 (a block of gemm's
+// reference) the product took 21% less time than with float64 panels
+// (5.58 against 7.09 ms), the packing being a quarter of the bytes.
 const (
 	mr     = 3 // MulAbs's tile rows
 	mrMul  = 6 // Mul's tile rows (AVX2, portable)
@@ -113,16 +123,43 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 // of d), for callers that bound the magnitudes some other way: with no s
 // to accumulate, its micro-kernel keeps a 6×8 tile of d in registers (8×8
 // with AVX-512) and does about half of MulAbs's work.
+//
+// An fp16 b (halfMatrix) is packed as its fp16 bit patterns, which the
+// micro-kernel widens to float64 as it loads them (mulH, where the CPU
+// can): the same values reach the same multiply-adds, so d has the same
+// bits, and a packed block of B is a quarter of the bytes to write and
+// read again. At a decoding step's 16×4096×11008 the float64 packing was
+// a third of the product's time, since with 16 rows each packed value
+// is read only twice.
+//
+// Not for a product of fewer row blocks than cores (product.columns, a
+// decoding step's), where each core packs strips of B of its own: there
+// the fp16 packing, a transposition of 16-byte pieces with no widening
+// to hide it, took longer than F16C widening into float64 panels
+// (BenchmarkMul's decode-fp16: 31.6 against 24.9 ms).
 func Mul(m, k, n int, a, b Matrix, d []float64) {
+	if hb, ok := b.(halfMatrix); ok && hb.F16() != nil && mulH.kern != nil && !byColumns(m, n) {
+		run(variant{mr: mulH.mr, h: true, kern: mulH.kern}, m, k, n, a, b, d[:m*n], nil)
+		return
+	}
 	run(variant{mr: mul.mr, kern: mul.kern}, m, k, n, a, b, d[:m*n], nil)
 }
 
-// A variant is one of the two products: its micro-tile's rows, whether
-// it accumulates s (B's packed panels then carry |b| after b) and its
-// micro-kernel.
+// halfMatrix is a Matrix of fp16 values that hands over their row-major
+// bit patterns (an fp16 *tensor.Tensor; F16 is nil for another dtype).
+type halfMatrix interface {
+	Matrix
+	F16() []float16.Float16
+}
+
+// A variant is one of the products: its micro-tile's rows, whether it
+// accumulates s (B's packed panels then carry |b| after b), whether B's
+// panels hold fp16 bit patterns (h: Mul of an fp16 B, mulH's tiles) and
+// its micro-kernel.
 type variant struct {
 	mr   int
 	abs  bool
+	h    bool
 	kern kernelFunc
 }
 
@@ -131,10 +168,15 @@ type variant struct {
 // packed panels a and b (kernelGo, mulGo).
 type kernelFunc func(kcc int, a, b, d, s []float64, ldc int, load bool)
 
-// panel is how many values a packed B micro-panel holds per step of k.
+// panel is how many float64 slots a packed B micro-panel takes per step
+// of k: nr values, 2·nr with their magnitudes, or nr fp16 bit patterns
+// four to a slot.
 func (v variant) panel() int {
-	if v.abs {
+	switch {
+	case v.abs:
 		return 2 * nr
+	case v.h:
+		return nr / 4
 	}
 	return nr
 }
@@ -162,7 +204,7 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 	mcb := roundUp((m+roundUp(blocks, workers)-1)/roundUp(blocks, workers), v.mr)
 	blocks = (m + mcb - 1) / mcb
 	p := product{v: v, m: m, k: k, n: n, a: a, b: b, d: d, s: s}
-	if blocks < runtime.GOMAXPROCS(0) && n > nc {
+	if byColumns(m, n) {
 		p.columns(mcb, kcb)
 		return
 	}
@@ -170,7 +212,7 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 		ncc := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcc := min(kc, k-pc)
-			packB(b, n, pc, kcc, jc, ncc, v.abs, *pb)
+			packB(b, n, pc, kcc, jc, ncc, v, *pb)
 			claim(workers, blocks, func(next func() (int, bool)) {
 				pa := getBuf(&aBufs, mcb*kcc)
 				defer aBufs.Put(pa)
@@ -181,6 +223,14 @@ func run(v variant, m, k, n int, a, b Matrix, d, s []float64) {
 			})
 		}
 	}
+}
+
+// byColumns reports whether run shares an m×n product among the cores by
+// blocks of columns (product.columns) rather than of rows: when it has
+// fewer row blocks of mc than cores and more than one block of nc
+// columns.
+func byColumns(m, n int) bool {
+	return (m+mc-1)/mc < runtime.GOMAXPROCS(0) && n > nc
 }
 
 // product is one call of run: its variant, sizes, operands and results.
@@ -239,7 +289,7 @@ func (p *product) columns(mcb, kcb int) {
 				}
 				for j0 := 0; j0 < ncc; j0 += stripCols {
 					scc := min(stripCols, ncc-j0)
-					packBGroups(p.b, p.n, pc, kcc, jc+j0, scc, p.v.abs, *pb, 0, (kcc+packRows-1)/packRows)
+					packBGroups(p.b, p.n, pc, kcc, jc+j0, scc, p.v, *pb, 0, (kcc+packRows-1)/packRows)
 					for ib := range blocks {
 						ic := ib * mcb
 						p.macro(ic, min(mcb, p.m-ic), pc, kcc, jc+j0, scc, (*pa)[ib*mcb*kcc:], *pb)
@@ -352,9 +402,9 @@ func packA(a Matrix, k, ic, mcc, pc, kcc, tmr int, pa []float64) {
 // panel by panel, so that each panel's part is one contiguous run:
 // writing a row at a time would jump 16·kcc bytes (a power of two) from
 // panel to panel.
-func packB(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64) {
+func packB(b Matrix, n, pc, kcc, jc, ncc int, v variant, pb []float64) {
 	parallel.For((kcc+packRows-1)/packRows, 4, func(lo, hi int) {
-		packBGroups(b, n, pc, kcc, jc, ncc, abs, pb, lo, hi)
+		packBGroups(b, n, pc, kcc, jc, ncc, v, pb, lo, hi)
 	})
 }
 
@@ -370,12 +420,17 @@ type groupedMatrix interface {
 }
 
 // packBGroups is packB for the groups of packRows rows [lo, hi).
-func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64, lo, hi int) {
+func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, v variant, pb []float64, lo, hi int) {
+	if v.h {
+		packBHalves(b.(halfMatrix).F16(), n, pc, kcc, jc, ncc, pb, lo, hi)
+		return
+	}
+	abs := v.abs
 	if !abs && packBDirect(b, n, pc, kcc, jc, ncc, pb, lo, hi) {
 		return
 	}
 	width := roundUp(ncc, nr)
-	w := variant{abs: abs}.panel()
+	w := v.panel()
 	rp := getBuf(&rowBufs, packRows*width)
 	defer rowBufs.Put(rp)
 	rows := *rp
@@ -405,6 +460,38 @@ func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, abs bool, pb []float64, lo, 
 					d[nr+c] = math.Abs(v)
 				}
 			}
+		}
+	}
+}
+
+// packBHalves is packBGroups for fp16 panels (variant.h): the bit
+// patterns of b[pc+kk, jc+q·nr+c] from h, b's row-major fp16 values
+// (columns past ncc are +0). It writes one panel's rows of the groups at
+// a time, 16 bytes a row and contiguous: a panel's 16·kcc bytes are a
+// power of two (4 KiB at kc), so going across the panels a row or a
+// group at a time, as packBGroups does with float64 values, put every
+// write in the same set of the L1 cache (the decoding shape's packing
+// took twice the time of its products).
+func packBHalves(h []float16.Float16, n, pc, kcc, jc, ncc int, pb []float64, lo, hi int) {
+	dst := unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(pb))), len(pb)*4)
+	k0, k1 := lo*packRows, min(hi*packRows, kcc)
+	whole := ncc / nr
+	for q := range whole {
+		out := dst[q*nr*kcc:]
+		src := h[jc+q*nr:]
+		for kk := k0; kk < k1; kk++ {
+			// Through a local: eight halves in one 16-byte move, where
+			// copy would call memmove for each.
+			v := *(*[nr]float16.Float16)(src[(pc+kk)*n:])
+			*(*[nr]float16.Float16)(out[kk*nr:]) = v
+		}
+	}
+	if tail := ncc - whole*nr; tail > 0 {
+		out := dst[whole*nr*kcc:]
+		for kk := k0; kk < k1; kk++ {
+			row := out[kk*nr : kk*nr+nr]
+			copy(row, h[(pc+kk)*n+jc+whole*nr:][:tail])
+			clear(row[tail:])
 		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
+	"github.com/x448/float16"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
@@ -207,6 +209,51 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 	}
 }
 
+// halvesOf is b's bytes as fp16 bit patterns, four to a float64: an fp16
+// packed panel (variant.h).
+func halvesOf(b []float64) []float16.Float16 {
+	return unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*4)
+}
+
+// TestMulHalvesMatchesLoop holds Mul of an fp16 tensor B, packed as fp16
+// (variant.h), to the plain loop on B's values bit for bit, with each
+// fp16-panel tile this machine runs and the portable twin of both tile
+// sizes, on the shapes that cross every blocking edge and B drawn from
+// every fp16 bit pattern (NaN, ±Inf, ±0 and subnormals among them),
+// against A from every distribution.
+func TestMulHalvesMatchesLoop(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	tiles := append(mulHTiles(), goTileH(mrMul), goTileH(mrMul8))
+	saved := mulH
+	defer func() { mulH = saved }()
+	for si, sh := range shapes {
+		m, k, n := sh[0], sh[1], sh[2]
+		for dist := range numDists {
+			seed := uint64(1000*si + dist)
+			r := rand.New(rand.NewPCG(seed, 1))
+			a := gen(r, dist, m*k)
+			bt := tensor.MustNew(tensor.Float16, k*n)
+			for i := range k * n {
+				bt.SetBits(i, uint64(r.Uint32()&0xFFFF))
+			}
+			b := make([]float64, k*n)
+			bt.Float64sFrom(0, b)
+			wd, _ := loop(m, k, n, a, b)
+			for _, tile := range tiles {
+				mulH = tile
+				d := gen(r, distSpecial, m*n) // dirty: Mul must overwrite it
+				Mul(m, k, n, Slice(a), bt, d)
+				for i := range wd {
+					if !same(d[i], wd[i]) {
+						t.Fatalf("dgemm Mul fp16 panels tile=%s m=%d k=%d n=%d dist=%d seed=%d: element %d: got %v (%#x), want loop %v (%#x)",
+							tile.name, m, k, n, dist, seed, i, d[i], math.Float64bits(d[i]), wd[i], math.Float64bits(wd[i]))
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestMulAbsRoundingBound checks the error claim the gemm bounds build on,
 // against the exact dot products (math/big): for finite inputs
 // |d − Σa·b| ≤ γ_K(2^-53)·S with S = Σ|a|·|b| exact (every product is
@@ -335,6 +382,19 @@ func BenchmarkMul(b *testing.B) {
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+	// The cube with B an fp16 tensor, as gemm's reference gets it (a block
+	// of 256 rows of A at a time, ops.ExpectBlocks).
+	b.Run("fp16-256x1024x1024", func(b *testing.B) {
+		const m = 256
+		bt := tensor.MustNew(tensor.Float16, n*n)
+		for i, v := range y {
+			bt.SetFloat64(i, v, tensor.Numerics{})
+		}
+		for b.Loop() {
+			Mul(m, n, n, Slice(x[:m*n]), bt, d[:m*n])
+		}
+		b.ReportMetric(2*float64(m*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
 	// A decoding step's shape, B an fp16 tensor as the reference gets it:
 	// few rows against a wide B, each B value used 16 times, so packing B
 	// costs about as much as multiplying.
@@ -366,7 +426,7 @@ func BenchmarkPack(b *testing.B) {
 		pb := make([]float64, 2*kc*n)
 		for b.Loop() {
 			for pc := 0; pc < n; pc += kc {
-				packB(x, n, pc, kc, 0, n, true, pb)
+				packB(x, n, pc, kc, 0, n, variant{abs: true}, pb)
 			}
 		}
 	})
@@ -381,7 +441,7 @@ func BenchmarkPack(b *testing.B) {
 		pb := make([]float64, kc*n)
 		for b.Loop() {
 			for pc := 0; pc < n; pc += kc {
-				packB(bt, n, pc, kc, 0, n, false, pb)
+				packB(bt, n, pc, kc, 0, n, variant{}, pb)
 			}
 		}
 	})
@@ -440,7 +500,7 @@ func TestPackedBLen(t *testing.T) {
 			for i := range pb {
 				pb[i] = math.NaN()
 			}
-			packB(b, ncc, 0, kcc, 0, ncc, abs, pb)
+			packB(b, ncc, 0, kcc, 0, ncc, variant{abs: abs}, pb)
 			for i, x := range pb {
 				if math.IsNaN(x) {
 					t.Fatalf("packB(k=%d, n=%d, abs=%v): element %d of the %d-long buffer not written, want every one", kcc, ncc, abs, i, len(pb))
@@ -474,8 +534,8 @@ func TestPackBDirect(t *testing.T) {
 		for i := range direct {
 			direct[i] = math.Float64frombits(0x7FF8_DEAD_BEEF_0001)
 		}
-		packB(bt, n, pc, kcc, jc, ncc, false, direct)
-		packB(bs, n, pc, kcc, jc, ncc, false, buffered)
+		packB(bt, n, pc, kcc, jc, ncc, variant{}, direct)
+		packB(bs, n, pc, kcc, jc, ncc, variant{}, buffered)
 		for i, x := range direct {
 			q, c := i/(nr*kcc), i%nr // micro-panel, column within it
 			if math.Float64bits(x) == 0x7FF8_DEAD_BEEF_0001 {

@@ -15,24 +15,31 @@ var (
 // kernelName names MulAbs's micro-kernel, for benchmarks and tests.
 var kernelName = "go"
 
-// Mul's tiles.
+// Mul's tiles, on float64 panels and on fp16 ones (variant.h).
 var (
-	mulGoTile     = goTile(mrMul)
-	mulAVX2Tile   = asmTile("avx2", mrMul, mulAVX2)      // 6×8, ymm
-	mulAVX512Tile = asmTile("avx512", mrMul8, mulAVX512) // 8×8, zmm
+	mulGoTile      = goTile(mrMul)
+	mulAVX2Tile    = asmTile("avx2", mrMul, variant{}, mulAVX2)      // 6×8, ymm
+	mulAVX512Tile  = asmTile("avx512", mrMul8, variant{}, mulAVX512) // 8×8, zmm
+	mulAVX2HTile   = asmTile("avx2-f16", mrMul, variant{h: true}, mulAVX2H)
+	mulAVX512HTile = asmTile("avx512-f16", mrMul8, variant{h: true}, mulAVX512H)
 )
 
-// asmTile is the Mul tile of the assembly kernel f on tmr rows: f after
-// the bounds checks it cannot make, and the portable kernel on the same
-// tile as its twin (same arguments and bits), which also takes kcc ≤ 0.
-func asmTile(name string, tmr int, f func(kcc int, a, b, d *float64, ldc int, load bool)) mulTile {
+// asmTile is the Mul tile of the assembly kernel f on tmr rows and v's
+// panels: f after the bounds checks it cannot make, and the portable
+// kernel on the same tile as its twin (same arguments and bits), which
+// also takes kcc ≤ 0.
+func asmTile(name string, tmr int, v variant, f func(kcc int, a, b, d *float64, ldc int, load bool)) mulTile {
 	twin := goTile(tmr).kern
+	if v.h {
+		twin = goTileH(tmr).kern
+	}
+	w := v.panel()
 	kern := func(kcc int, a, b, d, s []float64, ldc int, load bool) {
 		if kcc <= 0 {
 			twin(kcc, a, b, d, s, ldc, load)
 			return
 		}
-		_, _ = a[kcc*tmr-1], b[kcc*nr-1]
+		_, _ = a[kcc*tmr-1], b[kcc*w-1]
 		_ = d[(tmr-1)*ldc+nr-1]
 		f(kcc, &a[0], &b[0], &d[0], ldc, load)
 	}
@@ -45,6 +52,25 @@ func init() {
 	}
 	tiles := mulTiles()
 	mul = tiles[len(tiles)-1]
+	if h := mulHTiles(); len(h) > 0 {
+		mulH = h[len(h)-1]
+	}
+}
+
+// mulH is Mul's tile for an fp16 B, packed as fp16 (variant.h): the
+// widest assembly one this CPU runs, none (kern nil) without F16C.
+var mulH mulTile
+
+// mulHTiles lists the fp16-panel tiles this machine runs, the widest last.
+func mulHTiles() []mulTile {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || !cpu.X86.HasF16C {
+		return nil
+	}
+	tiles := []mulTile{mulAVX2HTile}
+	if cpu.X86.HasAVX512F {
+		tiles = append(tiles, mulAVX512HTile)
+	}
+	return tiles
 }
 
 // mulTiles lists every Mul micro-kernel this machine runs, the widest
@@ -86,3 +112,14 @@ func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
 //
 //go:noescape
 func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
+
+// mulAVX2H is mulAVX2 on fp16 panels (b points at their bit patterns);
+// kcc ≥ 1.
+//
+//go:noescape
+func mulAVX2H(kcc int, a, b, d *float64, ldc int, load bool)
+
+// mulAVX512H is mulAVX512 on fp16 panels; kcc ≥ 1.
+//
+//go:noescape
+func mulAVX512H(kcc int, a, b, d *float64, ldc int, load bool)

@@ -126,51 +126,88 @@ done:
 	VFMADD231PD  Y12, Y14, d0  \
 	VFMADD231PD  Y13, Y14, d1
 
-#define MSTEP \
-	VMOVUPD (DI), Y12 \
-	VMOVUPD 32(DI), Y13 \
+#define MROWS \
 	MROW(0, Y0, Y1) \
 	MROW(8, Y2, Y3) \
 	MROW(16, Y4, Y5) \
 	MROW(24, Y6, Y7) \
 	MROW(32, Y8, Y9) \
 	MROW(40, Y10, Y11) \
-	ADDQ $48, SI \
+	ADDQ $48, SI
+
+// One step of k of the 6×8 tile on float64 panels (mulAVX2): b's eight
+// values from 64 bytes.
+#define MSTEP \
+	VMOVUPD (DI), Y12 \
+	VMOVUPD 32(DI), Y13 \
+	MROWS \
 	ADDQ $64, DI
 
+// One step of k of the 6×8 tile on fp16 panels (mulAVX2H): b's eight
+// values from 16 bytes, widened exactly to fp32 (F16C) and then to
+// float64, so that the FMAs see the values MSTEP loads.
+#define MSTEPH \
+	VCVTPH2PS    (DI), Y15 \
+	VCVTPS2PD    X15, Y12 \
+	VEXTRACTF128 $1, Y15, X15 \
+	VCVTPS2PD    X15, Y13 \
+	MROWS \
+	ADDQ $16, DI
+
+// The 6×8 tile's accumulators: rows 0–5 of d at R8, R8+R10, R11,
+// R11+R10, R12, R12+R10, in Y0–Y11.
+#define MLOAD \
+	VMOVUPD (R8), Y0 \
+	VMOVUPD 32(R8), Y1 \
+	VMOVUPD (R8)(R10*1), Y2 \
+	VMOVUPD 32(R8)(R10*1), Y3 \
+	VMOVUPD (R11), Y4 \
+	VMOVUPD 32(R11), Y5 \
+	VMOVUPD (R11)(R10*1), Y6 \
+	VMOVUPD 32(R11)(R10*1), Y7 \
+	VMOVUPD (R12), Y8 \
+	VMOVUPD 32(R12), Y9 \
+	VMOVUPD (R12)(R10*1), Y10 \
+	VMOVUPD 32(R12)(R10*1), Y11
+
+#define MZERO \
+	VXORPD Y0, Y0, Y0 \
+	VXORPD Y1, Y1, Y1 \
+	VXORPD Y2, Y2, Y2 \
+	VXORPD Y3, Y3, Y3 \
+	VXORPD Y4, Y4, Y4 \
+	VXORPD Y5, Y5, Y5 \
+	VXORPD Y6, Y6, Y6 \
+	VXORPD Y7, Y7, Y7 \
+	VXORPD Y8, Y8, Y8 \
+	VXORPD Y9, Y9, Y9 \
+	VXORPD Y10, Y10, Y10 \
+	VXORPD Y11, Y11, Y11
+
+#define MSTORE \
+	VMOVUPD Y0, (R8) \
+	VMOVUPD Y1, 32(R8) \
+	VMOVUPD Y2, (R8)(R10*1) \
+	VMOVUPD Y3, 32(R8)(R10*1) \
+	VMOVUPD Y4, (R11) \
+	VMOVUPD Y5, 32(R11) \
+	VMOVUPD Y6, (R11)(R10*1) \
+	VMOVUPD Y7, 32(R11)(R10*1) \
+	VMOVUPD Y8, (R12) \
+	VMOVUPD Y9, 32(R12) \
+	VMOVUPD Y10, (R12)(R10*1) \
+	VMOVUPD Y11, 32(R12)(R10*1)
+
 // func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
-// Rows 0–5 of d are at R8, R8+R10, R11, R11+R10, R12, R12+R10.
 TEXT ·mulAVX2(SB), NOSPLIT, $0-41
 	MULARGS
 	TESTQ AX, AX
-	JZ   mzero
-	VMOVUPD (R8), Y0
-	VMOVUPD 32(R8), Y1
-	VMOVUPD (R8)(R10*1), Y2
-	VMOVUPD 32(R8)(R10*1), Y3
-	VMOVUPD (R11), Y4
-	VMOVUPD 32(R11), Y5
-	VMOVUPD (R11)(R10*1), Y6
-	VMOVUPD 32(R11)(R10*1), Y7
-	VMOVUPD (R12), Y8
-	VMOVUPD 32(R12), Y9
-	VMOVUPD (R12)(R10*1), Y10
-	VMOVUPD 32(R12)(R10*1), Y11
-	JMP  mbody
+	JZ    mzero
+	MLOAD
+	JMP   mbody
 
 mzero:
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
-	VXORPD Y8, Y8, Y8
-	VXORPD Y9, Y9, Y9
-	VXORPD Y10, Y10, Y10
-	VXORPD Y11, Y11, Y11
+	MZERO
 
 mbody:
 	MOVQ CX, DX
@@ -189,27 +226,48 @@ mtail:
 	MSTEP
 
 mdone:
-	VMOVUPD Y0, (R8)
-	VMOVUPD Y1, 32(R8)
-	VMOVUPD Y2, (R8)(R10*1)
-	VMOVUPD Y3, 32(R8)(R10*1)
-	VMOVUPD Y4, (R11)
-	VMOVUPD Y5, 32(R11)
-	VMOVUPD Y6, (R11)(R10*1)
-	VMOVUPD Y7, 32(R11)(R10*1)
-	VMOVUPD Y8, (R12)
-	VMOVUPD Y9, 32(R12)
-	VMOVUPD Y10, (R12)(R10*1)
-	VMOVUPD Y11, 32(R12)(R10*1)
+	MSTORE
 	VZEROUPPER
 	RET
 
-// One step of k for Mul's 8×8 AVX-512 tile: b (eight values) into Z16,
-// and for each row r, a[r] broadcast from memory into a multiply-add
-// into the row's accumulator Zr. Exact products (Mul's precondition):
-// each FMA rounds like the loop's add.
-#define ZSTEP \
-	VMOVUPD          (DI), Z16 \
+// func mulAVX2H(kcc int, a, b, d *float64, ldc int, load bool)
+// mulAVX2 on fp16 panels (b points at their bit patterns).
+TEXT ·mulAVX2H(SB), NOSPLIT, $0-41
+	MULARGS
+	TESTQ AX, AX
+	JZ    hzero
+	MLOAD
+	JMP   hbody
+
+hzero:
+	MZERO
+
+hbody:
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   htail
+
+hloop2:
+	MSTEPH
+	MSTEPH
+	DECQ DX
+	JNZ  hloop2
+
+htail:
+	ANDQ $1, CX
+	JZ   hdone
+	MSTEPH
+
+hdone:
+	MSTORE
+	VZEROUPPER
+	RET
+
+// One step of k for Mul's 8×8 AVX-512 tile, b's eight values in Z16: for
+// each row r, a[r] broadcast from memory into a multiply-add into the
+// row's accumulator Zr. Exact products (Mul's precondition): each FMA
+// rounds like the loop's add.
+#define ZROWS \
 	VFMADD231PD.BCST 0(SI), Z16, Z0 \
 	VFMADD231PD.BCST 8(SI), Z16, Z1 \
 	VFMADD231PD.BCST 16(SI), Z16, Z2 \
@@ -218,36 +276,65 @@ mdone:
 	VFMADD231PD.BCST 40(SI), Z16, Z5 \
 	VFMADD231PD.BCST 48(SI), Z16, Z6 \
 	VFMADD231PD.BCST 56(SI), Z16, Z7 \
-	ADDQ             $64, SI \
-	ADDQ             $64, DI
+	ADDQ             $64, SI
+
+// One step on float64 panels (mulAVX512): b from 64 bytes.
+#define ZSTEP \
+	VMOVUPD (DI), Z16 \
+	ZROWS \
+	ADDQ    $64, DI
+
+// One step on fp16 panels (mulAVX512H): b from 16 bytes, widened exactly
+// to fp32 (F16C) and then to float64.
+#define ZSTEPH \
+	VCVTPH2PS (DI), Y8 \
+	VCVTPS2PD Y8, Z16 \
+	ZROWS \
+	ADDQ      $16, DI
+
+// The 8×8 tile's accumulators: row r of d in Zr, at R8 + r·R10 (rows 6
+// and 7 from R13).
+#define ZLOAD \
+	VMOVUPD (R8), Z0 \
+	VMOVUPD (R8)(R10*1), Z1 \
+	VMOVUPD (R11), Z2 \
+	VMOVUPD (R11)(R10*1), Z3 \
+	VMOVUPD (R12), Z4 \
+	VMOVUPD (R12)(R10*1), Z5 \
+	VMOVUPD (R13), Z6 \
+	VMOVUPD (R13)(R10*1), Z7
+
+#define ZZERO \
+	VPXORQ Z0, Z0, Z0 \
+	VPXORQ Z1, Z1, Z1 \
+	VPXORQ Z2, Z2, Z2 \
+	VPXORQ Z3, Z3, Z3 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPXORQ Z6, Z6, Z6 \
+	VPXORQ Z7, Z7, Z7
+
+#define ZSTORE \
+	VMOVUPD Z0, (R8) \
+	VMOVUPD Z1, (R8)(R10*1) \
+	VMOVUPD Z2, (R11) \
+	VMOVUPD Z3, (R11)(R10*1) \
+	VMOVUPD Z4, (R12) \
+	VMOVUPD Z5, (R12)(R10*1) \
+	VMOVUPD Z6, (R13) \
+	VMOVUPD Z7, (R13)(R10*1)
 
 // func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
-// The 8×8 tile of Mul: row r of d in Zr, at R8 + r·R10 (rows 6 and 7 from
-// R13).
 TEXT ·mulAVX512(SB), NOSPLIT, $0-41
 	MULARGS
-	LEAQ (R12)(R10*2), R13
+	LEAQ  (R12)(R10*2), R13
 	TESTQ AX, AX
-	JZ   zzero
-	VMOVUPD (R8), Z0
-	VMOVUPD (R8)(R10*1), Z1
-	VMOVUPD (R11), Z2
-	VMOVUPD (R11)(R10*1), Z3
-	VMOVUPD (R12), Z4
-	VMOVUPD (R12)(R10*1), Z5
-	VMOVUPD (R13), Z6
-	VMOVUPD (R13)(R10*1), Z7
-	JMP  zbody
+	JZ    zzero
+	ZLOAD
+	JMP   zbody
 
 zzero:
-	VPXORQ Z0, Z0, Z0
-	VPXORQ Z1, Z1, Z1
-	VPXORQ Z2, Z2, Z2
-	VPXORQ Z3, Z3, Z3
-	VPXORQ Z4, Z4, Z4
-	VPXORQ Z5, Z5, Z5
-	VPXORQ Z6, Z6, Z6
-	VPXORQ Z7, Z7, Z7
+	ZZERO
 
 zbody:
 	MOVQ CX, DX
@@ -266,13 +353,40 @@ ztail:
 	ZSTEP
 
 zdone:
-	VMOVUPD Z0, (R8)
-	VMOVUPD Z1, (R8)(R10*1)
-	VMOVUPD Z2, (R11)
-	VMOVUPD Z3, (R11)(R10*1)
-	VMOVUPD Z4, (R12)
-	VMOVUPD Z5, (R12)(R10*1)
-	VMOVUPD Z6, (R13)
-	VMOVUPD Z7, (R13)(R10*1)
+	ZSTORE
+	VZEROUPPER
+	RET
+
+// func mulAVX512H(kcc int, a, b, d *float64, ldc int, load bool)
+// mulAVX512 on fp16 panels (b points at their bit patterns).
+TEXT ·mulAVX512H(SB), NOSPLIT, $0-41
+	MULARGS
+	LEAQ  (R12)(R10*2), R13
+	TESTQ AX, AX
+	JZ    yzero
+	ZLOAD
+	JMP   ybody
+
+yzero:
+	ZZERO
+
+ybody:
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   ytail
+
+yloop2:
+	ZSTEPH
+	ZSTEPH
+	DECQ DX
+	JNZ  yloop2
+
+ytail:
+	ANDQ $1, CX
+	JZ   ydone
+	ZSTEPH
+
+ydone:
+	ZSTORE
 	VZEROUPPER
 	RET

@@ -6,10 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/x448/float16"
 )
 
 // TestKernelsAgree runs each assembly micro-kernel this CPU has (MulAbs's
-// AVX2 one, Mul's AVX2 and AVX-512 ones) and its portable twin on the same
+// AVX2 one, Mul's AVX2 and AVX-512 ones on float64 panels and on fp16
+// ones) and its portable twin on the same
 // packed panels and tiles and requires identical bits (NaN aside), for
 // every step count up to past an unrolled pair, with and without loading
 // the accumulators, on every value distribution.
@@ -21,17 +24,20 @@ func TestKernelsAgree(t *testing.T) {
 	type kernelPair struct {
 		name      string
 		mr        int
-		abs       bool
+		abs, h    bool
 		asm, twin kernelFunc
 	}
-	pairs := []kernelPair{{"kernelAVX2", mr, true, kernelAVX2, kernelGo}}
+	pairs := []kernelPair{{"kernelAVX2", mr, true, false, kernelAVX2, kernelGo}}
 	for _, tile := range mulTiles() {
 		if tile.name != "go" {
-			pairs = append(pairs, kernelPair{"mul-" + tile.name, tile.mr, false, tile.kern, tile.twin})
+			pairs = append(pairs, kernelPair{"mul-" + tile.name, tile.mr, false, false, tile.kern, tile.twin})
 		}
 	}
+	for _, tile := range mulHTiles() {
+		pairs = append(pairs, kernelPair{"mul-" + tile.name, tile.mr, false, true, tile.kern, tile.twin})
+	}
 	for _, v := range pairs {
-		w := variant{abs: v.abs}.panel()
+		w := variant{abs: v.abs, h: v.h}.panel()
 		for dist := range numDists {
 			for kcc := 1; kcc <= 9; kcc++ {
 				for _, load := range []bool{false, true} {
@@ -39,7 +45,18 @@ func TestKernelsAgree(t *testing.T) {
 					r := rand.New(rand.NewPCG(seed, 0))
 					a := gen(r, dist, kcc*v.mr)
 					b := make([]float64, kcc*w)
+					if v.h {
+						// fp16 panels: every bit pattern, NaN, ±Inf,
+						// ±0 and subnormals among them.
+						bh := halvesOf(b)
+						for i := range bh {
+							bh[i] = float16.Float16(r.Uint32())
+						}
+					}
 					for kk, x := range gen(r, dist, kcc*nr) {
+						if v.h {
+							break
+						}
 						b[kk/nr*w+kk%nr] = x
 						if v.abs {
 							b[kk/nr*w+nr+kk%nr] = math.Abs(x)

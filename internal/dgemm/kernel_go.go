@@ -1,6 +1,11 @@
 package dgemm
 
-import "math"
+import (
+	"math"
+	"unsafe"
+
+	"github.com/x448/float16"
+)
 
 // kernelGo is the portable micro-kernel: for kcc steps, the mr×nr tile
 // of d (row stride ldc) accumulates a[kk·mr+r]·b[kk·2nr+c] and the tile
@@ -69,6 +74,44 @@ func mulGo(tmr, kcc int, a, b, d []float64, ldc int, load bool) {
 				// is the assembly's fused one; converted so that the
 				// compiler does not fuse (same value, same code everywhere).
 				cd[r][c] += float64(x * bk[c])
+			}
+		}
+	}
+	for r := range tmr {
+		copy(d[r*ldc:r*ldc+nr], cd[r][:])
+	}
+}
+
+// goTileH is Mul's portable micro-kernel on fp16 panels (mulGoH) on a
+// tile of tmr rows, its own twin.
+func goTileH(tmr int) mulTile {
+	kern := func(kcc int, a, b, d, _ []float64, ldc int, load bool) { mulGoH(tmr, kcc, a, b, d, ldc, load) }
+	return mulTile{mr: tmr, kern: kern, twin: kern, name: "go-f16"}
+}
+
+// mulGoH is mulGo on B's panels of fp16 bit patterns (variant.h, four to
+// a float64 of b): each widened exactly to float64, so that the sums are
+// mulGo's on the same values. The assembly kernels on fp16 panels must
+// give the same bits (TestKernelsAgree).
+func mulGoH(tmr, kcc int, a, b, d []float64, ldc int, load bool) {
+	var cd [mrMax][nr]float64
+	if load {
+		for r := range tmr {
+			copy(cd[r][:], d[r*ldc:r*ldc+nr])
+		}
+	}
+	a, b = a[:kcc*tmr], b[:kcc*nr/4]
+	bh := unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(b))), kcc*nr)
+	for kk := range kcc {
+		ak := a[kk*tmr : kk*tmr+tmr]
+		var bk [nr]float64
+		for c, h := range bh[kk*nr : kk*nr+nr] {
+			bk[c] = float64(h.Float32())
+		}
+		for r := range tmr {
+			x := ak[r]
+			for c := range nr {
+				cd[r][c] += float64(x * bk[c]) // as in mulGo
 			}
 		}
 	}

@@ -14,3 +14,9 @@ const kernelName = "go"
 
 // mulTiles lists every Mul micro-kernel this machine runs, for the tests.
 func mulTiles() []mulTile { return []mulTile{mul} }
+
+// mulH is none here: an fp16 B is packed as float64 values, for mul.
+var mulH mulTile
+
+// mulHTiles lists no fp16-panel tiles: they are assembly's.
+func mulHTiles() []mulTile { return nil }
