@@ -38,21 +38,28 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // times, 3.9 s of a 9.8 s run's CPU, and blocks of 256 rows still 16
 // times. What fewer blocks cost is memory: a block's Expected (17 bytes an
 // element) is held while the block is judged. So a block holds as many
-// rows as have their Expected fit in half the bytes of the case's own
-// tensors, and at least gemmBlockElems elements (4 MiB of Expected) so
-// that a small case is not cut into slivers; the rows are then shared
-// evenly among the blocks. 4096³, three runs each: 256 rows, 4.5–4.9 s
-// and 157 MiB peak for 96 MiB of tensors; half the tensor bytes (683
-// rows), 3.9–4.0 s and 188 MiB; all of them (1366 rows), 3.6–4.0 s and
-// 240 MiB. 1024³ keeps its four blocks of 256 rows. The packing's share
-// falls as one over the rows (about 15% of the CPU at 256 rows), so a
-// block of gemmBlockMaxRows has it near 4%: more rows than that would
-// only hold more memory, which a case of gigabytes of tensors would feel.
+// rows as have their Expected fit in a third of the bytes of the case's
+// own tensors, and at least gemmBlockElems elements (2 MiB of Expected)
+// so that a small case is not cut into slivers; the rows are then shared
+// evenly among the blocks.
+//
+// Measured when the reference packed B as float64 (4096³, three runs
+// each): 256 rows, 4.5–4.9 s and 157 MiB peak for 96 MiB of tensors;
+// half the tensor bytes (683 rows), 3.9–4.0 s and 188 MiB; all of them
+// (1366 rows), 3.6–4.0 s and 240 MiB. It packs an fp16 B as fp16 now
+// (dgemm.Mul), a quarter of the bytes, and a third of the tensor bytes
+// (456 rows) ran as fast as half (3.35–3.51 against 3.40–3.66 s) and
+// peaked at 163 against 183 MiB; at 1024³, blocks of 2^17 elements (eight
+// of 128 rows) against 2^18 peak at 22.4–23.1 against 24.8–25.7 MiB for
+// 4% more time (min of eleven, 2026-12-05). The packing's share falls as
+// one over the rows, so a block of gemmBlockMaxRows has it near 4%: more
+// rows than that would only hold more memory, which a case of gigabytes
+// of tensors would feel.
 //
 // Variables for the test that cuts small outputs into many blocks.
 var (
-	gemmBlockElems = 1 << 18
-	gemmBlockFit   = true // blocks grow to half the case's tensor bytes
+	gemmBlockElems = 1 << 17
+	gemmBlockFit   = true // blocks grow to a third of the case's tensor bytes
 )
 
 // gemmExpectedBytes is what bound.Expected holds per element: Ref and
@@ -64,7 +71,7 @@ const gemmBlockMaxRows = 1024
 
 // gemmBlockRows is how many rows of an [m,n] output one block of
 // ExpectBlocks covers, for a case whose inputs and outputs hold
-// tensorBytes: as many as have their Expected fit in tensorBytes/2 (at
+// tensorBytes: as many as have their Expected fit in tensorBytes/3 (at
 // most gemmBlockMaxRows), or gemmBlockElems elements' worth (at least a
 // row) if that is more, at most m; then the fewest rows that cut m into
 // as many blocks.
@@ -72,7 +79,7 @@ func gemmBlockRows(m, n, tensorBytes int) int {
 	n = max(n, 1)
 	rows := gemmBlockElems / n
 	if gemmBlockFit {
-		rows = max(rows, min(gemmBlockMaxRows, tensorBytes/2/(gemmExpectedBytes*n)))
+		rows = max(rows, min(gemmBlockMaxRows, tensorBytes/3/(gemmExpectedBytes*n)))
 	}
 	rows = max(1, min(m, rows))
 	if m <= 0 {

@@ -192,28 +192,29 @@ func serialMagFP32(m, k, n int, a, b []float64) []float64 {
 }
 
 // TestGEMMBlockRows: a block of ExpectBlocks has as many rows as have
-// their Expected fit in half the case's tensor bytes, or gemmBlockElems
-// elements' worth if that is more (a row at least, all of them at most;
-// the tensor bytes grow a block to gemmBlockMaxRows rows at most),
-// shared evenly among the fewest blocks: the Expected never outgrows the
-// larger of the two, and a row fewer a block would take another block.
+// their Expected fit in a third of the case's tensor bytes, or
+// gemmBlockElems elements' worth if that is more (a row at least, all of
+// them at most; the tensor bytes grow a block to gemmBlockMaxRows rows at
+// most), shared evenly among the fewest blocks: the Expected never
+// outgrows the larger of the two, and a row fewer a block would take
+// another block.
 func TestGEMMBlockRows(t *testing.T) {
 	const f16 = 2
 	for _, tt := range []struct {
 		m, k, n, want int
 	}{
-		{1024, 1024, 1024, 256},   // 2^18 elements: 3 MiB / (17 · 1024) = 180 rows fit
-		{2048, 2048, 2048, 342},   // 12 MiB / (17 · 2048) = 361 rows fit: 6 blocks
-		{4096, 4096, 4096, 683},   // 48 MiB / (17 · 4096) = 722: 6 blocks
-		{4096, 4096, 11008, 512},  // 102 MiB / (17 · 11008) = 571: 8 blocks
-		{8192, 8192, 4096, 1024},  // 128 MiB / (17 · 4096) = 1927 rows fit, held to 1024: 8 blocks
-		{3000, 16384, 4096, 1000}, // 1846 rows fit, held to 1024: 3 blocks of 1000
+		{1024, 1024, 1024, 128},   // 2^17 elements: 2 MiB / (17 · 1024) = 120 rows fit
+		{2048, 2048, 2048, 228},   // 8 MiB / (17 · 2048) = 240 rows fit: 9 blocks
+		{4096, 4096, 4096, 456},   // 32 MiB / (17 · 4096) = 481: 9 blocks
+		{4096, 4096, 11008, 373},  // 68 MiB / (17 · 11008) = 381: 11 blocks
+		{8192, 8192, 4096, 1024},  // 85 MiB / (17 · 4096) = 1285 rows fit, held to 1024: 8 blocks
+		{3000, 16384, 4096, 1000}, // 1230 rows fit, held to 1024: 3 blocks of 1000
 		{16, 4096, 11008, 16},     // all rows fit
-		{512, 16, 65536, 31},      // (16 KiB + 2 MiB + 64 MiB) / 2 / (17 · 65536) = 31: 17 blocks
-		{256, 1, 1 << 20, 15},     // 2^28 outputs: 15 rows fit, 18 blocks
-		{2, 1, 1 << 20, 1},        // 2^18 / 2^20 rounds to 0, and 17 bytes a row exceed 6 MiB: one row
+		{512, 16, 65536, 20},      // (16 KiB + 2 MiB + 64 MiB) / 3 / (17 · 65536) = 20: 26 blocks
+		{256, 1, 1 << 20, 10},     // 2^28 outputs: 10 rows fit, 26 blocks
+		{2, 1, 1 << 20, 1},        // 2^17 / 2^20 rounds to 0, and 17 bytes a row exceed 2 MiB: one row
 		{3, 5, 7, 3},              // all of a small output
-		{1 << 20, 1, 1, 1 << 18},  // 2^18 elements of one column (only 246723 rows fit)
+		{1 << 20, 1, 1, 1 << 17},  // 2^17 elements of one column (the tensors' third fits 1024 rows at most)
 		{5, 5, 0, 5},              // an empty output: rows of nothing
 	} {
 		bytes := (tt.m*tt.k + tt.k*tt.n + tt.m*tt.n) * f16
@@ -221,8 +222,8 @@ func TestGEMMBlockRows(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("gemm m=%d k=%d n=%d (%d tensor bytes): gemmBlockRows = %d, want %d", tt.m, tt.k, tt.n, bytes, got, tt.want)
 		}
-		if n := max(tt.n, 1); got*n*gemmExpectedBytes > max(bytes/2, gemmBlockElems*gemmExpectedBytes, n*gemmExpectedBytes) {
-			t.Errorf("gemm m=%d k=%d n=%d: %d rows hold %d bytes of Expected, over both half the case's %d tensor bytes and 2^18 elements' worth", tt.m, tt.k, tt.n, got, got*n*gemmExpectedBytes, bytes)
+		if n := max(tt.n, 1); got*n*gemmExpectedBytes > max(bytes/3, gemmBlockElems*gemmExpectedBytes, n*gemmExpectedBytes) {
+			t.Errorf("gemm m=%d k=%d n=%d: %d rows hold %d bytes of Expected, over both a third of the case's %d tensor bytes and 2^17 elements' worth", tt.m, tt.k, tt.n, got, got*n*gemmExpectedBytes, bytes)
 		}
 		if blocks := (tt.m + got - 1) / got; got > 1 && (tt.m+got-2)/(got-1) == blocks {
 			t.Errorf("gemm m=%d k=%d n=%d: blocks of %d rows, want %d: %d blocks of one row fewer cover the output too", tt.m, tt.k, tt.n, got, got-1, blocks)
