@@ -252,7 +252,11 @@ func TestAcceptedSpecialGrid(t *testing.T) {
 		f, _ := d.FloatFormat()
 		mf := f.MaxFinite()
 		half := float64(f.Ulp(mf) / 2)
-		rs := []float64{mf + 3*half, 1.5} // and FuzzCompute's special values
+		// The float64 values either side of the overflow threshold (the
+		// largest that rounds to MaxFinite, the smallest beyond it), and
+		// FuzzCompute's special values.
+		thr := mf + half
+		rs := []float64{mf + 3*half, 1.5, math.Nextafter(thr, 0), -math.Nextafter(thr, 0), math.Nextafter(thr, math.Inf(1))}
 		for k := range byte(computeSpecials) {
 			rs = append(rs, computeSpecial(d, k))
 		}
