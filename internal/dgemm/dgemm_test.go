@@ -218,9 +218,10 @@ func halvesOf(b []float64) []float16.Float16 {
 // TestMulHalvesMatchesLoop holds Mul of an fp16 tensor B, packed as fp16
 // (variant.h), to the plain loop on B's values bit for bit, with each
 // fp16-panel tile this machine runs and the portable twin of both tile
-// sizes, on the shapes that cross every blocking edge and B drawn from
-// every fp16 bit pattern (NaN, ±Inf, ±0 and subnormals among them),
-// against A from every distribution.
+// sizes, on the shapes that cross every blocking edge (those shared by
+// columns take float64 panels, and are held to the loop all the same)
+// and B drawn from every fp16 bit pattern (NaN, ±Inf, ±0 and subnormals
+// among them), against A from every distribution.
 func TestMulHalvesMatchesLoop(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	tiles := append(mulHTiles(), goTileH(mrMul), goTileH(mrMul8))
