@@ -476,7 +476,7 @@ func packBGroups(b Matrix, n, pc, kcc, jc, ncc int, v variant, pb []float64, lo,
 // write in the same set of the L1 cache (the decoding shape's packing
 // took twice the time of its products).
 func packBHalves(h []float16.Float16, n, pc, kcc, jc, ncc int, pb []float64, lo, hi int) {
-	dst := unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(pb))), len(pb)*4)
+	dst := halves(pb)
 	k0, k1 := lo*packRows, min(hi*packRows, kcc)
 	whole := ncc / nr
 	for q := range whole {
@@ -497,6 +497,13 @@ func packBHalves(h []float16.Float16, n, pc, kcc, jc, ncc int, pb []float64, lo,
 			clear(row[tail:])
 		}
 	}
+}
+
+// halves is b's bytes as fp16 bit patterns, four to a float64: how an
+// fp16 packed panel (variant.h) is held in the float64 buffers of packed
+// blocks.
+func halves(b []float64) []float16.Float16 {
+	return unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*4)
 }
 
 // packBDirect is packBGroups without magnitudes for a b that stores its

@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
-	"unsafe"
 
-	"github.com/x448/float16"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
@@ -207,12 +205,6 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 			}
 		}
 	}
-}
-
-// halvesOf is b's bytes as fp16 bit patterns, four to a float64: an fp16
-// packed panel (variant.h).
-func halvesOf(b []float64) []float16.Float16 {
-	return unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*4)
 }
 
 // TestMulHalvesMatchesLoop holds Mul of an fp16 tensor B, packed as fp16

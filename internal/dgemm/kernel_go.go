@@ -1,11 +1,6 @@
 package dgemm
 
-import (
-	"math"
-	"unsafe"
-
-	"github.com/x448/float16"
-)
+import "math"
 
 // kernelGo is the portable micro-kernel: for kcc steps, the mr×nr tile
 // of d (row stride ldc) accumulates a[kk·mr+r]·b[kk·2nr+c] and the tile
@@ -90,32 +85,14 @@ func goTileH(tmr int) mulTile {
 }
 
 // mulGoH is mulGo on B's panels of fp16 bit patterns (variant.h, four to
-// a float64 of b): each widened exactly to float64, so that the sums are
-// mulGo's on the same values. The assembly kernels on fp16 panels must
-// give the same bits (TestKernelsAgree).
+// a float64 of b): mulGo on the panel widened exactly to float64, so that
+// the sums are mulGo's on the same values. The assembly kernels on fp16
+// panels must give the same bits (TestKernelsAgree).
 func mulGoH(tmr, kcc int, a, b, d []float64, ldc int, load bool) {
-	var cd [mrMax][nr]float64
-	if load {
-		for r := range tmr {
-			copy(cd[r][:], d[r*ldc:r*ldc+nr])
-		}
+	var wide [kc * nr]float64 // kcc ≤ kc
+	w := wide[:kcc*nr]
+	for i, h := range halves(b[:kcc*nr/4]) {
+		w[i] = float64(h.Float32())
 	}
-	a, b = a[:kcc*tmr], b[:kcc*nr/4]
-	bh := unsafe.Slice((*float16.Float16)(unsafe.Pointer(unsafe.SliceData(b))), kcc*nr)
-	for kk := range kcc {
-		ak := a[kk*tmr : kk*tmr+tmr]
-		var bk [nr]float64
-		for c, h := range bh[kk*nr : kk*nr+nr] {
-			bk[c] = float64(h.Float32())
-		}
-		for r := range tmr {
-			x := ak[r]
-			for c := range nr {
-				cd[r][c] += float64(x * bk[c]) // as in mulGo
-			}
-		}
-	}
-	for r := range tmr {
-		copy(d[r*ldc:r*ldc+nr], cd[r][:])
-	}
+	mulGo(tmr, kcc, a, w, d, ldc, load)
 }
