@@ -119,7 +119,10 @@ func acceptedExact(got *tensor.Tensor, want *bound.Expected, n int, gb, rb []flo
 // saturation; a NaN rounds to +0 under saturation (and to a NaN
 // otherwise, nonFiniteAsRounded's case, which acceptRun takes).
 // TestAcceptedMatchesCompute and TestAcceptedSpecialGrid hold Accepted,
-// which relies on it, to the single loop's definition.
+// which relies on it, to the single loop's definition. It states the
+// rounding (tensor.Numerics.Round) of these values rather than calling
+// it: with the call, FuzzVectorAdd's instrumented body took 11% longer
+// (98.4 against 109.3 µs, BenchmarkFuzzCorpus, six runs each).
 func beyondAsRounded(g, r float64, thr uint64, inf bool, maxF float64) bool {
 	if r != r {
 		return !inf && math.Float64bits(g) == 0
