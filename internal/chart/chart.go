@@ -310,10 +310,11 @@ func (ch *Chart) draw(c draw.Canvas) {
 		c.FillText(ts, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: area.Max.Y}, ch.Title)
 		area.Max.Y -= ts.Height(ch.Title) + pad
 	}
+	// The y label reads upwards, its top towards the left edge.
+	yLabel := textStyle(labelSize, text.XCenter, text.YTop)
+	yLabel.Rotation = math.Pi / 2
 	if ch.Y.Label != "" {
-		ls := textStyle(labelSize, text.XCenter, text.YTop)
-		ls.Rotation = math.Pi / 2
-		area.Min.X += ls.Height(ch.Y.Label) + pad
+		area.Min.X += yLabel.Height(ch.Y.Label) + pad
 	}
 	var yw vg.Length
 	for _, t := range yt {
@@ -385,9 +386,7 @@ func (ch *Chart) draw(c draw.Canvas) {
 		c.FillText(textStyle(labelSize, text.XCenter, text.YBottom), vg.Point{X: (area.Min.X + area.Max.X) / 2, Y: c.Min.Y + pad}, ch.X.Label)
 	}
 	if ch.Y.Label != "" {
-		ls := textStyle(labelSize, text.XCenter, text.YTop)
-		ls.Rotation = math.Pi / 2
-		c.FillText(ls, vg.Point{X: c.Min.X + pad, Y: (area.Min.Y + area.Max.Y) / 2}, ch.Y.Label)
+		c.FillText(yLabel, vg.Point{X: c.Min.X + pad, Y: (area.Min.Y + area.Max.Y) / 2}, ch.Y.Label)
 	}
 	ch.drawLegend(c, area)
 }
