@@ -198,70 +198,45 @@ done:
 	VMOVUPD Y10, (R12)(R10*1) \
 	VMOVUPD Y11, 32(R12)(R10*1)
 
+// TILE is the body of a Mul kernel after its arguments: the accumulators
+// loaded (load) or zeroed, kcc steps of STEP two at a time, the
+// accumulators stored. Labels are the function's own, so each kernel
+// expands it once.
+#define TILE(LOAD, ZERO, STEP, STORE) \
+	TESTQ AX, AX \
+	JZ    zero \
+	LOAD \
+	JMP   body \
+zero: \
+	ZERO \
+body: \
+	MOVQ CX, DX \
+	SHRQ $1, DX \
+	JZ   tail \
+loop2: \
+	STEP \
+	STEP \
+	DECQ DX \
+	JNZ  loop2 \
+tail: \
+	ANDQ $1, CX \
+	JZ   done \
+	STEP \
+done: \
+	STORE \
+	VZEROUPPER \
+	RET
+
 // func mulAVX2(kcc int, a, b, d *float64, ldc int, load bool)
 TEXT ·mulAVX2(SB), NOSPLIT, $0-41
 	MULARGS
-	TESTQ AX, AX
-	JZ    mzero
-	MLOAD
-	JMP   mbody
-
-mzero:
-	MZERO
-
-mbody:
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   mtail
-
-mloop2:
-	MSTEP
-	MSTEP
-	DECQ DX
-	JNZ  mloop2
-
-mtail:
-	ANDQ $1, CX
-	JZ   mdone
-	MSTEP
-
-mdone:
-	MSTORE
-	VZEROUPPER
-	RET
+	TILE(MLOAD, MZERO, MSTEP, MSTORE)
 
 // func mulAVX2H(kcc int, a, b, d *float64, ldc int, load bool)
 // mulAVX2 on fp16 panels (b points at their bit patterns).
 TEXT ·mulAVX2H(SB), NOSPLIT, $0-41
 	MULARGS
-	TESTQ AX, AX
-	JZ    hzero
-	MLOAD
-	JMP   hbody
-
-hzero:
-	MZERO
-
-hbody:
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   htail
-
-hloop2:
-	MSTEPH
-	MSTEPH
-	DECQ DX
-	JNZ  hloop2
-
-htail:
-	ANDQ $1, CX
-	JZ   hdone
-	MSTEPH
-
-hdone:
-	MSTORE
-	VZEROUPPER
-	RET
+	TILE(MLOAD, MZERO, MSTEPH, MSTORE)
 
 // One step of k for Mul's 8×8 AVX-512 tile, b's eight values in Z16: for
 // each row r, a[r] broadcast from memory into a multiply-add into the
@@ -327,66 +302,12 @@ hdone:
 // func mulAVX512(kcc int, a, b, d *float64, ldc int, load bool)
 TEXT ·mulAVX512(SB), NOSPLIT, $0-41
 	MULARGS
-	LEAQ  (R12)(R10*2), R13
-	TESTQ AX, AX
-	JZ    zzero
-	ZLOAD
-	JMP   zbody
-
-zzero:
-	ZZERO
-
-zbody:
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   ztail
-
-zloop2:
-	ZSTEP
-	ZSTEP
-	DECQ DX
-	JNZ  zloop2
-
-ztail:
-	ANDQ $1, CX
-	JZ   zdone
-	ZSTEP
-
-zdone:
-	ZSTORE
-	VZEROUPPER
-	RET
+	LEAQ (R12)(R10*2), R13
+	TILE(ZLOAD, ZZERO, ZSTEP, ZSTORE)
 
 // func mulAVX512H(kcc int, a, b, d *float64, ldc int, load bool)
 // mulAVX512 on fp16 panels (b points at their bit patterns).
 TEXT ·mulAVX512H(SB), NOSPLIT, $0-41
 	MULARGS
-	LEAQ  (R12)(R10*2), R13
-	TESTQ AX, AX
-	JZ    yzero
-	ZLOAD
-	JMP   ybody
-
-yzero:
-	ZZERO
-
-ybody:
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   ytail
-
-yloop2:
-	ZSTEPH
-	ZSTEPH
-	DECQ DX
-	JNZ  yloop2
-
-ytail:
-	ANDQ $1, CX
-	JZ   ydone
-	ZSTEPH
-
-ydone:
-	ZSTORE
-	VZEROUPPER
-	RET
+	LEAQ (R12)(R10*2), R13
+	TILE(ZLOAD, ZZERO, ZSTEPH, ZSTORE)
