@@ -58,7 +58,7 @@ func wantNoSurvivor(t *testing.T, pid int, what string) {
 	t.Helper()
 	if !exited(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("%s: got %s (pid %d) still there after Run returned, want it killed and reaped", faultCase.Subject(), what, pid)
+		t.Errorf("%s: got %s (pid %d) still there after Run returned, want it killed and reaped", harness.Subject(faultCase), what, pid)
 	}
 }
 
@@ -71,7 +71,7 @@ func TestExecContainSetsidChildOnTimeout(t *testing.T) {
 	start := time.Now()
 	wantBackendError(t, b, "timed out after 1s", "started the setsid child")
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("%s: got the timeout error after %s, want about 1s", faultCase.Subject(), d)
+		t.Errorf("%s: got the timeout error after %s, want about 1s", harness.Subject(faultCase), d)
 	}
 	wantNoSurvivor(t, readPID(t, pf), "the kernel's setsid child")
 }
@@ -83,7 +83,7 @@ func TestExecContainOrphanAfterCleanExit(t *testing.T) {
 	pf := pidFile(t)
 	b := newExec(t, kernel(t, "setsid_orphan.sh"), backend.ExecOptions{Timeout: 20 * time.Second})
 	if _, err := harness.Run(context.Background(), b, faultCase, harness.Options{}); err != nil {
-		t.Fatalf("%s: got %v, want a judged result (z = x fails verification, it is not a backend error)", faultCase.Subject(), err)
+		t.Fatalf("%s: got %v, want a judged result (z = x fails verification, it is not a backend error)", harness.Subject(faultCase), err)
 	}
 	wantNoSurvivor(t, readPID(t, pf), "the kernel's orphaned setsid grandchild")
 }
@@ -105,7 +105,7 @@ func TestExecContainOrphanAtExitStress(t *testing.T) {
 		pf := pidFile(t)
 		b := newExec(t, kernel(t, "orphan_at_exit.sh"), backend.ExecOptions{Timeout: 20 * time.Second})
 		if _, err := harness.Run(context.Background(), b, faultCase, harness.Options{}); err != nil {
-			t.Fatalf("%s: run %d of %d: got %v, want a judged result", faultCase.Subject(), i+1, runs, err)
+			t.Fatalf("%s: run %d of %d: got %v, want a judged result", harness.Subject(faultCase), i+1, runs, err)
 		}
 		// The shell may have been killed before it wrote the pid (its
 		// child with it): then there is nothing to look for.
@@ -119,7 +119,7 @@ func TestExecContainOrphanAtExitStress(t *testing.T) {
 		}
 	}
 	if z := zombieChildren(t); len(z) > 0 {
-		t.Errorf("%s: after %d runs the harness holds %d zombie children %v, want every adopted process reaped", faultCase.Subject(), runs, len(z), z)
+		t.Errorf("%s: after %d runs the harness holds %d zombie children %v, want every adopted process reaped", harness.Subject(faultCase), runs, len(z), z)
 	}
 }
 
@@ -168,7 +168,7 @@ func TestExecCloseKillsAndCleansUp(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the kernel did not start within 10s", faultCase.Subject())
+			t.Fatalf("%s: the kernel did not start within 10s", harness.Subject(faultCase))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -182,20 +182,20 @@ func TestExecCloseKillsAndCleansUp(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(work)
 	if len(entries) != 0 {
-		t.Errorf("%s: got %d entries left in the work directory after Close (%v), want the case directory removed", faultCase.Subject(), len(entries), entries[0].Name())
+		t.Errorf("%s: got %d entries left in the work directory after Close (%v), want the case directory removed", harness.Subject(faultCase), len(entries), entries[0].Name())
 	}
 	select {
 	case err := <-errc:
 		if err == nil || !strings.Contains(err.Error(), backend.ErrClosed.Error()) {
-			t.Errorf("%s: Run after Close: got %v, want an error naming %q", faultCase.Subject(), err, backend.ErrClosed)
+			t.Errorf("%s: Run after Close: got %v, want an error naming %q", harness.Subject(faultCase), err, backend.ErrClosed)
 		}
 	case <-time.After(5 * time.Second):
-		t.Errorf("%s: Run still running 5s after Close returned", faultCase.Subject())
+		t.Errorf("%s: Run still running 5s after Close returned", harness.Subject(faultCase))
 	}
 	wantNoSurvivor(t, kpid, "the kernel")
 	wantNoSurvivor(t, child, "the kernel's setsid child")
 	if _, err := harness.Run(context.Background(), b, faultCase, harness.Options{}); err == nil || !strings.Contains(err.Error(), "not started") {
-		t.Errorf("%s: Run after Close: got %v, want \"not started\"", faultCase.Subject(), err)
+		t.Errorf("%s: Run after Close: got %v, want \"not started\"", harness.Subject(faultCase), err)
 	}
 }
 
@@ -211,7 +211,7 @@ func TestExecTimingFIFO(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: Run still blocked after 10s on out/timing.json as a FIFO, want a backend error at once", faultCase.Subject())
+		t.Fatalf("%s: Run still blocked after 10s on out/timing.json as a FIFO, want a backend error at once", harness.Subject(faultCase))
 	}
 }
 
@@ -228,7 +228,7 @@ func TestExecOutputFIFO(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: Run still blocked after 10s on out/z.npy as a FIFO", faultCase.Subject())
+		t.Fatalf("%s: Run still blocked after 10s on out/z.npy as a FIFO", harness.Subject(faultCase))
 	}
 }
 
@@ -241,11 +241,11 @@ func TestExecStderrEscaped(t *testing.T) {
 		`  | progress 10%\r\x1b[2K\x1b[1Gnpuverify: run: all outputs verified`+"\n",
 		`  | \x1b]0;title\abell and C1 \u009b too`)
 	if strings.ContainsAny(msg, "\r\x1b\a\u009b") {
-		t.Errorf("%s: got a raw control character in the error %q, want every one escaped", faultCase.Subject(), msg)
+		t.Errorf("%s: got a raw control character in the error %q, want every one escaped", harness.Subject(faultCase), msg)
 	}
 	for _, line := range strings.Split(msg, "\n") {
 		if strings.HasPrefix(line, "npuverify") {
-			t.Errorf("%s: got a line starting %q in the error, want every quoted line prefixed", faultCase.Subject(), line)
+			t.Errorf("%s: got a line starting %q in the error, want every quoted line prefixed", harness.Subject(faultCase), line)
 		}
 	}
 }

@@ -61,15 +61,15 @@ func wantBackendErrorCtx(t *testing.T, ctx context.Context, b backend.Backend, w
 	t.Helper()
 	r, err := harness.Run(ctx, b, faultCase, harness.Options{})
 	if err == nil {
-		t.Fatalf("%s: got a result (pass=%v), want a backend error containing %q", faultCase.Subject(), r.Pass(), want)
+		t.Fatalf("%s: got a result (pass=%v), want a backend error containing %q", harness.Subject(faultCase), r.Pass(), want)
 	}
 	msg := err.Error()
 	if !harness.IsBackend(err) {
-		t.Errorf("%s: got error %q (not a backend error), want a backend error (exit code 3)", faultCase.Subject(), msg)
+		t.Errorf("%s: got error %q (not a backend error), want a backend error (exit code 3)", harness.Subject(faultCase), msg)
 	}
 	for _, w := range want {
 		if !strings.Contains(msg, w) {
-			t.Errorf("%s: got error\n%s\nwant it to contain %q", faultCase.Subject(), msg, w)
+			t.Errorf("%s: got error\n%s\nwant it to contain %q", harness.Subject(faultCase), msg, w)
 		}
 	}
 	return msg
@@ -98,11 +98,11 @@ func readPID(t *testing.T, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%s: reading the background pid: %v", faultCase.Subject(), err)
+		t.Fatalf("%s: reading the background pid: %v", harness.Subject(faultCase), err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
-		t.Fatalf("%s: pid file %q: %v", faultCase.Subject(), b, err)
+		t.Fatalf("%s: pid file %q: %v", harness.Subject(faultCase), b, err)
 	}
 	return pid
 }
@@ -121,7 +121,7 @@ func TestExecFaultStderrTailIsLastLines(t *testing.T) {
 	b := newExec(t, script(t, `i=1; while [ $i -le 100 ]; do echo "line $i" >&2; i=$((i+1)); done; exit 2`), backend.ExecOptions{})
 	msg := wantBackendError(t, b, "exited with status 2", "line 81\n", "line 100")
 	if strings.Contains(msg, "line 80\n") {
-		t.Errorf("%s: got error\n%s\nwant only the last 20 lines of stderr", faultCase.Subject(), msg)
+		t.Errorf("%s: got error\n%s\nwant only the last 20 lines of stderr", harness.Subject(faultCase), msg)
 	}
 }
 
@@ -139,11 +139,11 @@ sleep 30`), backend.ExecOptions{Timeout: time.Second})
 	start := time.Now()
 	wantBackendError(t, b, "kernel.sh", "timed out after 1s", "killed its process group", "waiting forever")
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("%s: got the timeout error after %s, want about 1s", faultCase.Subject(), d)
+		t.Errorf("%s: got the timeout error after %s, want about 1s", harness.Subject(faultCase), d)
 	}
 	if pid := readPID(t, pidFile); !processGone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("%s: got the background child %d of the timed-out kernel still running, want it killed with its process group", faultCase.Subject(), pid)
+		t.Errorf("%s: got the background child %d of the timed-out kernel still running, want it killed with its process group", harness.Subject(faultCase), pid)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestExecFaultCanceled(t *testing.T) {
 	start := time.Now()
 	wantBackendErrorCtx(t, ctx, b, "canceled", "context canceled")
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("%s: got the cancellation error after %s, want about 0.2s", faultCase.Subject(), d)
+		t.Errorf("%s: got the cancellation error after %s, want about 0.2s", harness.Subject(faultCase), d)
 	}
 
 	ctx, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -172,11 +172,11 @@ exit 0`), backend.ExecOptions{})
 	start := time.Now()
 	wantBackendError(t, b, `output "z"`, "out/z.npy was not written", "want fp16[17]")
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("%s: got the error after %s, want Run not to wait for the kernel's background child", faultCase.Subject(), d)
+		t.Errorf("%s: got the error after %s, want Run not to wait for the kernel's background child", harness.Subject(faultCase), d)
 	}
 	if pid := readPID(t, pidFile); !processGone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("%s: got background child %d still running after the kernel exited, want it killed with its process group", faultCase.Subject(), pid)
+		t.Errorf("%s: got background child %d still running after the kernel exited, want it killed with its process group", harness.Subject(faultCase), pid)
 	}
 }
 
@@ -255,7 +255,7 @@ func TestExecFaultHostileOutputHeader(t *testing.T) {
 	wantBackendError(t, b, `output "z"`, "more than 17 elements")
 	runtime.ReadMemStats(&after)
 	if d := after.TotalAlloc - before.TotalAlloc; d > 16<<20 {
-		t.Errorf("%s: got %d bytes allocated for a header claiming 2^40 elements, want it rejected before allocation", faultCase.Subject(), d)
+		t.Errorf("%s: got %d bytes allocated for a header claiming 2^40 elements, want it rejected before allocation", harness.Subject(faultCase), d)
 	}
 }
 
@@ -266,11 +266,11 @@ func TestExecFaultMegabytesOfStderr(t *testing.T) {
 	msg := wantBackendError(t, b, "exited with status 1", "20000016 bytes", "the real error")
 	runtime.ReadMemStats(&after)
 	if len(msg) > 8<<10 {
-		t.Errorf("%s: got a %d-byte error message, want the stderr quote bounded (≤ 8 KiB)", faultCase.Subject(), len(msg))
+		t.Errorf("%s: got a %d-byte error message, want the stderr quote bounded (≤ 8 KiB)", harness.Subject(faultCase), len(msg))
 	}
 	// 20 MB went through the pipe; the capture keeps a 64 KiB tail.
 	if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20 {
-		t.Errorf("%s: got %d bytes allocated while capturing 20 MB of stderr, want bounded capture (< 8 MiB)", faultCase.Subject(), d)
+		t.Errorf("%s: got %d bytes allocated while capturing 20 MB of stderr, want bounded capture (< 8 MiB)", harness.Subject(faultCase), d)
 	}
 }
 
@@ -304,9 +304,9 @@ func TestExecWrongResultFailsVerification(t *testing.T) {
 	b := newExec(t, script(t, `cp "$1/x.npy" "$1/out/z.npy"`), backend.ExecOptions{})
 	r, err := harness.Run(context.Background(), b, faultCase, harness.Options{})
 	if err != nil {
-		t.Fatalf("%s: got error %v, want a judged result", faultCase.Subject(), err)
+		t.Fatalf("%s: got error %v, want a judged result", harness.Subject(faultCase), err)
 	}
 	if r.Pass() {
-		t.Errorf("%s: got pass for z = x, want a failed bound verdict", faultCase.Subject())
+		t.Errorf("%s: got pass for z = x, want a failed bound verdict", harness.Subject(faultCase))
 	}
 }

@@ -25,19 +25,19 @@ func TestExecInputsReadOnly(t *testing.T) {
 		b := newExec(t, kernel(t, c.script)+" "+quoteArg(ck), backend.ExecOptions{Timeout: 20 * time.Second})
 		r, err := harness.Run(context.Background(), b, faultCase, harness.Options{})
 		if err != nil {
-			t.Fatalf("%s kernel %s: %v", faultCase.Subject(), c.script, err)
+			t.Fatalf("%s kernel %s: %v", harness.Subject(faultCase), c.script, err)
 		}
 		if r.Pass() {
-			t.Errorf("%s kernel %s: passed, want inputs-unchanged failing for input %q", faultCase.Subject(), c.script, c.input)
+			t.Errorf("%s kernel %s: passed, want inputs-unchanged failing for input %q", harness.Subject(faultCase), c.script, c.input)
 			continue
 		}
 		msg := r.Verify.Failure()
 		if !strings.Contains(msg, harness.CheckInputsUnchanged) || !strings.Contains(msg, `input "`+c.input+`"`) || !strings.Contains(msg, c.want) {
-			t.Errorf("%s kernel %s: failure\n%s\nwant %s naming input %q and %q", faultCase.Subject(), c.script, msg, harness.CheckInputsUnchanged, c.input, c.want)
+			t.Errorf("%s kernel %s: failure\n%s\nwant %s naming input %q and %q", harness.Subject(faultCase), c.script, msg, harness.CheckInputsUnchanged, c.input, c.want)
 		}
 	}
 	// The kernel alone passes: the check fires on the writes, not on the run.
 	if r := runCase(t, newExec(t, quoteArg(ck), backend.ExecOptions{Timeout: 20 * time.Second}), faultCase); !r.Pass() {
-		t.Errorf("%s: the C kernel alone fails: %s", faultCase.Subject(), r.Verify.Failure())
+		t.Errorf("%s: the C kernel alone fails: %s", harness.Subject(faultCase), r.Verify.Failure())
 	}
 }

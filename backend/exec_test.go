@@ -75,7 +75,7 @@ func runCase(t *testing.T, b backend.Backend, c ops.Case) *harness.Result {
 	t.Helper()
 	r, err := harness.Run(context.Background(), b, c, harness.Options{})
 	if err != nil {
-		t.Errorf("%s: %v; want a judged result", c.Subject(), err)
+		t.Errorf("%s: %v; want a judged result", harness.Subject(c), err)
 		return nil
 	}
 	if !r.Pass() {
@@ -138,7 +138,7 @@ func TestExecCKernel(t *testing.T) {
 		}
 		cases += runCases(t, b, cs, func(r *harness.Result, c ops.Case) {
 			if r.Cost == nil {
-				t.Errorf("%s: got cost nil, want the kernel's timing.json", c.Subject())
+				t.Errorf("%s: got cost nil, want the kernel's timing.json", harness.Subject(c))
 			}
 		})
 	})
@@ -302,23 +302,23 @@ exit 1`) + ` --flag 'two words'`
 	}
 	_, err := harness.Run(context.Background(), b, c, harness.Options{})
 	if err == nil || !harness.IsBackend(err) || !strings.Contains(err.Error(), "exited with status 1") {
-		t.Fatalf("%s: got %v, want the script's exit status 1 (4 means the case directory was incomplete)", c.Subject(), err)
+		t.Fatalf("%s: got %v, want the script's exit status 1 (4 means the case directory was incomplete)", harness.Subject(c), err)
 	}
 	args, _ := os.ReadFile(filepath.Join(save, "args"))
 	env, _ := os.ReadFile(filepath.Join(save, "env"))
 	lines := strings.Split(strings.TrimSuffix(string(args), "\n"), "\n")
 	if len(lines) != 3 || lines[0] != "--flag" || lines[1] != "two words" {
-		t.Fatalf("%s: got arguments %q, want --flag, 'two words' and the case directory", c.Subject(), lines)
+		t.Fatalf("%s: got arguments %q, want --flag, 'two words' and the case directory", harness.Subject(c), lines)
 	}
 	dir := lines[2]
 	if !filepath.IsAbs(dir) || filepath.Dir(dir) != work || string(env) != filepath.Join(dir, "case.json") {
-		t.Errorf("%s: got case directory %q and NPUVERIFY_CASE=%q, want an absolute directory under %s and its case.json", c.Subject(), dir, env, work)
+		t.Errorf("%s: got case directory %q and NPUVERIFY_CASE=%q, want an absolute directory under %s and its case.json", harness.Subject(c), dir, env, work)
 	}
 	if ls, _ := os.ReadFile(filepath.Join(save, "ls")); string(ls) != "case.json\nout\nx.npy\ny.npy\n" {
-		t.Errorf("%s: got case directory listing %q, want case.json, out, x.npy, y.npy", c.Subject(), ls)
+		t.Errorf("%s: got case directory listing %q, want case.json, out, x.npy, y.npy", harness.Subject(c), ls)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("%s: got case directory %s still present (%v), want it removed", c.Subject(), dir, err)
+		t.Errorf("%s: got case directory %s still present (%v), want it removed", harness.Subject(c), dir, err)
 	}
 	raw, err := os.ReadFile(filepath.Join(save, "case.json"))
 	if err != nil {
@@ -328,7 +328,7 @@ exit 1`) + ` --flag 'two words'`
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cf); err != nil {
-		t.Fatalf("%s: case.json: %v\n%s", c.Subject(), err, raw)
+		t.Fatalf("%s: case.json: %v\n%s", harness.Subject(c), err, raw)
 	}
 	want := backend.ExecCaseFile{
 		Version: backend.ExecCaseVersion, Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, Numerics: num,
@@ -339,10 +339,10 @@ exit 1`) + ` --flag 'two words'`
 		Outputs: []backend.ExecTensor{{Name: "z", File: "out/z.npy", DType: tensor.Float16, Shape: []int{17}}},
 	}
 	if got, w := mustJSON(t, cf), mustJSON(t, want); got != w {
-		t.Errorf("%s: got case.json\n%s\nwant\n%s", c.Subject(), got, w)
+		t.Errorf("%s: got case.json\n%s\nwant\n%s", harness.Subject(c), got, w)
 	}
 	if !bytes.Contains(raw, []byte(`"overflow": "saturate"`)) || !bytes.Contains(raw, []byte(`"dtype": "fp16"`)) {
-		t.Errorf("%s: got case.json\n%s\nwant numerics and dtypes by name", c.Subject(), raw)
+		t.Errorf("%s: got case.json\n%s\nwant numerics and dtypes by name", harness.Subject(c), raw)
 	}
 }
 
@@ -363,7 +363,7 @@ func TestExecGEMMCaseFileOmitsAbsentC(t *testing.T) {
 	b := newExec(t, script(t, `cp "$NPUVERIFY_CASE" `+quoteArg(save)+`; exit 1`), backend.ExecOptions{})
 	c := ops.Case{Op: "gemm", Params: ops.Params{"alpha": "0.5"}, Dims: map[string]int{"m": 2, "k": 3, "n": 4}, Dist: ops.DistUniform, Seed: 1}
 	if _, err := harness.Run(context.Background(), b, c, harness.Options{}); !harness.IsBackend(err) {
-		t.Fatalf("%s: got %v, want the script's backend error", c.Subject(), err)
+		t.Fatalf("%s: got %v, want the script's backend error", harness.Subject(c), err)
 	}
 	raw, err := os.ReadFile(save)
 	if err != nil {
@@ -379,7 +379,7 @@ func TestExecGEMMCaseFileOmitsAbsentC(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"a", "b"}) || cf.Params["mode"] != "fp16_fp32acc" || cf.Params["alpha"] != "0.5" ||
 		len(cf.Outputs) != 1 || cf.Outputs[0].File != "out/out.npy" || !slices.Equal(cf.Outputs[0].Shape, []int{2, 4}) {
-		t.Errorf("%s: got case.json\n%s\nwant inputs a, b (no c), validated params, output out/out.npy [2 4]", c.Subject(), raw)
+		t.Errorf("%s: got case.json\n%s\nwant inputs a, b (no c), validated params, output out/out.npy [2 4]", harness.Subject(c), raw)
 	}
 }
 
@@ -414,20 +414,20 @@ func TestExecKeepAndTiming(t *testing.T) {
 		switch {
 		case tc.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s: timing.json %s: got error %v, want one containing %q", faultCase.Subject(), tc.timing, err, tc.wantErr)
+				t.Errorf("%s: timing.json %s: got error %v, want one containing %q", harness.Subject(faultCase), tc.timing, err, tc.wantErr)
 			}
 		case err != nil:
-			t.Errorf("%s: timing.json %s: got error %v, want none", faultCase.Subject(), tc.timing, err)
+			t.Errorf("%s: timing.json %s: got error %v, want none", harness.Subject(faultCase), tc.timing, err)
 		case out["z"] == nil:
-			t.Errorf("%s: got outputs %v, want z", faultCase.Subject(), out)
+			t.Errorf("%s: got outputs %v, want z", harness.Subject(faultCase), out)
 		case tc.noCost && cost != nil:
-			t.Errorf("%s: timing.json %q: got cost %+v, want nil", faultCase.Subject(), tc.timing, cost)
+			t.Errorf("%s: timing.json %q: got cost %+v, want nil", harness.Subject(faultCase), tc.timing, cost)
 		case !tc.noCost && (cost == nil || cost.Seconds != tc.seconds):
-			t.Errorf("%s: timing.json %s: got cost %+v, want Seconds %g (the median)", faultCase.Subject(), tc.timing, cost, tc.seconds)
+			t.Errorf("%s: timing.json %s: got cost %+v, want Seconds %g (the median)", harness.Subject(faultCase), tc.timing, cost, tc.seconds)
 		}
 	}
 	if ents, _ := os.ReadDir(work); len(ents) != 0 {
-		t.Errorf("%s: got %d case directories left in WorkDir, want every one removed", faultCase.Subject(), len(ents))
+		t.Errorf("%s: got %d case directories left in WorkDir, want every one removed", harness.Subject(faultCase), len(ents))
 	}
 
 	// Keep leaves the directory and failures name it.
@@ -435,7 +435,7 @@ func TestExecKeepAndTiming(t *testing.T) {
 	_, _, err = b.Run(ctx, "vector_add", pc.Params, pc.Inputs)
 	ents, _ := os.ReadDir(work)
 	if err == nil || len(ents) != 1 || !strings.Contains(err.Error(), "case directory kept: "+filepath.Join(work, ents[0].Name())) {
-		t.Errorf("%s: Keep: got error %v and %d directories, want one kept directory named in the error", faultCase.Subject(), err, len(ents))
+		t.Errorf("%s: Keep: got error %v and %d directories, want one kept directory named in the error", harness.Subject(faultCase), err, len(ents))
 	}
 }
 

@@ -195,7 +195,7 @@ func judge(info *opdb.Info, name string, data []byte) error {
 	num := in.Numerics
 	c := ops.Case{Name: "fuzz", Op: name, Params: in.Params, Numerics: &num}
 	if err := ops.CheckInputs(info.Op, in.Params, in.Inputs); err != nil {
-		return fmt.Errorf("%s: fuzz inputs break the contract: %w", c.Subject(), err)
+		return fmt.Errorf("%s: fuzz inputs break the contract: %w", harness.Subject(c), err)
 	}
 	// A fuzzing run keeps every host core busy with a worker process of
 	// its own, so a launch's blocks run on the exec's goroutine: another
@@ -209,7 +209,7 @@ func judge(info *opdb.Info, name string, data []byte) error {
 	// output the bound accepts is judged without them.
 	r, err := harness.RunPrepared(ctx, emulatorFor(num), pc, harness.Options{VerdictOnly: true})
 	if err != nil {
-		return fmt.Errorf("%s numerics=%s variant=%v: %w", c.Subject(), num, in.Variant, err)
+		return fmt.Errorf("%s numerics=%s variant=%v: %w", harness.Subject(c), num, in.Variant, err)
 	}
 	if !r.Pass() {
 		return fmt.Errorf("numerics=%s variant=%v\n%s", num, in.Variant, r.Verify.Failure())

@@ -66,6 +66,11 @@ type NumericsBackend interface {
 	WithNumerics(tensor.Numerics) backend.Backend
 }
 
+// Subject is how failure messages name case c: op, params, seed and name.
+func Subject(c ops.Case) verify.Subject {
+	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
+}
+
 // Prepared is a case whose params are validated and inputs generated.
 // Runs of it may be concurrent: a backend is handed its Inputs only when
 // it guards them (backend.InputGuard), any other gets copies.
@@ -219,7 +224,7 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 		num = *c.Numerics
 		nb, ok := b.(NumericsBackend)
 		if !ok {
-			return nil, &InputError{fmt.Errorf("%s: case needs numerics %s, which backend %s cannot set", c.Subject(), num, b.Name())}
+			return nil, &InputError{fmt.Errorf("%s: case needs numerics %s, which backend %s cannot set", Subject(c), num, b.Name())}
 		}
 		b = nb.WithNumerics(num)
 	}
@@ -235,13 +240,13 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 		}
 		pol, err := verify.ParsePolicy(name)
 		if err != nil {
-			return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+			return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
 		}
 		policies = []verify.Policy{pol}
 	}
 
 	if pc.spoiled.Load() {
-		return nil, &BackendError{fmt.Errorf("%s: an earlier run's backend changed the case's inputs; prepare it again", c.Subject())}
+		return nil, &BackendError{fmt.Errorf("%s: an earlier run's backend changed the case's inputs; prepare it again", Subject(c))}
 	}
 	backendIn, sums := backendInputs(b, pc.Inputs)
 	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
@@ -252,10 +257,10 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	var guard *npu.GuardError
 	var modified *backend.InputsModifiedError
 	if err != nil && !((errors.As(err, &guard) || errors.As(err, &modified)) && out != nil) {
-		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
+		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", Subject(c), b.Name(), err)}
 	}
 	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
-		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", c.Subject(), b.Name(), err)}
+		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", Subject(c), b.Name(), err)}
 	}
 	// The backend's copies (or the hashes, for a backend that guards its
 	// inputs) are compared now and dropped, so that a large case does not
@@ -268,28 +273,28 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if be, ok := streams(pc.Op, policies, opt); ok {
 		metrics, err := streamMetrics(be, pc.Params, pc.Inputs, out, num)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+			return nil, fmt.Errorf("%s: %w", Subject(c), err)
 		}
-		if vr, err = verify.CheckMetrics(c.Subject(), out, metrics, policies); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		if vr, err = verify.CheckMetrics(Subject(c), out, metrics, policies); err != nil {
+			return nil, fmt.Errorf("%s: %w", Subject(c), err)
 		}
 	} else {
 		exp, err = ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
 		if err != nil {
-			return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+			return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
 		}
 		gold := opt.Golden
 		if opt.GoldenFor != nil {
 			if gold, err = opt.GoldenFor(out); err != nil {
-				return nil, &InputError{fmt.Errorf("%s: %w", c.Subject(), err)}
+				return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
 			}
 		}
 		check := verify.Check
 		if opt.VerdictOnly {
 			check = verify.CheckVerdicts
 		}
-		if vr, err = check(c.Subject(), out, exp, gold, policies); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Subject(), err)
+		if vr, err = check(Subject(c), out, exp, gold, policies); err != nil {
+			return nil, fmt.Errorf("%s: %w", Subject(c), err)
 		}
 	}
 	for i := 0; i < len(inputsModified); i += 2 {

@@ -43,7 +43,7 @@ var fp16Case = ops.Case{Op: "vector_add", Params: ops.Params{"dtype": "fp16"}, D
 func TestRunPassesACorrectBackend(t *testing.T) {
 	res, err := harness.Run(context.Background(), &fakeBackend{}, fp16Case, harness.Options{})
 	if err != nil || !res.Pass() {
-		t.Fatalf("%s: Run = %v, %v, want a passing result", fp16Case.Subject(), err, res.Verify.Failure())
+		t.Fatalf("%s: Run = %v, %v, want a passing result", harness.Subject(fp16Case), err, res.Verify.Failure())
 	}
 }
 
@@ -54,7 +54,7 @@ func TestRunFlagsModifiedInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Pass() || !strings.Contains(res.Verify.Failure(), `input "y" was modified`) {
-		t.Errorf("%s: a backend that writes its input passed or was misreported:\n%s", fp16Case.Subject(), res.Verify.Failure())
+		t.Errorf("%s: a backend that writes its input passed or was misreported:\n%s", harness.Subject(fp16Case), res.Verify.Failure())
 	}
 }
 
@@ -90,10 +90,10 @@ func TestRunCopiesInputsUnlessGuarded(t *testing.T) {
 	}
 	for name, x := range pc.Inputs {
 		if g.got[name] != x {
-			t.Errorf("%s: a guarding backend got a copy of input %q, want the tensor itself", fp16Case.Subject(), name)
+			t.Errorf("%s: a guarding backend got a copy of input %q, want the tensor itself", harness.Subject(fp16Case), name)
 		}
 		if plain[name] == x || plain[name] == nil {
-			t.Errorf("%s: a backend that does not guard its inputs got input %q itself (or nothing), want a copy", fp16Case.Subject(), name)
+			t.Errorf("%s: a backend that does not guard its inputs got input %q itself (or nothing), want a copy", harness.Subject(fp16Case), name)
 		}
 	}
 }
@@ -112,10 +112,10 @@ func TestRunCatchesABrokenInputGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f := res.Verify.Failure(); res.Pass() || !strings.Contains(f, harness.CheckInputsUnchanged) || !strings.Contains(f, `input "y" was modified by the backend, which claims to guard its inputs`) {
-		t.Errorf("%s: a guarding backend that writes its input passed or was misreported:\n%s", fp16Case.Subject(), f)
+		t.Errorf("%s: a guarding backend that writes its input passed or was misreported:\n%s", harness.Subject(fp16Case), f)
 	}
 	if _, err := harness.RunPrepared(context.Background(), &fakeBackend{}, pc, harness.Options{}); err == nil || !harness.IsBackend(err) || !strings.Contains(err.Error(), "prepare it again") {
-		t.Errorf("%s: a second run of the spoiled case: error %v, want a backend error", fp16Case.Subject(), err)
+		t.Errorf("%s: a second run of the spoiled case: error %v, want a backend error", harness.Subject(fp16Case), err)
 	}
 }
 
@@ -126,7 +126,7 @@ func TestRunFailsAWrongResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f := res.Verify.Failure(); res.Pass() || !strings.HasPrefix(f, "vector_add dtype=fp16 seed=9") || !strings.Contains(f, "[3]") {
-		t.Errorf("%s: wrong z[3] passed or the report lacks subject and index:\n%s", fp16Case.Subject(), f)
+		t.Errorf("%s: wrong z[3] passed or the report lacks subject and index:\n%s", harness.Subject(fp16Case), f)
 	}
 }
 
@@ -156,7 +156,7 @@ func TestRunErrorClasses(t *testing.T) {
 		_, err := harness.Run(context.Background(), tt.b, tt.c, harness.Options{})
 		if err == nil || harness.IsInput(err) != tt.isInput || harness.IsBackend(err) != tt.isBackend || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %s: Run error = %v (input %v, backend %v), want input %v, backend %v, containing %q",
-				tt.name, tt.c.Subject(), err, harness.IsInput(err), harness.IsBackend(err), tt.isInput, tt.isBackend, tt.want)
+				tt.name, harness.Subject(tt.c), err, harness.IsInput(err), harness.IsBackend(err), tt.isInput, tt.isBackend, tt.want)
 		}
 	}
 }
@@ -180,7 +180,7 @@ func TestDualPolicyNeedsTrustedOutputs(t *testing.T) {
 	} {
 		res, err := harness.Run(context.Background(), &fakeBackend{}, c, tt.opt)
 		if err != nil {
-			t.Fatalf("%s %s: %v", c.Subject(), tt.name, err)
+			t.Fatalf("%s %s: %v", harness.Subject(c), tt.name, err)
 		}
 		var got []string
 		for _, o := range res.Verify.Outputs {
@@ -189,7 +189,7 @@ func TestDualPolicyNeedsTrustedOutputs(t *testing.T) {
 			}
 		}
 		if len(got) != 1 || got[0] != tt.want {
-			t.Errorf("%s %s: judged by %v / want [%s]", c.Subject(), tt.name, got, tt.want)
+			t.Errorf("%s %s: judged by %v / want [%s]", harness.Subject(c), tt.name, got, tt.want)
 		}
 	}
 }
@@ -211,14 +211,14 @@ func (waitingBackend) Run(ctx context.Context, _ string, _ ops.Params, _ map[str
 func TestRunTimeout(t *testing.T) {
 	_, err := harness.Run(context.Background(), waitingBackend{}, fp16Case, harness.Options{Timeout: 20 * time.Millisecond})
 	if err == nil || !harness.IsBackend(err) || !errors.Is(err, context.DeadlineExceeded) ||
-		!strings.HasPrefix(err.Error(), fp16Case.Subject().String()) || !strings.HasSuffix(err.Error(), "(timed out after 20ms)") {
-		t.Errorf("%s: Run with Timeout 20ms on a kernel that waits = %v, want a backend error of the deadline ending \"(timed out after 20ms)\"", fp16Case.Subject(), err)
+		!strings.HasPrefix(err.Error(), harness.Subject(fp16Case).String()) || !strings.HasSuffix(err.Error(), "(timed out after 20ms)") {
+		t.Errorf("%s: Run with Timeout 20ms on a kernel that waits = %v, want a backend error of the deadline ending \"(timed out after 20ms)\"", harness.Subject(fp16Case), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
 	_, err = harness.Run(ctx, waitingBackend{}, fp16Case, harness.Options{Timeout: time.Minute})
 	if err == nil || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "timed out") {
-		t.Errorf("%s: Run canceled by its caller under Timeout 1m = %v, want the cancellation, no timeout named", fp16Case.Subject(), err)
+		t.Errorf("%s: Run canceled by its caller under Timeout 1m = %v, want the cancellation, no timeout named", harness.Subject(fp16Case), err)
 	}
 }
 
@@ -239,16 +239,16 @@ func TestRunVerdictOnly(t *testing.T) {
 		full, err1 := harness.Run(context.Background(), &fakeBackend{mutate: tt.mutate}, fp16Case, harness.Options{})
 		quick, err2 := harness.Run(context.Background(), &fakeBackend{mutate: tt.mutate}, fp16Case, harness.Options{VerdictOnly: true})
 		if err1 != nil || err2 != nil {
-			t.Fatalf("%s (%s): Run = %v (full), %v (verdict only)", fp16Case.Subject(), tt.name, err1, err2)
+			t.Fatalf("%s (%s): Run = %v (full), %v (verdict only)", harness.Subject(fp16Case), tt.name, err1, err2)
 		}
 		if full.Pass() != (tt.mutate == nil) || quick.Pass() != full.Pass() {
-			t.Errorf("%s (%s): pass = %v (verdict only), %v (full), want %v", fp16Case.Subject(), tt.name, quick.Pass(), full.Pass(), tt.mutate == nil)
+			t.Errorf("%s (%s): pass = %v (verdict only), %v (full), want %v", harness.Subject(fp16Case), tt.name, quick.Pass(), full.Pass(), tt.mutate == nil)
 		}
 		if got, want := quick.Verify.Failure(), full.Verify.Failure(); got != want {
-			t.Errorf("%s (%s): failure (verdict only) = %q, want (full) %q", fp16Case.Subject(), tt.name, got, want)
+			t.Errorf("%s (%s): failure (verdict only) = %q, want (full) %q", harness.Subject(fp16Case), tt.name, got, want)
 		}
 		if m := quick.Verify.Outputs[0].Metrics; quick.Pass() && (m.N != 100 || m.MaxAbs != 0 || m.Tightness != 0) {
-			t.Errorf("%s (%s): passing verdict-only metrics = %+v, want N = 100 and nothing computed", fp16Case.Subject(), tt.name, m)
+			t.Errorf("%s (%s): passing verdict-only metrics = %+v, want N = 100 and nothing computed", harness.Subject(fp16Case), tt.name, m)
 		}
 	}
 }

@@ -128,14 +128,14 @@ func (o *Outcome) Failure() string {
 			if s != "" {
 				s += "\n"
 			}
-			s += fmt.Sprintf("%s: %s: %s: %s", o.Ran().Subject(), o.ID, k.Name, k.Detail)
+			s += fmt.Sprintf("%s: %s: %s: %s", Subject(o.Ran()), o.ID, k.Name, k.Detail)
 		}
 	}
 	for _, d := range o.Nondeterministic {
 		if s != "" {
 			s += "\n"
 		}
-		s += fmt.Sprintf("%s: %s: nondeterministic: %s", o.Ran().Subject(), o.ID, d)
+		s += fmt.Sprintf("%s: %s: nondeterministic: %s", Subject(o.Ran()), o.ID, d)
 	}
 	return s
 }

@@ -47,15 +47,15 @@ func TestStreamedRunMatchesWhole(t *testing.T) {
 			streamed, serr := harness.RunPrepared(ctx, b, pc, harness.Options{Stream: true})
 			if err != nil || serr != nil { // a fault that stops the kernel
 				if err == nil || serr == nil || err.Error() != serr.Error() {
-					t.Fatalf("%s: faults %v: error %v, streamed %v: want the same", c.Subject(), b.Faults(), err, serr)
+					t.Fatalf("%s: faults %v: error %v, streamed %v: want the same", harness.Subject(c), b.Faults(), err, serr)
 				}
 				continue
 			}
 			if g, w := fmt.Sprintf("%+v", *streamed.Verify), fmt.Sprintf("%+v", *whole.Verify); g != w {
-				t.Fatalf("%s: faults %v: streamed Result %s / want (whole) %s", c.Subject(), b.Faults(), g, w)
+				t.Fatalf("%s: faults %v: streamed Result %s / want (whole) %s", harness.Subject(c), b.Faults(), g, w)
 			}
 			if streamed.Expected != nil || whole.Expected == nil {
-				t.Fatalf("%s: Expected streamed %v, whole %v: want nil and set", c.Subject(), streamed.Expected != nil, whole.Expected != nil)
+				t.Fatalf("%s: Expected streamed %v, whole %v: want nil and set", harness.Subject(c), streamed.Expected != nil, whole.Expected != nil)
 			}
 			if !whole.Pass() {
 				failed++
@@ -79,7 +79,7 @@ func TestStreamedRunMatchesWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Expected == nil {
-			t.Errorf("%s: Stream with policies %v, golden %v: streamed, want the whole Expected", pc.Case.Subject(), opt.Policies, opt.Golden != nil)
+			t.Errorf("%s: Stream with policies %v, golden %v: streamed, want the whole Expected", harness.Subject(pc.Case), opt.Policies, opt.Golden != nil)
 		}
 	}
 }

@@ -115,7 +115,7 @@ func TestGuardBandIsADefaultCheck(t *testing.T) {
 		if res.Pass() || !slices.Equal(failed, []string{tc.want}) {
 			t.Errorf("%s: pass %v, failed checks %v; want exactly %s\n%s", tc.fault, res.Pass(), failed, tc.want, res.Verify.Failure())
 		}
-		if !strings.Contains(res.Verify.Failure(), c.Subject().String()) {
+		if !strings.Contains(res.Verify.Failure(), harness.Subject(c).String()) {
 			t.Errorf("%s: failure report does not name the case: %s", tc.fault, res.Verify.Failure())
 		}
 	}

@@ -27,7 +27,7 @@ func TestKVCasesPass(t *testing.T) {
 		for _, c := range cases {
 			r, err := harness.Run(context.Background(), b, c, harness.Options{})
 			if err != nil {
-				t.Errorf("%s: %v", c.Subject(), err)
+				t.Errorf("%s: %v", harness.Subject(c), err)
 				continue
 			}
 			if !r.Pass() {

@@ -4,7 +4,6 @@ import (
 	"hash/fnv"
 
 	"github.com/npuverify/npuverify/tensor"
-	"github.com/npuverify/npuverify/verify"
 )
 
 // Case is one reproducible verification case: everything needed to
@@ -31,11 +30,6 @@ type Case struct {
 	// recorded hashes (docs/golden.md, "Recipes"). Nothing outside the
 	// golden store reads it.
 	Recipe bool `json:"recipe,omitempty"`
-}
-
-// Subject is how failure messages name the case: op, params and seed.
-func (c Case) Subject() verify.Subject {
-	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
 }
 
 // Gen returns the case's generation spec.

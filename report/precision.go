@@ -138,7 +138,7 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 	}
 	pc, err := harness.PrepareInputs(c, castInputs(mode, a64, b64, cfg))
 	if err != nil {
-		return PrecisionRow{}, fmt.Errorf("precision table: %s: %w", c.Subject(), err)
+		return PrecisionRow{}, fmt.Errorf("precision table: %s: %w", harness.Subject(c), err)
 	}
 	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num, Stream: true})
 	if err != nil {
@@ -146,7 +146,7 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 	}
 	i := slices.IndexFunc(res.Verify.Outputs, func(o verify.OutputResult) bool { return o.Name == "out" })
 	if i < 0 {
-		return PrecisionRow{}, fmt.Errorf("precision table: %s: no verdict on output \"out\"", c.Subject())
+		return PrecisionRow{}, fmt.Errorf("precision table: %s: no verdict on output \"out\"", harness.Subject(c))
 	}
 	own := res.Verify.Outputs[i].Metrics
 	vs := verify.Compute(res.Outputs["out"], vsTruth)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	. "github.com/onsi/ginkgo/v2"
@@ -44,10 +45,10 @@ func DescribeSparse24Prune(b Backend) bool {
 				vals, meta := res.Outputs["values"], res.Outputs["meta"]
 				w2 := decompress24(vals, meta)
 				out, _, err := b().Run(ctx, "sparse24_prune", ops.Params{}, map[string]*tensor.Tensor{"w": w2})
-				Expect(err).NotTo(HaveOccurred(), "%s: second prune", c.Subject())
+				Expect(err).NotTo(HaveOccurred(), "%s: second prune", harness.Subject(c))
 				for _, name := range []string{"values", "meta"} {
 					same, i := tensor.BitsEqual(out[name], res.Outputs[name])
-					Expect(same).To(BeTrue(), "%s: prune(decompress(prune(w))) differs in %q at element %d", c.Subject(), name, i)
+					Expect(same).To(BeTrue(), "%s: prune(decompress(prune(w))) differs in %q at element %d", harness.Subject(c), name, i)
 				}
 			}
 		})
@@ -107,10 +108,10 @@ func DescribeGEMM24(b Backend) bool {
 					dense := decompress24(in["a_values"], in["a_meta"])
 					out, _, err := b().Run(ctx, "gemm", ops.Params{"mode": "fp16_fp32acc", "accumulate": acc},
 						map[string]*tensor.Tensor{"a": dense, "b": in["b"]})
-					Expect(err).NotTo(HaveOccurred(), "%s: dense gemm", c.Subject())
+					Expect(err).NotTo(HaveOccurred(), "%s: dense gemm", harness.Subject(c))
 					same, i := tensor.BitsEqual(res.Outputs["out"], out["out"])
 					Expect(same).To(BeTrue(), "%s: gemm24 and gemm(decompress) differ at element %d: got %v, want %v",
-						c.Subject(), i, res.Outputs["out"].Float64(max(i, 0)), out["out"].Float64(max(i, 0)))
+						harness.Subject(c), i, res.Outputs["out"].Float64(max(i, 0)), out["out"].Float64(max(i, 0)))
 				}
 			}
 		})

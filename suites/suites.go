@@ -33,9 +33,9 @@ type Backend func() backend.Backend
 func runWithinBound(ctx context.Context, b backend.Backend, c ops.Case) *harness.Result {
 	GinkgoHelper()
 	res, err := harness.Run(ctx, b, c, harness.Options{})
-	Expect(err).NotTo(HaveOccurred(), "%s: run on backend %s", c.Subject(), b.Name())
+	Expect(err).NotTo(HaveOccurred(), "%s: run on backend %s", harness.Subject(c), b.Name())
 	for name, got := range res.Outputs {
-		Expect(got).To(matchers.BeWithinBound(res.Expected[name], c.Subject()), "output %q", name)
+		Expect(got).To(matchers.BeWithinBound(res.Expected[name], harness.Subject(c)), "output %q", name)
 	}
 	Expect(res.Verify.Pass).To(BeTrue(), "%s", res.Verify.Failure())
 	return res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
@@ -78,7 +79,7 @@ func DescribeVectorAdd(b Backend) bool {
 								overflowed++
 							}
 						}
-						Expect(overflowed).To(BeNumerically(">", 0), "%s: no element reached the overflow value", c.Subject())
+						Expect(overflowed).To(BeNumerically(">", 0), "%s: no element reached the overflow value", harness.Subject(c))
 					})
 				}
 			})

@@ -43,8 +43,8 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 							{TileElems: 1}, {TileElems: blocks}, {TileElems: 3 * blocks}, {BlockDim: 5, TileElems: blocks + 1},
 						} {
 							z, _, err := kernels.VectorAdd(ctx, dev, in["x"], in["y"], opt)
-							Expect(err).NotTo(HaveOccurred(), "%s n=%d options %+v", c.Subject(), n, opt)
-							Expect(z).To(matchers.MatchGoldenBits(ref, c.Subject()), "n=%d options %+v vs default tiling", n, opt)
+							Expect(err).NotTo(HaveOccurred(), "%s n=%d options %+v", harness.Subject(c), n, opt)
+							Expect(z).To(matchers.MatchGoldenBits(ref, harness.Subject(c)), "n=%d options %+v vs default tiling", n, opt)
 						}
 					}
 				})
@@ -59,7 +59,7 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 					Expect(r.Err).NotTo(HaveOccurred())
 					Expect(r.Checks).NotTo(BeEmpty(), "%s: no budget checked", r.ID)
 					for _, b := range r.Checks {
-						Expect(b.Pass).To(BeTrue(), "%s: %s: %s", r.Case.Subject(), b.Name, b.Detail)
+						Expect(b.Pass).To(BeTrue(), "%s: %s: %s", harness.Subject(r.Case), b.Name, b.Detail)
 					}
 				}
 			})
@@ -75,8 +75,8 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 						_, cost, err := kernels.VectorAdd(ctx, dev, in["x"], in["y"], kernels.VectorAddOptions{})
 						Expect(err).NotTo(HaveOccurred())
 						Expect(cost.GMBytesIn+cost.GMBytesOut).To(Equal(int64(3*n*d.Size())),
-							"%s n=%d: GM bytes in+out = %d+%d, want 3·%d·%d", c.Subject(), n, cost.GMBytesIn, cost.GMBytesOut, n, d.Size())
-						Expect(cost.GMBytesOut).To(Equal(int64(n*d.Size())), "%s n=%d: GM bytes out", c.Subject(), n)
+							"%s n=%d: GM bytes in+out = %d+%d, want 3·%d·%d", harness.Subject(c), n, cost.GMBytesIn, cost.GMBytesOut, n, d.Size())
+						Expect(cost.GMBytesOut).To(Equal(int64(n*d.Size())), "%s n=%d: GM bytes out", harness.Subject(c), n)
 					}
 				})
 				It("keeps every core within 10% of the busiest once N fills every core, "+d.String(), Label("dtype:"+d.String()), func(ctx context.Context) {
@@ -88,9 +88,9 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 						c, in := gen(d, n, ops.DistUniform, 2)
 						_, cost, err := kernels.VectorAdd(ctx, dev, in["x"], in["y"], kernels.VectorAddOptions{})
 						Expect(err).NotTo(HaveOccurred())
-						Expect(cost.BlockDim).To(Equal(prof.VectorCores), "%s n=%d: cores launched", c.Subject(), n)
+						Expect(cost.BlockDim).To(Equal(prof.VectorCores), "%s n=%d: cores launched", harness.Subject(c), n)
 						Expect(cost.LoadBalance).To(BeNumerically(">=", 0.9),
-							"%s n=%d: load balance (min/max core cycles %s), want ≥ 0.9", c.Subject(), n, fmt.Sprint(cost.CoreCycles))
+							"%s n=%d: load balance (min/max core cycles %s), want ≥ 0.9", harness.Subject(c), n, fmt.Sprint(cost.CoreCycles))
 					}
 				})
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
@@ -46,7 +47,7 @@ func speedup24(t *testing.T, name string, prof npu.Profile, lo, hi float64) {
 		sctx := kernels.WithVariant(ctx, kernels.Variant{Op: "gemm24", Options: kernels.GEMM24Options{BaseM: 128, BaseN: 128}})
 		_, sc, err := kernels.GEMM24Kernel(sctx, dev, ops.Params{}, in)
 		if err != nil {
-			t.Fatalf("%s: %v", c.Subject(), err)
+			t.Fatalf("%s: %v", harness.Subject(c), err)
 		}
 		dense := map[string]*tensor.Tensor{"a": tensor.MustNew(tensor.Float16, m, k), "b": in["b"]}
 		dctx := kernels.WithVariant(ctx, kernels.Variant{Op: "gemm", Options: kernels.GEMMOptions{BaseM: 128, BaseN: 128}})
@@ -57,15 +58,15 @@ func speedup24(t *testing.T, name string, prof npu.Profile, lo, hi float64) {
 		speedup := float64(dc.Cycles) / float64(sc.Cycles)
 		t.Logf("%s %dx%dx%d fp16: dense %d cycles, 2:4 sparse %d cycles: %.2f×; GM in %d vs %d bytes", name, m, k, n, dc.Cycles, sc.Cycles, speedup, dc.GMBytesIn, sc.GMBytesIn)
 		if speedup < lo || speedup > hi {
-			t.Errorf("%s %s %dx%dx%d: sparse speedup %.3f×, want within [%g, %g]", c.Subject(), name, m, k, n, speedup, lo, hi)
+			t.Errorf("%s %s %dx%dx%d: sparse speedup %.3f×, want within [%g, %g]", harness.Subject(c), name, m, k, n, speedup, lo, hi)
 		}
 		// Square blocks read as many A bytes as B bytes: sparse moves half
 		// of A plus meta (an eighth of A), so 1 − 3/16 of the dense traffic.
 		if want := dc.GMBytesIn - 3*dc.GMBytesIn/16; sc.GMBytesIn != want {
-			t.Errorf("%s %s: GM bytes in %d, want %d (dense %d: half of A saved, meta added)", c.Subject(), name, sc.GMBytesIn, want, dc.GMBytesIn)
+			t.Errorf("%s %s: GM bytes in %d, want %d (dense %d: half of A saved, meta added)", harness.Subject(c), name, sc.GMBytesIn, want, dc.GMBytesIn)
 		}
 		if dcc, scc := dc.Cores[0].CubeCycles, sc.Cores[0].CubeCycles; dcc != 2*scc {
-			t.Errorf("%s %s: cube cycles %d sparse vs %d dense, want half", c.Subject(), name, scc, dcc)
+			t.Errorf("%s %s: cube cycles %d sparse vs %d dense, want half", harness.Subject(c), name, scc, dcc)
 		}
 	}
 }
