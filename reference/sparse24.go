@@ -1,7 +1,9 @@
 package reference
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/npuverify/npuverify/internal/dgemm"
 )
@@ -12,36 +14,44 @@ import (
 // The kept two are the largest |w| (a NaN counts as larger than every
 // number, NaNs among themselves and equal magnitudes go to the lower
 // index), listed in ascending index order.
+//
+// It sorts each group's four positions whole by that order and takes the
+// first two: slower than the kernel's running top two, on purpose, so that
+// the truth shares no selection code with the kernel it judges.
 func Prune24(w []float64, m, k int) []int {
 	groups := m * (k / 4)
-	keep := make([]int, 2*groups)
+	keep := make([]int, 0, 2*groups)
 	for g := 0; g < groups; g++ {
 		x := w[4*g : 4*g+4]
-		beats := func(i, j int) bool { // i ranks above j
-			ni, nj := math.IsNaN(x[i]), math.IsNaN(x[j])
-			switch {
-			case ni != nj:
-				return ni
-			case ni || math.Abs(x[i]) == math.Abs(x[j]):
-				return i < j
+		order := []int{0, 1, 2, 3}
+		slices.SortStableFunc(order, func(a, b int) int {
+			if c := compareMagnitude24(x[b], x[a]); c != 0 {
+				return c // the larger magnitude first
 			}
-			return math.Abs(x[i]) > math.Abs(x[j])
-		}
-		best, second := 0, 1
-		if beats(1, 0) {
-			best, second = 1, 0
-		}
-		for i := 2; i < 4; i++ {
-			switch {
-			case beats(i, best):
-				best, second = i, best
-			case beats(i, second):
-				second = i
-			}
-		}
-		keep[2*g], keep[2*g+1] = min(best, second), max(best, second)
+			return cmp.Compare(a, b)
+		})
+		kept := order[:2]
+		slices.Sort(kept)
+		keep = append(keep, kept...)
 	}
 	return keep
+}
+
+// compareMagnitude24 orders x and y by magnitude as sparse24_prune ranks
+// them: −1, 0 or +1 as |x| is smaller than, equal to or larger than |y|,
+// where a NaN is larger than every number (+Inf included) and equal to
+// another NaN.
+func compareMagnitude24(x, y float64) int {
+	xNaN, yNaN := math.IsNaN(x), math.IsNaN(y)
+	switch {
+	case xNaN && yNaN:
+		return 0
+	case xNaN:
+		return 1
+	case yNaN:
+		return -1
+	}
+	return cmp.Compare(math.Abs(x), math.Abs(y))
 }
 
 // Gemm24 returns, for a 2:4 compressed a (values [m,k/2] and the kept

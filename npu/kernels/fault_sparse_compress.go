@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
 )
@@ -104,17 +103,24 @@ func (f sparseCompressFaults) reservedSinks(s, keep, l int) int {
 	return s
 }
 
-// beats is the selection's ranking of token i (score si) against j:
-// reference.Rank, with a NaN first (nan-ranked-first) or equal scores to
-// the higher index (ties-to-higher-index).
-func (f sparseCompressFaults) beats(si float64, i int, sj float64, j int) bool {
-	if f.nanFirst && math.IsNaN(si) != math.IsNaN(sj) {
-		return math.IsNaN(si)
+// beats is the selection's ranking of token i (score si) against j: the
+// larger score first, a NaN below every number, equal scores (±0 alike)
+// and NaNs among themselves to the lower index. Under nan-ranked-first a
+// NaN ranks above every number instead, and under ties-to-higher-index
+// equal numbers go to the higher index; NaNs among themselves stay with
+// the lower index under both, as the chunked path's radix keys order them
+// (selectKey, tieSkip).
+func (f sparseCompressFaults) beats(si float32, i int, sj float32, j int) bool {
+	iNaN, jNaN := si != si, sj != sj
+	switch {
+	case iNaN && jNaN:
+		return i < j
+	case iNaN || jNaN:
+		return iNaN == f.nanFirst
+	case si == sj:
+		return (i < j) != f.tiesHigh
 	}
-	if f.tiesHigh && si == sj {
-		return i > j
-	}
-	return reference.Rank(si, i, sj, j)
+	return si > sj
 }
 
 // kSourceHead is the head whose k rows the copy of head hh reads: the

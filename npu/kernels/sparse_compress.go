@@ -7,7 +7,6 @@ import (
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
-	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
 )
@@ -47,7 +46,7 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 	opt := variantOptions[SparseCompressOptions](ctx)
 	k, v := in["k"], in["v"]
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
-	keep := reference.KeepCount(l, cfg.KeepRatio, cfg.Sinks)
+	keep := sparseCompressKeep(l, cfg.KeepRatio, cfg.Sinks)
 	outs := map[string]*tensor.Tensor{
 		"k_out": tensor.MustNew(tensor.Float16, h, keep, d), "v_out": tensor.MustNew(tensor.Float16, h, keep, d),
 		"indices": tensor.MustNew(tensor.Int32, h, keep), "mask": tensor.MustNew(tensor.Uint8, h, l),
@@ -138,6 +137,22 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 	return outs, cost, nil
 }
 
+// sparseCompressKeep is the host tiling's count of tokens kept per head,
+// keep = clamp(floor(L·keep_ratio), min(sinks, L), L) (DESIGN.md §5). The
+// product is non-negative (validation holds keep_ratio in (0, 1] and sinks
+// ≥ 0), so the conversion's truncation is the floor, as a C++ tiling's
+// static_cast would take it.
+func sparseCompressKeep(l int, keepRatio float64, sinks int) int {
+	keep := int(float64(l) * keepRatio)
+	if lo := min(sinks, l); keep < lo {
+		keep = lo
+	}
+	if keep > l {
+		keep = l
+	}
+	return keep
+}
+
 func bitsLen(n int) int {
 	b := 0
 	for ; n > 0; n >>= 1 {
@@ -186,7 +201,7 @@ func select32(f sparseCompressFaults, scores []float32, sinks, keep int, maxima 
 	l := len(scores)
 	s := f.reservedSinks(min(sinks, l), keep, l)
 	beats := func(i, j int) bool {
-		return f.beats(float64(scores[i]), i, float64(scores[j]), j)
+		return f.beats(scores[i], i, scores[j], j)
 	}
 	out := make([]int, 0, keep)
 	for i := 0; i < s; i++ {

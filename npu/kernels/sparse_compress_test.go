@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -32,6 +33,23 @@ func scBits(t *tensor.Tensor) []byte {
 	var b bytes.Buffer
 	fmt.Fprint(&b, t.Shape, t.F16(), t.I32(), t.U8())
 	return b.Bytes()
+}
+
+// TestSparseCompressKeepAgrees: the kernel's own keep count (it may not
+// call the reference's) is the reference's on every L to 300 and every
+// sinks to 5, at ratios whose product lands on an integer (where a floor
+// taken the wrong way shows), just off one, and at 1.
+func TestSparseCompressKeepAgrees(t *testing.T) {
+	ratios := []float64{1e-9, 0.1, 0.125, 0.3, 1.0 / 3, 0.5, 0.7, 0.75, 0.9, 0.999, 1}
+	for l := 0; l <= 300; l++ {
+		for sinks := 0; sinks <= 5; sinks++ {
+			for _, r := range ratios {
+				if got, want := sparseCompressKeep(l, r, sinks), reference.KeepCount(l, r, sinks); got != want {
+					t.Fatalf("L=%d keep_ratio=%v sinks=%d: kernel keeps %d, reference %d", l, r, sinks, got, want)
+				}
+			}
+		}
+	}
 }
 
 // TestSparseCompressChunkedSameBits: the chunked path (scores spilled to
