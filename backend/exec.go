@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
@@ -203,7 +201,7 @@ func (e *Exec) Close() error {
 }
 
 // Run runs one case through the command; see Exec.
-func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, cost *npu.Cost, err error) {
+func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, meas *Measurement, err error) {
 	argv0 := safefile.Quote(e.argv[0])
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("exec %s: not started: %w", argv0, err)
@@ -213,7 +211,7 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 		return nil, nil, fmt.Errorf("exec %s: not started: %w", argv0, err)
 	}
 	defer done()
-	op, err := opdb.Op(opName)
+	op, err := ops.Lookup(opName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,14 +267,14 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 		}
 		out[o.Name] = t
 	}
-	cost, err = readTiming(filepath.Join(dir, "out", "timing.json"), deadline)
+	meas, err = readTiming(filepath.Join(dir, "out", "timing.json"), deadline)
 	if err != nil {
 		return nil, nil, fail(err)
 	}
 	if changed := modifiedInputs(dir, cf, in, sums, deadline); len(changed) > 0 {
-		return out, cost, fmt.Errorf("exec %s: %w", argv0, &InputsModifiedError{Inputs: changed})
+		return out, meas, fmt.Errorf("exec %s: %w", argv0, &InputsModifiedError{Inputs: changed})
 	}
-	return out, cost, nil
+	return out, meas, nil
 }
 
 var _ InputGuard = (*Exec)(nil)

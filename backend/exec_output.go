@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -65,11 +64,11 @@ func readOutput(dir string, o ExecTensor, deadline time.Time) (*tensor.Tensor, e
 	return t, nil
 }
 
-// readTiming reads the optional timing.json: nil cost when it is absent
-// or lists no measurement; otherwise a Cost whose Seconds is the median
-// of kernel_ns / 1e9. Exec models nothing else, so every other field of
-// the Cost is zero.
-func readTiming(path string, deadline time.Time) (*npu.Cost, error) {
+// readTiming reads the optional timing.json: a nil measurement when it is
+// absent or lists no time; otherwise its kernel times in seconds, in the
+// order the command listed them. Exec models nothing, so that is all the
+// Measurement holds.
+func readTiming(path string, deadline time.Time) (*Measurement, error) {
 	if time.Now().After(deadline) {
 		return nil, errors.New("out/timing.json: not read: the deadline has passed")
 	}
@@ -99,18 +98,11 @@ func readTiming(path string, deadline time.Time) (*npu.Cost, error) {
 			return nil, fmt.Errorf("out/timing.json: kernel_ns[%d] = %v is not a duration", i, v)
 		}
 	}
-	return &npu.Cost{Seconds: median(tm.KernelNS) / 1e9}, nil
-}
-
-// median of a non-empty list (mean of the middle two for an even count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
+	secs := make([]float64, len(tm.KernelNS))
+	for i, v := range tm.KernelNS {
+		secs[i] = v / 1e9
 	}
-	return (s[m-1] + s[m]) / 2
+	return &Measurement{KernelSeconds: secs}, nil
 }
 
 // tailBuffer keeps the last max bytes written to it and counts them all.

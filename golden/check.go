@@ -13,7 +13,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/opdb"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -93,7 +93,7 @@ func budgetCheck(name string, got, budget int64, pass bool) harness.Check {
 // invalid shard.
 func Select(s *Store, opt CheckOptions) ([]*StoredCase, error) {
 	if opt.Op != "" {
-		if _, err := opdb.Op(opt.Op); err != nil {
+		if _, err := ops.Lookup(opt.Op); err != nil {
 			return nil, &harness.InputError{Err: fmt.Errorf("--op: %w", err)}
 		}
 	}
@@ -293,7 +293,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		return r
 	}
 	ho := harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected, Timeout: opt.Timeout}
-	recipeVerdicts := s.recipeGolden(ctx, c, pc, &ho) // a recipe's expected bits come from its hashes
+	recipeVerdicts := s.recipeGolden(ctx, c, pc, s.recorderFor(b), &ho) // a recipe's expected bits come from its hashes
 	res, err := runRepeated(ctx, &r, b, pc, ho, opt)
 	if err != nil {
 		r.Err = err
@@ -303,11 +303,11 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 	r.Result = res
 	// Budgets are figures of the emulator's cost model; another backend's
 	// cost (at most measured kernel time) is reported, not budgeted.
-	if res.Cost != nil && c.File.Budgets != nil && !opt.NoBudgets && b.Name() == ReferenceBackend {
+	if m := res.Measurement; m != nil && m.Model != nil && c.File.Budgets != nil && !opt.NoBudgets && b.Name() == ReferenceBackend {
 		bud := c.File.Budgets
-		gm := res.Cost.GMBytesIn + res.Cost.GMBytesOut
+		gm := m.Model.GMBytes()
 		r.Checks = []harness.Check{
-			budgetCheck("cycles", res.Cost.Cycles, bud.Cycles, res.Cost.Cycles <= bud.Cycles),
+			budgetCheck("cycles", m.Model.Cycles, bud.Cycles, m.Model.Cycles <= bud.Cycles),
 			budgetCheck("gm_bytes", gm, bud.GMBytes, gm == bud.GMBytes),
 		}
 	}

@@ -82,7 +82,7 @@ func TestCrashChild(t *testing.T) {
 			time.Sleep(2 * time.Minute) // killed here
 		}
 	}
-	if _, err := Update(context.Background(), dir, emulator(), crashCases(crashNew()), io.Discard); err != nil {
+	if _, err := Update(context.Background(), dir, newEmulator(), crashCases(crashNew()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -104,11 +104,11 @@ func testUpdateCrash(t *testing.T, fallback bool) {
 	ctx := context.Background()
 	base := t.TempDir()
 	oldDir := filepath.Join(base, "old")
-	if _, err := Update(ctx, oldDir, emulator(), crashCases(crashOld()), io.Discard); err != nil {
+	if _, err := Update(ctx, oldDir, newEmulator(), crashCases(crashOld()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	newDir := filepath.Join(base, "new")
-	if _, err := Update(ctx, newDir, emulator(), crashCases(crashNew()), io.Discard); err != nil {
+	if _, err := Update(ctx, newDir, newEmulator(), crashCases(crashNew()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	oldTrees, newTrees := trees(t, oldDir), trees(t, newDir)
@@ -120,7 +120,7 @@ func testUpdateCrash(t *testing.T, fallback bool) {
 	defer func(u bool) { fileOpHook, useExchange = nil, u }(useExchange)
 	useExchange = !fallback
 	fileOpHook = func(string) { steps++ }
-	if _, err := Update(ctx, countDir, emulator(), crashCases(crashNew()), io.Discard); err != nil {
+	if _, err := Update(ctx, countDir, newEmulator(), crashCases(crashNew()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	fileOpHook, useExchange = nil, true
@@ -178,7 +178,7 @@ func testUpdateCrash(t *testing.T, fallback bool) {
 		s.Close()
 		// Rerunning the update completes the set.
 		if at%5 == 0 || at == steps {
-			if _, err := Update(ctx, dir, emulator(), crashCases(crashNew()), io.Discard); err != nil {
+			if _, err := Update(ctx, dir, newEmulator(), crashCases(crashNew()), io.Discard); err != nil {
 				t.Fatal(err)
 			}
 			if !equalTrees(trees(t, dir), newTrees) {
@@ -325,7 +325,7 @@ func copyDir(t *testing.T, src, dst string) {
 // hand: the old case renamed away, the new one not yet in place.
 func TestRecoverRestoresOld(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Update(context.Background(), dir, emulator(), crashCases(crashOld()), io.Discard); err != nil {
+	if _, err := Update(context.Background(), dir, newEmulator(), crashCases(crashOld()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	before := trees(t, dir)

@@ -239,6 +239,8 @@ type Store struct {
 	cases  []*StoredCase
 	stray  []string   // entries that are neither a case nor allowed (slash paths)
 	lock   *storeLock // the shared lock OpenDir holds until Close
+	// recorder regenerates recipes' expected outputs (WithRecorder).
+	recorder Recorder
 }
 
 // Embedded returns the store compiled into the binary (golden/cases of the

@@ -15,8 +15,10 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -25,7 +27,10 @@ import (
 // (or make golden). Only this package defines the flag.
 var update = flag.Bool("update", false, "regenerate golden/cases from DefaultCases with the emulator")
 
-func emulator() backend.Backend { return backend.NewEmulator(npu.Ascend910B()) }
+func newEmulator() backend.Backend { return recorder() }
+
+// recorder is the backend the store is recorded by.
+func recorder() *emulator.Emulator { return emulator.New(npu.Ascend910B()) }
 
 // TestUpdateGolden regenerates golden/cases with -update; without it, it
 // checks that the checked-in set is exactly the default case list (same
@@ -33,7 +38,7 @@ func emulator() backend.Backend { return backend.NewEmulator(npu.Ascend910B()) }
 // to DefaultCases without `make golden` fails here.
 func TestUpdateGolden(t *testing.T) {
 	if *update {
-		ch, err := Update(context.Background(), "cases", emulator(), DefaultCases(), os.Stdout)
+		ch, err := Update(context.Background(), "cases", newEmulator(), opdb.GoldenCases(), os.Stdout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +50,7 @@ func TestUpdateGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]ops.Case{}
-	for _, c := range DefaultCases() {
+	for _, c := range opdb.GoldenCases() {
 		want[c.Op+"/"+c.Name] = c
 	}
 	got := map[string]*StoredCase{}
@@ -88,7 +93,7 @@ func TestUpdateGolden(t *testing.T) {
 // directory names.
 func TestDefaultNames(t *testing.T) {
 	names := map[string]bool{}
-	for _, c := range DefaultCases() {
+	for _, c := range opdb.GoldenCases() {
 		id := c.Op + "/" + c.Name
 		if names[id] {
 			t.Errorf("duplicate default case %s", id)
@@ -101,7 +106,7 @@ func TestDefaultNames(t *testing.T) {
 }
 
 func TestEmbeddedVerify(t *testing.T) {
-	s := Embedded()
+	s := Embedded().WithRecorder(recorder())
 	if len(s.Cases()) == 0 {
 		t.Fatal("embedded store is empty")
 	}
@@ -111,7 +116,7 @@ func TestEmbeddedVerify(t *testing.T) {
 }
 
 func TestCheckEmbeddedEmulator(t *testing.T) {
-	rs, err := Check(context.Background(), Embedded(), emulator(), CheckOptions{})
+	rs, err := Check(context.Background(), Embedded(), newEmulator(), CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +147,8 @@ func TestCheckEmbeddedEmulator(t *testing.T) {
 		if !slices.Contains(r.Policies, "exact") {
 			t.Errorf("%s: emulator not held to the stored bits (policies %v)", r.ID, r.Policies)
 		}
-		if r.Result.Cost != nil && len(r.Checks) != 2 {
-			t.Errorf("%s: budgets not checked: %v", r.ID, r.Checks)
+		if m := r.Result.Measurement; m == nil || m.Model == nil || len(r.Checks) != 2 {
+			t.Errorf("%s: budgets not checked: measurement %+v, checks %v", r.ID, m, r.Checks)
 		}
 	}
 }
@@ -151,7 +156,7 @@ func TestCheckEmbeddedEmulator(t *testing.T) {
 // smallCases is a quick set for the update tests: n ≤ 33.
 func smallCases(seedShift uint64, names ...string) []ops.Case {
 	all := map[string]ops.Case{}
-	for _, c := range DefaultCases() {
+	for _, c := range opdb.GoldenCases() {
 		if c.Op == "vector_add" && c.Dims["n"] <= 33 && c.Numerics == nil {
 			c.Seed += seedShift
 			all[c.Name] = c
@@ -173,7 +178,7 @@ func TestUpdateReportsChanges(t *testing.T) {
 	ctx := context.Background()
 	var out bytes.Buffer
 	old := smallCases(0, "fp16_uniform_n15", "fp16_uniform_n16", "fp32_uniform_n17")
-	ch, err := Update(ctx, dir, emulator(), old, &out)
+	ch, err := Update(ctx, dir, newEmulator(), old, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +186,14 @@ func TestUpdateReportsChanges(t *testing.T) {
 		t.Fatalf("first update: %s\n%s", ch, out.String())
 	}
 	out.Reset()
-	if ch, err = Update(ctx, dir, emulator(), old, &out); err != nil || !ch.Empty() || ch.Unchanged != 3 {
+	if ch, err = Update(ctx, dir, newEmulator(), old, &out); err != nil || !ch.Empty() || ch.Unchanged != 3 {
 		t.Fatalf("second update: %s, %v\n%s", ch, err, out.String())
 	}
 	// Change one seed, drop one case, add one.
 	cur := smallCases(0, "fp16_uniform_n15", "fp32_uniform_n17", "int8_uniform_n1")
 	cur[1].Seed++
 	out.Reset()
-	ch, err = Update(ctx, dir, emulator(), cur, &out)
+	ch, err = Update(ctx, dir, newEmulator(), cur, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +227,7 @@ func TestUpdateReportsChanges(t *testing.T) {
 func TestUpdateRefusesFailingBackend(t *testing.T) {
 	dir := t.TempDir()
 	cases := smallCases(0, "fp16_uniform_n17")
-	_, err := Update(context.Background(), dir, offByOne{emulator()}, cases, &bytes.Buffer{})
+	_, err := Update(context.Background(), dir, offByOne{newEmulator()}, cases, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "not recording") {
 		t.Fatalf("err = %v, want a refusal to record a failing result", err)
 	}
@@ -381,12 +386,12 @@ func TestCheckOptions(t *testing.T) {
 		}
 	}
 	for _, o := range []CheckOptions{{Shard: 0, Shards: 2}, {Shard: 3, Shards: 2}, {Shard: 1}, {Shards: -1}, {Op: "nope"}, {Policy: "nope"}} {
-		if _, err := Check(ctx, s, emulator(), o); err == nil || !harness.IsInput(err) {
+		if _, err := Check(ctx, s, newEmulator(), o); err == nil || !harness.IsInput(err) {
 			t.Errorf("%+v: err = %v, want an input error", o, err)
 		}
 	}
 	// Another backend: judged by the case policy only.
-	rs, err := Check(ctx, s, renamed{emulator()}, CheckOptions{Shard: 1, Shards: 10})
+	rs, err := Check(ctx, s, renamed{newEmulator()}, CheckOptions{Shard: 1, Shards: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +404,7 @@ func TestCheckOptions(t *testing.T) {
 		}
 	}
 	// A wrong backend fails; a crashing one is a backend error.
-	rs, err = Check(ctx, s, offByOne{emulator()}, CheckOptions{Op: "vector_add", Shard: 1, Shards: 10})
+	rs, err = Check(ctx, s, offByOne{newEmulator()}, CheckOptions{Op: "vector_add", Shard: 1, Shards: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +449,7 @@ type offByOne struct{ backend.Backend }
 
 func (offByOne) Name() string { return "off-by-one" }
 
-func (b offByOne) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (b offByOne) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	out, cost, err := b.Backend.Run(ctx, op, p, in)
 	if err != nil {
 		return nil, nil, err
@@ -469,7 +474,7 @@ type failing struct{}
 
 func (failing) Name() string { return "failing" }
 
-func (failing) Run(context.Context, string, ops.Params, map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (failing) Run(context.Context, string, ops.Params, map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	return nil, nil, os.ErrDeadlineExceeded
 }
 
@@ -479,6 +484,7 @@ func openT(t *testing.T, dir string) (*Store, error) {
 	t.Helper()
 	s, err := OpenDir(dir)
 	if err == nil {
+		s.WithRecorder(recorder())
 		t.Cleanup(func() { s.Close() })
 	}
 	return s, err

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -102,7 +103,7 @@ func TestRecipeInputHashMismatch(t *testing.T) {
 	sum := entry(t, Embedded(), recipeVA, "y").SHA256
 	editCaseJSON(t, dir, recipeVA, sum, strings.Repeat("0", 64))
 	s := openT2(t, dir)
-	rs, err := Check(context.Background(), s, emulator(), CheckOptions{})
+	rs, err := Check(context.Background(), s, newEmulator(), CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestRecipeInputHashMismatch(t *testing.T) {
 // A recipe regenerates bit-identically: two loads give the same inputs and
 // expected outputs, each with the recorded sha256.
 func TestRecipeRegeneratesBitIdentically(t *testing.T) {
-	s := Embedded()
+	s := Embedded().WithRecorder(recorder())
 	for _, id := range []string{recipeVA, recipeGEMM} {
 		c, ok := s.Lookup(id)
 		if !ok || !c.File.Recipe {
@@ -163,7 +164,7 @@ func TestRecipeRegeneratesBitIdentically(t *testing.T) {
 // changed, writes case.json alone, and the result checks and verifies.
 func TestUpdateRecipeUnchanged(t *testing.T) {
 	var cases []ops.Case
-	for _, c := range DefaultCases() {
+	for _, c := range opdb.GoldenCases() {
 		if id := c.Op + "/" + c.Name; id == recipeVA || id == recipeGEMM || id == "vector_add/fp16_uniform_n17" {
 			cases = append(cases, c)
 		}
@@ -173,7 +174,7 @@ func TestUpdateRecipeUnchanged(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx := context.Background()
-	if ch, err := Update(ctx, dir, emulator(), cases, io.Discard); err != nil || len(ch.Added) != 3 {
+	if ch, err := Update(ctx, dir, newEmulator(), cases, io.Discard); err != nil || len(ch.Added) != 3 {
 		t.Fatalf("first update: %v, %v", ch, err)
 	}
 	before, err := readTree(dir)
@@ -181,7 +182,7 @@ func TestUpdateRecipeUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	ch, err := Update(ctx, dir, emulator(), cases, &out)
+	ch, err := Update(ctx, dir, newEmulator(), cases, &out)
 	if err != nil || !ch.Empty() || ch.Unchanged != 3 {
 		t.Fatalf("second update: %v, %v\n%s", ch, err, out.String())
 	}
@@ -211,7 +212,7 @@ func TestUpdateRecipeUnchanged(t *testing.T) {
 	if errs := Verify(s); len(errs) > 0 {
 		t.Errorf("Verify: %v", errs)
 	}
-	rs, err := Check(ctx, s, emulator(), CheckOptions{})
+	rs, err := Check(ctx, s, newEmulator(), CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestRecipeEmulatorRegression(t *testing.T) {
 	sum := entry(t, Embedded(), recipeVA, "z").SHA256
 	editCaseJSON(t, dir, recipeVA, sum, strings.Repeat("f", 64))
 	s := openT2(t, dir)
-	rs, err := Check(context.Background(), s, emulator(), CheckOptions{})
+	rs, err := Check(context.Background(), s, newEmulator(), CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestRecipeEmulatorRegression(t *testing.T) {
 			t.Errorf("failure lacks %q:\n%s", want, f)
 		}
 	}
-	rs, err = Check(context.Background(), s, renamed{emulator()}, CheckOptions{})
+	rs, err = Check(context.Background(), s, renamed{newEmulator()}, CheckOptions{})
 	if err != nil || !rs[0].Pass() {
 		t.Errorf("another backend on the same recipe: %v %s", err, rs[0].Failure())
 	}
@@ -261,7 +262,7 @@ func TestRecipeEmulatorRegression(t *testing.T) {
 func TestRecipeExactNamesElement(t *testing.T) {
 	dir := t.TempDir()
 	copyStore(t, dir, func(id string) bool { return id == recipeVA })
-	b := backend.NewEmulator(npu.Ascend910B(), backend.WithFaults(kernels.FaultVACastTruncates))
+	b := emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultVectorAddCastTruncates))
 	rs, err := Check(context.Background(), openT2(t, dir), b, CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -335,5 +336,31 @@ func openT2(t *testing.T, dir string) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s.WithRecorder(recorder())
+}
+
+// A recipe's expected outputs are regenerated only by the backend that
+// records the store: without one, or with one that is not it (the
+// emulator with a fault injected), Load says so instead of returning
+// outputs nobody recorded.
+func TestRecipeNeedsRecorder(t *testing.T) {
+	c, ok := Embedded().Lookup(recipeVA)
+	if !ok {
+		t.Fatalf("%s is not in the embedded store", recipeVA)
+	}
+	faulty := emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultVectorAddTailDropped))
+	for _, tc := range []struct {
+		s    *Store
+		want string
+	}{
+		{Embedded(), "needs the backend that records the store"},
+		{Embedded().WithRecorder(faulty), "cannot regenerate a recipe's expected outputs: the store is recorded by the emulator on ascend910b"},
+	} {
+		if _, _, err := tc.s.Load(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Load: got error %v, want one containing %q", recipeVA, err, tc.want)
+		}
+	}
+	if _, _, err := Embedded().WithRecorder(recorder()).Load(c); err != nil {
+		t.Errorf("%s: Load with the recorder: %v", recipeVA, err)
+	}
 }

@@ -32,13 +32,13 @@ func TestConcurrentUpdatersAndChecker(t *testing.T) {
 	var want [2]map[string]map[string][]byte
 	for i, set := range sets {
 		ref := filepath.Join(base, fmt.Sprintf("ref%d", i))
-		if _, err := Update(ctx, ref, emulator(), set, io.Discard); err != nil {
+		if _, err := Update(ctx, ref, newEmulator(), set, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		want[i] = trees(t, ref)
 	}
 	dir := filepath.Join(base, "store")
-	if _, err := Update(ctx, dir, emulator(), sets[0], io.Discard); err != nil {
+	if _, err := Update(ctx, dir, newEmulator(), sets[0], io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	const rounds = 20
@@ -48,7 +48,7 @@ func TestConcurrentUpdatersAndChecker(t *testing.T) {
 		for i := range 2 {
 			wg.Go(func() {
 				set := sets[(round+i)%2]
-				if _, err := Update(ctx, dir, emulator(), set, io.Discard); err != nil {
+				if _, err := Update(ctx, dir, newEmulator(), set, io.Discard); err != nil {
 					errs <- fmt.Errorf("updater %d: %w", i, err)
 				}
 			})
@@ -60,7 +60,7 @@ func TestConcurrentUpdatersAndChecker(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			res, err := Check(ctx, s, emulator(), CheckOptions{})
+			res, err := Check(ctx, s, newEmulator(), CheckOptions{})
 			if err != nil {
 				errs <- fmt.Errorf("checker: %w", err)
 				return
@@ -109,7 +109,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "store")
 	cases := crashCases(crashOld())
-	if _, err := Update(ctx, dir, emulator(), cases, io.Discard); err != nil {
+	if _, err := Update(ctx, dir, newEmulator(), cases, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	defer func(d time.Duration) { lockWait = d }(lockWait)
@@ -120,7 +120,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = Update(ctx, dir, emulator(), cases, io.Discard)
+	_, err = Update(ctx, dir, newEmulator(), cases, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "the store is locked by another golden update or a reader") || !harness.IsInput(err) {
 		t.Errorf("update while a reader holds the store: err = %v, want an input error saying the store is locked", err)
 	}
@@ -153,7 +153,7 @@ func TestUpdateRefusesNonStore(t *testing.T) {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Update(ctx, dir, emulator(), crashCases(crashOld()), io.Discard)
+	_, err := Update(ctx, dir, newEmulator(), crashCases(crashOld()), io.Discard)
 	if err == nil || !harness.IsInput(err) || !strings.Contains(err.Error(), "is not an npuverify golden store") {
 		t.Fatalf("err = %v, want an input error: not a store", err)
 	}
@@ -162,7 +162,7 @@ func TestUpdateRefusesNonStore(t *testing.T) {
 		t.Errorf("the refused directory changed: %v", entries)
 	}
 	empty := t.TempDir()
-	if _, err := Update(ctx, empty, emulator(), crashCases(crashOld()), io.Discard); err != nil {
+	if _, err := Update(ctx, empty, newEmulator(), crashCases(crashOld()), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(empty, MarkerName))
@@ -203,7 +203,7 @@ func TestMarkerMustBeARegularFile(t *testing.T) {
 				done <- err
 			}()
 			go func() {
-				_, err := Update(context.Background(), dir, emulator(), crashCases(crashOld()), io.Discard)
+				_, err := Update(context.Background(), dir, newEmulator(), crashCases(crashOld()), io.Discard)
 				done <- err
 			}()
 			for range 2 {

@@ -155,10 +155,10 @@ func generate(ctx context.Context, b backend.Backend, c ops.Case) (*generated, e
 	for _, o := range res.Verify.Outputs {
 		cf.Metrics[o.Name] = summarize(o.Metrics)
 	}
-	if res.Cost != nil {
+	if m := res.Measurement; m != nil && m.Model != nil {
 		cf.Budgets = &Budgets{
-			Cycles: res.Cost.Cycles, VectorUtil: round6(res.Cost.VectorUtil),
-			LoadBalance: round6(res.Cost.LoadBalance), GMBytes: res.Cost.GMBytesIn + res.Cost.GMBytesOut,
+			Cycles: m.Model.Cycles, VectorUtil: round6(m.Model.VectorUtil),
+			LoadBalance: round6(m.Model.LoadBalance), GMBytes: m.Model.GMBytes(),
 		}
 	}
 	js, err := cf.Marshal()

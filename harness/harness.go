@@ -20,8 +20,6 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
-	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -53,9 +51,10 @@ func IsBackend(err error) bool { var e *BackendError; return errors.As(err, &e) 
 const (
 	// CheckInputsUnchanged fails when the backend modified an input.
 	CheckInputsUnchanged = "inputs-unchanged"
-	// CheckGuardBand fails when the backend wrote GM outside an output
-	// (a guard band around it; the emulator's outputs have them).
-	CheckGuardBand = "guard-band"
+	// CheckGuardBand fails when the backend wrote outside an output (a
+	// guard band around it; the emulator's outputs have them), reported
+	// as a backend.Finding.
+	CheckGuardBand = backend.CheckGuardBand
 )
 
 // NumericsBackend is a backend that can run under another numerics
@@ -104,7 +103,7 @@ func Prepare(c ops.Case) (*Prepared, error) {
 
 // validate looks up c's op and validates its params (defaults filled).
 func validate(c ops.Case) (ops.Op, ops.Params, error) {
-	op, err := opdb.Op(c.Op)
+	op, err := ops.Lookup(c.Op)
 	if err != nil {
 		return nil, nil, &InputError{err}
 	}
@@ -139,8 +138,10 @@ type Result struct {
 	Inputs   map[string]*tensor.Tensor
 	Outputs  map[string]*tensor.Tensor
 	Expected map[string]*bound.Expected
-	Cost     *npu.Cost // nil when the backend models none
-	Verify   *verify.Result
+	// Measurement is what the backend measured of the run (kernel times,
+	// a modelled cost, memory-safety findings); nil when nothing.
+	Measurement *backend.Measurement
+	Verify      *verify.Result
 }
 
 // Pass reports whether every check passed.
@@ -196,10 +197,10 @@ func Run(ctx context.Context, b backend.Backend, c ops.Case, opt Options) (*Resu
 // inputs, the emulator or exec, reports a kernel's writes into them as a
 // backend.InputsModifiedError, and any other is handed copies to compare),
 // the op's output invariants when it has any (ops.OutputInvariants: e.g.
-// every cache element a KV update must not write is bit-identical) and,
-// when the backend reports
-// a *npu.GuardError with its outputs, fails CheckGuardBand on each output
-// whose guard was written. opt.Timeout bounds it.
+// every cache element a KV update must not write is bit-identical) and
+// fails each memory-safety finding the backend reports (backend.Finding:
+// CheckGuardBand on each output whose guard band was written).
+// opt.Timeout bounds it.
 func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
 	if opt.Timeout <= 0 {
 		return runPrepared(ctx, b, pc, opt)
@@ -213,50 +214,111 @@ func RunPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	return res, err
 }
 
-// runPrepared is RunPrepared within whatever deadline ctx has.
+// runPrepared is RunPrepared within whatever deadline ctx has. Each step
+// is a function of its own: choose the backend's numerics and the
+// policies, run the backend and hold what it returned to the contract,
+// judge the outputs, then add the checks every run makes besides the
+// policies.
 func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Options) (*Result, error) {
 	c := pc.Case
-	num := opt.Numerics
-	if nb, ok := b.(NumericsBackend); ok {
+	b, num, err := withCaseNumerics(b, c, opt.Numerics)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := policiesFor(c, opt)
+	if err != nil {
+		return nil, err
+	}
+	ran, err := runBackend(ctx, b, pc)
+	if err != nil {
+		return nil, err
+	}
+	exp, vr, err := judge(pc, ran.out, num, policies, opt)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range ran.changed {
+		vr.AddFailure(ch.Input, CheckInputsUnchanged, ch.Reason)
+	}
+	if iv, ok := pc.Op.(ops.OutputInvariants); ok {
+		for _, v := range iv.CheckOutputs(pc.Params, pc.Inputs, ran.out, num) {
+			vr.AddFailure(v.Output, v.Check, v.Reason)
+		}
+	}
+	if ran.meas != nil {
+		for _, f := range ran.meas.Findings {
+			vr.AddFailure(f.Output, f.Check, f.Message)
+		}
+	}
+	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: ran.out, Expected: exp, Measurement: ran.meas, Verify: vr}, nil
+}
+
+// withCaseNumerics returns the backend to run c on and the numerics it
+// computes under: the backend's own when it knows them
+// (NumericsBackend), else num; a case that overrides the numerics gets a
+// backend under its numerics, or an input error when b cannot set them.
+func withCaseNumerics(b backend.Backend, c ops.Case, num tensor.Numerics) (backend.Backend, tensor.Numerics, error) {
+	nb, settable := b.(NumericsBackend)
+	if settable {
 		num = nb.Numerics()
 	}
-	if c.Numerics != nil {
-		num = *c.Numerics
-		nb, ok := b.(NumericsBackend)
-		if !ok {
-			return nil, &InputError{fmt.Errorf("%s: case needs numerics %s, which backend %s cannot set", Subject(c), num, b.Name())}
-		}
-		b = nb.WithNumerics(num)
+	if c.Numerics == nil {
+		return b, num, nil
 	}
-	policies := opt.Policies
-	if len(policies) == 0 {
-		name := orDefault(c.Policy, "bound")
-		if name == dualPolicy && opt.Golden == nil && opt.GoldenFor == nil {
-			// ascend-dual is the bound plus a comparison with trusted
-			// outputs (a golden store's expected bits); a case run
-			// without them, a fresh case or the recording run itself, is
-			// judged by the bound it includes.
-			name = "bound"
-		}
-		pol, err := verify.ParsePolicy(name)
-		if err != nil {
-			return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
-		}
-		policies = []verify.Policy{pol}
+	if !settable {
+		return nil, num, &InputError{fmt.Errorf("%s: case needs numerics %s, which backend %s cannot set", Subject(c), *c.Numerics, b.Name())}
 	}
+	return nb.WithNumerics(*c.Numerics), *c.Numerics, nil
+}
 
+// policiesFor returns the policies a run judges c by: opt.Policies, else
+// the case's own (the bound when it names none).
+func policiesFor(c ops.Case, opt Options) ([]verify.Policy, error) {
+	if len(opt.Policies) > 0 {
+		return opt.Policies, nil
+	}
+	name := orDefault(c.Policy, "bound")
+	if name == dualPolicy && opt.Golden == nil && opt.GoldenFor == nil {
+		// ascend-dual is the bound plus a comparison with trusted outputs
+		// (a golden store's expected bits); a case run without them, a
+		// fresh case or the recording run itself, is judged by the bound
+		// it includes.
+		name = "bound"
+	}
+	pol, err := verify.ParsePolicy(name)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
+	}
+	return []verify.Policy{pol}, nil
+}
+
+// backendRun is what a backend returned for a case, held to the contract.
+type backendRun struct {
+	out     map[string]*tensor.Tensor
+	meas    *backend.Measurement
+	changed []inputChange // in input name order
+}
+
+// inputChange is one input a backend did not give back unchanged.
+type inputChange struct {
+	Input  string
+	Reason string
+}
+
+// runBackend runs pc on b and holds the outputs to the op's contract. A
+// backend error is a *BackendError, except an InputsModifiedError that
+// comes with outputs: those are judged, and each input it names fails
+// CheckInputsUnchanged, as does any input the harness itself finds
+// changed (changedInputs).
+func runBackend(ctx context.Context, b backend.Backend, pc *Prepared) (*backendRun, error) {
+	c := pc.Case
 	if pc.spoiled.Load() {
 		return nil, &BackendError{fmt.Errorf("%s: an earlier run's backend changed the case's inputs; prepare it again", Subject(c))}
 	}
 	backendIn, sums := backendInputs(b, pc.Inputs)
-	out, cost, err := b.Run(ctx, c.Op, pc.Params, backendIn)
-	// A guard-band error comes with outputs (the emulator allocates them
-	// between guards), and so does the exec backend's report of input
-	// files the kernel wrote into: the outputs are judged, and the guard
-	// or the input a failed check of its own.
-	var guard *npu.GuardError
+	out, meas, err := b.Run(ctx, c.Op, pc.Params, backendIn)
 	var modified *backend.InputsModifiedError
-	if err != nil && !((errors.As(err, &guard) || errors.As(err, &modified)) && out != nil) {
+	if err != nil && !(errors.As(err, &modified) && out != nil) {
 		return nil, &BackendError{fmt.Errorf("%s: backend %s: %w", Subject(c), b.Name(), err)}
 	}
 	if err := CheckOutputs(pc.Op, pc.Params, pc.Inputs, out); err != nil {
@@ -265,57 +327,53 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	// The backend's copies (or the hashes, for a backend that guards its
 	// inputs) are compared now and dropped, so that a large case does not
 	// hold copies through the reference.
-	inputsModified := changedInputs(pc, backendIn, sums)
+	changed := changedInputs(pc, backendIn, sums)
+	if modified != nil {
+		for _, name := range slices.Sorted(maps.Keys(modified.Inputs)) {
+			changed = append(changed, inputChange{name, fmt.Sprintf("input %q was modified by the backend: %s", name, modified.Inputs[name])})
+		}
+	}
 	backendIn = nil
 	collectIfLarge(b, pc.Inputs)
-	var exp map[string]*bound.Expected
-	var vr *verify.Result
+	return &backendRun{out: out, meas: meas, changed: changed}, nil
+}
+
+// judge computes the expected outputs of pc and the policies' verdicts on
+// out: a block at a time, without the whole Expected, when the run
+// streams (Options.Stream), else whole, against the golden outputs when
+// opt supplies them.
+func judge(pc *Prepared, out map[string]*tensor.Tensor, num tensor.Numerics, policies []verify.Policy, opt Options) (map[string]*bound.Expected, *verify.Result, error) {
+	s := Subject(pc.Case)
 	if be, ok := streams(pc.Op, policies, opt); ok {
 		metrics, err := streamMetrics(be, pc.Params, pc.Inputs, out, num)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", Subject(c), err)
+			return nil, nil, fmt.Errorf("%s: %w", s, err)
 		}
-		if vr, err = verify.CheckMetrics(Subject(c), out, metrics, policies); err != nil {
-			return nil, fmt.Errorf("%s: %w", Subject(c), err)
-		}
-	} else {
-		exp, err = ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
+		vr, err := verify.CheckMetrics(s, out, metrics, policies)
 		if err != nil {
-			return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
+			return nil, nil, fmt.Errorf("%s: %w", s, err)
 		}
-		gold := opt.Golden
-		if opt.GoldenFor != nil {
-			if gold, err = opt.GoldenFor(out); err != nil {
-				return nil, &InputError{fmt.Errorf("%s: %w", Subject(c), err)}
-			}
-		}
-		check := verify.Check
-		if opt.VerdictOnly {
-			check = verify.CheckVerdicts
-		}
-		if vr, err = check(Subject(c), out, exp, gold, policies); err != nil {
-			return nil, fmt.Errorf("%s: %w", Subject(c), err)
+		return nil, vr, nil
+	}
+	exp, err := ops.ExpectFor(pc.Op, pc.Params, pc.Inputs, out, num)
+	if err != nil {
+		return nil, nil, &InputError{fmt.Errorf("%s: %w", s, err)}
+	}
+	gold := opt.Golden
+	if opt.GoldenFor != nil {
+		if gold, err = opt.GoldenFor(out); err != nil {
+			return nil, nil, &InputError{fmt.Errorf("%s: %w", s, err)}
 		}
 	}
-	for i := 0; i < len(inputsModified); i += 2 {
-		vr.AddFailure(inputsModified[i], CheckInputsUnchanged, inputsModified[i+1])
+	check := verify.Check
+	if opt.VerdictOnly {
+		check = verify.CheckVerdicts
 	}
-	if modified != nil {
-		for _, name := range slices.Sorted(maps.Keys(modified.Inputs)) {
-			vr.AddFailure(name, CheckInputsUnchanged, fmt.Sprintf("input %q was modified by the backend: %s", name, modified.Inputs[name]))
-		}
+	vr, err := check(s, out, exp, gold, policies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", s, err)
 	}
-	if iv, ok := pc.Op.(ops.OutputInvariants); ok {
-		for _, v := range iv.CheckOutputs(pc.Params, pc.Inputs, out, num) {
-			vr.AddFailure(v.Output, v.Check, v.Reason)
-		}
-	}
-	if guard != nil {
-		for _, v := range guard.Violations {
-			vr.AddFailure(v.Output, CheckGuardBand, v.String())
-		}
-	}
-	return &Result{Case: c, Params: pc.Params, Numerics: num, Inputs: pc.Inputs, Outputs: out, Expected: exp, Cost: cost, Verify: vr}, nil
+	return exp, vr, nil
 }
 
 // streams returns op as a BlockExpecter when a run with opt and policies
@@ -439,23 +497,23 @@ func backendInputs(b backend.Backend, in map[string]*tensor.Tensor) (map[string]
 	return copies, nil
 }
 
-// changedInputs lists, as name and reason pairs in name order, each input
-// of pc the backend did not give back unchanged: by comparison with its
-// copy (backendIn), or when the backend guards its inputs, by its hash
-// (sums). A guarding backend that changed one has spoiled pc.
-func changedInputs(pc *Prepared, backendIn map[string]*tensor.Tensor, sums map[string]uint64) []string {
-	var changed []string
+// changedInputs lists, in name order, each input of pc the backend did not
+// give back unchanged: by comparison with its copy (backendIn), or when
+// the backend guards its inputs, by its hash (sums). A guarding backend
+// that changed one has spoiled pc.
+func changedInputs(pc *Prepared, backendIn map[string]*tensor.Tensor, sums map[string]uint64) []inputChange {
+	var changed []inputChange
 	for _, name := range slices.Sorted(maps.Keys(pc.Inputs)) {
 		t := pc.Inputs[name]
 		if sums != nil {
 			if t.Hash(inputSeed) != sums[name] {
 				pc.spoiled.Store(true)
-				changed = append(changed, name, fmt.Sprintf("input %q was modified by the backend, which claims to guard its inputs (its hash changed)", name))
+				changed = append(changed, inputChange{name, fmt.Sprintf("input %q was modified by the backend, which claims to guard its inputs (its hash changed)", name)})
 			}
 			continue
 		}
 		if ok, i := tensor.BitsEqual(t, backendIn[name]); !ok {
-			changed = append(changed, name, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i))
+			changed = append(changed, inputChange{name, fmt.Sprintf("input %q was modified by the backend (first difference at element %d)", name, i)})
 		}
 	}
 	return changed
@@ -468,14 +526,11 @@ const largeCase = 1 << 20
 // collectIfLarge returns the backend's memory to the heap between its run
 // and the reference when the case is large, so that the peak is the larger
 // phase rather than their sum: a backend that keeps memory for its next
-// run (backend.Trimmer: the emulator's device memories, 1.9 MB after a
-// 1024³ gemm) drops it, and the collector runs twice, since a sync.Pool
-// (the emulator's decoded tiles, 1.2 MB more) keeps what it held at one
-// collection until the next. Its garbage (device memory, kernel buffers)
-// went at the first; in all, 10 MB less for a 1024³ gemm than with no
-// collection, 3 MB less than with one. A collection costs about a
-// millisecond, which small cases, run by the thousand in the suites, are
-// spared.
+// run (backend.Trimmer) drops it, and the collector runs twice, since a
+// sync.Pool keeps what it held at one collection until the next. What
+// this saves is measured by BenchmarkRunPeakRSS (docs/performance.md,
+// "Memory"). A collection costs about as much as a small case, which
+// small cases, run by the thousand in the suites, are spared.
 func collectIfLarge(b backend.Backend, in map[string]*tensor.Tensor) {
 	total := 0
 	for _, t := range in {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -22,7 +22,7 @@ type fakeBackend struct {
 
 func (f *fakeBackend) Name() string { return "fake" }
 
-func (f *fakeBackend) Run(_ context.Context, _ string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (f *fakeBackend) Run(_ context.Context, _ string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
@@ -67,7 +67,7 @@ type guardingBackend struct {
 
 func (g *guardingBackend) GuardsInputs() bool { return true }
 
-func (g *guardingBackend) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (g *guardingBackend) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	g.got = in
 	return g.fakeBackend.Run(ctx, op, p, in)
 }
@@ -200,7 +200,7 @@ type waitingBackend struct{}
 
 func (waitingBackend) Name() string { return "waiting" }
 
-func (waitingBackend) Run(ctx context.Context, _ string, _ ops.Params, _ map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (waitingBackend) Run(ctx context.Context, _ string, _ ops.Params, _ map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	<-ctx.Done()
 	return nil, nil, ctx.Err()
 }

@@ -5,9 +5,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -44,7 +43,7 @@ var stepShapes = []struct {
 // expect and verify with kernel in the same run.
 func BenchmarkSteps(b *testing.B) {
 	for _, sh := range stepShapes {
-		op, err := opdb.Op(sh.op)
+		op, err := ops.Lookup(sh.op)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +56,7 @@ func BenchmarkSteps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		emu := backend.NewEmulator(npu.Ascend910B())
+		emu := emulator.New(npu.Ascend910B())
 		name := sh.op
 		if m := sh.params["mode"]; m != "" {
 			name += "/" + m

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
@@ -25,9 +25,9 @@ func TestStreamedRunMatchesWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	backends := []*backend.Emulator{backend.NewEmulator(npu.Ascend910B())}
+	backends := []*emulator.Emulator{emulator.New(npu.Ascend910B())}
 	for _, f := range info.Faults {
-		backends = append(backends, backend.NewEmulator(npu.Ascend910B(), backend.WithFaults(f.Fault)))
+		backends = append(backends, emulator.New(npu.Ascend910B(), emulator.WithFaults(f.Fault)))
 	}
 	// The golden cases are small, one block each; the generated one has
 	// two blocks, the second shorter, and every block shares sum chunks.

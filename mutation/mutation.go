@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -249,16 +250,16 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	// Jobs: the false-alarm runs first (they run every case), then faults.
 	var jobs []func()
 	for i := range res.Alarms {
-		b, name, run := backend.NewEmulator(prof), correctName, cases
+		b, name, run := emulator.New(prof), correctName, cases
 		if i > 0 {
 			// A variant changes one op's kernel: it runs that op's cases.
 			v := variants[i-1]
-			b, name, run = backend.NewEmulator(prof, backend.WithVariant(v)), v.Op+"/"+v.Name, casesOf(cases, v.Op)
+			b, name, run = emulator.New(prof, emulator.WithVariant(v)), v.Op+"/"+v.Name, casesOf(cases, v.Op)
 		}
 		jobs = append(jobs, func() { res.Alarms[i] = runAlarms(ctx, b, name, run) })
 	}
 	for i, f := range faults {
-		b := backend.NewEmulator(prof, backend.WithFaults(f.Fault))
+		b := emulator.New(prof, emulator.WithFaults(f.Fault))
 		// A fault lives in its op's kernel (its plan reads only that op's
 		// faults), so only that op's cases can show it.
 		run := casesOf(cases, f.Op)

@@ -21,7 +21,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -161,7 +161,7 @@ const dualPolicy = "ascend-dual"
 // trustedOutputs runs the correct emulator on pc: the trusted second
 // implementation ascend-dual compares a kernel's error statistics with.
 func trustedOutputs(prof npu.Profile, pc *harness.Prepared) (map[string]*tensor.Tensor, error) {
-	res, err := harness.RunPrepared(context.Background(), backend.NewEmulator(prof), pc, harness.Options{Policies: []verify.Policy{verify.DefaultPolicy()}})
+	res, err := harness.RunPrepared(context.Background(), emulator.New(prof), pc, harness.Options{Policies: []verify.Policy{verify.DefaultPolicy()}})
 	if err != nil {
 		return nil, fmt.Errorf("trusted outputs (correct emulator): %w", err)
 	}

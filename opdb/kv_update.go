@@ -134,7 +134,7 @@ func kvFuzz(op string) func([]byte) (FuzzInput, bool) {
 			return FuzzInput{}, false
 		}
 		p := kvLayouts[int(data[0]%2)*2+int(data[1]%2)].Clone()
-		o, err := Op(op)
+		o, err := ops.Lookup(op)
 		if err != nil {
 			return FuzzInput{}, false
 		}

@@ -12,6 +12,7 @@
 package opdb
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -72,14 +73,18 @@ func (in *Info) Name() string { return in.Op.Name() }
 
 var registry = map[string]*Info{}
 
-// Register adds an op's record. It panics on a nil contract or a
-// duplicate name: programming errors caught at init. Missing layers are
-// not checked here but by the conformance test, which names each one.
+// Register adds an op's record. It panics on a nil contract, a contract
+// not in the contract registry (ops.Register) or a duplicate name:
+// programming errors caught at init. Missing layers are not checked here
+// but by the conformance test, which names each one.
 func Register(info *Info) *Info {
 	if info == nil || info.Op == nil {
 		panic("opdb: Register with a nil record or contract")
 	}
 	name := info.Op.Name()
+	if op, err := ops.Lookup(name); err != nil || op != info.Op {
+		panic("opdb: the contract of " + name + " is not the one ops.Register holds")
+	}
 	if _, dup := registry[name]; dup {
 		panic("opdb: duplicate registration of " + name)
 	}
@@ -94,15 +99,6 @@ func Lookup(name string) (*Info, error) {
 		return nil, fmt.Errorf("unknown op %q (want one of %s)", name, strings.Join(Names(), ", "))
 	}
 	return info, nil
-}
-
-// Op returns the contract of the op with that name.
-func Op(name string) (ops.Op, error) {
-	info, err := Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return info.Op, nil
 }
 
 // Names lists the registered op names, sorted.
@@ -131,6 +127,19 @@ func Variants() []kernels.Variant {
 	var out []kernels.Variant
 	for _, info := range All() {
 		out = append(out, info.Variants...)
+	}
+	return out
+}
+
+// GoldenCases returns the default golden case set: every registered op's
+// golden cases (Info.GoldenCases), sorted by op and name. Names are
+// stable: they are the directory names under golden/cases/<op>/.
+func GoldenCases() []ops.Case {
+	var out []ops.Case
+	for _, info := range All() {
+		cs := info.GoldenCases()
+		slices.SortFunc(cs, func(a, b ops.Case) int { return cmp.Compare(a.Name, b.Name) })
+		out = append(out, cs...)
 	}
 	return out
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // DecodeAttention is the decode_attention contract.
-var DecodeAttention Op = decodeAttention{}
+var DecodeAttention = Register(decodeAttention{})
 
 // decodeAttention is the contract of decode_attention: single-query
 // attention of every batch entry over its sequence's KV cache,

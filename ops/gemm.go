@@ -12,7 +12,7 @@ import (
 )
 
 // GEMM is the gemm contract.
-var GEMM Op = gemm{}
+var GEMM = Register(gemm{})
 
 // gemm is the contract of the gemm operator:
 //

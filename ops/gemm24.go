@@ -11,7 +11,7 @@ import (
 )
 
 // GEMM24 is the gemm24 contract.
-var GEMM24 Op = gemm24{}
+var GEMM24 = Register(gemm24{})
 
 // gemm24 is the 2:4 structured-sparse GEMM (the cube's sparse mode):
 // a_values [M,K/2] and a_meta [M,K/4] (as made by sparse24_prune), b [K,N]

@@ -10,7 +10,7 @@ import (
 )
 
 // KVUpdate is the kv_update contract.
-var KVUpdate Op = kvUpdate{}
+var KVUpdate = Register(kvUpdate{})
 
 // kvUpdate is the contract of kv_update, one incremental KV-cache step of
 // LLM decoding:

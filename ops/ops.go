@@ -2,8 +2,10 @@
 // validation, the inputs and outputs with their dtypes and shapes, seeded
 // input generation, and the per-element error bounds every legal
 // implementation must meet. An op's contract is one exported value here
-// (VectorAdd, GEMM); package opdb registers it with the rest of the op's
-// record, and the CLI, the golden store and the suites find it there.
+// (VectorAdd, GEMM), registered by name (Register, Lookup), so that the
+// core (harness, golden, the backends) judges any op without linking the
+// rest of its record (package opdb: the emulated kernel, its faults and
+// samples).
 package ops
 
 import (

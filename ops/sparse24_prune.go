@@ -11,7 +11,7 @@ import (
 )
 
 // Sparse24Prune is the sparse24_prune contract.
-var Sparse24Prune Op = sparse24Prune{}
+var Sparse24Prune = Register(sparse24Prune{})
 
 // sparse24_prune: w [M,K] fp16, K a multiple of 4 → values [M,K/2] fp16,
 // meta [M,K/4] uint8. In every group of four along K the two largest |w|

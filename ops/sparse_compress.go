@@ -13,7 +13,7 @@ import (
 )
 
 // SparseCompress is the sparse_compress contract.
-var SparseCompress Op = sparseCompress{}
+var SparseCompress = Register(sparseCompress{})
 
 // sparse_compress: k, v [H,L,D] fp16 → k_out, v_out [H,keep,D] fp16,
 // indices [H,keep] int32 ascending, mask [H,L] uint8 (1 = kept), with keep

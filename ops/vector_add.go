@@ -10,7 +10,7 @@ import (
 )
 
 // VectorAdd is the vector_add contract .
-var VectorAdd Op = vectorAdd{}
+var VectorAdd = Register(vectorAdd{})
 
 // vectorAdd is the contract of vector_add: z = x + y element-wise, computed
 // in fp32 and rounded once to dtype (so correctly rounded); int8 saturates.

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -31,7 +31,7 @@ func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 	r := New("npuverify <report>", cs)
 	r.Meta = map[string]string{"backend": "emulator", "profile": "<b>ascend910b</b>"}
 	cfg := PrecisionConfig{M: 32, K: 64, N: 16, Dists: []string{ops.DistUniform, ops.DistCancel}, Seed: 1}
-	tab, err := PrecisionModes(context.Background(), backend.NewEmulator(npu.Ascend910B()), tensor.Numerics{}, cfg)
+	tab, err := PrecisionModes(context.Background(), emulator.New(npu.Ascend910B()), tensor.Numerics{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/verify"
@@ -36,7 +37,11 @@ type Case struct {
 	Failure string          `json:"failure,omitempty"`
 	Outputs []Output        `json:"outputs"`
 	Checks  []harness.Check `json:"checks"`
-	Cost    *Cost           `json:"cost"`
+	// Cost is the modelled cost, nil when the backend models none.
+	Cost *Cost `json:"cost"`
+	// KernelSeconds are the kernel times the backend measured (an exec
+	// kernel's timing.json), in the order measured; nil when none.
+	KernelSeconds []float64 `json:"kernel_seconds,omitempty"`
 }
 
 // Output is the verdict on one output tensor.
@@ -146,12 +151,26 @@ func FromOutcome(o *harness.Outcome) Case {
 				c.Outputs = append(c.Outputs, oj)
 			}
 		}
-		if r.Cost != nil {
-			c.Cost = costOf(r.Cost)
+		if m := r.Measurement; m != nil {
+			if k := modelledCost(m); k != nil {
+				c.Cost = costOf(k)
+			}
+			c.KernelSeconds = m.KernelSeconds
 		}
 	}
 	c.normalise()
 	return c
+}
+
+// modelledCost is the emulator's cost a measurement carries as its
+// model's detail, or nil: another backend's model is not the emulator's,
+// whose figures the report's tables and checklist read.
+func modelledCost(m *backend.Measurement) *npu.Cost {
+	if m.Model == nil {
+		return nil
+	}
+	k, _ := m.Model.Detail.(*npu.Cost)
+	return k
 }
 
 func costOf(k *npu.Cost) *Cost {

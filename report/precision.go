@@ -155,7 +155,8 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 		MaxRel: verify.Float(vs.MaxRel), MERE: verify.Float(vs.MERE), RMSE: verify.Float(vs.RMSE), Cosine: verify.Float(vs.Cosine),
 		BoundPassed: res.Pass(), Tightness: verify.Float(own.Tightness),
 	}
-	if cost := res.Cost; cost != nil {
+	if m := res.Measurement; m != nil && modelledCost(m) != nil {
+		cost := modelledCost(m)
 		row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
 	}
 	return row, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
@@ -18,7 +19,7 @@ import (
 // accumulation loses more than fp32 accumulation on the same fp16 inputs).
 func TestPrecisionModes(t *testing.T) {
 	cfg := PrecisionConfig{M: 32, K: 512, N: 16, Dists: []string{ops.DistUniform, ops.DistCancel}, Seed: 3}
-	tab, err := PrecisionModes(context.Background(), backend.NewEmulator(npu.Ascend910B()), tensor.Numerics{}, cfg)
+	tab, err := PrecisionModes(context.Background(), emulator.New(npu.Ascend910B()), tensor.Numerics{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestPrecisionModes(t *testing.T) {
 // a bug that a table outside the harness would not notice.
 type scribbler struct{ backend.Backend }
 
-func (s scribbler) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (s scribbler) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	out, cost, err := s.Backend.Run(ctx, op, p, in)
 	if a := in["a"]; a != nil && a.Len() > 0 {
 		a.SetBits(0, a.Bits(0)^1)
@@ -65,7 +66,7 @@ func (s scribbler) Run(ctx context.Context, op string, p ops.Params, in map[stri
 // outputs are right.
 func TestPrecisionModesGoThroughTheHarness(t *testing.T) {
 	cfg := PrecisionConfig{M: 16, K: 32, N: 16, Dists: []string{ops.DistUniform}, Seed: 5}
-	tab, err := PrecisionModes(context.Background(), scribbler{backend.NewEmulator(npu.Ascend910B())}, tensor.Numerics{}, cfg)
+	tab, err := PrecisionModes(context.Background(), scribbler{emulator.New(npu.Ascend910B())}, tensor.Numerics{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

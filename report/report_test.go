@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -24,7 +25,7 @@ type zeroOut struct{ backend.Backend }
 
 func (zeroOut) Name() string { return "zero" }
 
-func (b zeroOut) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+func (b zeroOut) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	out, cost, err := b.Backend.Run(ctx, op, p, in)
 	for _, t := range out {
 		for i := 0; i < t.Len(); i++ {
@@ -36,7 +37,7 @@ func (b zeroOut) Run(ctx context.Context, op string, p ops.Params, in map[string
 
 func cases(t *testing.T) []harness.Outcome {
 	t.Helper()
-	emu := backend.NewEmulator(npu.Ascend910B())
+	emu := emulator.New(npu.Ascend910B())
 	mk := func(name, dtype, dist string, n int) ops.Case {
 		return ops.Case{Name: name, Op: "vector_add", Params: ops.Params{"dtype": dtype}, Dims: map[string]int{"n": n}, Dist: dist, Seed: 7, Labels: []string{"UT"}}
 	}

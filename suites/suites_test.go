@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/spec"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/suites"
 )
@@ -30,8 +31,8 @@ var _ = BeforeSuite(func() {
 	fmt.Fprintf(GinkgoWriter, "backend under test: %s\n", b.Name())
 })
 
-func selectBackend(spec string) (backend.Backend, error) {
-	b, err := backend.Select(spec, npu.Ascend910B(), time.Minute)
+func selectBackend(s string) (backend.Backend, error) {
+	b, err := spec.Open(s, npu.Ascend910B(), time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("NPUVERIFY_BACKEND: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 )
 
@@ -18,7 +19,7 @@ import (
 func DescribeGolden(b Backend) bool {
 	return Describe("golden set", Label("ST"), func() {
 		It("passes every embedded case", func(ctx context.Context) {
-			results, err := golden.Check(ctx, golden.Embedded(), b(), golden.CheckOptions{})
+			results, err := golden.Check(ctx, golden.Embedded().WithRecorder(emulator.Recorder()), b(), golden.CheckOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(results).NotTo(BeEmpty(), "the embedded golden set is empty")
 			for _, r := range results {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -53,7 +53,7 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 
 		Context("cost model", Label("perf"), func() {
 			It("stays within every golden case's cycle and GM-byte budget", func(ctx context.Context) {
-				results, err := golden.Check(ctx, golden.Embedded(), backend.NewEmulator(prof), golden.CheckOptions{Exact: golden.ExactNever})
+				results, err := golden.Check(ctx, golden.Embedded(), emulator.New(prof), golden.CheckOptions{Exact: golden.ExactNever})
 				Expect(err).NotTo(HaveOccurred())
 				for _, r := range results {
 					Expect(r.Err).NotTo(HaveOccurred())

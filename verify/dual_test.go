@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -73,8 +74,8 @@ func TestAscendDual(t *testing.T) {
 		}
 		return out["out"]
 	}
-	trusted := run(backend.NewEmulator(prof))
-	variant := run(backend.NewEmulator(prof, backend.WithVariant(kernels.Variant{
+	trusted := run(emulator.New(prof))
+	variant := run(emulator.New(prof, emulator.WithVariant(kernels.Variant{
 		Name: "reverse-k", Op: "gemm", Options: kernels.GEMMOptions{ReverseK: true, BaseK: 32}})))
 	if ok, _ := tensor.BitsEqual(trusted, variant); ok {
 		t.Fatalf("gemm %v seed=%d: the reversed-K variant gave the emulator's bits; the test needs another order", p, seed)

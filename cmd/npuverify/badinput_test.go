@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -327,7 +327,7 @@ func gemmStore(t *testing.T) string {
 		Dims: map[string]int{"m": 2, "k": 3, "n": 2}, Dist: ops.DistUniform, Seed: 7, Policy: "bound"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := golden.Update(ctx, dir, backend.NewEmulator(npu.Ascend910B()), []ops.Case{c}, io.Discard); err != nil {
+	if _, err := golden.Update(ctx, dir, emulator.New(npu.Ascend910B()), []ops.Case{c}, io.Discard); err != nil {
 		t.Fatalf("recording the gemm case: %v", err)
 	}
 	if errs := golden.Verify(mustOpen(t, dir)); len(errs) > 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -158,13 +159,13 @@ func recordingProfile(prof npu.Profile) bool { return reflect.DeepEqual(prof, np
 // openStore opens the store in dir, or the embedded one when dir is "".
 func openStore(dir string) (*golden.Store, error) {
 	if dir == "" {
-		return golden.Embedded(), nil
+		return golden.Embedded().WithRecorder(emulator.Recorder()), nil
 	}
 	s, err := golden.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--golden %s: %w", dir, err)
 	}
-	return s, nil
+	return s.WithRecorder(emulator.Recorder()), nil
 }
 
 // exitFor maps the outcomes of a run over cases to the CLI's exit code
@@ -202,8 +203,8 @@ func printTable(w io.Writer, results []harness.Outcome) {
 		tight, cycles := "—", "—"
 		if r.Result != nil {
 			tight = fmtNum(r.Tightness())
-			if r.Result.Cost != nil {
-				cycles = strconv.FormatInt(r.Result.Cost.Cycles, 10)
+			if m := r.Result.Measurement; m != nil && m.Model != nil {
+				cycles = strconv.FormatInt(m.Model.Cycles, 10)
 			}
 		}
 		pol := strings.Join(r.Policies, "+")

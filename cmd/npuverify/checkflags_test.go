@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -137,10 +137,10 @@ func TestCheckRepeatFindsNondeterminism(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s: not in the copied store", id)
 	}
-	var variant *backend.Emulator
+	var variant *emulator.Emulator
 	for _, v := range opdb.Variants() {
 		if v.Op == "gemm" && v.Name == "summation-order" {
-			variant = backend.NewEmulator(npu.Ascend910B(), backend.WithVariant(v))
+			variant = emulator.New(npu.Ascend910B(), emulator.WithVariant(v))
 		}
 	}
 	if variant == nil {

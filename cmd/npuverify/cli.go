@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/spec"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 )
@@ -228,7 +229,7 @@ func (d *deviceFlags) build(where string) (npu.Profile, backend.Backend, error) 
 	if d.timeout <= 0 {
 		return npu.Profile{}, nil, usageErr(where, "--timeout %s: must be positive", d.timeout)
 	}
-	b, err := backend.Select(d.backend, prof, d.timeout)
+	b, err := spec.Open(d.backend, prof, d.timeout)
 	if err != nil {
 		return npu.Profile{}, nil, usageErr(where, "--backend %s: %v", d.backend, err)
 	}

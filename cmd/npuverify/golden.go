@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/opdb"
 )
 
 const modulePath = "github.com/npuverify/npuverify"
@@ -72,8 +73,8 @@ func goldenUpdate(dir string, stdout io.Writer) error {
 		}
 		dir = d
 	}
-	b := backend.NewEmulator(npu.Ascend910B())
-	ch, err := golden.Update(context.Background(), dir, b, golden.DefaultCases(), stdout)
+	b := emulator.New(npu.Ascend910B())
+	ch, err := golden.Update(context.Background(), dir, b, opdb.GoldenCases(), stdout)
 	if err != nil {
 		// golden.Update's errors start with "golden update: " already.
 		return harnessErr("", err)
@@ -96,7 +97,7 @@ func goldenVerify(dir string, stdout, stderr io.Writer) error {
 		}
 		defer s.Close()
 	}
-	errs := golden.Verify(s)
+	errs := golden.Verify(s.WithRecorder(emulator.Recorder()))
 	for _, err := range errs {
 		fmt.Fprintf(stderr, "npuverify: %s: %v\n", where, err)
 	}

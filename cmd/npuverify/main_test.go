@@ -56,7 +56,7 @@ func wantCLI(t *testing.T, code int, subs []string, args ...string) (string, str
 // writeInputs writes seeded vector_add inputs of dtype d and n elements.
 func writeInputs(t *testing.T, dir string, d string, n int) (x, y string, xt, yt *tensor.Tensor) {
 	t.Helper()
-	op, err := opdb.Op("vector_add")
+	op, err := ops.Lookup("vector_add")
 	if err != nil {
 		t.Fatal(err)
 	}

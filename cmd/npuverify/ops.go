@@ -23,7 +23,7 @@ func cmdOps(args []string, stdout io.Writer) error {
 		return usageErr("ops", "unexpected argument %q", pos[0])
 	}
 	for i, name := range opdb.Names() {
-		op, err := opdb.Op(name)
+		op, err := ops.Lookup(name)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -77,7 +78,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		if !recordingProfile(prof) {
 			opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		}
-		store := golden.Embedded()
+		store := golden.Embedded().WithRecorder(emulator.Recorder())
 		if p := newProgress(stderr, "npuverify report", len(store.Cases())); p != nil {
 			opt.Progress = p
 			defer p.Done()

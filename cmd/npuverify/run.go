@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
@@ -25,8 +26,8 @@ const runSynopsis = "run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--
 // cmdRun runs one op on .npy inputs: it holds every input to the op's
 // contract (dtype and shape exactly; bf16 files are '<u2' bit patterns,
 // read as bf16 only where the contract says bf16), runs the backend,
-// writes DIR/<output>.npy and DIR/cost.json (the modeled cost, or null when
-// the backend models none), and judges the outputs against the reference
+// writes DIR/<output>.npy and DIR/cost.json (costJSON: the modelled cost,
+// or the measured kernel time, or null), and judges the outputs against the reference
 // with the `bound` policy: exit 1 when they fail it.
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	const where = "run"
@@ -49,7 +50,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	case *outDir == "":
 		return usageErr(where, "--out DIR is required")
 	}
-	op, err := opdb.Op(pos[0])
+	op, err := ops.Lookup(pos[0])
 	if err != nil {
 		return usageErr(where, "%v", err)
 	}
@@ -119,9 +120,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s %s%v: %s %s (tightness %s, %s)\n", o.Name, o.DType, o.Shape,
 			strings.Join(policyNames(o.Verdicts), "+"), verdict, fmtNum(o.Metrics.Tightness), maxAbsText(o.Metrics))
 	}
-	if res.Cost != nil {
-		fmt.Fprintf(stdout, "cost: %d cycles, %d GM bytes, vector util %s, load balance %s\n", res.Cost.Cycles,
-			res.Cost.GMBytesIn+res.Cost.GMBytesOut, fmtNum(res.Cost.VectorUtil), fmtNum(res.Cost.LoadBalance))
+	if m := res.Measurement; m != nil && m.Model != nil {
+		fmt.Fprintf(stdout, "cost: %d cycles, %d GM bytes, vector util %s, load balance %s\n", m.Model.Cycles,
+			m.Model.GMBytes(), fmtNum(m.Model.VectorUtil), fmtNum(m.Model.LoadBalance))
+	} else if secs, ok := m.Seconds(); ok {
+		fmt.Fprintf(stdout, "kernel time: %s s (median of %d)\n", fmtNum(secs), len(m.KernelSeconds))
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(written, ", "))
 	if !res.Pass() {
@@ -212,6 +215,27 @@ func maxAbsText(m verify.Metrics) string {
 	return "max abs " + fmtNum(m.MaxAbs)
 }
 
+// costJSON is what cost.json holds for a measurement: the model's own
+// record (the emulator's npu.Cost, every field) when the backend models
+// one; else the measured kernel time, its median as "seconds" and every
+// sample; else nothing (null).
+func costJSON(m *backend.Measurement) any {
+	if m == nil {
+		return nil
+	}
+	if m.Model != nil {
+		return m.Model.Detail
+	}
+	secs, ok := m.Seconds()
+	if !ok {
+		return nil
+	}
+	return struct {
+		Seconds       float64   `json:"seconds"`
+		KernelSeconds []float64 `json:"kernel_seconds"`
+	}{secs, m.KernelSeconds}
+}
+
 // writeOutputs writes every output as DIR/<name>.npy and the cost as
 // DIR/cost.json, each atomically and never over anything but a regular
 // file (safefile.Write), and returns the paths.
@@ -228,7 +252,7 @@ func writeOutputs(dir string, res *harness.Result) ([]string, error) {
 		}
 		written = append(written, p)
 	}
-	b, err := json.MarshalIndent(res.Cost, "", "  ")
+	b, err := json.MarshalIndent(costJSON(res.Measurement), "", "  ")
 	if err != nil {
 		return written, fmt.Errorf("cost.json: %w", err)
 	}

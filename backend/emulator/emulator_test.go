@@ -1,4 +1,4 @@
-package backend
+package emulator
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
@@ -15,9 +16,9 @@ import (
 func TestEmulatorVectorAdd(t *testing.T) {
 	prof := npu.Ascend910B()
 	prof.Numerics.Overflow = tensor.OverflowSaturate
-	e := NewEmulator(prof)
+	e := New(prof)
 	if e.Name() != "emulator" || e.Profile() != prof || e.Device() == nil {
-		t.Fatalf("NewEmulator: got name %q profile %+v want emulator, %+v", e.Name(), e.Profile(), prof)
+		t.Fatalf("New: got name %q profile %+v want emulator, %+v", e.Name(), e.Profile(), prof)
 	}
 	const n = 1000
 	x, y := tensor.MustNew(tensor.Float16, n), tensor.MustNew(tensor.Float16, n)
@@ -27,7 +28,8 @@ func TestEmulatorVectorAdd(t *testing.T) {
 	}
 	xc, yc := x.Clone(), y.Clone()
 	p := ops.Params{"dtype": "fp16"}
-	out, cost, err := e.Run(context.Background(), "vector_add", p, map[string]*tensor.Tensor{"x": x, "y": y})
+	out, m, err := e.Run(context.Background(), "vector_add", p, map[string]*tensor.Tensor{"x": x, "y": y})
+	cost := Cost(m)
 	if err != nil {
 		t.Fatalf("vector_add params=%v: got error %v want nil", p, err)
 	}
@@ -41,6 +43,9 @@ func TestEmulatorVectorAdd(t *testing.T) {
 	if cost == nil || cost.GMBytesIn+cost.GMBytesOut != 3*n*2 || cost.Device != "ascend910b" {
 		t.Errorf("vector_add params=%v: got cost %+v want 6000 GM bytes on ascend910b", p, cost)
 	}
+	if m.Model.GMBytes() != cost.GMBytesIn+cost.GMBytesOut || m.Model.Cycles != cost.Cycles || m.Model.Device != cost.Device {
+		t.Errorf("vector_add params=%v: got model %+v want the figures of cost %+v", p, m.Model, cost)
+	}
 	if ok, _ := tensor.BitsEqual(x, xc); !ok {
 		t.Errorf("vector_add params=%v: input x was modified", p)
 	}
@@ -53,15 +58,15 @@ func TestEmulatorErrors(t *testing.T) {
 	ctx := context.Background()
 	x := tensor.MustNew(tensor.Float32, 4)
 	in := map[string]*tensor.Tensor{"x": x, "y": x}
-	if _, _, err := NewEmulator(npu.Ascend910B()).Run(ctx, "no_such_op", nil, in); err == nil || !strings.Contains(err.Error(), "no_such_op") {
+	if _, _, err := New(npu.Ascend910B()).Run(ctx, "no_such_op", nil, in); err == nil || !strings.Contains(err.Error(), "no_such_op") {
 		t.Errorf("emulator unknown op: got %v want an error naming the op", err)
 	}
 	bad := npu.Ascend910B()
 	bad.UBBytes = 0
-	if _, _, err := NewEmulator(bad).Run(ctx, "vector_add", ops.Params{"dtype": "fp32"}, in); err == nil || !strings.Contains(err.Error(), "ub_bytes") {
+	if _, _, err := New(bad).Run(ctx, "vector_add", ops.Params{"dtype": "fp32"}, in); err == nil || !strings.Contains(err.Error(), "ub_bytes") {
 		t.Errorf("emulator with invalid profile: got %v want an error naming ub_bytes", err)
 	}
-	if _, _, err := NewEmulator(npu.Ascend910B()).Run(ctx, "vector_add", ops.Params{"dtype": "fp16"}, in); err == nil || !strings.Contains(err.Error(), "emulator: vector_add") {
+	if _, _, err := New(npu.Ascend910B()).Run(ctx, "vector_add", ops.Params{"dtype": "fp16"}, in); err == nil || !strings.Contains(err.Error(), "emulator: vector_add") {
 		t.Errorf("emulator vector_add dtype mismatch: got %v want an error", err)
 	}
 }
@@ -69,13 +74,13 @@ func TestEmulatorErrors(t *testing.T) {
 // TestEmulatorGuardsInputs: a kernel that writes into its input x (the
 // input-modified fault) leaves the caller's x as it was and is reported
 // as an *InputsModifiedError that comes with the outputs, together with
-// a guard-band write when there is one too.
+// a guard-band finding when it also writes past its output.
 func TestEmulatorGuardsInputs(t *testing.T) {
 	const n = 33
 	p := ops.Params{"dtype": "bf16"}
 	for _, faults := range [][]npu.Fault{
-		{kernels.FaultVAInputModified},
-		{kernels.FaultVAInputModified, kernels.FaultVAWritePastEnd},
+		{kernels.FaultVectorAddInputModified},
+		{kernels.FaultVectorAddInputModified, kernels.FaultVectorAddWritePastEnd},
 	} {
 		x, y := tensor.MustNew(tensor.BFloat16, n), tensor.MustNew(tensor.BFloat16, n)
 		for i := range n {
@@ -83,18 +88,18 @@ func TestEmulatorGuardsInputs(t *testing.T) {
 			y.SetFloat64(i, 0.5, tensor.Numerics{})
 		}
 		xc := x.Clone()
-		e := NewEmulator(npu.Ascend910B(), WithFaults(faults...))
+		e := New(npu.Ascend910B(), WithFaults(faults...))
 		if !e.GuardsInputs() {
 			t.Fatal("the emulator does not claim to guard its inputs")
 		}
-		out, _, err := e.Run(context.Background(), "vector_add", p, map[string]*tensor.Tensor{"x": x, "y": y})
-		var modified *InputsModifiedError
+		out, m, err := e.Run(context.Background(), "vector_add", p, map[string]*tensor.Tensor{"x": x, "y": y})
+		var modified *backend.InputsModifiedError
 		if !errors.As(err, &modified) || out["z"] == nil || !strings.Contains(modified.Inputs["x"], "first difference at element 0") || len(modified.Inputs) != 1 {
 			t.Errorf("vector_add params=%v n=%d faults=%v: got outputs %v, error %v, want z and x modified from element 0", p, n, faults, out, err)
 		}
-		var guard *npu.GuardError
-		if wantGuard := len(faults) == 2; errors.As(err, &guard) != wantGuard {
-			t.Errorf("vector_add params=%v n=%d faults=%v: error %v, want a guard-band error %v", p, n, faults, err, wantGuard)
+		guarded := m != nil && len(m.Findings) == 1 && m.Findings[0].Output == "z" && m.Findings[0].Check == backend.CheckGuardBand
+		if wantGuard := len(faults) == 2; guarded != wantGuard || (!wantGuard && m != nil && len(m.Findings) > 0) {
+			t.Errorf("vector_add params=%v n=%d faults=%v: measurement %+v, want one guard-band finding on z %v", p, n, faults, m, wantGuard)
 		}
 		if same, i := tensor.BitsEqual(x, xc); !same {
 			t.Errorf("vector_add params=%v n=%d faults=%v: the caller's x changed at element %d", p, n, faults, i)

@@ -1,10 +1,18 @@
-package backend
+// Package emulator is the built-in backend: the emulated NPU (package npu)
+// running each op's kernel from package npu/kernels, found through the
+// op's record in package opdb. It converts what the device reports into
+// the backend-neutral terms of package backend (a Measurement with a
+// Model, guard-band writes as Findings), so the core that judges it knows
+// nothing of the device.
+package emulator
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/opdb"
@@ -42,9 +50,9 @@ func WithVariant(v kernels.Variant) Option {
 	return func(e *Emulator) { e.variant = v }
 }
 
-// NewEmulator returns an emulator backend for prof. An invalid profile is
+// New returns an emulator backend for prof. An invalid profile is
 // reported by every Run (check it up front with prof.Validate).
-func NewEmulator(prof npu.Profile, opts ...Option) *Emulator {
+func New(prof npu.Profile, opts ...Option) *Emulator {
 	dev, err := npu.NewDevice(prof)
 	e := &Emulator{prof: prof, dev: dev, err: err, opts: opts}
 	for _, o := range opts {
@@ -59,7 +67,7 @@ func (e *Emulator) Faults() npu.Faults { return e.faults }
 // Variant returns the kernel variant the emulator runs.
 func (e *Emulator) Variant() kernels.Variant { return e.variant }
 
-var _ Trimmer = (*Emulator)(nil)
+var _ backend.Trimmer = (*Emulator)(nil)
 
 // Trim drops the device memories the emulator keeps for its next run.
 func (e *Emulator) Trim() {
@@ -79,15 +87,15 @@ func (e *Emulator) Profile() npu.Profile { return e.prof }
 func (e *Emulator) Device() *npu.Device { return e.dev }
 
 // Run dispatches op to its registered kernel, with the emulator's faults
-// and variant on the context. When a kernel wrote outside its outputs
-// (a guard band, *npu.GuardError) or into its inputs, Run returns the
-// outputs and the cost together with the wrapped error, so the caller can
-// judge the outputs and report the guard or the input (harness.RunPrepared
-// does). The inputs themselves are never changed: they are copy-on-write
-// in the emulated GM (npu.CopyOnWrite), so a kernel that writes an input
-// writes, and later reads, a copy, and the write is reported as an
-// *InputsModifiedError.
-func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
+// and variant on the context, and reports the launch's npu.Cost as the
+// Measurement's Model. A kernel that wrote into a guard band around an
+// output (npu.GuardError) still returns its outputs, and each violated
+// guard is a Finding failing backend.CheckGuardBand on its output. The
+// inputs themselves are never changed: they are copy-on-write in the
+// emulated GM (npu.CopyOnWrite), so a kernel that writes an input writes,
+// and later reads, a copy, and the write is reported as an
+// *backend.InputsModifiedError returned with the outputs.
+func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backend.Measurement, error) {
 	if e.err != nil {
 		return nil, nil, fmt.Errorf("emulator: %w", e.err)
 	}
@@ -105,20 +113,52 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 	if err != nil && !(errors.As(err, &guard) && out != nil) {
 		return nil, nil, fmt.Errorf("emulator: %w", err)
 	}
+	m := Measurement(cost)
+	if guard != nil {
+		if m == nil {
+			m = &backend.Measurement{}
+		}
+		for _, v := range guard.Violations {
+			m.Findings = append(m.Findings, backend.Finding{Output: v.Output, Check: backend.CheckGuardBand, Message: v.String()})
+		}
+	}
 	if written := cow.Written(); written != nil {
-		err = errors.Join(err, &InputsModifiedError{Inputs: written})
+		return out, m, fmt.Errorf("emulator: %w", &backend.InputsModifiedError{Inputs: written})
 	}
-	if err != nil {
-		return out, cost, fmt.Errorf("emulator: %w", err)
+	return out, m, nil
+}
+
+// Measurement converts a launch's cost into the backend-neutral
+// measurement: its aggregate figures as the Model, the cost itself as the
+// Model's Detail. A nil cost gives nil.
+func Measurement(cost *npu.Cost) *backend.Measurement {
+	if cost == nil {
+		return nil
 	}
-	return out, cost, nil
+	return &backend.Measurement{Model: &backend.Model{
+		Device: cost.Device, Cycles: cost.Cycles, Seconds: cost.Seconds,
+		GMBytesIn: cost.GMBytesIn, GMBytesOut: cost.GMBytesOut,
+		VectorUtil: cost.VectorUtil, LoadBalance: cost.LoadBalance,
+		Detail: cost,
+	}}
+}
+
+// Cost returns the emulator's npu.Cost a measurement carries (its Model's
+// Detail), or nil when it carries none: the measurement of another
+// backend, or none at all.
+func Cost(m *backend.Measurement) *npu.Cost {
+	if m == nil || m.Model == nil {
+		return nil
+	}
+	c, _ := m.Model.Detail.(*npu.Cost)
+	return c
 }
 
 // GuardsInputs reports true: a kernel's DMA writes into its inputs go to
 // copies (npu.CopyOnWrite) and come back as an *InputsModifiedError.
 func (e *Emulator) GuardsInputs() bool { return true }
 
-var _ InputGuard = (*Emulator)(nil)
+var _ backend.InputGuard = (*Emulator)(nil)
 
 // Numerics returns the numerics profile the emulator computes under.
 func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }
@@ -126,11 +166,28 @@ func (e *Emulator) Numerics() tensor.Numerics { return e.prof.Numerics }
 // WithNumerics returns an emulator of the same device, options included,
 // under numerics num: e itself when it already computes under num (its
 // device keeps its pooled memories, see npu.memPool).
-func (e *Emulator) WithNumerics(num tensor.Numerics) Backend {
+func (e *Emulator) WithNumerics(num tensor.Numerics) backend.Backend {
 	if num == e.prof.Numerics {
 		return e
 	}
 	p := e.prof
 	p.Numerics = num
-	return NewEmulator(p, e.opts...)
+	return New(p, e.opts...)
 }
+
+// RecordsStore returns nil when e is the emulator the golden store is
+// recorded by: the default profile (npu.Ascend910B), no injected faults,
+// default kernels. Only that emulator's outputs are the recorded ones bit
+// for bit, so only it records a recipe or regenerates one
+// (golden.Recorder).
+func (e *Emulator) RecordsStore() error {
+	if !reflect.DeepEqual(e.prof, npu.Ascend910B()) || !e.faults.Empty() || e.variant.Options != nil {
+		return fmt.Errorf("the store is recorded by the emulator on %s with no faults and default kernels", npu.Ascend910B().Name)
+	}
+	return nil
+}
+
+// Recorder returns the emulator the golden store is recorded by (see
+// RecordsStore), which golden.Store.WithRecorder takes to regenerate the
+// expected outputs of recipes.
+func Recorder() *Emulator { return New(npu.Ascend910B()) }
