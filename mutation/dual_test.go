@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -19,7 +19,7 @@ import (
 // kernel, is held to the whole store by the exec backend's tests. The
 // test fails if no stored case uses the policy.
 func TestDualCasesAcceptValid(t *testing.T) {
-	s := golden.Embedded()
+	s := golden.Embedded().WithRecorder(emulator.Recorder())
 	ops := map[string]bool{}
 	for _, c := range s.Cases() {
 		if c.Err == nil && c.File.Policy == dualPolicy {
@@ -35,7 +35,7 @@ func TestDualCasesAcceptValid(t *testing.T) {
 		if !ops[v.Op] {
 			continue
 		}
-		b := backend.NewEmulator(prof, backend.WithVariant(v))
+		b := emulator.New(prof, emulator.WithVariant(v))
 		res, err := golden.Check(context.Background(), s, b, golden.CheckOptions{Op: v.Op, Run: "deepk", Exact: golden.ExactNever, NoBudgets: true, Jobs: 2})
 		if err != nil {
 			t.Fatalf("variant %s: %v", v, err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
@@ -60,9 +60,9 @@ func TestMutationScore(t *testing.T) {
 	// for them: the guard bands and the inputs-unchanged check are part of
 	// the default checks.
 	wantCheck := map[npu.Fault]string{
-		kernels.FaultVAWritePastEnd:        harness.CheckGuardBand + "(z)",
-		kernels.FaultVAInputModified:       harness.CheckInputsUnchanged + "(x)",
-		kernels.FaultGEMMPaddingRowsStored: harness.CheckGuardBand + "(out)",
+		kernels.FaultVectorAddWritePastEnd:  harness.CheckGuardBand + "(z)",
+		kernels.FaultVectorAddInputModified: harness.CheckInputsUnchanged + "(x)",
+		kernels.FaultGEMMPaddingRowsStored:  harness.CheckGuardBand + "(out)",
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {
@@ -96,10 +96,10 @@ func TestGuardBandIsADefaultCheck(t *testing.T) {
 		fault npu.Fault
 		want  string // failing check(name)
 	}{
-		{kernels.FaultVAWritePastEnd, harness.CheckGuardBand + "(z)"},
-		{kernels.FaultVAInputModified, harness.CheckInputsUnchanged + "(x)"},
+		{kernels.FaultVectorAddWritePastEnd, harness.CheckGuardBand + "(z)"},
+		{kernels.FaultVectorAddInputModified, harness.CheckInputsUnchanged + "(x)"},
 	} {
-		b := backend.NewEmulator(npu.Ascend910B(), backend.WithFaults(tc.fault))
+		b := emulator.New(npu.Ascend910B(), emulator.WithFaults(tc.fault))
 		res, err := harness.Run(context.Background(), b, c, harness.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.fault, err)
@@ -126,7 +126,7 @@ func TestGuardBandIsADefaultCheck(t *testing.T) {
 // emulator on the same profile stays correct.
 func TestFaultsStayWithTheirBackend(t *testing.T) {
 	prof := npu.Ascend910B()
-	faulty := backend.NewEmulator(prof, backend.WithFaults(kernels.FaultVAInfNotSaturated))
+	faulty := emulator.New(prof, emulator.WithFaults(kernels.FaultVectorAddInfNotSaturated))
 	cases, err := DefaultSuite(prof)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestFaultsStayWithTheirBackend(t *testing.T) {
 	if v := RunCase(context.Background(), faulty, cases[i], true); !v.CaughtBound() {
 		t.Errorf("inf-not-saturated not caught on a saturate case: the fault was lost by WithNumerics")
 	}
-	if v := RunCase(context.Background(), backend.NewEmulator(prof), cases[i], true); v.Caught() || v.Err != nil {
+	if v := RunCase(context.Background(), emulator.New(prof), cases[i], true); v.Caught() || v.Err != nil {
 		t.Errorf("correct emulator fails %s: %v %s %v", cases[i].ID, v.Checks, v.Detail, v.Err)
 	}
 }
@@ -147,7 +147,7 @@ func TestFaultsStayWithTheirBackend(t *testing.T) {
 // bounds-checks what a device would read as garbage); where M = N it is a
 // wrong value that the bound catches.
 func TestScalesSwappedIsAValueFault(t *testing.T) {
-	cases, err := GoldenCases(golden.Embedded())
+	cases, err := GoldenCases(golden.Embedded().WithRecorder(emulator.Recorder()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestScalesSwappedIsAValueFault(t *testing.T) {
 	if i < 0 {
 		t.Skip("golden case gemm/int8_int32acc_longk_16x512x16 not in the store")
 	}
-	b := backend.NewEmulator(npu.Ascend910B(), backend.WithFaults(kernels.FaultGEMMScalesSwapped))
+	b := emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultGEMMScalesSwapped))
 	if v := RunCase(context.Background(), b, cases[i], false); !slices.Equal(v.Checks, []string{"bound(out)"}) {
 		t.Errorf("int8-scales-swapped on a square case: failed checks %v (%s), want bound(out)", v.Checks, v.Detail)
 	}

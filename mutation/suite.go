@@ -144,7 +144,7 @@ func GeneratedCases(prof npu.Profile) ([]*SuiteCase, error) {
 // DefaultSuite is the suite the mutation score is measured on: every case
 // of the embedded golden store, then GeneratedCases.
 func DefaultSuite(prof npu.Profile) ([]*SuiteCase, error) {
-	cs, err := GoldenCases(golden.Embedded())
+	cs, err := GoldenCases(golden.Embedded().WithRecorder(emulator.Recorder()))
 	if err != nil {
 		return nil, err
 	}
