@@ -9,40 +9,47 @@ import (
 
 // decode_attention faults.
 const (
-	// FaultDAReadsPastLen: the context loop runs to seq_len inclusive (an
-	// off-by-one bound), reading the unwritten position seq_len.
-	FaultDAReadsPastLen npu.Fault = "decode_attention/reads-past-seq-len"
-	// FaultDAGQAMod: query head h reads kv head h mod Hkv instead of
-	// h / (Hq/Hkv).
-	FaultDAGQAMod npu.Fault = "decode_attention/gqa-head-h-mod-hkv"
-	// FaultDANoMaxSub: softmax exponentiates the raw scores, without
-	// subtracting the maximum (overflows for large scores).
-	FaultDANoMaxSub npu.Fault = "decode_attention/softmax-without-max-subtraction"
-	// FaultDAScaleDropped: int8 K codes are used without their scale.
-	FaultDAScaleDropped npu.Fault = "decode_attention/int8-scale-dropped-on-dequant"
-	// FaultDAVByKScale: int8 V is dequantised with the K scale.
-	FaultDAVByKScale npu.Fault = "decode_attention/v-scaled-by-k-scale"
-	// FaultDAPageIndexU16: the physical block index is held in 16 bits.
-	FaultDAPageIndexU16 npu.Fault = "decode_attention/page-index-truncated-past-2^16"
-	// FaultDACombineNoRescale: the flash-decoding combine adds the
-	// partitions' partial sums without rescaling them by exp(m_p − M).
-	FaultDACombineNoRescale npu.Fault = "decode_attention/combine-without-rescale"
-	// FaultDAQScaledInPlace: q is pre-scaled by 1/√D in place: the scaled
-	// rows are stored back over the input q in GM (the attention itself
-	// uses the right scores; q is clobbered for every later reader).
-	FaultDAQScaledInPlace npu.Fault = "decode_attention/q-scaled-in-place"
+	// FaultDecodeAttentionReadsPastSeqLen: the context loop runs to
+	// seq_len inclusive (an off-by-one bound), reading the unwritten
+	// position seq_len.
+	FaultDecodeAttentionReadsPastSeqLen npu.Fault = "decode_attention/reads-past-seq-len"
+	// FaultDecodeAttentionGQAHeadModulo: query head h reads kv head h mod
+	// Hkv instead of h / (Hq/Hkv).
+	FaultDecodeAttentionGQAHeadModulo npu.Fault = "decode_attention/gqa-head-h-mod-hkv"
+	// FaultDecodeAttentionSoftmaxWithoutMaxSubtraction: softmax
+	// exponentiates the raw scores, without subtracting the maximum
+	// (overflows for large scores).
+	FaultDecodeAttentionSoftmaxWithoutMaxSubtraction npu.Fault = "decode_attention/softmax-without-max-subtraction"
+	// FaultDecodeAttentionInt8ScaleDropped: int8 K codes are used without
+	// their scale.
+	FaultDecodeAttentionInt8ScaleDropped npu.Fault = "decode_attention/int8-scale-dropped-on-dequant"
+	// FaultDecodeAttentionVScaledByKScale: int8 V is dequantised with the
+	// K scale.
+	FaultDecodeAttentionVScaledByKScale npu.Fault = "decode_attention/v-scaled-by-k-scale"
+	// FaultDecodeAttentionPageIndexUint16: the physical block index is
+	// held in 16 bits.
+	FaultDecodeAttentionPageIndexUint16 npu.Fault = "decode_attention/page-index-truncated-past-2^16"
+	// FaultDecodeAttentionCombineWithoutRescale: the flash-decoding
+	// combine adds the partitions' partial sums without rescaling them by
+	// exp(m_p − M).
+	FaultDecodeAttentionCombineWithoutRescale npu.Fault = "decode_attention/combine-without-rescale"
+	// FaultDecodeAttentionQScaledInPlace: q is pre-scaled by 1/√D in
+	// place: the scaled rows are stored back over the input q in GM (the
+	// attention itself uses the right scores; q is clobbered for every
+	// later reader).
+	FaultDecodeAttentionQScaledInPlace npu.Fault = "decode_attention/q-scaled-in-place"
 )
 
 // DecodeAttentionFaults is decode_attention's fault catalogue.
 var DecodeAttentionFaults = []FaultInfo{
-	{FaultDAReadsPastLen, "decode_attention", "context loop reads position seq_len (past the written tail)"},
-	{FaultDAGQAMod, "decode_attention", "GQA query head mapped to kv head h mod Hkv instead of h / g"},
-	{FaultDANoMaxSub, "decode_attention", "softmax without max subtraction"},
-	{FaultDAScaleDropped, "decode_attention", "int8 K scale dropped on dequantisation"},
-	{FaultDAVByKScale, "decode_attention", "int8 V dequantised with the K scale"},
-	{FaultDAPageIndexU16, "decode_attention", "page index truncated to 16 bits past 2^16 blocks"},
-	{FaultDACombineNoRescale, "decode_attention", "flash-decoding partitions combined without exp(m_p − M) rescale"},
-	{FaultDAQScaledInPlace, "decode_attention", "q pre-scaled by 1/√D in place in its input buffer"},
+	{FaultDecodeAttentionReadsPastSeqLen, "decode_attention", "context loop reads position seq_len (past the written tail)"},
+	{FaultDecodeAttentionGQAHeadModulo, "decode_attention", "GQA query head mapped to kv head h mod Hkv instead of h / g"},
+	{FaultDecodeAttentionSoftmaxWithoutMaxSubtraction, "decode_attention", "softmax without max subtraction"},
+	{FaultDecodeAttentionInt8ScaleDropped, "decode_attention", "int8 K scale dropped on dequantisation"},
+	{FaultDecodeAttentionVScaledByKScale, "decode_attention", "int8 V dequantised with the K scale"},
+	{FaultDecodeAttentionPageIndexUint16, "decode_attention", "page index truncated to 16 bits past 2^16 blocks"},
+	{FaultDecodeAttentionCombineWithoutRescale, "decode_attention", "flash-decoding partitions combined without exp(m_p − M) rescale"},
+	{FaultDecodeAttentionQScaledInPlace, "decode_attention", "q pre-scaled by 1/√D in place in its input buffer"},
 }
 
 // decodeAttentionFaults is decode_attention's fault plan for one launch:
@@ -59,14 +66,14 @@ type decodeAttentionFaults struct {
 
 func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
 	return decodeAttentionFaults{
-		readsPastLen:     fs.Has(FaultDAReadsPastLen),
-		gqaMod:           fs.Has(FaultDAGQAMod),
-		noMaxSub:         fs.Has(FaultDANoMaxSub),
-		scaleDropped:     fs.Has(FaultDAScaleDropped),
-		vByKScale:        fs.Has(FaultDAVByKScale),
-		pageIndexU16:     fs.Has(FaultDAPageIndexU16),
-		combineNoRescale: fs.Has(FaultDACombineNoRescale),
-		qScaledInPlace:   fs.Has(FaultDAQScaledInPlace),
+		readsPastLen:     fs.Has(FaultDecodeAttentionReadsPastSeqLen),
+		gqaMod:           fs.Has(FaultDecodeAttentionGQAHeadModulo),
+		noMaxSub:         fs.Has(FaultDecodeAttentionSoftmaxWithoutMaxSubtraction),
+		scaleDropped:     fs.Has(FaultDecodeAttentionInt8ScaleDropped),
+		vByKScale:        fs.Has(FaultDecodeAttentionVScaledByKScale),
+		pageIndexU16:     fs.Has(FaultDecodeAttentionPageIndexUint16),
+		combineNoRescale: fs.Has(FaultDecodeAttentionCombineWithoutRescale),
+		qScaledInPlace:   fs.Has(FaultDecodeAttentionQScaledInPlace),
 	}
 }
 

@@ -7,39 +7,41 @@ import (
 
 // gemm24 faults: bugs of the meta decode in UB.
 const (
-	// FaultG24MetaBitsSwapped: the decode takes the first index from bits
-	// 2–3 and the second from bits 0–1, so each kept value multiplies the
-	// other kept row of b.
-	FaultG24MetaBitsSwapped npu.Fault = "gemm24/meta-bits-swapped"
-	// FaultG24SecondIgnored: the second kept index is never decoded (its
-	// field is masked off with the wrong mask), so both values of a group
-	// multiply the first kept row.
-	FaultG24SecondIgnored npu.Fault = "gemm24/second-index-ignored"
-	// FaultG24GroupOffset: the group base offset 4·g is computed for the
-	// previous group (g−1) from the second group of a slice on.
-	FaultG24GroupOffset npu.Fault = "gemm24/group-offset-off-by-one"
-	// FaultG24SplitKLost: gemm's split-k-last-partial-lost in gemm24: for
-	// K > GEMMSplitK the reduction of the per-panel partial sums stops one
-	// short, losing the last K panel.
-	FaultG24SplitKLost npu.Fault = "gemm24/split-k-last-partial-lost"
-	// FaultG24SplitKPartialsLow: gemm's split-k-partials-in-out-dtype in
-	// gemm24: for K > GEMMSplitK the running sum is rounded to the 16-bit
-	// output dtype after every L1 panel, inside the any-order bound.
-	FaultG24SplitKPartialsLow npu.Fault = "gemm24/split-k-partials-in-out-dtype"
-	// FaultG24MetaInPlace: the meta reorder pass (2-bit fields to the
-	// nibble layout a_meta is consumed in) writes its result back over the
-	// input a_meta after the launch.
-	FaultG24MetaInPlace npu.Fault = "gemm24/meta-rewritten-in-place"
+	// FaultGEMM24MetaBitsSwapped: the decode takes the first index from
+	// bits 2–3 and the second from bits 0–1, so each kept value multiplies
+	// the other kept row of b.
+	FaultGEMM24MetaBitsSwapped npu.Fault = "gemm24/meta-bits-swapped"
+	// FaultGEMM24SecondIndexIgnored: the second kept index is never
+	// decoded (its field is masked off with the wrong mask), so both
+	// values of a group multiply the first kept row.
+	FaultGEMM24SecondIndexIgnored npu.Fault = "gemm24/second-index-ignored"
+	// FaultGEMM24GroupOffsetOffByOne: the group base offset 4·g is
+	// computed for the previous group (g−1) from the second group of a
+	// slice on.
+	FaultGEMM24GroupOffsetOffByOne npu.Fault = "gemm24/group-offset-off-by-one"
+	// FaultGEMM24SplitKLost: gemm's split-k-last-partial-lost in gemm24:
+	// for K > GEMMSplitK the reduction of the per-panel partial sums stops
+	// one short, losing the last K panel.
+	FaultGEMM24SplitKLost npu.Fault = "gemm24/split-k-last-partial-lost"
+	// FaultGEMM24SplitKPartialsLow: gemm's split-k-partials-in-out-dtype
+	// in gemm24: for K > GEMMSplitK the running sum is rounded to the
+	// 16-bit output dtype after every L1 panel, inside the any-order
+	// bound.
+	FaultGEMM24SplitKPartialsLow npu.Fault = "gemm24/split-k-partials-in-out-dtype"
+	// FaultGEMM24MetaRewrittenInPlace: the meta reorder pass (2-bit fields
+	// to the nibble layout a_meta is consumed in) writes its result back
+	// over the input a_meta after the launch.
+	FaultGEMM24MetaRewrittenInPlace npu.Fault = "gemm24/meta-rewritten-in-place"
 )
 
 // GEMM24Faults is gemm24's fault catalogue.
 var GEMM24Faults = []FaultInfo{
-	{FaultG24MetaBitsSwapped, "gemm24", "meta fields swapped: first index read from bits 2–3"},
-	{FaultG24SecondIgnored, "gemm24", "second kept index ignored: both values multiply the first kept row"},
-	{FaultG24GroupOffset, "gemm24", "group offset off by one: group g decoded against base 4·(g−1)"},
-	{FaultG24SplitKLost, "gemm24", "split-K reduction loses the last K partial (K > 4096 only)"},
-	{FaultG24SplitKPartialsLow, "gemm24", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
-	{FaultG24MetaInPlace, "gemm24", "meta reordered in place in the input a_meta"},
+	{FaultGEMM24MetaBitsSwapped, "gemm24", "meta fields swapped: first index read from bits 2–3"},
+	{FaultGEMM24SecondIndexIgnored, "gemm24", "second kept index ignored: both values multiply the first kept row"},
+	{FaultGEMM24GroupOffsetOffByOne, "gemm24", "group offset off by one: group g decoded against base 4·(g−1)"},
+	{FaultGEMM24SplitKLost, "gemm24", "split-K reduction loses the last K partial (K > 4096 only)"},
+	{FaultGEMM24SplitKPartialsLow, "gemm24", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
+	{FaultGEMM24MetaRewrittenInPlace, "gemm24", "meta reordered in place in the input a_meta"},
 }
 
 // gemm24Faults is gemm24's fault plan for one launch (GEMM24Kernel builds
@@ -52,13 +54,13 @@ type gemm24Faults struct {
 
 func newGEMM24Faults(fs npu.Faults) gemm24Faults {
 	return gemm24Faults{
-		metaBitsSwapped: fs.Has(FaultG24MetaBitsSwapped),
-		secondIgnored:   fs.Has(FaultG24SecondIgnored),
-		groupOffset:     fs.Has(FaultG24GroupOffset),
+		metaBitsSwapped: fs.Has(FaultGEMM24MetaBitsSwapped),
+		secondIgnored:   fs.Has(FaultGEMM24SecondIndexIgnored),
+		groupOffset:     fs.Has(FaultGEMM24GroupOffsetOffByOne),
 
-		splitKLost:        fs.Has(FaultG24SplitKLost),
-		splitKPartialsLow: fs.Has(FaultG24SplitKPartialsLow),
-		metaInPlace:       fs.Has(FaultG24MetaInPlace),
+		splitKLost:        fs.Has(FaultGEMM24SplitKLost),
+		splitKPartialsLow: fs.Has(FaultGEMM24SplitKPartialsLow),
+		metaInPlace:       fs.Has(FaultGEMM24MetaRewrittenInPlace),
 	}
 }
 

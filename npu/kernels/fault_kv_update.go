@@ -7,44 +7,47 @@ import (
 
 // kv_update faults.
 const (
-	// FaultKVPaddingSlot0: a padding entry (seq_id −1, slot_mapping −1)
-	// is not skipped but written to cache row 0, as when the −1 is cast
-	// to an unsigned slot and masked, or clamped to 0.
-	FaultKVPaddingSlot0 npu.Fault = "kv_update/padding-slot-written-to-slot-0"
-	// FaultKVBlockBoundary: at the first slot of a new block (pos mod BS
-	// = 0) the physical block is looked up for pos−1 and the offset taken
-	// one past it: off by one at a block boundary.
-	FaultKVBlockBoundary npu.Fault = "kv_update/block-boundary-off-by-one"
-	// FaultKVScaleWrongToken: the int8 scale is stored at the previous
-	// token's row (scale index computed before the increment).
-	FaultKVScaleWrongToken npu.Fault = "kv_update/int8-scale-at-wrong-token"
-	// FaultKVSeqLensStale: seq_lens is not incremented after the write.
-	FaultKVSeqLensStale npu.Fault = "kv_update/seq-lens-not-incremented"
-	// FaultKVFullOverwritten: a full sequence (seq_len = L) is not skipped;
-	// its write position is clamped to L−1, overwriting its last token.
-	FaultKVFullOverwritten npu.Fault = "kv_update/full-sequence-overwritten"
-	// FaultKVPageIndexU16: the physical block index is held in 16 bits,
-	// so pages past 2^16 wrap (a uint16 page id in the slot computation).
-	FaultKVPageIndexU16 npu.Fault = "kv_update/page-index-truncated-past-2^16"
-	// FaultKVWrittenWrong: written is set for every non-padding entry,
-	// full sequences included.
-	FaultKVWrittenWrong npu.Fault = "kv_update/written-flags-wrong"
-	// FaultKVXOverwritten: the projection is done in place: each new v
-	// row is stored over its row of the input activations x as well
+	// FaultKVUpdatePaddingSlot0: a padding entry (seq_id −1, slot_mapping
+	// −1) is not skipped but written to cache row 0, as when the −1 is
+	// cast to an unsigned slot and masked, or clamped to 0.
+	FaultKVUpdatePaddingSlot0 npu.Fault = "kv_update/padding-slot-written-to-slot-0"
+	// FaultKVUpdateBlockBoundary: at the first slot of a new block (pos
+	// mod BS = 0) the physical block is looked up for pos−1 and the offset
+	// taken one past it: off by one at a block boundary.
+	FaultKVUpdateBlockBoundary npu.Fault = "kv_update/block-boundary-off-by-one"
+	// FaultKVUpdateScaleWrongToken: the int8 scale is stored at the
+	// previous token's row (scale index computed before the increment).
+	FaultKVUpdateScaleWrongToken npu.Fault = "kv_update/int8-scale-at-wrong-token"
+	// FaultKVUpdateSeqLensStale: seq_lens is not incremented after the
+	// write.
+	FaultKVUpdateSeqLensStale npu.Fault = "kv_update/seq-lens-not-incremented"
+	// FaultKVUpdateFullSequenceOverwritten: a full sequence (seq_len = L)
+	// is not skipped; its write position is clamped to L−1, overwriting
+	// its last token.
+	FaultKVUpdateFullSequenceOverwritten npu.Fault = "kv_update/full-sequence-overwritten"
+	// FaultKVUpdatePageIndexUint16: the physical block index is held in 16
+	// bits, so pages past 2^16 wrap (a uint16 page id in the slot
+	// computation).
+	FaultKVUpdatePageIndexUint16 npu.Fault = "kv_update/page-index-truncated-past-2^16"
+	// FaultKVUpdateWrittenWrong: written is set for every non-padding
+	// entry, full sequences included.
+	FaultKVUpdateWrittenWrong npu.Fault = "kv_update/written-flags-wrong"
+	// FaultKVUpdateXOverwritten: the projection is done in place: each new
+	// v row is stored over its row of the input activations x as well
 	// (outputs right, x clobbered for every later reader of it).
-	FaultKVXOverwritten npu.Fault = "kv_update/x-overwritten-in-place"
+	FaultKVUpdateXOverwritten npu.Fault = "kv_update/x-overwritten-in-place"
 )
 
 // KVUpdateFaults is kv_update's fault catalogue.
 var KVUpdateFaults = []FaultInfo{
-	{FaultKVPaddingSlot0, "kv_update", "padding entry (seq_id −1) written to slot 0"},
-	{FaultKVBlockBoundary, "kv_update", "write one slot off at a block boundary (block looked up for pos−1)"},
-	{FaultKVScaleWrongToken, "kv_update", "int8 scale stored at the previous token's row"},
-	{FaultKVSeqLensStale, "kv_update", "seq_lens not incremented after the write"},
-	{FaultKVFullOverwritten, "kv_update", "full sequence's last token overwritten instead of skipped"},
-	{FaultKVPageIndexU16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
-	{FaultKVWrittenWrong, "kv_update", "written flag set for full sequences"},
-	{FaultKVXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
+	{FaultKVUpdatePaddingSlot0, "kv_update", "padding entry (seq_id −1) written to slot 0"},
+	{FaultKVUpdateBlockBoundary, "kv_update", "write one slot off at a block boundary (block looked up for pos−1)"},
+	{FaultKVUpdateScaleWrongToken, "kv_update", "int8 scale stored at the previous token's row"},
+	{FaultKVUpdateSeqLensStale, "kv_update", "seq_lens not incremented after the write"},
+	{FaultKVUpdateFullSequenceOverwritten, "kv_update", "full sequence's last token overwritten instead of skipped"},
+	{FaultKVUpdatePageIndexUint16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
+	{FaultKVUpdateWrittenWrong, "kv_update", "written flag set for full sequences"},
+	{FaultKVUpdateXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
 }
 
 // kvUpdateFaults is kv_update's fault plan for one launch: which of its
@@ -60,14 +63,14 @@ type kvUpdateFaults struct {
 
 func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
 	return kvUpdateFaults{
-		paddingSlot0:    fs.Has(FaultKVPaddingSlot0),
-		blockBoundary:   fs.Has(FaultKVBlockBoundary),
-		scaleWrongToken: fs.Has(FaultKVScaleWrongToken),
-		seqLensStale:    fs.Has(FaultKVSeqLensStale),
-		fullOverwritten: fs.Has(FaultKVFullOverwritten),
-		pageIndexU16:    fs.Has(FaultKVPageIndexU16),
-		writtenWrong:    fs.Has(FaultKVWrittenWrong),
-		xOverwritten:    fs.Has(FaultKVXOverwritten),
+		paddingSlot0:    fs.Has(FaultKVUpdatePaddingSlot0),
+		blockBoundary:   fs.Has(FaultKVUpdateBlockBoundary),
+		scaleWrongToken: fs.Has(FaultKVUpdateScaleWrongToken),
+		seqLensStale:    fs.Has(FaultKVUpdateSeqLensStale),
+		fullOverwritten: fs.Has(FaultKVUpdateFullSequenceOverwritten),
+		pageIndexU16:    fs.Has(FaultKVUpdatePageIndexUint16),
+		writtenWrong:    fs.Has(FaultKVUpdateWrittenWrong),
+		xOverwritten:    fs.Has(FaultKVUpdateXOverwritten),
 	}
 }
 

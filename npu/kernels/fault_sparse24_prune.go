@@ -7,30 +7,31 @@ import (
 
 // sparse24_prune faults: bugs of the per-group selection.
 const (
-	// FaultP24TiesHigh: equal magnitudes go to the higher index (a >= where
-	// the compare-and-select wanted >).
-	FaultP24TiesHigh npu.Fault = "sparse24_prune/ties-to-higher-index"
-	// FaultP24NaNNotLargest: a NaN compares below every number (an
-	// ordered compare returns false for it), so it is pruned instead of
-	// kept.
-	FaultP24NaNNotLargest npu.Fault = "sparse24_prune/nan-not-largest"
-	// FaultP24Index16: the GM element offsets of a tile (of w, values and
-	// meta) are held in 16 bits, so tiles past 2^16 elements read and
-	// write at their offset mod 2^16 (the index overflow of vLLM #1486 at
-	// a 16-bit width). Only w of more than 2^16 elements shows it.
-	FaultP24Index16 npu.Fault = "sparse24_prune/index-16-bit"
-	// FaultP24PrunedInPlace: the kernel also prunes w in place, storing
-	// each group with its two pruned values zeroed back over w (the
-	// outputs are right; the dense weights are clobbered).
-	FaultP24PrunedInPlace npu.Fault = "sparse24_prune/w-pruned-in-place"
+	// FaultSparse24PruneTiesHigh: equal magnitudes go to the higher index
+	// (a >= where the compare-and-select wanted >).
+	FaultSparse24PruneTiesHigh npu.Fault = "sparse24_prune/ties-to-higher-index"
+	// FaultSparse24PruneNaNNotLargest: a NaN compares below every number
+	// (an ordered compare returns false for it), so it is pruned instead
+	// of kept.
+	FaultSparse24PruneNaNNotLargest npu.Fault = "sparse24_prune/nan-not-largest"
+	// FaultSparse24PruneIndex16Bit: the GM element offsets of a tile (of
+	// w, values and meta) are held in 16 bits, so tiles past 2^16 elements
+	// read and write at their offset mod 2^16 (the index overflow of vLLM
+	// #1486 at a 16-bit width). Only w of more than 2^16 elements shows
+	// it.
+	FaultSparse24PruneIndex16Bit npu.Fault = "sparse24_prune/index-16-bit"
+	// FaultSparse24PruneWeightsPrunedInPlace: the kernel also prunes w in
+	// place, storing each group with its two pruned values zeroed back
+	// over w (the outputs are right; the dense weights are clobbered).
+	FaultSparse24PruneWeightsPrunedInPlace npu.Fault = "sparse24_prune/w-pruned-in-place"
 )
 
 // Sparse24PruneFaults is sparse24_prune's fault catalogue.
 var Sparse24PruneFaults = []FaultInfo{
-	{FaultP24TiesHigh, "sparse24_prune", "ties of |w| resolved to the higher index"},
-	{FaultP24NaNNotLargest, "sparse24_prune", "NaN ranked below every number instead of largest"},
-	{FaultP24Index16, "sparse24_prune", "tile offsets held in 16 bits: wrong past 2^16 elements (vLLM #1486 index overflow)"},
-	{FaultP24PrunedInPlace, "sparse24_prune", "w pruned in place (pruned values zeroed in the input)"},
+	{FaultSparse24PruneTiesHigh, "sparse24_prune", "ties of |w| resolved to the higher index"},
+	{FaultSparse24PruneNaNNotLargest, "sparse24_prune", "NaN ranked below every number instead of largest"},
+	{FaultSparse24PruneIndex16Bit, "sparse24_prune", "tile offsets held in 16 bits: wrong past 2^16 elements (vLLM #1486 index overflow)"},
+	{FaultSparse24PruneWeightsPrunedInPlace, "sparse24_prune", "w pruned in place (pruned values zeroed in the input)"},
 }
 
 // sparse24PruneFaults is sparse24_prune's fault plan for one launch
@@ -43,10 +44,10 @@ type sparse24PruneFaults struct {
 
 func newSparse24PruneFaults(fs npu.Faults) sparse24PruneFaults {
 	return sparse24PruneFaults{
-		tiesHigh:      fs.Has(FaultP24TiesHigh),
-		nanNotLargest: fs.Has(FaultP24NaNNotLargest),
-		index16:       fs.Has(FaultP24Index16),
-		prunedInPlace: fs.Has(FaultP24PrunedInPlace),
+		tiesHigh:      fs.Has(FaultSparse24PruneTiesHigh),
+		nanNotLargest: fs.Has(FaultSparse24PruneNaNNotLargest),
+		index16:       fs.Has(FaultSparse24PruneIndex16Bit),
+		prunedInPlace: fs.Has(FaultSparse24PruneWeightsPrunedInPlace),
 	}
 }
 

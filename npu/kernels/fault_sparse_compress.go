@@ -10,41 +10,45 @@ import (
 
 // sparse_compress faults.
 const (
-	// FaultSCTiesHigh: equal scores go to the higher index.
-	FaultSCTiesHigh npu.Fault = "sparse_compress/ties-to-higher-index"
-	// FaultSCSinkDropped: one sink too few is reserved when keep < L.
-	FaultSCSinkDropped npu.Fault = "sparse_compress/sink-dropped"
-	// FaultSCAbsNotSquare: importance from |k| instead of k².
-	FaultSCAbsNotSquare npu.Fault = "sparse_compress/abs-not-square"
-	// FaultSCFP16Accum: the sum over D is accumulated in fp16.
-	FaultSCFP16Accum npu.Fault = "sparse_compress/fp16-accumulation"
-	// FaultSCWrongHead: k rows are copied from the next head.
-	FaultSCWrongHead npu.Fault = "sparse_compress/row-from-wrong-head"
-	// FaultSCMaskOffByOne: the mask marks token i+1 for kept token i.
-	FaultSCMaskOffByOne npu.Fault = "sparse_compress/mask-off-by-one"
-	// FaultSCNaNFirst: a NaN score ranks above every number.
-	FaultSCNaNFirst npu.Fault = "sparse_compress/nan-ranked-first"
-	// FaultSCSecondHeadMisplaced: the output offsets of a head are
-	// computed once, from the core's first head, before the head loop, so
-	// every later head of a core is stored over its first one. Only more
-	// heads than vector cores show it.
-	FaultSCSecondHeadMisplaced npu.Fault = "sparse_compress/second-head-misplaced"
-	// FaultSCKCompactedInPlace: the kept k rows are also compacted in
-	// place, each stored over row t of its head in the input k.
-	FaultSCKCompactedInPlace npu.Fault = "sparse_compress/k-compacted-in-place"
+	// FaultSparseCompressTiesHigh: equal scores go to the higher index.
+	FaultSparseCompressTiesHigh npu.Fault = "sparse_compress/ties-to-higher-index"
+	// FaultSparseCompressSinkDropped: one sink too few is reserved when
+	// keep < L.
+	FaultSparseCompressSinkDropped npu.Fault = "sparse_compress/sink-dropped"
+	// FaultSparseCompressAbsNotSquare: importance from |k| instead of k².
+	FaultSparseCompressAbsNotSquare npu.Fault = "sparse_compress/abs-not-square"
+	// FaultSparseCompressFP16Accumulation: the sum over D is accumulated
+	// in fp16.
+	FaultSparseCompressFP16Accumulation npu.Fault = "sparse_compress/fp16-accumulation"
+	// FaultSparseCompressWrongHead: k rows are copied from the next head.
+	FaultSparseCompressWrongHead npu.Fault = "sparse_compress/row-from-wrong-head"
+	// FaultSparseCompressMaskOffByOne: the mask marks token i+1 for kept
+	// token i.
+	FaultSparseCompressMaskOffByOne npu.Fault = "sparse_compress/mask-off-by-one"
+	// FaultSparseCompressNaNFirst: a NaN score ranks above every number.
+	FaultSparseCompressNaNFirst npu.Fault = "sparse_compress/nan-ranked-first"
+	// FaultSparseCompressSecondHeadMisplaced: the output offsets of a head
+	// are computed once, from the core's first head, before the head loop,
+	// so every later head of a core is stored over its first one. Only
+	// more heads than vector cores show it.
+	FaultSparseCompressSecondHeadMisplaced npu.Fault = "sparse_compress/second-head-misplaced"
+	// FaultSparseCompressKCompactedInPlace: the kept k rows are also
+	// compacted in place, each stored over row t of its head in the input
+	// k.
+	FaultSparseCompressKCompactedInPlace npu.Fault = "sparse_compress/k-compacted-in-place"
 )
 
 // SparseCompressFaults is sparse_compress's fault catalogue.
 var SparseCompressFaults = []FaultInfo{
-	{FaultSCTiesHigh, "sparse_compress", "ties of importance resolved to the higher index"},
-	{FaultSCSinkDropped, "sparse_compress", "a sink dropped when keep < L"},
-	{FaultSCAbsNotSquare, "sparse_compress", "importance from |k| instead of k²"},
-	{FaultSCFP16Accum, "sparse_compress", "importance accumulated in fp16"},
-	{FaultSCWrongHead, "sparse_compress", "k row copied from the wrong head"},
-	{FaultSCMaskOffByOne, "sparse_compress", "mask off by one"},
-	{FaultSCNaNFirst, "sparse_compress", "NaN scores ranked first"},
-	{FaultSCSecondHeadMisplaced, "sparse_compress", "a core's second head stored over its first (offset computed outside the head loop)"},
-	{FaultSCKCompactedInPlace, "sparse_compress", "kept k rows compacted in place in the input k"},
+	{FaultSparseCompressTiesHigh, "sparse_compress", "ties of importance resolved to the higher index"},
+	{FaultSparseCompressSinkDropped, "sparse_compress", "a sink dropped when keep < L"},
+	{FaultSparseCompressAbsNotSquare, "sparse_compress", "importance from |k| instead of k²"},
+	{FaultSparseCompressFP16Accumulation, "sparse_compress", "importance accumulated in fp16"},
+	{FaultSparseCompressWrongHead, "sparse_compress", "k row copied from the wrong head"},
+	{FaultSparseCompressMaskOffByOne, "sparse_compress", "mask off by one"},
+	{FaultSparseCompressNaNFirst, "sparse_compress", "NaN scores ranked first"},
+	{FaultSparseCompressSecondHeadMisplaced, "sparse_compress", "a core's second head stored over its first (offset computed outside the head loop)"},
+	{FaultSparseCompressKCompactedInPlace, "sparse_compress", "kept k rows compacted in place in the input k"},
 }
 
 // sparseCompressFaults is sparse_compress's fault plan for one launch
@@ -59,16 +63,16 @@ type sparseCompressFaults struct {
 
 func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
 	return sparseCompressFaults{
-		tiesHigh:     fs.Has(FaultSCTiesHigh),
-		sinkDropped:  fs.Has(FaultSCSinkDropped),
-		absNotSquare: fs.Has(FaultSCAbsNotSquare),
-		fp16Accum:    fs.Has(FaultSCFP16Accum),
-		wrongHead:    fs.Has(FaultSCWrongHead),
-		maskOffByOne: fs.Has(FaultSCMaskOffByOne),
-		nanFirst:     fs.Has(FaultSCNaNFirst),
+		tiesHigh:     fs.Has(FaultSparseCompressTiesHigh),
+		sinkDropped:  fs.Has(FaultSparseCompressSinkDropped),
+		absNotSquare: fs.Has(FaultSparseCompressAbsNotSquare),
+		fp16Accum:    fs.Has(FaultSparseCompressFP16Accumulation),
+		wrongHead:    fs.Has(FaultSparseCompressWrongHead),
+		maskOffByOne: fs.Has(FaultSparseCompressMaskOffByOne),
+		nanFirst:     fs.Has(FaultSparseCompressNaNFirst),
 
-		secondHeadMisplaced: fs.Has(FaultSCSecondHeadMisplaced),
-		kInPlace:            fs.Has(FaultSCKCompactedInPlace),
+		secondHeadMisplaced: fs.Has(FaultSparseCompressSecondHeadMisplaced),
+		kInPlace:            fs.Has(FaultSparseCompressKCompactedInPlace),
 	}
 }
 

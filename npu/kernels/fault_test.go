@@ -88,7 +88,7 @@ func TestVectorAddGuardError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := npu.WithFaults(context.Background(), npu.NewFaults(FaultVAWritePastEnd))
+	ctx := npu.WithFaults(context.Background(), npu.NewFaults(FaultVectorAddWritePastEnd))
 	z, cost, err := VectorAdd(ctx, dev, in["x"], in["y"], VectorAddOptions{})
 	var ge *npu.GuardError
 	if !errors.As(err, &ge) || z == nil || cost == nil {
