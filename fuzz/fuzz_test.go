@@ -17,7 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -85,21 +85,21 @@ func paceWorker() {
 // allocating and clearing them again (the harness keeps an emulator whose
 // numerics are the case's, Emulator.WithNumerics). A decoded kernel
 // variant travels on the exec's context (kernels.WithVariant, which is
-// all backend.WithVariant does in Emulator.Run), not in the cache key: a
+// all emulator.WithVariant does in Emulator.Run), not in the cache key: a
 // fuzzer's mutations give nearly every exec a tiling no earlier one had,
 // and an emulator per tiling would build a device, and pool its
 // memories, for each of them.
-var emulators sync.Map // tensor.Numerics → *backend.Emulator
+var emulators sync.Map // tensor.Numerics → *emulator.Emulator
 
 // emulatorFor returns the cached Ascend910B emulator under num.
-func emulatorFor(num tensor.Numerics) *backend.Emulator {
+func emulatorFor(num tensor.Numerics) *emulator.Emulator {
 	if e, ok := emulators.Load(num); ok {
-		return e.(*backend.Emulator)
+		return e.(*emulator.Emulator)
 	}
 	prof := npu.Ascend910B()
 	prof.Numerics = num
-	e, _ := emulators.LoadOrStore(num, backend.NewEmulator(prof))
-	return e.(*backend.Emulator)
+	e, _ := emulators.LoadOrStore(num, emulator.New(prof))
+	return e.(*emulator.Emulator)
 }
 
 // grown is the goroutine fuzz bodies run on: onGrownStack hands it one

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
@@ -179,7 +179,7 @@ func checkRun(info *opdb.Info, c ops.Case, fail func(layer, format string, args 
 		fail("kernel", "no emulated kernel")
 		return
 	}
-	r, err := harness.RunPrepared(context.Background(), backend.NewEmulator(npu.Ascend910B()), pc, harness.Options{})
+	r, err := harness.RunPrepared(context.Background(), emulator.New(npu.Ascend910B()), pc, harness.Options{})
 	switch {
 	case err != nil:
 		fail("kernel", "case %s: %v", c.Name, err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
@@ -14,7 +14,7 @@ import (
 // correct emulator: every check passes (no false alarm on the default
 // kernel).
 func TestKVCasesPass(t *testing.T) {
-	b := backend.NewEmulator(npu.Ascend910B())
+	b := emulator.New(npu.Ascend910B())
 	for _, info := range []*opdb.Info{opdb.KVUpdate, opdb.DecodeAttention} {
 		cases := info.GoldenCases()
 		mc, err := info.MutationCases(npu.Ascend910B())

@@ -31,7 +31,7 @@ func recipes(t *testing.T, op string) []ops.Case {
 // paramValues returns the values op's parameter name may take.
 func paramValues(t *testing.T, op, name string) []string {
 	t.Helper()
-	o, err := opdb.Op(op)
+	o, err := ops.Lookup(op)
 	if err != nil {
 		t.Fatal(err)
 	}

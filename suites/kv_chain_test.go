@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
@@ -35,7 +35,7 @@ type kvExact struct {
 func TestKVChain(t *testing.T) {
 	const steps = 3
 	ctx := context.Background()
-	b := backend.NewEmulator(npu.Ascend910B())
+	b := emulator.New(npu.Ascend910B())
 	for _, p := range []ops.Params{
 		{"layout": ops.KVContiguous, "cache_dtype": ops.KVFP16},
 		{"layout": ops.KVContiguous, "cache_dtype": ops.KVInt8},

@@ -9,7 +9,7 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
-	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -126,7 +126,7 @@ func TestVectorAddProperties(t *testing.T) {
 // (drawn by gopter from a fixed seed) the emulator is within bound under
 // both overflow modes.
 func TestVectorAddBoundProperty(t *testing.T) {
-	b := backend.NewEmulator(npu.Ascend910B())
+	b := emulator.New(npu.Ascend910B())
 	dists := []string{ops.DistUniform, ops.DistNormal, ops.DistLarge, ops.DistSpecial, ops.DistCancel}
 	props := properties(t)
 	props.Property("vector_add: emulator within bound on random cases", prop.ForAll(

@@ -3,7 +3,7 @@ package kernels
 import "github.com/npuverify/npuverify/npu"
 
 // The fault catalogue: realistic kernel bugs that can be switched on in
-// the emulator (backend.WithFaults, or npu.WithFaults on the context of a
+// the emulator (emulator.WithFaults, or npu.WithFaults on the context of a
 // launch) to measure how many of them the verification suite catches (the
 // mutation score, package mutation). Each fault is consulted at the one
 // spot of its kernel where the real bug would sit, through its op's

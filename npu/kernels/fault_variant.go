@@ -10,7 +10,7 @@ import (
 // the mutation score: a suite that catches every fault but also rejects a
 // valid variant raises false alarms. The zero Variant is the default
 // kernels. Like faults, a variant travels with the launch's context
-// (WithVariant; backend.WithVariant for the emulator), so one device
+// (WithVariant; emulator.WithVariant for the emulator), so one device
 // serves every variant at once.
 //
 // A variant belongs to one op: Options is that op's options type

@@ -1,7 +1,7 @@
 // Package kernels holds the operator kernels written against the npu
 // programming model, one file per operator (with its fault catalogue in
 // fault_<op>.go). Each op's KernelFunc is listed in the op's record in
-// package opdb, through which backend.Emulator finds it.
+// package opdb, through which emulator.Emulator finds it.
 package kernels
 
 import (
