@@ -17,9 +17,9 @@ import (
 // (sparse_compress) does to attention: per distribution and keep ratio,
 // the relative error of attention over the compressed cache against the
 // full one, for sparse_compress's importance selection and for the
-// per-query oracle, and the cache bytes saved. It is computed by the
-// report command (quality.AttentionQuality, float64, seeded), not read
-// from case results, so a merged report carries the same table.
+// per-query oracle, and the cache bytes saved. It is computed by
+// experiments.AttentionQuality (float64, seeded), not read from case
+// results, so a merged report carries the same table.
 type AttentionQuality struct{ Table *quality.Table }
 
 // Key implements Section.

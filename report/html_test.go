@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -14,28 +13,23 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/quality"
-	"github.com/npuverify/npuverify/tensor"
 )
 
 const evilID = `vector_add/<script>alert("x")</script>&`
 
 // htmlReport is cases(t), a case whose ID and error hold markup, the GEMM
-// precision table (small) and a section without an HTML method.
+// precision table, a section without an HTML method, and the
+// attention-quality and decoding sections. The attention table is
+// quality's (float64, linked by this package anyway); the precision and
+// decoding tables are fixtures, as computing them takes a backend.
 func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 	t.Helper()
 	r := New("npuverify <report>", cs)
 	r.Meta = map[string]string{"backend": "emulator", "profile": "<b>ascend910b</b>"}
-	cfg := PrecisionConfig{M: 32, K: 64, N: 16, Dists: []string{ops.DistUniform, ops.DistCancel}, Seed: 1}
-	tab, err := PrecisionModes(context.Background(), emulator.New(npu.Ascend910B()), tensor.Numerics{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.InsertAfter("summary", tab); err != nil {
+	if err := r.InsertAfter("summary", precisionFixture()); err != nil {
 		t.Fatal(err)
 	}
 	r.Add(precisionTable{rows: [][2]string{{"<i>mode</i>", "0.01"}}})
@@ -46,13 +40,7 @@ func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 		t.Fatal(err)
 	}
 	r.Add(&AttentionQuality{Table: qt})
-	dc := smallDecodingConfig()
-	dc.Lengths = []int{64, 128}
-	dt, err := IncrementalVsRecompute(context.Background(), npu.Ascend910B(), dc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Add(dt)
+	r.Add(decodingFixture())
 	return r
 }
 

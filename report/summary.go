@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/harness"
-	"github.com/npuverify/npuverify/opdb"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -47,7 +47,7 @@ type Cell struct {
 }
 
 // Matrix is the op × dtype/mode matrix: Ops are the rows (registered ops
-// in opdb order, then any other op present, sorted), Variants the columns
+// in ops.Names order, then any other op present, sorted), Variants the columns
 // (sorted), and Cells the non-empty cells, row by row.
 type Matrix struct {
 	Ops      []string `json:"ops"`
@@ -107,15 +107,17 @@ func matrixOf(cases []Case) *Matrix {
 	return m
 }
 
-// opsOf lists the ops of cases: registered ops in opdb order, then any
-// other (an op a newer binary wrote into merged JSON), sorted.
+// opsOf lists the ops of cases: registered ops in ops.Names order, then
+// any other (an op a newer binary wrote into merged JSON), sorted. The
+// contracts' registry, not opdb's, names them: opdb would link the
+// emulated kernels into the renderer.
 func opsOf(cases []Case) []string {
 	present := map[string]bool{}
 	for i := range cases {
 		present[cases[i].Op] = true
 	}
 	var out []string
-	for _, n := range opdb.Names() {
+	for _, n := range ops.Names() {
 		if present[n] {
 			out = append(out, n)
 			delete(present, n)

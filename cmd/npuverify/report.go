@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/npuverify/npuverify/backend/emulator"
+	"github.com/npuverify/npuverify/experiments"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/quality"
 	"github.com/npuverify/npuverify/report"
 )
 
@@ -21,13 +21,15 @@ const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision 
 // through the backend (as check does: the emulator is also held to the
 // stored bits and budgets); with --merge it renders the `check --json`
 // results named as arguments instead (e.g. the shards of one check run),
-// which gives the report the unsharded run would. The GEMM precision-mode
-// table is computed on the backend either way, and the attention-quality
-// table (float64) and the incremental-decoding comparison (the emulator's
-// cost model on the device profile) here too: none of them comes from
-// case results, so a merged report has them as the unsharded one does. Progress goes to stderr
-// when it is a terminal; the last line on stdout names the files written.
-// The exit code is check's: the report is written either way.
+// which gives the report the unsharded run would. The experiments (package
+// experiments) run here either way: the GEMM precision-mode table on the
+// backend, the attention-quality table (float64) and the
+// incremental-decoding comparison (the emulator's cost model on the device
+// profile). None of them comes from case results, so a merged report has
+// them as the unsharded one does; package report only renders what they
+// return. Progress goes to stderr when it is a terminal; the last line on
+// stdout names the files written. The exit code is check's: the report is
+// written either way.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	const where = "report"
 	fs := newFlagSet(where, reportSynopsis, stdout)
@@ -53,7 +55,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(where, "--format: %v", err)
 	}
-	pcfg := report.DefaultPrecisionConfig()
+	pcfg := experiments.DefaultPrecisionConfig()
 	if *precision != "off" {
 		if _, err := fmt.Sscanf(*precision, "%dx%dx%d", &pcfg.M, &pcfg.K, &pcfg.N); err != nil || pcfg.M <= 0 || pcfg.K <= 0 || pcfg.N <= 0 {
 			return usageErr(where, "--precision %q: want MxKxN with positive sizes, or off", *precision)
@@ -95,7 +97,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	rep := report.FromCases("npuverify report", res.Cases)
 	rep.Meta = res.Meta
 	if *precision != "off" {
-		tab, err := report.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
+		tab, err := experiments.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
 		if err != nil {
 			return harnessErr(where, err)
 		}
@@ -138,18 +140,17 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding bool) error {
 	after := "performance"
 	if attention {
-		tab, err := quality.AttentionQuality(quality.DefaultConfig())
+		s, err := experiments.AttentionQuality(experiments.DefaultAttentionConfig())
 		if err != nil {
 			return err
 		}
-		s := &report.AttentionQuality{Table: tab}
 		if err := rep.InsertAfter(after, s); err != nil {
 			return err
 		}
 		after = s.Key()
 	}
 	if decoding {
-		tab, err := report.IncrementalVsRecompute(context.Background(), prof, report.DefaultDecodingConfig())
+		tab, err := experiments.IncrementalVsRecompute(context.Background(), prof, experiments.DefaultDecodingConfig())
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package report
+package experiments
 
 import (
 	"bytes"
@@ -11,26 +11,25 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/report"
 	"github.com/npuverify/npuverify/tensor"
 )
 
 // smallDecodingConfig is a comparison small enough for a unit test.
-func smallDecodingConfig() DecodingConfig {
-	return DecodingConfig{B: 2, Hq: 4, Hkv: 2, D: 64, Lengths: []int{128, 256, 512, 1024}, Seed: 3}
+func smallDecodingConfig() report.DecodingConfig {
+	return report.DecodingConfig{B: 2, Hq: 4, Hkv: 2, D: 64, Lengths: []int{128, 256, 512, 1024}, Seed: 3}
 }
 
 // TestIncrementalBeatsRecompute holds the cost model to what incremental
-// decoding is for, on the report's configuration (seed 000 §3.3 reports
-// ~2.7× at 8K): at every context length one decode step costs fewer
-// modeled cycles than projecting K and V again for every token, and the
-// advantage grows with the context (the cost model is deterministic, so
-// these are exact comparisons, not statistics). On a small batch (2
-// sequences × 2 kv heads, D = 64) only the growth is required: there
-// kv_update, a few latency-bound DMAs per head on 2 cores, costs more than
-// the batched projections of up to 512 tokens, and incremental decoding
-// only draws level at 1K.
+// decoding is for, on the report's configuration: at every context length
+// one decode step costs fewer modeled cycles than projecting K and V again
+// for every token, and the advantage grows with the context (the cost
+// model is deterministic, so these are exact comparisons, not statistics).
+// On a small batch (2 sequences × 2 kv heads, D = 64) only the growth is
+// required: there kv_update, a few latency-bound DMAs per head on 2 cores,
+// can cost more than the batched projections of a short context.
 func TestIncrementalBeatsRecompute(t *testing.T) {
-	for _, cfg := range []DecodingConfig{DefaultDecodingConfig(), smallDecodingConfig()} {
+	for _, cfg := range []report.DecodingConfig{DefaultDecodingConfig(), smallDecodingConfig()} {
 		mustWin := cfg.D == DefaultDecodingConfig().D
 		if testing.Short() && mustWin {
 			continue
@@ -119,6 +118,10 @@ func TestDecodingCostIgnoresValues(t *testing.T) {
 	}
 }
 
+// TestDecodingDeterministicAndRendered: the table the command hands to
+// report is the same on every run (the report is compared byte for byte
+// across runs and merges), renders in every format, and a configuration
+// the study cannot run is a decoding-table error, not a table.
 func TestDecodingDeterministicAndRendered(t *testing.T) {
 	cfg := smallDecodingConfig()
 	cfg.Lengths = []int{64, 256}
@@ -129,7 +132,7 @@ func TestDecodingDeterministicAndRendered(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		r := &Report{Title: "t", Sections: []Section{tab}}
+		r := &report.Report{Title: "t", Sections: []report.Section{tab}}
 		if err := r.JSON(&b); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +152,7 @@ func TestDecodingDeterministicAndRendered(t *testing.T) {
 			t.Errorf("decoding seed %d: rendered report lacks %q", cfg.Seed, s)
 		}
 	}
-	for _, bad := range []DecodingConfig{{B: 1, Hq: 3, Hkv: 2, D: 64, Lengths: []int{8}}, {B: 1, Hq: 2, Hkv: 2, D: 64}, {B: 1, Hq: 2, Hkv: 2, D: 64, Lengths: []int{0}}} {
+	for _, bad := range []report.DecodingConfig{{B: 1, Hq: 3, Hkv: 2, D: 64, Lengths: []int{8}}, {B: 1, Hq: 2, Hkv: 2, D: 64}, {B: 1, Hq: 2, Hkv: 2, D: 64, Lengths: []int{0}}} {
 		if _, err := IncrementalVsRecompute(context.Background(), npu.Ascend910B(), bad); err == nil || !strings.HasPrefix(err.Error(), "decoding table: ") {
 			t.Errorf("decoding %+v: err %v / want a decoding table error", bad, err)
 		}

@@ -1,4 +1,4 @@
-package report
+package experiments
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/report"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -18,7 +19,7 @@ import (
 // its own bound, and the expected ordering of loss (fp32 loses least; fp16
 // accumulation loses more than fp32 accumulation on the same fp16 inputs).
 func TestPrecisionModes(t *testing.T) {
-	cfg := PrecisionConfig{M: 32, K: 512, N: 16, Dists: []string{ops.DistUniform, ops.DistCancel}, Seed: 3}
+	cfg := report.PrecisionConfig{M: 32, K: 512, N: 16, Dists: []string{ops.DistUniform, ops.DistCancel}, Seed: 3}
 	tab, err := PrecisionModes(context.Background(), emulator.New(npu.Ascend910B()), tensor.Numerics{}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func (s scribbler) Run(ctx context.Context, op string, p ops.Params, in map[stri
 // fails every row (the harness's inputs-unchanged check), although its
 // outputs are right.
 func TestPrecisionModesGoThroughTheHarness(t *testing.T) {
-	cfg := PrecisionConfig{M: 16, K: 32, N: 16, Dists: []string{ops.DistUniform}, Seed: 5}
+	cfg := report.PrecisionConfig{M: 16, K: 32, N: 16, Dists: []string{ops.DistUniform}, Seed: 5}
 	tab, err := PrecisionModes(context.Background(), scribbler{emulator.New(npu.Ascend910B())}, tensor.Numerics{}, cfg)
 	if err != nil {
 		t.Fatal(err)
