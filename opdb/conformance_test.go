@@ -17,22 +17,20 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
-	"github.com/npuverify/npuverify/suites"
 	"github.com/npuverify/npuverify/tensor"
 )
 
 // world is what the conformance check looks up outside an op's record:
-// the suites, the fuzz targets and the embedded golden store. The test of
+// the fuzz targets and the embedded golden store. The test of
 // the check itself swaps parts of it out.
 type world struct {
-	hasSpecs    func(op string) bool
 	fuzzTargets map[string]bool // FuzzXxx functions in package fuzz
 	golden      map[string]bool // "<op>/<name>" IDs in the embedded store
 }
 
 func realWorld(t *testing.T) world {
 	t.Helper()
-	w := world{hasSpecs: suites.HasSpecs, fuzzTargets: map[string]bool{}, golden: map[string]bool{}}
+	w := world{fuzzTargets: map[string]bool{}, golden: map[string]bool{}}
 	files, err := filepath.Glob(filepath.Join("..", "fuzz", "*_test.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("fuzz targets: no files in ../fuzz (%v)", err)
@@ -74,7 +72,7 @@ func takesTestingF(fn *ast.FuncDecl) bool {
 // (Expect on the op's first golden case gives every output of the
 // contract a reference and a bound per element), the emulated kernel
 // (which passes that case), golden cases (listed, and present in the
-// embedded store), a suite, a fault catalogue, valid variants and a fuzz
+// embedded store), samples, a fault catalogue, valid variants and a fuzz
 // target with seeds its decoder accepts.
 func checkLayers(info *opdb.Info, w world) []error {
 	var errs []error
@@ -110,8 +108,26 @@ func checkLayers(info *opdb.Info, w world) []error {
 		checkRun(info, *first, fail)
 	}
 
-	if w.hasSpecs == nil || !w.hasSpecs(name) {
-		fail("suite", "no UT specs in package suites (suites/%s.go)", name)
+	var samples []ops.Case
+	if info.Samples != nil {
+		samples = info.Samples()
+	}
+	if len(samples) == 0 {
+		fail("samples", "none listed (the suites run them on every backend)")
+	}
+	seen := map[string]bool{}
+	for _, c := range samples {
+		key := strings.Join(c.Labels, ",") + "|" + c.Name
+		switch {
+		case c.Op != name:
+			fail("samples", "sample %q is of op %q", c.Name, c.Op)
+		case c.Name == "" || seen[key]:
+			fail("samples", "sample %q: want a name unique within its labels", c.Name)
+		}
+		seen[key] = true
+		if _, err := info.Op.Validate(c.Params); err != nil {
+			fail("samples", "sample %q: %v", c.Name, err)
+		}
 	}
 	if len(info.Faults) == 0 {
 		fail("faults", "the fault catalogue is empty")
@@ -225,7 +241,8 @@ func TestConformanceCatchesEachMissingLayer(t *testing.T) {
 			{"kernel", func(i *opdb.Info, _ *world) { i.Kernel = nil }},
 			{"golden cases", func(i *opdb.Info, _ *world) { i.GoldenCases = nil }},
 			{"golden cases", func(i *opdb.Info, w *world) { w.golden = map[string]bool{} }},
-			{"suite", func(_ *opdb.Info, w *world) { w.hasSpecs = func(string) bool { return false } }},
+			{"samples", func(i *opdb.Info, _ *world) { i.Samples = nil }},
+			{"samples", func(i *opdb.Info, _ *world) { i.Samples = func() []ops.Case { return nil } }},
 			{"faults", func(i *opdb.Info, _ *world) { i.Faults = nil }},
 			{"variants", func(i *opdb.Info, _ *world) { i.Variants = nil }},
 			{"fuzz target", func(i *opdb.Info, _ *world) { i.FuzzTarget = "" }},

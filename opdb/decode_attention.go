@@ -14,6 +14,7 @@ var DecodeAttention = Register(&Info{
 	Faults:        kernels.DecodeAttentionFaults,
 	Variants:      decodeAttentionVariants,
 	GoldenCases:   decodeAttentionGolden,
+	Samples:       decodeAttentionSamples,
 	MutationCases: kvMutationCases("decode_attention"),
 	FuzzTarget:    "FuzzDecodeAttention",
 	// Header bytes: layout, cache dtype, b, s, h, d, l, bs, dist|group<<4, seed.

@@ -15,6 +15,7 @@ var GEMM = Register(&Info{
 	Faults:        kernels.GEMMFaults,
 	Variants:      gemmVariants,
 	GoldenCases:   gemmGolden,
+	Samples:       gemmSamples,
 	MutationCases: gemmMutationCases,
 	FuzzTarget:    "FuzzGEMM",
 	// Header bytes: mode, accumulate, alpha/beta pair, m, k, n, numerics;

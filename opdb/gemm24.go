@@ -15,6 +15,7 @@ var GEMM24 = Register(&Info{
 	Faults:        kernels.GEMM24Faults,
 	Variants:      gemm24Variants,
 	GoldenCases:   gemm24Golden,
+	Samples:       gemm24Samples,
 	MutationCases: gemm24MutationCases,
 	FuzzTarget:    "FuzzSparseGEMM24",
 	// Header bytes: mode, accumulate, m, k/4, n, numerics; then the meta

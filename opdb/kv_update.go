@@ -15,6 +15,7 @@ var KVUpdate = Register(&Info{
 	Faults:        kernels.KVUpdateFaults,
 	Variants:      kvUpdateVariants,
 	GoldenCases:   kvUpdateGolden,
+	Samples:       kvUpdateSamples,
 	MutationCases: kvMutationCases("kv_update"),
 	FuzzTarget:    "FuzzKVUpdate",
 	// Header bytes: layout, cache dtype, b, s, h, d, l, bs, dist, seed.

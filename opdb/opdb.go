@@ -40,6 +40,15 @@ type Info struct {
 	// or summation order) the default checks must accept: the false-alarm
 	// half of the mutation score. Each variant's Op is this op.
 	Variants []kernels.Variant
+	// Samples lists the op's sample cases, as OpInfo's sample_inputs_func
+	// does: the contract's dtypes or modes crossed with the sizes where a
+	// kernel changes behaviour and the input distributions, each named
+	// within its group and seeded. The suites run every sample on the
+	// backend under test (suites.DescribeOps), grouped by its "mode:" or
+	// "dtype:" label; a sample labelled LabelLong belongs to the long
+	// sweep. The facts they draw on (dtypes, edge sizes, shapes) are the
+	// ones the golden cases use, defined once in this package.
+	Samples func() []ops.Case
 	// GoldenCases lists the op's default golden cases, the embedded store
 	// under golden/cases/<op>/. Names are the case directories.
 	GoldenCases func() []ops.Case

@@ -16,6 +16,7 @@ var Sparse24Prune = Register(&Info{
 	Faults:        kernels.Sparse24PruneFaults,
 	Variants:      sparse24PruneVariants,
 	GoldenCases:   sparse24PruneGolden,
+	Samples:       sparse24PruneSamples,
 	MutationCases: sparse24PruneMutationCases,
 	FuzzTarget:    "FuzzSparse24Prune",
 	// Header bytes: m, k/4, cores, tile; then the fp16 bit patterns.

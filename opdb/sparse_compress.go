@@ -15,6 +15,7 @@ var SparseCompress = Register(&Info{
 	Faults:      kernels.SparseCompressFaults,
 	Variants:    sparseCompressVariants,
 	GoldenCases: sparseCompressGolden,
+	Samples:     sparseCompressSamples,
 	FuzzTarget:  "FuzzSparseCompress",
 	// Header bytes: h, l, d, keep_ratio step, sinks, variant; then k and v bits.
 	FuzzSeeds: [][]byte{

@@ -2,6 +2,7 @@ package opdb
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
@@ -16,6 +17,7 @@ var VectorAdd = Register(&Info{
 	Faults:        kernels.VectorAddFaults,
 	Variants:      vectorAddVariants,
 	GoldenCases:   vectorAddGolden,
+	Samples:       vectorAddSamples,
 	MutationCases: vectorAddMutationCases,
 	FuzzTarget:    "FuzzVectorAdd",
 	// Header bytes: dtype, n (2 bytes LE), cores, tile (2 bytes LE),
@@ -30,8 +32,6 @@ var VectorAdd = Register(&Info{
 	},
 	FuzzDecode: vectorAddFuzz,
 })
-
-var vectorAddDTypes = []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8}
 
 // vectorAddVariants are the valid vector_add kernels the default checks
 // must accept. vector_add has no reduction, so "another order" is another
@@ -70,6 +70,15 @@ type VectorAddSizes struct {
 	MultiTile int
 }
 
+// List returns every size of s: the edges, Tile and Pass each ±1, and a
+// full pass at the largest tile ±1 (MultiTile − 2 … MultiTile), in that
+// order. The UT samples run them all; the golden set stores the small
+// ones and keeps the large as recipes.
+func (s VectorAddSizes) List() []int {
+	return slices.Concat(s.Edge, []int{s.Tile - 1, s.Tile, s.Tile + 1, s.Pass - 1, s.Pass, s.Pass + 1,
+		s.MultiTile - 2, s.MultiTile - 1, s.MultiTile})
+}
+
 // NewVectorAddSizes computes the sizes for dtype d on prof.
 func NewVectorAddSizes(prof npu.Profile, d tensor.DType) (VectorAddSizes, error) {
 	s := VectorAddSizes{Edge: []int{0, 1, 15, 16, 17, 31, 32, 33, 127, 128, 129, 255, 256, 257}}
@@ -99,7 +108,7 @@ var saturate = tensor.Numerics{Overflow: tensor.OverflowSaturate}
 func vectorAddGolden() []ops.Case {
 	const op = "vector_add"
 	var out []ops.Case
-	for _, d := range vectorAddDTypes {
+	for _, d := range VectorAddDTypes() {
 		ds := d.String()
 		sz, err := NewVectorAddSizes(npu.Ascend910B(), d)
 		if err != nil {
@@ -164,7 +173,7 @@ var vectorAddRecipeSizes = map[tensor.DType][]int{
 func vectorAddMutationCases(prof npu.Profile) ([]ops.Case, error) {
 	const op = "vector_add"
 	var out []ops.Case
-	for _, d := range vectorAddDTypes {
+	for _, d := range VectorAddDTypes() {
 		sz, err := NewVectorAddSizes(prof, d)
 		if err != nil {
 			return nil, err
@@ -185,7 +194,8 @@ func vectorAddFuzz(data []byte) (FuzzInput, bool) {
 	if len(data) < 7 {
 		return FuzzInput{}, false
 	}
-	d := vectorAddDTypes[int(data[0])%len(vectorAddDTypes)]
+	dtypes := VectorAddDTypes()
+	d := dtypes[int(data[0])%len(dtypes)]
 	n := int(uint16(data[1])|uint16(data[2])<<8) % 5000
 	cores := 1 + int(data[3])%npu.Ascend910B().VectorCores
 	tile := int(uint16(data[4])|uint16(data[5])<<8) % 4096

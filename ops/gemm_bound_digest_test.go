@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -35,44 +36,18 @@ var gemmDigestProfiles = []tensor.Numerics{
 	{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
 }
 
-// gemmSuiteCases lists the cases of the gemm UT suite (suites.DescribeGEMM:
-// mode × shape × (alpha, beta) × distribution, blocked16 for uniform,
-// large shapes uniform and plain only), built the same way. The shapes and
-// scalars are repeated here because suites is not importable from a test
-// of ops without pulling in ginkgo; if the suite's table grows, add it here.
+// gemmSuiteCases lists the cases of the gemm UT suite: the samples of
+// gemm's record (opdb.Info.Samples), named as the digest file keys them.
 func gemmSuiteCases() []ops.Case {
-	shapes := [][3]int{
-		{1, 1, 1}, {1, 257, 1}, {33, 1, 17},
-		{15, 15, 15}, {16, 16, 16}, {17, 17, 17},
-		{31, 31, 31}, {32, 32, 32}, {33, 33, 33},
-		{7, 13, 11}, {37, 41, 43},
-		{4096, 16, 16}, {3, 4096, 5},
+	info, err := opdb.Lookup("gemm")
+	if err != nil {
+		panic(err) // gemm is registered by package opdb's init
 	}
-	scalars := [][2]string{{"1", "0"}, {"0.5", "0"}, {"1", "1"}, {"-1.5", "0.25"}}
 	var out []ops.Case
-	for _, mode := range ops.GEMMModes() {
-		for _, s := range shapes {
-			for _, ab := range scalars {
-				for _, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistCancel, ops.DistLarge, ops.DistSpecial} {
-					if s[0]*s[1]*s[2] > 1<<16 && (dist != ops.DistUniform || ab != scalars[0]) {
-						continue
-					}
-					accs := []string{ops.GEMMSequential}
-					if dist == ops.DistUniform {
-						accs = append(accs, ops.GEMMBlocked16)
-					}
-					for _, acc := range accs {
-						out = append(out, ops.Case{
-							Name:   fmt.Sprintf("%s_%dx%dx%d_a%s_b%s_%s_%s", mode.Name, s[0], s[1], s[2], ab[0], ab[1], dist, acc),
-							Op:     "gemm",
-							Params: ops.Params{"mode": mode.Name, "alpha": ab[0], "beta": ab[1], "accumulate": acc},
-							Dims:   map[string]int{"m": s[0], "k": s[1], "n": s[2]}, Dist: dist,
-							Seed: uint64(s[0]*1_000_000 + s[1]*1000 + s[2]),
-						})
-					}
-				}
-			}
-		}
+	for _, c := range info.Samples() {
+		p, d := c.Params, c.Dims
+		c.Name = fmt.Sprintf("%s_%dx%dx%d_a%s_b%s_%s_%s", p["mode"], d["m"], d["k"], d["n"], p["alpha"], p["beta"], c.Dist, p["accumulate"])
+		out = append(out, c)
 	}
 	return out
 }

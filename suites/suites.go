@@ -12,6 +12,9 @@ package suites
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -41,16 +44,25 @@ func runWithinBound(ctx context.Context, b backend.Backend, c ops.Case) *harness
 	return res
 }
 
-// caseName is a readable, unique spec and case name.
-func caseName(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+// LongEnv, set to anything, runs the long sweep: the samples labelled
+// opdb.LabelLong, which the default run skips.
+const LongEnv = "NPUVERIFY_LONG"
 
-// opSpecs maps an op to the declaration of its UT specs against a
-// backend; each op's suite file (suites/<op>.go) adds its own entry.
-var opSpecs = map[string]func(Backend) bool{}
+// skipUnlessLong skips the running spec unless LongEnv is set.
+func skipUnlessLong() {
+	if os.Getenv(LongEnv) == "" {
+		Skip("long sweep: set " + LongEnv + "=1")
+	}
+}
 
-// registerOp adds op's spec declaration; it is called once per op, from
-// the op's own file.
-func registerOp(op string, describe func(Backend) bool) bool {
+// opSpecs maps an op to the specs specific to it (properties a sample
+// table cannot state), declared inside the op's Describe; each op's file
+// (suites/<op>.go), where it has one, adds its entry.
+var opSpecs = map[string]func(Backend){}
+
+// registerOp adds op's own specs; it is called once per op, from the op's
+// own file.
+func registerOp(op string, describe func(Backend)) bool {
 	if _, dup := opSpecs[op]; dup {
 		panic("suites: duplicate specs for " + op)
 	}
@@ -58,25 +70,88 @@ func registerOp(op string, describe func(Backend) bool) bool {
 	return true
 }
 
-// HasSpecs reports whether op has UT specs in this package (the opdb
-// conformance test requires it of every registered op).
-func HasSpecs(op string) bool { _, ok := opSpecs[op]; return ok }
-
 // DescribeOps declares the UT specs of every op registered in opdb
-// against b, the way OpInfo's generic tests loop over op_db. An op
-// without specs gets one failing spec naming it, so the gap shows in the
-// suite run as well as in the conformance test.
+// against b, the way OpInfo's generic tests loop over op_db: every sample
+// of the op's record (opdb.Info.Samples) is within its bound on b, grouped
+// in a Context per "mode:" or "dtype:" label, the long sweep in a table of
+// its own; then the op's own specs, if it has any. An op without samples
+// gets one failing spec naming it, so the gap shows in the suite run as
+// well as in the conformance test. Aim the suites at a kernel that
+// implements some ops with Ginkgo's --label-filter (op:<name>, dtype:…).
 func DescribeOps(b Backend) bool {
-	for _, name := range opdb.Names() {
-		if describe, ok := opSpecs[name]; ok {
-			describe(b)
-			continue
-		}
+	for _, info := range opdb.All() {
+		name := info.Name()
 		Describe(name, Label("UT", "op:"+name), func() {
-			It("has UT specs", func() {
-				Fail(fmt.Sprintf("%s: no specs in package suites (add suites/%s.go)", name, name))
-			})
+			var samples []ops.Case
+			if info.Samples != nil {
+				samples = info.Samples()
+			}
+			if len(samples) == 0 {
+				It("has samples", func() {
+					Fail(fmt.Sprintf("%s: its record has no samples (opdb.Info.Samples)", name))
+				})
+			}
+			describeSamples(b, samples)
+			if own, ok := opSpecs[name]; ok {
+				own(b)
+			}
 		})
 	}
 	return true
+}
+
+// describeSamples declares one table per group of samples (in the order
+// the groups first appear) and one for the long sweep.
+func describeSamples(b Backend, samples []ops.Case) {
+	var order []string
+	groups := map[string][]TableEntry{}
+	labels := map[string][]string{}
+	var long []TableEntry
+	for _, c := range samples {
+		if slices.Contains(c.Labels, opdb.LabelLong) {
+			long = append(long, Entry(c.Name, c))
+			continue
+		}
+		g, ls := sampleGroup(c)
+		if _, seen := groups[g]; !seen {
+			order = append(order, g)
+			labels[g] = ls
+		}
+		groups[g] = append(groups[g], Entry(c.Name, c))
+	}
+	within := func(ctx context.Context, c ops.Case) { runWithinBound(ctx, b(), c) }
+	for _, g := range order {
+		if g == "" {
+			DescribeTable("is within bound", within, groups[g])
+			continue
+		}
+		Context(g, Label(labels[g]...), func() {
+			DescribeTable("is within bound", within, groups[g])
+		})
+	}
+	if len(long) > 0 {
+		DescribeTable("long sweep", Label("long"), func(ctx context.Context, c ops.Case) {
+			skipUnlessLong()
+			runWithinBound(ctx, b(), c)
+		}, long)
+	}
+}
+
+// sampleGroup returns the group a sample is reported under (the value of
+// its first "mode:" label, else of its first "dtype:" label, else "") and
+// the group's Ginkgo labels (every "mode:" and "dtype:" label).
+func sampleGroup(c ops.Case) (string, []string) {
+	var group string
+	var ls []string
+	for _, prefix := range []string{"mode:", "dtype:"} {
+		for _, l := range c.Labels {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				if group == "" {
+					group = v
+				}
+				ls = append(ls, l)
+			}
+		}
+	}
+	return group, ls
 }

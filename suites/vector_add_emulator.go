@@ -9,6 +9,7 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
+	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/suites/matchers"
 	"github.com/npuverify/npuverify/tensor"
@@ -31,7 +32,7 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 		}
 
 		Context("tiling", Label("UT"), func() {
-			for _, d := range VectorAddDTypes {
+			for _, d := range opdb.VectorAddDTypes() {
 				It("gives bit-identical results for every core count and tile size, "+d.String(), Label("dtype:"+d.String()), func(ctx context.Context) {
 					for _, n := range []int{0, 1, 33, 1000, 4097} {
 						c, in := gen(d, n, ops.DistSpecial, uint64(n))
@@ -64,11 +65,12 @@ func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
 				}
 			})
 
-			for _, d := range VectorAddDTypes {
-				sizes, err := VectorAddSizes(prof, d)
+			for _, d := range opdb.VectorAddDTypes() {
+				sz, err := opdb.NewVectorAddSizes(prof, d)
 				if err != nil {
 					panic(err)
 				}
+				sizes := sz.List()
 				It("moves exactly 3·N·itemsize GM bytes, "+d.String(), Label("dtype:"+d.String()), func(ctx context.Context) {
 					for _, n := range sizes {
 						c, in := gen(d, n, ops.DistUniform, 1)
