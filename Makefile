@@ -8,7 +8,7 @@ REPORT    ?= out/report
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora. Without go test's
 ## built-in vet pass: `make lint` runs go vet with every analyzer (a superset of that pass) and CI runs it
-## first; on a cold cache the duplicate pass took about 25 of 140 s.
+## first, so the pass would only repeat it.
 test:
 	$(GO) test -vet=off ./...
 

@@ -8,10 +8,11 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// Copied chunks. A kv_update stores its caches back with a few rows
-// written: tens of millions of elements its Expected describes as the
-// input copied (bound.NewUnchanged), which a correct kernel leaves bit
-// for bit (their positions past a sequence's length hold NaN). For a
+// Copied chunks. An output that stores a large input back with a few rows
+// written (a KV cache after an update) is mostly elements its Expected
+// describes as the input copied (bound.NewUnchanged), which a correct
+// kernel leaves bit for bit (some may be NaN, such as a cache's positions
+// past a sequence's length). Nothing here knows which op made them. For a
 // chunk of such elements whose got has the base's bits, chunkOf's sums
 // follow from the base alone:
 //
