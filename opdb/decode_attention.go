@@ -54,3 +54,33 @@ func decodeAttentionGolden() []ops.Case {
 	}
 	return append(out, kvRecipes(op)...)
 }
+
+// decodeAttentionSamples: every layout × head size × block size with
+// uniform inputs and grouped-query heads, peaked and special values per
+// layout, and a long sweep of long contexts.
+func decodeAttentionSamples() []ops.Case {
+	const op = "decode_attention"
+	var out []ops.Case
+	for _, p := range kvLayouts {
+		add := func(d, bs, hq, hkv int, dist string) {
+			out = append(out, sample(op, kvSampleName(p, "d=%d bs=%d gqa=(%d,%d) %s", d, bs, hq, hkv, dist), p.Clone(),
+				map[string]int{"b": 7, "s": 5, "hq": hq, "h": hkv, "d": d, "l": 3 * bs, "bs": bs}, dist, uint64(100*d+bs+hq)))
+		}
+		for _, d := range []int{64, 128} {
+			for _, bs := range []int{8, 16, 32} {
+				add(d, bs, 32, 4, ops.DistUniform)
+			}
+		}
+		add(16, 8, 4, 4, ops.DistPeaked)
+		add(16, 16, 6, 2, ops.DistSpecial)
+	}
+	for _, l := range []struct {
+		p                   ops.Params
+		d, bs, hq, hkv, len int
+	}{{kvLayouts[0], 80, 16, 40, 40, 200}, {kvLayouts[2], 128, 16, 64, 8, 400}, {kvLayouts[3], 256, 32, 32, 4, 300}, {kvLayouts[1], 128, 8, 32, 4, 1024}} {
+		out = append(out, sample(op, kvSampleName(l.p, "d=%d bs=%d gqa=(%d,%d) l=%d", l.d, l.bs, l.hq, l.hkv, l.len), l.p.Clone(),
+			map[string]int{"b": 30, "s": 24, "hq": l.hq, "h": l.hkv, "d": l.d, "l": l.len, "bs": l.bs},
+			ops.DistNormal, uint64(l.d*l.bs+l.hq+l.len), LabelLong))
+	}
+	return out
+}

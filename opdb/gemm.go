@@ -164,3 +164,46 @@ func gemmFuzz(data []byte) (FuzzInput, bool) {
 	}
 	return FuzzInput{Params: p, Inputs: in, Numerics: num}, true
 }
+
+// GEMMShapes are the M×K×N shapes gemm's samples cover: ones, the 16 and
+// 32 fractal edges ±1, shapes prime to every tile, and one long side.
+var GEMMShapes = [][3]int{
+	{1, 1, 1}, {1, 257, 1}, {33, 1, 17},
+	{15, 15, 15}, {16, 16, 16}, {17, 17, 17},
+	{31, 31, 31}, {32, 32, 32}, {33, 33, 33},
+	{7, 13, 11}, {37, 41, 43},
+	{4096, 16, 16}, {3, 4096, 5},
+}
+
+// gemmScalars are the (alpha, beta) pairs of gemm's samples.
+var gemmScalars = [][2]string{{"1", "0"}, {"0.5", "0"}, {"1", "1"}, {"-1.5", "0.25"}}
+
+// gemmSamples: every mode × shape × (alpha, beta) × distribution, with
+// the sequential accumulate model, and blocked16 for uniform inputs; the
+// large shapes with uniform values and alpha 1, beta 0 only.
+func gemmSamples() []ops.Case {
+	var out []ops.Case
+	for _, mode := range ops.GEMMModes() {
+		for _, s := range GEMMShapes {
+			for _, ab := range gemmScalars {
+				for _, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistCancel, ops.DistLarge, ops.DistSpecial} {
+					if s[0]*s[1]*s[2] > 1<<16 && (dist != ops.DistUniform || ab != gemmScalars[0]) {
+						continue
+					}
+					accs := []string{ops.GEMMSequential}
+					if dist == ops.DistUniform {
+						accs = append(accs, ops.GEMMBlocked16)
+					}
+					for _, acc := range accs {
+						out = append(out, sample("gemm",
+							fmt.Sprintf("%dx%dx%d alpha=%s beta=%s dist=%s accumulate=%s", s[0], s[1], s[2], ab[0], ab[1], dist, acc),
+							ops.Params{"mode": mode.Name, "alpha": ab[0], "beta": ab[1], "accumulate": acc},
+							map[string]int{"m": s[0], "k": s[1], "n": s[2]}, dist, uint64(s[0]*1_000_000+s[1]*1000+s[2]),
+							"mode:"+mode.Name, "dtype:"+mode.In.String()))
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -99,3 +99,25 @@ func gemm24Fuzz(data []byte) (FuzzInput, bool) {
 	}
 	return FuzzInput{Params: p, Inputs: in, Numerics: num}, true
 }
+
+// gemm24Samples: every mode × shape × N ∈ {1, 17} × distribution with
+// the sequential model, and blocked16 for uniform inputs.
+func gemm24Samples() []ops.Case {
+	var out []ops.Case
+	for _, mode := range []string{"fp16_fp32acc", "int8_int32acc"} {
+		for _, s := range Sparse24Shapes {
+			for _, n := range []int{1, 17} {
+				add := func(dist, acc string) {
+					out = append(out, sample("gemm24", fmt.Sprintf("%dx%dx%d dist=%s accumulate=%s", s[0], s[1], n, dist, acc),
+						ops.Params{"mode": mode, "accumulate": acc}, map[string]int{"m": s[0], "k": s[1], "n": n}, dist,
+						uint64(s[0]*1_000_000+s[1]*1000+n), "mode:"+mode))
+				}
+				for _, dist := range ops.GEMM24.Dists() {
+					add(dist, ops.GEMMSequential)
+				}
+				add(ops.DistUniform, ops.GEMMBlocked16)
+			}
+		}
+	}
+	return out
+}

@@ -163,3 +163,37 @@ func kvFuzz(op string) func([]byte) (FuzzInput, bool) {
 		return FuzzInput{Params: vp, Inputs: in}, true
 	}
 }
+
+// kvSampleName names a KV sample by its layout, cache dtype and sizes.
+func kvSampleName(p ops.Params, format string, args ...any) string {
+	return fmt.Sprintf("%s %s ", p["layout"], p["cache_dtype"]) + fmt.Sprintf(format, args...)
+}
+
+// kvUpdateSamples: every layout × head size × block size with uniform
+// inputs, special values per layout, and a long sweep of large caches
+// (many blocks, long batches).
+func kvUpdateSamples() []ops.Case {
+	const op = "kv_update"
+	var out []ops.Case
+	for _, p := range kvLayouts {
+		add := func(d, bs, s int, dist string) {
+			out = append(out, sample(op, kvSampleName(p, "d=%d bs=%d s=%d %s", d, bs, s, dist), p.Clone(),
+				map[string]int{"b": s + 2, "s": s, "h": 2, "d": d, "l": 4 * bs, "bs": bs}, dist, uint64(100*d+bs+s)))
+		}
+		for _, d := range []int{64, 128} {
+			for _, bs := range []int{8, 16, 32} {
+				add(d, bs, 6, ops.DistUniform)
+			}
+		}
+		add(16, 8, 9, ops.DistSpecial)
+	}
+	for _, l := range []struct {
+		p                ops.Params
+		d, bs, nb, batch int
+	}{{kvLayouts[2], 80, 16, 1100, 40}, {kvLayouts[3], 256, 32, 1024, 64}, {kvLayouts[0], 256, 8, 0, 60}, {kvLayouts[1], 80, 16, 0, 60}} {
+		out = append(out, sample(op, kvSampleName(l.p, "d=%d bs=%d nb=%d b=%d", l.d, l.bs, l.nb, l.batch), l.p.Clone(),
+			map[string]int{"b": l.batch, "s": l.batch - l.batch/4, "h": 2, "d": l.d, "l": 3 * l.bs, "bs": l.bs, "nb": l.nb},
+			ops.DistNormal, uint64(l.d*l.bs+l.nb), LabelLong))
+	}
+	return out
+}

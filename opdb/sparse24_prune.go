@@ -73,3 +73,20 @@ func sparse24PruneFuzz(data []byte) (FuzzInput, bool) {
 		Variant: &kernels.Variant{Name: "fuzz", Op: "sparse24_prune", Options: kernels.Sparse24PruneOptions{BlockDim: cores, TileGroups: tile}},
 	}, true
 }
+
+// Sparse24Shapes are the M×K shapes the sparse24_prune and gemm24 samples
+// cover (K a multiple of 4): empty K, one group, K off the 32 and 64
+// fractal edges, many rows.
+var Sparse24Shapes = [][2]int{{1, 0}, {1, 4}, {3, 8}, {16, 28}, {17, 36}, {33, 68}, {16, 128}, {64, 260}}
+
+// sparse24PruneSamples: every shape × distribution (selection is exact).
+func sparse24PruneSamples() []ops.Case {
+	var out []ops.Case
+	for _, s := range Sparse24Shapes {
+		for _, dist := range ops.Sparse24Prune.Dists() {
+			out = append(out, sample("sparse24_prune", fmt.Sprintf("%dx%d dist=%s", s[0], s[1], dist), ops.Params{},
+				map[string]int{"m": s[0], "k": s[1]}, dist, uint64(s[0]*1000+s[1])))
+		}
+	}
+	return out
+}

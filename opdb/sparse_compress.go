@@ -90,3 +90,19 @@ func sparseCompressFuzz(data []byte) (FuzzInput, bool) {
 	}
 	return in, true
 }
+
+// sparseCompressSamples: shapes from one head of no tokens to many heads
+// × keep ratios and sink counts × every distribution.
+func sparseCompressSamples() []ops.Case {
+	var out []ops.Case
+	for _, s := range [][3]int{{1, 0, 4}, {2, 1, 4}, {2, 5, 8}, {3, 33, 16}, {50, 9, 4}} {
+		for _, rs := range [][2]string{{"0.5", "2"}, {"1", "2"}, {"0.1", "4"}, {"0.3", "0"}} {
+			for _, dist := range ops.SparseCompress.Dists() {
+				out = append(out, sample("sparse_compress", fmt.Sprintf("%dx%dx%d keep_ratio=%s sinks=%s dist=%s", s[0], s[1], s[2], rs[0], rs[1], dist),
+					ops.Params{"keep_ratio": rs[0], "sinks": rs[1]}, map[string]int{"h": s[0], "l": s[1], "d": s[2]}, dist,
+					uint64(s[0]*10000+s[1]*100+s[2])))
+			}
+		}
+	}
+	return out
+}

@@ -211,3 +211,45 @@ func vectorAddFuzz(data []byte) (FuzzInput, bool) {
 		Variant:  &kernels.Variant{Name: "fuzz", Op: "vector_add", Options: kernels.VectorAddOptions{BlockDim: cores, TileElems: tile}},
 	}, true
 }
+
+// VectorAddDTypes are vector_add's dtypes, in the order its contract
+// lists them (the dtype parameter's values).
+func VectorAddDTypes() []tensor.DType {
+	var out []tensor.DType
+	for _, s := range ops.VectorAdd.ParamSpecs() {
+		if s.Name != "dtype" {
+			continue
+		}
+		for _, v := range s.Values {
+			d, err := tensor.ParseDType(v)
+			if err != nil {
+				panic(fmt.Sprintf("opdb: vector_add's contract lists dtype %q: %v", v, err)) // a contract invariant
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// vectorAddSamples: every dtype × every size of VectorAddSizes on the
+// default profile × every distribution (the sizes past 2^16 with uniform
+// values only: they test tiling, not values).
+func vectorAddSamples() []ops.Case {
+	var out []ops.Case
+	for _, d := range VectorAddDTypes() {
+		sz, err := NewVectorAddSizes(npu.Ascend910B(), d)
+		if err != nil {
+			panic(err) // the default profile's tiling is a package invariant
+		}
+		for _, n := range sz.List() {
+			for _, dist := range []string{ops.DistUniform, ops.DistNormal, ops.DistSpecial, ops.DistCancel, ops.DistLarge} {
+				if n > 1<<16 && dist != ops.DistUniform {
+					continue
+				}
+				out = append(out, sample("vector_add", fmt.Sprintf("n=%d dist=%s", n, dist), ops.Params{"dtype": d.String()},
+					map[string]int{"n": n}, dist, uint64(1000+n), "dtype:"+d.String()))
+			}
+		}
+	}
+	return out
+}
