@@ -138,7 +138,7 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 }
 
 // sparseCompressKeep is the host tiling's count of tokens kept per head,
-// keep = clamp(floor(L·keep_ratio), min(sinks, L), L) (DESIGN.md §5). The
+// keep = clamp(floor(L·keep_ratio), min(sinks, L), L) (docs/operators.md). The
 // product is non-negative (validation holds keep_ratio in (0, 1] and sinks
 // ≥ 0), so the conversion's truncation is the floor, as a C++ tiling's
 // static_cast would take it.
