@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -211,68 +210,28 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 		return nil, nil, fmt.Errorf("exec %s: not started: %w", argv0, err)
 	}
 	defer done()
-	op, err := ops.Lookup(opName)
+	cd, err := layoutCase(opName, p, in, e.opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	cf, err := e.caseFile(op, p, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	dir, err := e.makeDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if e.opt.Keep {
-			if err != nil {
-				err = fmt.Errorf("%w (case directory kept: %s)", err, safefile.Quote(dir))
-			}
-			return
-		}
-		removeAll(dir)
-	}()
-	sums, err := writeCase(dir, cf, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := e.command(ctx, dir)
+	defer cd.close(&err)
+	res, err := e.command(ctx, cd.path)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := res.failure(e.opt.Timeout); err != nil {
 		return nil, nil, err
 	}
-	// The outputs are read within the case's time limit (and the caller's
-	// deadline): a slow file system or a huge output cannot hold the
-	// harness past it.
-	deadline := res.start.Add(e.opt.Timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	fail := func(err error) error {
+	deadline := readDeadline(ctx, res.start, e.opt.Timeout)
+	out, meas, modified, err := cd.collect(ctx, deadline)
+	if err != nil {
 		if time.Now().After(deadline) {
 			err = fmt.Errorf("timed out after %s reading the outputs: %w", formatDuration(e.opt.Timeout), err)
 		}
-		return fmt.Errorf("exec %s: %w\n%s", argv0, err, res.quote())
+		return nil, nil, fmt.Errorf("exec %s: %w\n%s", argv0, err, res.quote())
 	}
-	out = make(map[string]*tensor.Tensor, len(cf.Outputs))
-	for _, o := range cf.Outputs {
-		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
-			return nil, nil, fail(fmt.Errorf("reading the outputs: %w", err))
-		}
-		t, err := readOutput(dir, o, deadline)
-		if err != nil {
-			return nil, nil, fail(err)
-		}
-		out[o.Name] = t
-	}
-	meas, err = readTiming(filepath.Join(dir, "out", "timing.json"), deadline)
-	if err != nil {
-		return nil, nil, fail(err)
-	}
-	if changed := modifiedInputs(dir, cf, in, sums, deadline); len(changed) > 0 {
-		return out, meas, fmt.Errorf("exec %s: %w", argv0, &InputsModifiedError{Inputs: changed})
+	if modified != nil {
+		return out, meas, fmt.Errorf("exec %s: %w", argv0, modified)
 	}
 	return out, meas, nil
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -56,8 +59,9 @@ type ExecTensor struct {
 	Shape []int        `json:"shape"`
 }
 
-// caseFile describes the case: inputs and outputs in contract order.
-func (e *Exec) caseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor) (*ExecCaseFile, error) {
+// newCaseFile describes the case: inputs and outputs in contract order,
+// to be stored under num.
+func newCaseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, num tensor.Numerics) (*ExecCaseFile, error) {
 	inSpecs, err := op.Inputs(p, in)
 	if err != nil {
 		return nil, err
@@ -67,7 +71,7 @@ func (e *Exec) caseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor) (
 		return nil, err
 	}
 	params := p.Clone()
-	cf := &ExecCaseFile{Version: ExecCaseVersion, Op: op.Name(), Params: params, Numerics: e.opt.Numerics,
+	cf := &ExecCaseFile{Version: ExecCaseVersion, Op: op.Name(), Params: params, Numerics: num,
 		Inputs: []ExecTensor{}, Outputs: []ExecTensor{}}
 	known := map[string]bool{}
 	for _, s := range inSpecs {
@@ -115,9 +119,98 @@ func safeName(s string) bool {
 	return true
 }
 
-// makeDir creates a fresh, absolute case directory.
-func (e *Exec) makeDir() (string, error) {
-	dir, err := os.MkdirTemp(e.opt.WorkDir, "npuverify-case-")
+// caseDir is one case laid out for a command, as the exec protocol has
+// it (Exec and Worker lay it out the same way): what was written, and
+// what is needed to read the outputs back and to tell whether the inputs
+// were written into.
+type caseDir struct {
+	path string // absolute
+	keep bool   // ExecOptions.Keep
+	cf   *ExecCaseFile
+	in   map[string]*tensor.Tensor
+	sums map[string][sha256.Size]byte
+}
+
+// layoutCase makes a fresh directory under opt.WorkDir and writes the case
+// into it: case.json (with opt.Numerics), the inputs and the empty out
+// directory. The caller must call close once the command is done with it.
+func layoutCase(opName string, p ops.Params, in map[string]*tensor.Tensor, opt ExecOptions) (_ *caseDir, err error) {
+	op, err := ops.Lookup(opName)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := newCaseFile(op, p, in, opt.Numerics)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := makeCaseDir(opt.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	cd := &caseDir{path: dir, keep: opt.Keep, cf: cf, in: in}
+	if cd.sums, err = writeCase(dir, cf, in); err != nil {
+		cd.close(&err)
+		return nil, err
+	}
+	return cd, nil
+}
+
+// close removes the directory, or, with ExecOptions.Keep, leaves it and
+// names it in *err when there is one.
+func (c *caseDir) close(err *error) {
+	if !c.keep {
+		removeAll(c.path)
+		return
+	}
+	if *err != nil {
+		*err = fmt.Errorf("%w (case directory kept: %s)", *err, safefile.Quote(c.path))
+	}
+}
+
+// collect reads back what the command wrote by deadline (readDeadline):
+// every output, held to its dtype and shape
+// with an element cap of the contract's size, and timing.json. modified
+// is an *InputsModifiedError when the command wrote into an input file,
+// nil otherwise; the outputs are returned with it, to be judged as well.
+// err, when not nil, says what the command failed to write; the caller
+// adds who the command was.
+func (c *caseDir) collect(ctx context.Context, deadline time.Time) (out map[string]*tensor.Tensor, meas *Measurement, modified, err error) {
+	out = make(map[string]*tensor.Tensor, len(c.cf.Outputs))
+	for _, o := range c.cf.Outputs {
+		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+			return nil, nil, nil, fmt.Errorf("reading the outputs: %w", err)
+		}
+		t, err := readOutput(c.path, o, deadline)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out[o.Name] = t
+	}
+	meas, err = readTiming(filepath.Join(c.path, "out", "timing.json"), deadline)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if changed := modifiedInputs(c.path, c.cf, c.in, c.sums, deadline); len(changed) > 0 {
+		return out, meas, &InputsModifiedError{Inputs: changed}, nil
+	}
+	return out, meas, nil, nil
+}
+
+// readDeadline is when the outputs of a case whose command started at
+// start must have been read: the case's time limit, or the caller's
+// deadline when earlier. A slow file system or a huge output cannot hold
+// the harness past it.
+func readDeadline(ctx context.Context, start time.Time, timeout time.Duration) time.Time {
+	deadline := start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline
+}
+
+// makeCaseDir creates a fresh, absolute case directory under workDir.
+func makeCaseDir(workDir string) (string, error) {
+	dir, err := os.MkdirTemp(workDir, "npuverify-case-")
 	if err != nil {
 		return "", fmt.Errorf("exec: making the case directory: %w", err)
 	}

@@ -33,103 +33,204 @@ type cmdResult struct {
 
 // command runs the command on dir and waits for it (or kills it).
 func (e *Exec) command(ctx context.Context, dir string) (*cmdResult, error) {
-	args := append(slices.Clone(e.argv[1:]), dir)
-	cmd := exec.Command(e.argv[0], args...)
 	marker := "NPUVERIFY_CASE=" + filepath.Join(dir, "case.json")
-	cmd.Env = append(os.Environ(), marker)
+	p, err := startProcess(procConfig{
+		argv:   append(slices.Clone(e.argv), dir),
+		env:    []string{marker},
+		marker: marker,
+		tail:   e.opt.MaxStderr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	res := &cmdResult{argv0: p.argv0, stderr: p.stderr, stdout: p.stdout, start: p.start}
+	timer := time.NewTimer(e.opt.Timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+	case <-timer.C:
+		res.timedOut = true
+		p.kill()
+		<-p.done
+	case <-ctx.Done():
+		res.canceled = context.Cause(ctx)
+		p.kill()
+		<-p.done
+	}
+	res.elapsed = time.Since(p.start)
+	res.state, res.waitErr = p.cmd.ProcessState, p.waitErr
+	p.finish()
+	return res, nil
+}
+
+// procConfig says how to start a process under containment.
+type procConfig struct {
+	argv []string
+	// env is added to the harness's environment; marker is the entry of
+	// it that identifies the process's orphans (contain_linux.go), unique
+	// to this process.
+	env    []string
+	marker string
+	// tail is how many bytes of stderr (and of stdout, when it is kept)
+	// are kept.
+	tail int
+	// stdin gives the process a pipe for its standard input (else
+	// /dev/null); process.stdin is its write end.
+	stdin bool
+	// stdout, when set, reads the process's standard output (in a
+	// goroutine of its own, until EOF or an error) instead of keeping its
+	// tail. It must return when its reader fails: finish closes it.
+	stdout func(io.Reader)
+}
+
+// process is a started command: the leader of a process group of its own,
+// its descendants followed (track), its standard error (and output,
+// unless procConfig.stdout reads it) kept as bounded tails. Exec runs one
+// per case; Worker keeps one per job slot across cases.
+type process struct {
+	cmd    *exec.Cmd
+	argv0  string // quoted, for messages
+	start  time.Time
+	stderr *tailBuffer
+	stdout *tailBuffer // nil when procConfig.stdout reads it
+	stdin  *os.File    // the write end of its stdin, when procConfig.stdin
+	tr     *tracker
+
+	// done is closed once the process has exited and is reaped; waitErr
+	// is then cmd.Wait's error.
+	done    chan struct{}
+	waitErr error
+
+	mu     sync.Mutex
+	reaped bool
+
+	copies sync.WaitGroup
+	pipes  []*os.File // the harness's read ends, closed by finish
+}
+
+// startProcess starts c.argv under containment and starts following it.
+// The caller must wait for done (killing it first, or not) and then call
+// finish.
+func startProcess(c procConfig) (*process, error) {
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Env = append(os.Environ(), c.env...)
 	setProcessGroup(cmd)
-	res := &cmdResult{argv0: safefile.Quote(e.argv[0]), stderr: newTailBuffer(e.opt.MaxStderr), stdout: newTailBuffer(e.opt.MaxStderr)}
+	p := &process{cmd: cmd, argv0: safefile.Quote(c.argv[0]), stderr: newTailBuffer(c.tail), done: make(chan struct{})}
 
 	// Own pipes rather than io.Writers on the Cmd: exec's copying goroutines
 	// would make Wait block until every process holding the pipes (e.g. a
 	// background child) exits; here the group is killed first.
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("exec %s: %w", res.argv0, err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		errR.Close()
-		errW.Close()
-		return nil, fmt.Errorf("exec %s: %w", res.argv0, err)
-	}
-	cmd.Stderr, cmd.Stdout = errW, outW
-	start := time.Now()
-	err = cmd.Start()
-	errW.Close()
-	outW.Close()
-	if err != nil {
-		errR.Close()
-		outR.Close()
-		return nil, fmt.Errorf("exec: starting command %q: %w", e.argv[0], err)
-	}
-	res.start = start
-	// Follow the command's descendants from now on; whatever of them is
-	// left is killed before Run returns (also when the command exits 0).
-	tr := track(cmd.Process.Pid, marker)
-	defer tr.stop()
-	var copies sync.WaitGroup
-	for _, c := range []struct {
-		r *os.File
-		w *tailBuffer
-	}{{errR, res.stderr}, {outR, res.stdout}} {
-		copies.Add(1)
-		go func() {
-			defer copies.Done()
-			io.Copy(c.w, c.r) // ends at EOF, or with an error when the reader is closed below
-		}()
-	}
-	// The group may be signalled only while its leader is unreaped: after
-	// that its id can be reused by an unrelated process.
-	var (
-		mu     sync.Mutex
-		reaped bool
-	)
-	kill := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !reaped {
-			tr.kill(func() { killProcessGroup(cmd.Process) })
+	var theirs []*os.File
+	closeAll := func() {
+		for _, f := range append(theirs, p.pipes...) {
+			f.Close()
+		}
+		if p.stdin != nil {
+			p.stdin.Close()
 		}
 	}
-	waited := make(chan error, 1)
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", p.argv0, err)
+		}
+		return r, w, nil
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.pipes, theirs = append(p.pipes, errR), append(theirs, errW)
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.pipes, theirs = append(p.pipes, outR), append(theirs, outW)
+	cmd.Stderr, cmd.Stdout = errW, outW
+	if c.stdin {
+		inR, inW, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		p.stdin, theirs = inW, append(theirs, inR)
+		cmd.Stdin = inR
+	}
+	p.start = time.Now()
+	err = cmd.Start()
+	for _, f := range theirs {
+		f.Close()
+	}
+	theirs = nil
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("starting command %q: %w", c.argv[0], err)
+	}
+	// Follow the command's descendants from now on; whatever of them is
+	// left is killed when it exits, is killed, or is finished.
+	p.tr = track(cmd.Process.Pid, c.marker)
+	p.read(func() { io.Copy(p.stderr, errR) }) // ends at EOF, or with an error when finish closes errR
+	if c.stdout != nil {
+		p.read(func() { c.stdout(outR) })
+	} else {
+		p.stdout = newTailBuffer(c.tail)
+		p.read(func() { io.Copy(p.stdout, outR) })
+	}
 	go func() {
-		waited <- waitAndReap(cmd, func() {
+		p.waitErr = waitAndReap(cmd, func() {
 			// The leader has exited but is not reaped yet: whatever it left
 			// running in its group goes too (it could still write into the
 			// case directory, and it holds the pipes).
-			mu.Lock()
-			defer mu.Unlock()
-			tr.kill(func() { killProcessGroup(cmd.Process) })
-			reaped = true
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.tr.kill(func() { killProcessGroup(cmd.Process) })
+			p.reaped = true
 		})
+		close(p.done)
 	}()
+	return p, nil
+}
 
-	timer := time.NewTimer(e.opt.Timeout)
-	defer timer.Stop()
-	select {
-	case res.waitErr = <-waited:
-	case <-timer.C:
-		res.timedOut = true
-		kill()
-		res.waitErr = <-waited
-	case <-ctx.Done():
-		res.canceled = context.Cause(ctx)
-		kill()
-		res.waitErr = <-waited
+// read runs f, a reader of one of the process's pipes, in a goroutine
+// that finish waits for.
+func (p *process) read(f func()) {
+	p.copies.Add(1)
+	go func() {
+		defer p.copies.Done()
+		f()
+	}()
+}
+
+// kill kills the process with everything it started (SIGKILL); done is
+// closed soon after. It does nothing once the process is reaped.
+func (p *process) kill() {
+	// The group may be signalled only while its leader is unreaped: after
+	// that its id can be reused by an unrelated process.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		p.tr.kill(func() { killProcessGroup(p.cmd.Process) })
 	}
-	res.elapsed = time.Since(start)
-	res.state = cmd.ProcessState
+}
+
+// finish, once done is closed, waits a little for the readers of stderr
+// and stdout to reach EOF (a process that escaped the group may hold the
+// pipes open), closes the pipes and stops following the process.
+func (p *process) finish() {
 	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
+	go func() { p.copies.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(reapDelay):
 	}
-	errR.Close()
-	outR.Close()
+	for _, f := range p.pipes {
+		f.Close()
+	}
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
 	<-drained
-	return res, nil
+	p.tr.stop()
 }
 
 // failure describes why the run failed, or returns nil after a clean exit 0.
