@@ -142,13 +142,19 @@ func (t *tailBuffer) Total() int64 {
 
 // Tail returns a copy of the last (at most max) bytes written.
 func (t *tailBuffer) Tail() []byte {
+	b, _ := t.snapshot()
+	return b
+}
+
+// snapshot returns Tail and Total as of one moment.
+func (t *tailBuffer) snapshot() ([]byte, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buf
 	if len(b) > t.max {
 		b = b[len(b)-t.max:]
 	}
-	return slices.Clone(b)
+	return slices.Clone(b), t.total
 }
 
 // Quote renders the last quoteLines lines (at most quoteBytes bytes) of
@@ -157,12 +163,20 @@ func (t *tailBuffer) Tail() []byte {
 // line or rewrite the terminal, so no quoted line can pass for one of the
 // harness), under a heading that says how much was written and how much
 // is shown.
-func (t *tailBuffer) Quote(name string) string {
-	total := t.Total()
-	if total == 0 {
+func (t *tailBuffer) Quote(name string) string { return t.QuoteSince(name, 0) }
+
+// QuoteSince is Quote of what was written after the first from bytes (a
+// Total taken earlier): a worker's stderr during one case, not what it
+// wrote for the cases before.
+func (t *tailBuffer) QuoteSince(name string, from int64) string {
+	tail, all := t.snapshot()
+	total := all - from
+	if total <= 0 {
 		return name + ": (empty)"
 	}
-	tail := t.Tail()
+	if int64(len(tail)) > total {
+		tail = tail[int64(len(tail))-total:]
+	}
 	b := bytes.TrimRight(tail, "\n")
 	trailing := len(tail) - len(b)
 	lines := 0

@@ -4,6 +4,7 @@
 #ifndef CKERNEL_H
 #define CKERNEL_H
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,7 +33,12 @@ typedef struct {
 
 extern const char *case_dir;
 
+/* die reports an error on stderr and exits with code; in worker mode
+ * (die_jump set) it puts the message in die_msg and jumps back to the
+ * request loop instead, which fails the case and serves the next. */
 _Noreturn void die(int code, const char *fmt, ...);
+extern jmp_buf *die_jump;
+extern char die_msg[1024];
 void parse_case(const char *path, casefile *c);
 int case_param(const casefile *c, const char *key, char *out, size_t n);
 void read_input(const casefile *c, const char *name, const char *descr, npy_array *a);
