@@ -147,9 +147,9 @@ func (e *Exec) WithNumerics(num tensor.Numerics) Backend {
 	return &c
 }
 
-// ErrClosed is the cause of the cancellation of the runs Close ends, and
-// the error of a Run started after Close.
-var ErrClosed = errors.New("exec backend closed")
+// ErrClosed is the cause of the cancellation of the runs Close ends (of an
+// Exec or a Worker), and the error of a Run started after Close.
+var ErrClosed = errors.New("backend closed")
 
 // liveRuns are the Runs in progress, for Close.
 type liveRuns struct {
@@ -188,7 +188,13 @@ func (l *liveRuns) start(ctx context.Context) (context.Context, func(), error) {
 // is interrupted. It is safe to call more than once and concurrently with
 // Run.
 func (e *Exec) Close() error {
-	l := e.live
+	e.live.close()
+	return nil
+}
+
+// close cancels every run with ErrClosed, waits until they have returned,
+// and makes every later start fail with ErrClosed.
+func (l *liveRuns) close() {
 	l.mu.Lock()
 	l.closed = true
 	for _, cancel := range l.cancel {
@@ -196,7 +202,6 @@ func (e *Exec) Close() error {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
-	return nil
 }
 
 // Run runs one case through the command; see Exec.

@@ -202,7 +202,3 @@ func (w *Worker) Run(ctx context.Context, opName string, p ops.Params, in map[st
 	}
 	return out, meas, nil
 }
-
-// ErrClosed is the cause of the cancellation of the runs Close ends (of an
-// Exec or a Worker), and the error of a Run started after Close.
-var ErrClosed = errors.New("backend closed")
