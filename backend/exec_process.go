@@ -94,6 +94,7 @@ type process struct {
 	stderr *tailBuffer
 	stdout *tailBuffer // nil when procConfig.stdout reads it
 	stdin  *os.File    // the write end of its stdin, when procConfig.stdin
+	errR   *os.File    // the read end of its stderr
 	tr     *tracker
 
 	// done is closed once the process has exited and is reaped; waitErr
@@ -141,7 +142,7 @@ func startProcess(c procConfig) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.pipes, theirs = append(p.pipes, errR), append(theirs, errW)
+	p.errR, p.pipes, theirs = errR, append(p.pipes, errR), append(theirs, errW)
 	outR, outW, err := pipe()
 	if err != nil {
 		return nil, err
