@@ -15,15 +15,21 @@ import (
 )
 
 // Open returns the backend spec s names: "emulator" (or "") for the
-// emulator on prof, or "exec:CMD ARGS" for an external command
-// (docs/exec-backend.md) with the given per-case timeout, told prof's
-// numerics.
+// emulator on prof, "exec:CMD ARGS" for an external command run once per
+// case, or "worker:CMD ARGS" for one kept running per job slot and handed
+// case after case (docs/exec-backend.md), either with the given per-case
+// timeout and told prof's numerics. The caller closes an exec or worker
+// backend (io.Closer) when done with it: a worker keeps running until
+// then.
 func Open(s string, prof npu.Profile, timeout time.Duration) (backend.Backend, error) {
+	opt := backend.ExecOptions{Timeout: timeout, Numerics: prof.Numerics}
 	switch {
 	case s == "" || s == "emulator":
 		return emulator.New(prof), nil
 	case strings.HasPrefix(s, "exec:"):
-		return backend.NewExec(strings.TrimPrefix(s, "exec:"), backend.ExecOptions{Timeout: timeout, Numerics: prof.Numerics})
+		return backend.NewExec(strings.TrimPrefix(s, "exec:"), opt)
+	case strings.HasPrefix(s, "worker:"):
+		return backend.NewWorker(strings.TrimPrefix(s, "worker:"), backend.WorkerOptions{ExecOptions: opt})
 	}
-	return nil, fmt.Errorf("backend %q: want emulator or exec:'CMD ARGS'", s)
+	return nil, fmt.Errorf("backend %q: want emulator, exec:'CMD ARGS' or worker:'CMD ARGS'", s)
 }

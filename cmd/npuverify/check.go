@@ -76,6 +76,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer closeBackend(b, stderr, where)
 	opt.Numerics, opt.Timeout = prof.Numerics, dev.caseTimeout(b)
 	if !recordingProfile(prof) {
 		opt.Exact, opt.NoBudgets = golden.ExactNever, true

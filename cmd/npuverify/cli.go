@@ -215,7 +215,7 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.backend, "backend", "emulator", "backend: emulator, or exec:'CMD ARGS' (an external kernel; see docs/exec-backend.md)")
+	fs.StringVar(&d.backend, "backend", "emulator", "backend: emulator, exec:'CMD ARGS' (an external kernel, run once per case) or worker:'CMD ARGS' (one kept running per job, a case per request); see docs/exec-backend.md")
 	fs.StringVar(&d.profile, "profile", "ascend910b", "device profile: a built-in name ("+strings.Join(npu.ProfileNames(), ", ")+") or a JSON file")
 	fs.DurationVar(&d.timeout, "timeout", 60*time.Second, "time limit per case")
 }
@@ -237,16 +237,31 @@ func (d *deviceFlags) build(where string) (npu.Profile, backend.Backend, error) 
 }
 
 // caseTimeout is the deadline the CLI puts on each case's context: the
-// --timeout for the emulator, none for an exec backend. The exec backend
-// times its command itself and reports "timed out after <--timeout>;
-// killed its process group"; a context deadline of the same length would
-// start earlier (before the case directory is written), fire first, and be
-// reported as the caller's deadline of some odd number of milliseconds.
+// --timeout for the emulator, none for an exec or worker backend. Those
+// time their command themselves and report "timed out after <--timeout>";
+// a context deadline of the same length would start earlier (before the
+// case directory is written), fire first, and be reported as the caller's
+// deadline of some odd number of milliseconds.
 func (d *deviceFlags) caseTimeout(b backend.Backend) time.Duration {
-	if _, ok := b.(*backend.Exec); ok {
+	switch b.(type) {
+	case *backend.Exec, *backend.Worker:
 		return 0
 	}
 	return d.timeout
+}
+
+// closeBackend closes b when it holds processes (an exec or worker
+// backend): a worker exits when its stdin closes, and is killed with what
+// it started when it does not. A worker that did not exit 0 is worth a
+// line on stderr, not a different exit code: every case was judged.
+func closeBackend(b backend.Backend, stderr io.Writer, where string) {
+	c, ok := b.(io.Closer)
+	if !ok {
+		return
+	}
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(stderr, "npuverify: %s: closing backend %s: %v\n", where, b.Name(), err)
+	}
 }
 
 // loadProfile resolves a built-in profile name or a JSON file path.

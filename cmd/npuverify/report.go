@@ -70,6 +70,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer closeBackend(b, stderr, where)
 	var res *report.Results
 	if *merge {
 		if res, err = readShards(pos); err != nil {

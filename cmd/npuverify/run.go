@@ -73,6 +73,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer closeBackend(b, stderr, where)
 
 	in := map[string]*tensor.Tensor{}
 	files := map[string]string{}

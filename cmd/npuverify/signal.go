@@ -44,8 +44,8 @@ type errInterrupted struct{ sig syscall.Signal }
 
 func (e errInterrupted) Error() string { return "interrupted by " + signalName(e.sig) }
 
-// catchSignals starts watching; b is closed on the first signal when it is
-// an exec backend. The caller must call stop.
+// catchSignals starts watching; b is closed on the first signal when it
+// holds processes (an exec or worker backend). The caller must call stop.
 func catchSignals(b backend.Backend, stderr io.Writer) *interrupt {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	it := &interrupt{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 2), done: make(chan struct{})}
@@ -68,8 +68,8 @@ func catchSignals(b backend.Backend, stderr io.Writer) *interrupt {
 					os.Exit(128 + int(sig))
 				}
 				it.cancel(errInterrupted{sig})
-				if e, ok := b.(*backend.Exec); ok {
-					go e.Close() // kills the kernels; Runs return and remove their directories
+				if c, ok := b.(io.Closer); ok {
+					go c.Close() // kills the kernels; Runs return and remove their directories
 				}
 			}
 		}
