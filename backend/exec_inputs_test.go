@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/ckernel"
 )
 
 // A kernel that writes into its input files passes every output check
@@ -15,7 +16,7 @@ import (
 // each input file after the run and the harness fails inputs-unchanged,
 // naming the tensor and what changed (docs/exec-backend.md).
 func TestExecInputsReadOnly(t *testing.T) {
-	ck := buildCKernel(t)
+	ck := ckernel.Build(t)
 	for _, c := range []struct {
 		script, input, want string
 	}{

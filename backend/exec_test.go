@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,43 +19,13 @@ import (
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/ckernel"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
 
 // ---- the C kernel ----
-
-// buildCKernel compiles testdata/ckernel with the system C compiler ($CC,
-// else cc, gcc or clang) into a temporary directory and returns the
-// binary's path. It skips the test only when no C compiler is found.
-func buildCKernel(tb testing.TB) string {
-	tb.Helper()
-	var cc string
-	for _, c := range []string{os.Getenv("CC"), "cc", "gcc", "clang"} {
-		if c == "" {
-			continue
-		}
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		tb.Skip("no C compiler found ($CC, cc, gcc or clang in PATH): cannot build the C kernel (testdata/ckernel) the exec backend tests run")
-	}
-	bin := filepath.Join(tb.TempDir(), "ckernel")
-	src := filepath.Join("testdata", "ckernel")
-	files, err := filepath.Glob(filepath.Join(src, "*.c"))
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("C kernel sources in %s: %v", src, err)
-	}
-	cmd := exec.Command(cc, append(append([]string{"-O2", "-std=c11", "-Wall", "-o", bin}, files...), "-lm")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building the C kernel with %s: %v\n%s", cc, err, out)
-	}
-	return bin
-}
 
 // quoteArg quotes s for SplitCommandLine.
 func quoteArg(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -117,7 +86,7 @@ func runCases(t *testing.T, b backend.Backend, cs []ops.Case, check func(*harnes
 // alpha/beta, numerics overrides passed through case.json, and the default
 // golden case set.
 func TestExecCKernel(t *testing.T) {
-	bin := buildCKernel(t)
+	bin := ckernel.Build(t)
 	b := newExec(t, quoteArg(bin), backend.ExecOptions{Timeout: 20 * time.Second})
 	var cases int
 	start := time.Now()
@@ -203,7 +172,7 @@ func TestExecCKernel(t *testing.T) {
 		var cs []ops.Case
 		skipped := 0
 		for _, c := range opdb.GoldenCases() {
-			if !ckernelSupports(c) {
+			if !ckernel.Supports(c) {
 				skipped++
 				continue
 			}
@@ -226,7 +195,7 @@ func TestExecCKernel(t *testing.T) {
 		ran := 0
 		for i := range results {
 			r := &results[i]
-			if !ckernelSupports(r.Case) {
+			if !ckernel.Supports(r.Case) {
 				continue
 			}
 			ran++
@@ -242,18 +211,6 @@ func TestExecCKernel(t *testing.T) {
 		t.Logf("%d cases through exec:ckernel in %s: %s per case (write inputs, run, read outputs, reference and bounds)",
 			cases, time.Since(start).Round(time.Millisecond), (time.Since(start) / time.Duration(cases)).Round(time.Microsecond))
 	}
-}
-
-// ckernelSupports reports whether the C kernel implements c's op and mode.
-func ckernelSupports(c ops.Case) bool {
-	switch c.Op {
-	case "vector_add":
-		return true
-	case "gemm":
-		m, ok := c.Params["mode"]
-		return !ok || m == "fp16_fp32acc"
-	}
-	return false
 }
 
 // ---- the protocol ----
@@ -466,7 +423,7 @@ func TestExecNumericsBackend(t *testing.T) {
 // process, wait, read and check the output (the harness's reference and
 // verification are not included).
 func BenchmarkExecVectorAdd(b *testing.B) {
-	bin := buildCKernel(b)
+	bin := ckernel.Build(b)
 	workDirs := []string{""} // the system's temporary directory
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		workDirs = append(workDirs, "/dev/shm")
