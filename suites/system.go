@@ -3,30 +3,55 @@ package suites
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/npuverify/npuverify/backend/emulator"
-	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/backend/backendtest"
 )
 
-// DescribeGolden declares the ST specs that run every embedded golden case
-// through the backend: the emulator is held to the stored bits and budgets,
-// any other backend to each case's accuracy policy (golden.Check decides).
+// DescribeGolden declares the ST spec that puts the backend under the
+// conformance suite of package backendtest, the one body
+// backendtest.TestBackend runs under plain go test: the embedded golden
+// cases (the emulator held to the stored bits and budgets, any other
+// backend to each case's accuracy policy), the properties every correct
+// implementation satisfies, the same bits from every run, serial or
+// concurrent, and clean errors for calls a backend cannot serve. Every
+// failure is reported, each with the subtest TestBackend would report it
+// in.
 func DescribeGolden(b Backend) bool {
-	return Describe("golden set", Label("ST"), func() {
-		It("passes every embedded case", func(ctx context.Context) {
-			results, err := golden.Check(ctx, golden.Embedded().WithRecorder(emulator.Recorder()), b(), golden.CheckOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(results).NotTo(BeEmpty(), "the embedded golden set is empty")
-			for _, r := range results {
-				Expect(r.Pass()).To(BeTrue(), "%s", r.Failure())
+	return Describe("conformance (backendtest)", Label("ST"), func() {
+		It("passes the golden set, the properties and the robustness checks", func(ctx context.Context) {
+			var opts []backendtest.Option
+			if testing.Short() {
+				opts = append(opts, backendtest.Short())
+			}
+			if errs := backendtest.Check(ctx, b(), opts...); len(errs) > 0 {
+				Fail(conformanceFailures(errs))
 			}
 		})
 	})
+}
+
+// conformanceFailures renders the failures of backendtest.Check, each as
+// TestBackend reports it, under the subtest it reports it in.
+func conformanceFailures(errs []error) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%d conformance failures:\n", len(errs))
+	for _, err := range errs {
+		var e *backendtest.Error
+		if errors.As(err, &e) {
+			fmt.Fprintf(&s, "\n--- %s\n", e.Test)
+		}
+		fmt.Fprintf(&s, "%v\n", err)
+	}
+	return s.String()
 }
 
 // DescribeCLI declares the ST specs that build the npuverify binary and
