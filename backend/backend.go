@@ -1,8 +1,9 @@
 // Package backend defines how an implementation of the operators is put
 // under test: the Backend interface and the Measurement every backend
 // reports in the same terms. The emulator (package backend/emulator) is
-// one implementation; an external command (Exec, in this package) is
-// another. Suites, the golden checker and the CLI take a Backend, so the
+// one implementation; an external command is another, run once per case
+// (Exec, in this package) or kept running and handed case after case
+// (Worker). Suites, the golden checker and the CLI take a Backend, so the
 // same checks run against any implementation, and this package links no
 // implementation's internals: a kernel behind exec is judged by a core
 // that knows nothing of the emulated device.
