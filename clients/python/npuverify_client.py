@@ -120,7 +120,7 @@ def f32_to_bf16(x):
     if a.dtype != np.float32:
         raise TypeError("f32_to_bf16: want float32 values, got %s (rounding a float64 through "
                         "float32 first can round twice)" % a.dtype)
-    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
+    u = np.asarray(a, order="C").view(np.uint32).astype(np.uint64)
     r = ((u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)).astype(np.uint16)
     nan = np.isnan(a)
     if nan.any():
@@ -348,6 +348,8 @@ class Case(object):
             if s.name not in result:
                 raise CaseError("%s: the function returned no output %r (want %s)" % (self.op, s.name, s.describe()))
             a = result[s.name]
+            if isinstance(a, np.generic):  # a numpy scalar: a 0-d array of its dtype
+                a = np.asarray(a)
             if not isinstance(a, np.ndarray):
                 raise CaseError("%s: output %r is a %s, want a numpy array %s"
                                 % (self.op, s.name, type(a).__name__, s.describe()))
@@ -361,7 +363,7 @@ class Case(object):
                 raise CaseError("%s: output %r is %s%s, case.json wants %s, a numpy %s array of shape %s%s"
                                 % (self.op, s.name, a.dtype, list(a.shape), s.describe(), s.storage.name,
                                    list(s.shape), hint))
-            out[s.name] = np.ascontiguousarray(a, dtype=s.storage)
+            out[s.name] = np.asarray(a, dtype=s.storage, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
         return out
 
     def write_outputs(self, arrays):

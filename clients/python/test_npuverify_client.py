@@ -93,6 +93,14 @@ class OutputChecks(TempDirTest):
         self.assertIn("want a numpy array fp16[5]", self.run_returning({"z": [0.0] * 5}))
         self.assertIn("want a dict of numpy arrays", self.run_returning(None))
 
+    def test_numpy_scalar_for_shape_empty(self):
+        d = make_case(self.root, op="sum", outputs={"s": ("fp32", ())})
+        drv = nv.Driver()
+        drv.register("sum", lambda p, i: {"s": np.float32(2.5)})
+        drv.run_case(d)
+        s = np.load(os.path.join(d, "out", "s.npy"))
+        self.assertEqual((s.dtype.str, s.shape, float(s)), ("<f4", (), 2.5))
+
     def test_input_mismatch(self):
         d = add_case(self.root)
         np.save(os.path.join(d, "y.npy"), np.zeros(5, np.float32))
