@@ -132,6 +132,21 @@ func randomBits(t *tensor.Tensor, lo, hi int, rng *rand.Rand) {
 	}
 }
 
+// differences counts the elements of got that are not sameValue as the
+// same element of want, and returns the first (−1 when none).
+func differences(got, want *tensor.Tensor) (first, n int) {
+	first = -1
+	for i := range got.Len() {
+		if !sameValue(got, want, i, i) {
+			n++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	return first, n
+}
+
 // sameValue is bit equality, except that any two NaNs are equal: NaN
 // payloads are no part of any contract.
 func sameValue(a, b *tensor.Tensor, i, j int) bool {
@@ -187,15 +202,7 @@ func commutes(ctx context.Context, t reporter, b backend.Backend, c ops.Case, x,
 		return
 	}
 	zxy, zyx := xy["z"], yx["z"]
-	first, n := -1, 0
-	for i := range zxy.Len() {
-		if !sameValue(zyx, zxy, i, i) {
-			n++
-			if first < 0 {
-				first = i
-			}
-		}
-	}
+	first, n := differences(zyx, zxy)
 	if n > 0 {
 		t.Errorf("%s: y+x differs from x+y in %d of %d elements, first z[%d] for x = %s, y = %s: got %s, want %s",
 			harness.Subject(c), n, zxy.Len(), first, value(x, first), value(y, first), value(zyx, first), value(zxy, first))
@@ -321,15 +328,7 @@ func unreadUnused(ctx context.Context, t reporter, b backend.Backend, c ops.Case
 		return
 	}
 	g, want := got["out"], base.Outputs["out"]
-	first, n := -1, 0
-	for i := range g.Len() {
-		if !sameValue(g, want, i, i) {
-			n++
-			if first < 0 {
-				first = i
-			}
-		}
-	}
+	first, n := differences(g, want)
 	if n > 0 {
 		hq, d := g.Shape[1], g.Shape[2]
 		t.Errorf("%s: with the %d cache rows no sequence reads set to random bits, output \"out\" differs in %d of %d elements, first element %d (batch %d, head %d, element %d): got %s, want %s",

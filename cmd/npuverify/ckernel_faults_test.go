@@ -1,44 +1,12 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-// buildFaultyCKernel compiles the independent C kernel
-// (backend/testdata/ckernel) with the system C compiler ($CC, else cc,
-// gcc or clang) and returns the binary's path; it skips the test only
-// when there is no C compiler. One binary serves every fault: the fault is
-// chosen per run by NPUVERIFY_CKERNEL_FAULT (case.c).
-func buildFaultyCKernel(t *testing.T) string {
-	t.Helper()
-	var cc string
-	for _, c := range []string{os.Getenv("CC"), "cc", "gcc", "clang"} {
-		if c == "" {
-			continue
-		}
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		t.Skip("no C compiler found ($CC, cc, gcc or clang in PATH): cannot build the C kernel")
-	}
-	files, err := filepath.Glob(filepath.Join("..", "..", "backend", "testdata", "ckernel", "*.c"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("C kernel sources: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ckernel")
-	if out, err := exec.Command(cc, append(append([]string{"-O2", "-std=c11", "-Wall", "-o", bin}, files...), "-lm")...).CombinedOutput(); err != nil {
-		t.Fatalf("building the C kernel with %s: %v\n%s", cc, err, out)
-	}
-	return bin
-}
+	"github.com/npuverify/npuverify/internal/ckernel"
+)
 
 // failureOf returns the failure report of case id ("<op>/<name>") from
 // check's stdout: the block under "Failures:" whose first line ends in
@@ -75,7 +43,7 @@ func TestCKernelFaultsFailDefaultCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the C kernel and checks large recipes")
 	}
-	bin := buildFaultyCKernel(t)
+	bin := ckernel.Build(t) // one binary serves every fault, chosen per run by ckernel.FaultEnv
 	type want struct {
 		id   string   // the case that must fail
 		subs []string // what its failure report must say
