@@ -70,19 +70,20 @@ func (decodeAttention) Doc() string {
 }
 
 func (decodeAttention) ParamSpecs() []ParamSpec {
-	return append(kvParamSpecs(), ParamSpec{Name: "scale", Doc: "score scale σ (positive; default 1/√D), rounded to fp32"})
+	return append(kvParamSpecs(), ParamSpec{Name: "scale", Doc: "score scale σ (positive; default 1/√D), rounded to fp32",
+		Examples: []string{"1", "0.125", "0.0883883476", "0.01", "2", "10", "1e-6"}})
 }
 
 func (decodeAttention) DimSpecs() []DimSpec {
 	return []DimSpec{
 		{Name: "b", Doc: "batch entries (every fourth is padding)"},
 		{Name: "s", Doc: "sequences S in the cache"},
-		{Name: "hq", Doc: "query heads Hq (a multiple of h)"},
-		{Name: "h", Doc: "kv heads Hkv"},
-		{Name: "d", Doc: "head size D"},
-		{Name: "l", Doc: "positions per sequence L (paged: rounded up to a multiple of bs)"},
-		{Name: "bs", Doc: "paged: positions per block BS"},
-		{Name: "nb", Doc: "paged: physical blocks NB (default S·MB + 2)"},
+		{Name: "hq", Doc: "query heads Hq (a multiple of h)", Min: 1, MultipleOf: "h"},
+		{Name: "h", Doc: "kv heads Hkv", Min: 1},
+		{Name: "d", Doc: "head size D", Min: 1},
+		{Name: "l", Doc: "positions per sequence L (paged: rounded up to a multiple of bs)", Min: 1},
+		{Name: "bs", Doc: "paged: positions per block BS", Min: 1, Optional: true},
+		{Name: "nb", Doc: "paged: physical blocks NB (default S·MB + 2)", Optional: true},
 	}
 }
 

@@ -222,8 +222,10 @@ func (gemm) ParamSpecs() []ParamSpec {
 	return []ParamSpec{
 		{Name: "mode", Default: gemmDefaultMode, Values: names,
 			Doc: "precision (in/acc/out): fp32 fp32/fp32/fp32, fp16_fp32acc fp16/fp32/fp16, fp16 fp16/fp16/fp16, bf16_fp32acc bf16/fp32/bf16, int8_int32acc int8/int32/fp16 with fp32 scale_a, scale_b"},
-		{Name: "alpha", Default: "1", Doc: "finite scalar multiplying A·B (rounded to the epilogue format)"},
-		{Name: "beta", Default: "0", Doc: "finite scalar multiplying C; c is required iff beta ≠ 0 and not read when beta = 0"},
+		{Name: "alpha", Default: "1", Doc: "finite scalar multiplying A·B (rounded to the epilogue format)",
+			Examples: []string{"0", "-1", "0.5", "2", "0.1", "-3.75", "1e-4", "1000", "65504"}},
+		{Name: "beta", Default: "0", Doc: "finite scalar multiplying C; c is required iff beta ≠ 0 and not read when beta = 0",
+			Examples: []string{"1", "-1", "0.5", "0.1", "2", "-0.25", "1e-4", "1000"}},
 		{Name: "accumulate", Default: GEMMSequential, Values: []string{GEMMSequential, GEMMBlocked16},
 			Doc: "sequential: acc ← RN(acc + a_k·b_k), k ascending; blocked16: acc ← RN(acc + exact 16-wide block sum)"},
 	}

@@ -63,7 +63,7 @@ func (gemm24) ParamSpecs() []ParamSpec {
 func (gemm24) DimSpecs() []DimSpec {
 	return []DimSpec{
 		{Name: "m", Doc: "rows of a and out"},
-		{Name: "k", Doc: "dense columns of a, rows of b (a multiple of 4)"},
+		{Name: "k", Doc: "dense columns of a, rows of b (a multiple of 4)", Multiple: 4},
 		{Name: "n", Doc: "columns of b and out"},
 	}
 }

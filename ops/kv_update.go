@@ -49,10 +49,10 @@ func (kvUpdate) DimSpecs() []DimSpec {
 		{Name: "b", Doc: "batch entries (every fourth is padding)"},
 		{Name: "s", Doc: "sequences S in the cache"},
 		{Name: "h", Doc: "heads H"},
-		{Name: "d", Doc: "head size D"},
-		{Name: "l", Doc: "positions per sequence L (paged: rounded up to a multiple of bs)"},
-		{Name: "bs", Doc: "paged: positions per block BS"},
-		{Name: "nb", Doc: "paged: physical blocks NB (default S·MB + 2)"},
+		{Name: "d", Doc: "head size D", Min: 1},
+		{Name: "l", Doc: "positions per sequence L (paged: rounded up to a multiple of bs)", Min: 1},
+		{Name: "bs", Doc: "paged: positions per block BS", Min: 1, Optional: true},
+		{Name: "nb", Doc: "paged: physical blocks NB (default S·MB + 2)", Optional: true},
 	}
 }
 

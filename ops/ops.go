@@ -52,13 +52,32 @@ type ParamSpec struct {
 	Default string   // "" when the parameter has no default
 	Values  []string // the allowed values; nil for free-form (numbers)
 	Doc     string
+	// Examples are legal values of a free-form parameter worth testing
+	// (zero, one, negative, extreme, inexact in binary...), for generators
+	// that cannot enumerate Values (npuverify explore). Nil when Values is
+	// set.
+	Examples []string
 }
 
 // DimSpec documents one size used by input generation (e.g. "n" for
-// vector_add, "m", "k", "n" for gemm).
+// vector_add, "m", "k", "n" for gemm), with the constraints Generate holds
+// it to, so that a generator (npuverify explore) draws legal sizes from
+// the contract instead of knowing each op. Relations the fields cannot say
+// (e.g. paged nb ≥ S·MB) remain Generate's errors.
 type DimSpec struct {
 	Name string
 	Doc  string
+	// Min is the smallest legal value (0: any non-negative value).
+	Min int
+	// Multiple, when above 1, is a number the value must be a multiple of
+	// (gemm24's and sparse24_prune's k: 4).
+	Multiple int
+	// MultipleOf names another dim the value must be a multiple of
+	// (decode_attention's hq of h); "" for none.
+	MultipleOf string
+	// Optional says Generate works without the dim: it has a default, or
+	// only some params use it (the paged cache's bs and nb).
+	Optional bool
 }
 
 // TensorSpec is one input or output of the contract.

@@ -64,7 +64,7 @@ func (sparse24Prune) Doc() string {
 func (sparse24Prune) ParamSpecs() []ParamSpec { return nil }
 
 func (sparse24Prune) DimSpecs() []DimSpec {
-	return []DimSpec{{Name: "m", Doc: "rows of w"}, {Name: "k", Doc: "columns of w, a multiple of 4"}}
+	return []DimSpec{{Name: "m", Doc: "rows of w"}, {Name: "k", Doc: "columns of w, a multiple of 4", Multiple: 4}}
 }
 
 // Dists: uniform, normal, special and large fill w element-wise; ties

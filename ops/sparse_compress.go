@@ -69,8 +69,10 @@ func (sparseCompress) Doc() string {
 
 func (sparseCompress) ParamSpecs() []ParamSpec {
 	return []ParamSpec{
-		{Name: "keep_ratio", Default: "0.5", Doc: "fraction of tokens kept, in (0, 1]"},
-		{Name: "sinks", Default: "2", Doc: "leading tokens always kept (attention sinks), ≥ 0"},
+		{Name: "keep_ratio", Default: "0.5", Doc: "fraction of tokens kept, in (0, 1]",
+			Examples: []string{"1", "0.25", "0.1", "0.3333", "0.75", "0.999", "0.001"}},
+		{Name: "sinks", Default: "2", Doc: "leading tokens always kept (attention sinks), ≥ 0",
+			Examples: []string{"0", "1", "3", "16", "17", "1000"}},
 	}
 }
 
