@@ -25,7 +25,9 @@ var KVUpdate = Register(kvUpdate{})
 // sequence and zeros for padding. Layouts and the int8 cache: ops/kvcache.go
 // and docs/operators.md. int8 rows are quantised from the fp16 new_k row v:
 // scale = RN32(max|v|/127), q = clamp(round(RN32(v/scale)), ±127) with the
-// profile's int8 rounding (all-zero row: scale 0, q 0).
+// profile's int8 rounding (all-zero row: scale 0, q 0); where the exact
+// quotient v/scale rounds to another code (a double-rounding tie: RN32
+// lands on k+½, the exact quotient does not), that code is accepted too.
 //
 // Judged: new_k, new_v and fp16 cache rows within γ_D(u32)·S plus the fp16
 // output rounding (S = Σ|x_i·w_ij|), int8 codes and scales within what
@@ -33,7 +35,10 @@ var KVUpdate = Register(kvUpdate{})
 // (CheckOutputs): every cache element and scale not written is
 // bit-identical to its input; a written fp16 row equals new_k bit for
 // bit; a written int8 row is exactly the quantisation of the kernel's own
-// new_k row (the contract fixes those bits).
+// new_k row (the contract fixes those bits, but for the double-rounding
+// tie, where either code is accepted). The int8 codes' bound (Expect)
+// is at least ½ + 127·4·u32 around the real quotient, so it admits both
+// codes of a double-rounding tie as well.
 type kvUpdate struct{}
 
 func (kvUpdate) Name() string { return "kv_update" }

@@ -19,7 +19,9 @@ const (
 	// bit for bit.
 	CheckCacheMatchesNew = "cache-matches-new"
 	// CheckInt8Exact: a written int8 row and its scale are exactly the
-	// contract's quantisation of the kernel's own fp16 new_k (new_v) row.
+	// contract's quantisation of the kernel's own fp16 new_k (new_v) row;
+	// at a double-rounding tie (reference.QuantizeRowTies) the codes of
+	// the RN32 and of the exact quotient are both that quantisation.
 	CheckInt8Exact = "int8-quantisation-exact"
 )
 
@@ -72,7 +74,7 @@ func (op kvUpdate) CheckOutputs(p Params, in, out map[string]*tensor.Tensor, num
 				for i := range row {
 					row[i] = nk.Float64(src + i)
 				}
-				q, s := reference.QuantizeRow(row, round)
+				q, alt, s := reference.QuantizeRowTies(row, round)
 				gs := out[kv.scale].Float64(w.Row*g.H + h)
 				if gs != s {
 					vs = append(vs, Violation{Output: kv.scale, Check: CheckInt8Exact,
@@ -80,9 +82,13 @@ func (op kvUpdate) CheckOutputs(p Params, in, out map[string]*tensor.Tensor, num
 					break rows
 				}
 				for i := range g.D {
-					if gq := cache.Float64(dst + i); gq != q[i] {
+					if gq := cache.Float64(dst + i); gq != q[i] && gq != alt[i] {
+						want := fmt.Sprintf("%g = round(RN32(%s/scale))", q[i], kv.newName)
+						if alt[i] != q[i] {
+							want = fmt.Sprintf("%g = round(RN32(%s/scale)) or %g = round(%s/scale) (a double-rounding tie)", q[i], kv.newName, alt[i], kv.newName)
+						}
 						vs = append(vs, Violation{Output: kv.cache, Check: CheckInt8Exact,
-							Reason: fmt.Sprintf("%s row %d head %d element %d (seq %d pos %d): got %g, want %g = round(%s/scale)", kv.cache, w.Row, h, i, w.Seq, w.Pos, gq, q[i], kv.newName)})
+							Reason: fmt.Sprintf("%s row %d head %d element %d (seq %d pos %d): got %g, want %s", kv.cache, w.Row, h, i, w.Seq, w.Pos, gq, want)})
 						break rows
 					}
 				}
