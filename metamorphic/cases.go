@@ -1,0 +1,78 @@
+package metamorphic
+
+import (
+	"github.com/npuverify/npuverify/ops"
+)
+
+// Cases returns n cases of op on which every relation of op has something
+// to compare (a batch of several entries, GQA with two query heads per kv
+// head, K holding several groups of four), cycling through the values of
+// its enumerated params, its distributions and a few small shapes, seeds
+// 0, 1, …: for a suite that puts a backend under the relations without
+// cases of its own. An op with no relation has none.
+func Cases(op string, n int) []ops.Case {
+	if len(Relations(op)) == 0 {
+		return nil
+	}
+	o, err := ops.Lookup(op)
+	if err != nil {
+		return nil
+	}
+	shapes := caseShapes[op]
+	combos := paramCombos(o)
+	dists := o.Dists()
+	cs := make([]ops.Case, 0, n)
+	for i := range n {
+		cs = append(cs, ops.Case{
+			Op: op, Params: combos[i%len(combos)].Clone(), Dims: shapes[i%len(shapes)],
+			Dist: dists[i%len(dists)], Seed: uint64(i), Name: "metamorphic",
+		})
+	}
+	return cs
+}
+
+// caseShapes are the generation sizes Cases takes, small, with odd sizes
+// next to tile-friendly ones.
+var caseShapes = map[string][]map[string]int{
+	"vector_add":     {{"n": 4097}, {"n": 17}, {"n": 1}},
+	"sparse24_prune": {{"m": 3, "k": 64}, {"m": 5, "k": 12}, {"m": 1, "k": 4}},
+	"gemm24":         {{"m": 5, "k": 32, "n": 7}, {"m": 3, "k": 12, "n": 17}},
+	"gemm":           {{"m": 9, "k": 20, "n": 6}, {"m": 17, "k": 3, "n": 33}},
+	"kv_update": {
+		{"b": 8, "s": 6, "h": 2, "d": 16, "l": 40, "bs": 8},
+		{"b": 7, "s": 5, "h": 3, "d": 5, "l": 12, "bs": 4},
+	},
+	"decode_attention": {
+		{"b": 6, "s": 5, "hq": 4, "h": 2, "d": 16, "l": 40, "bs": 8},
+		{"b": 7, "s": 5, "hq": 6, "h": 2, "d": 5, "l": 12, "bs": 4},
+	},
+}
+
+// paramCombos are op's params taking every combination of the values of
+// its enumerated params (the others at their defaults); gemm's also take
+// beta = 0.5, so c is read and permuted.
+func paramCombos(o ops.Op) []ops.Params {
+	combos := []ops.Params{{}}
+	for _, s := range o.ParamSpecs() {
+		if len(s.Values) == 0 {
+			continue
+		}
+		var next []ops.Params
+		for _, p := range combos {
+			for _, v := range s.Values {
+				q := p.Clone()
+				q[s.Name] = v
+				next = append(next, q)
+			}
+		}
+		combos = next
+	}
+	if o.Name() == "gemm" {
+		for i := range combos {
+			if i%2 == 1 {
+				combos[i]["beta"] = "0.5"
+			}
+		}
+	}
+	return combos
+}

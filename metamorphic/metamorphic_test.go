@@ -1,0 +1,38 @@
+package metamorphic_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/npuverify/npuverify/backend/emulator"
+	"github.com/npuverify/npuverify/metamorphic"
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+)
+
+// relationOps are the ops that have relations.
+var relationOps = []string{"vector_add", "sparse24_prune", "gemm24", "gemm", "kv_update", "decode_attention"}
+
+// Every relation holds on the emulator, on every case Cases draws.
+func TestEmulatorHolds(t *testing.T) {
+	emu := emulator.New(npu.Ascend910B())
+	for _, op := range relationOps {
+		if len(metamorphic.Relations(op)) == 0 {
+			t.Errorf("%s: no relation", op)
+		}
+		for _, c := range metamorphic.Cases(op, 8) {
+			for _, err := range metamorphic.Check(t.Context(), emu, c) {
+				t.Errorf("%v", err)
+			}
+		}
+	}
+}
+
+// startsWithSubject fails t for a violation that does not start with the
+// case's op, params and seed.
+func startsWithSubject(t *testing.T, c ops.Case, err error) {
+	t.Helper()
+	if !strings.HasPrefix(err.Error(), c.Op+" ") {
+		t.Errorf("violation does not start with op %s: %v", c.Op, err)
+	}
+}
