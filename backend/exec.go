@@ -69,6 +69,11 @@ type ExecOptions struct {
 	// WorkDir is the parent directory of the case directories ("" = the
 	// system's temporary directory).
 	WorkDir string
+	// Dir is the command's working directory ("" = the harness's own):
+	// where the user stands, so that relative paths in the command line
+	// mean what they mean in the user's shell when the harness runs
+	// elsewhere (go test runs the suites in their package directory).
+	Dir string
 	// Keep leaves each case directory in place after Run (for debugging);
 	// errors then name it.
 	Keep bool

@@ -39,6 +39,7 @@ func (e *Exec) command(ctx context.Context, dir string) (*cmdResult, error) {
 		env:    []string{marker},
 		marker: marker,
 		tail:   e.opt.MaxStderr,
+		dir:    e.opt.Dir,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
@@ -66,6 +67,8 @@ func (e *Exec) command(ctx context.Context, dir string) (*cmdResult, error) {
 // procConfig says how to start a process under containment.
 type procConfig struct {
 	argv []string
+	// dir is the working directory ("" = the harness's).
+	dir string
 	// env is added to the harness's environment; marker is the entry of
 	// it that identifies the process's orphans (contain_linux.go), unique
 	// to this process.
@@ -115,6 +118,7 @@ type process struct {
 func startProcess(c procConfig) (*process, error) {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Dir = c.dir
 	setProcessGroup(cmd)
 	p := &process{cmd: cmd, argv0: safefile.Quote(c.argv[0]), stderr: newTailBuffer(c.tail), done: make(chan struct{})}
 

@@ -105,7 +105,7 @@ func NewWorker(cmdline string, opt WorkerOptions) (*Worker, error) {
 	}
 	opt.Slots = max(opt.Slots, 0)
 	enableSubreaper()
-	pool := &workerPool{argv: argv, tail: opt.MaxStderr,
+	pool := &workerPool{argv: argv, dir: opt.Dir, tail: opt.MaxStderr,
 		live: &liveRuns{cancel: map[int]context.CancelCauseFunc{}}}
 	if opt.Slots > 0 {
 		pool.slots = make(chan struct{}, opt.Slots)

@@ -64,15 +64,16 @@ type workerProc struct {
 	dead bool
 }
 
-// startWorker starts a worker of argv, keeping tail bytes of its stderr.
+// startWorker starts a worker of argv in dir, keeping tail bytes of its
+// stderr.
 // Its environment marks it as a worker (NPUVERIFY_WORKER=1) and carries
 // an id of its own, which is how its orphans are recognised (the exec
 // command's NPUVERIFY_CASE plays that part).
-func startWorker(argv []string, tail int) (*workerProc, error) {
+func startWorker(argv []string, dir string, tail int) (*workerProc, error) {
 	marker := fmt.Sprintf("NPUVERIFY_WORKER_ID=%d-%d", os.Getpid(), workerSeq.Add(1))
 	w := &workerProc{lines: make(chan workerLine, 1), stop: make(chan struct{})}
 	p, err := startProcess(procConfig{argv: argv, env: []string{"NPUVERIFY_WORKER=1", marker}, marker: marker,
-		tail: tail, stdin: true, stdout: w.readLines})
+		tail: tail, stdin: true, stdout: w.readLines, dir: dir})
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +337,7 @@ func quoteText(s string) string {
 // workerPool is the workers of a Worker and of its WithNumerics copies.
 type workerPool struct {
 	argv  []string
+	dir   string // ExecOptions.Dir
 	tail  int
 	live  *liveRuns
 	slots chan struct{} // WorkerOptions.Slots tokens; nil when unbounded
@@ -378,7 +380,7 @@ func (pl *workerPool) get(ctx context.Context) (*workerProc, error) {
 			return w, nil
 		}
 	}
-	w, err := startWorker(pl.argv, pl.tail)
+	w, err := startWorker(pl.argv, pl.dir, pl.tail)
 	if err != nil {
 		pl.release()
 		return nil, err

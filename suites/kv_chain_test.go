@@ -33,6 +33,7 @@ type kvExact struct {
 // output moves by at most R·Σ p_j|v_j − o| + (1+R)·Σ p_j·δv_j,
 // R = exp(2Δ) − 1.
 func TestKVChain(t *testing.T) {
+	skipUnlessEmulator(t)
 	const steps = 3
 	ctx := context.Background()
 	b := emulator.New(npu.Ascend910B())

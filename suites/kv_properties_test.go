@@ -55,6 +55,7 @@ func bitsEqual(a, b *tensor.Tensor) bool { ok, _ := tensor.BitsEqual(a, b); retu
 
 // TestKVProperties: gopter properties of the KV-cache kernels (fixed seed).
 func TestKVProperties(t *testing.T) {
+	skipUnlessEmulator(t)
 	ps := properties(t)
 	ps.Property("permuting the batch permutes decode_attention's outputs", prop.ForAll(func(k kvProp) bool {
 		p, in := k.decodeIn(t)

@@ -56,6 +56,7 @@ func sameValue(a, b *tensor.Tensor, i int) bool {
 }
 
 func TestVectorAddProperties(t *testing.T) {
+	skipUnlessEmulator(t)
 	for _, d := range propDTypes {
 		mask := uint32(1)<<(8*d.Size()) - 1
 		patterns := gen.SliceOf(gen.UInt32().Map(func(v uint32) uint32 { return v & mask }))
@@ -126,6 +127,7 @@ func TestVectorAddProperties(t *testing.T) {
 // (drawn by gopter from a fixed seed) the emulator is within bound under
 // both overflow modes.
 func TestVectorAddBoundProperty(t *testing.T) {
+	skipUnlessEmulator(t)
 	b := emulator.New(npu.Ascend910B())
 	dists := []string{ops.DistUniform, ops.DistNormal, ops.DistLarge, ops.DistSpecial, ops.DistCancel}
 	props := properties(t)

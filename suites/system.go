@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/npuverify/npuverify/backend/backendtest"
+	"github.com/npuverify/npuverify/ops"
 )
 
 // DescribeGolden declares the ST spec that puts the backend under the
@@ -22,20 +23,23 @@ import (
 // cases (the emulator held to the stored bits and budgets, any other
 // backend to each case's accuracy policy), the properties every correct
 // implementation satisfies, the same bits from every run, serial or
-// concurrent, and clean errors for calls a backend cannot serve. Every
-// failure is reported, each with the subtest TestBackend would report it
-// in.
+// concurrent, and clean errors for calls a backend cannot serve. One spec
+// per op (label op:<name>), so that a kernel of some ops is held to those
+// (NPUVERIFY_OPS, or a label filter). Every failure is reported, each
+// with the subtest TestBackend would report it in.
 func DescribeGolden(b Backend) bool {
-	return Describe("conformance (backendtest)", Label("ST"), func() {
-		It("passes the golden set, the properties and the robustness checks", func(ctx context.Context) {
-			var opts []backendtest.Option
-			if testing.Short() {
-				opts = append(opts, backendtest.Short())
-			}
-			if errs := backendtest.Check(ctx, b(), opts...); len(errs) > 0 {
-				Fail(conformanceFailures(errs))
-			}
-		})
+	return Describe("conformance (backendtest)", Label(LabelST), func() {
+		for _, op := range ops.Names() {
+			It(op+" passes the golden set, the properties and the robustness checks", Label(PrefixOp+op), func(ctx context.Context) {
+				opts := []backendtest.Option{backendtest.Ops(op)}
+				if testing.Short() {
+					opts = append(opts, backendtest.Short())
+				}
+				if errs := backendtest.Check(ctx, b(), opts...); len(errs) > 0 {
+					Fail(conformanceFailures(errs))
+				}
+			})
+		}
 	})
 }
 
@@ -55,9 +59,10 @@ func conformanceFailures(errs []error) string {
 }
 
 // DescribeCLI declares the ST specs that build the npuverify binary and
-// run its check over the embedded golden set, as a user would.
+// run its check over the embedded golden set, as a user would. The
+// binary checks the emulator, not the backend under test: label emulator.
 func DescribeCLI(moduleRoot string) bool {
-	return Describe("npuverify binary", Label("ST"), Ordered, func() {
+	return Describe("npuverify binary", Label(LabelST, LabelEmulator, LabelOpIndependent), Ordered, func() {
 		var bin string
 		BeforeAll(func() {
 			bin = filepath.Join(GinkgoT().TempDir(), "npuverify")

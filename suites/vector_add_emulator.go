@@ -19,9 +19,11 @@ import (
 
 // DescribeEmulatorVectorAdd declares the specs that only make sense for the
 // emulator's own vector_add kernel: results bit-identical whatever the core
-// count and tile size, and cost-model budgets (label perf).
+// count and tile size, and cost-model budgets (label perf). They carry the
+// label emulator: against another backend they would only test the
+// emulator again, so the suites skip them then.
 func DescribeEmulatorVectorAdd(prof npu.Profile) bool {
-	return Describe("emulator vector_add", Label("op:vector_add"), func() {
+	return Describe("emulator vector_add", Label(PrefixOp+"vector_add", LabelEmulator), func() {
 		dev := npu.MustNewDevice(prof)
 		gen := func(d tensor.DType, n int, dist string, seed uint64) (ops.Case, map[string]*tensor.Tensor) {
 			GinkgoHelper()

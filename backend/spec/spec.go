@@ -22,7 +22,15 @@ import (
 // backend (io.Closer) when done with it: a worker keeps running until
 // then.
 func Open(s string, prof npu.Profile, timeout time.Duration) (backend.Backend, error) {
-	opt := backend.ExecOptions{Timeout: timeout, Numerics: prof.Numerics}
+	return OpenIn(s, prof, timeout, "")
+}
+
+// OpenIn is Open with an exec or worker command run in dir ("" = the
+// caller's working directory), so that its relative paths resolve
+// against dir: the suites pass the directory the user ran go test from,
+// which is not the one go test runs them in.
+func OpenIn(s string, prof npu.Profile, timeout time.Duration, dir string) (backend.Backend, error) {
+	opt := backend.ExecOptions{Timeout: timeout, Numerics: prof.Numerics, Dir: dir}
 	switch {
 	case s == "" || s == "emulator":
 		return emulator.New(prof), nil
