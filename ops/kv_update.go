@@ -74,6 +74,13 @@ func (op kvUpdate) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) 
 		return nil, err
 	}
 	h := geo.H
+	// x and the weights are sized by b, h and d alone: refuse sizes past
+	// the element cap here (an error, not MustNew's panic).
+	for _, shape := range [][]int{{d.B, h, d.D}, {h, d.D, d.D}} {
+		if _, err := tensor.NumElements(shape); err != nil {
+			return nil, fmt.Errorf("%s: generation sizes: %w", op.Name(), err)
+		}
+	}
 	rng := g.Rand()
 	in := map[string]*tensor.Tensor{}
 	in["x"] = tensor.MustNew(tensor.Float16, d.B, h, d.D)
