@@ -204,13 +204,19 @@ func (s *Summary) failing() []*Case {
 	return out
 }
 
-// Why is the case's error, failure report or first failed check: the
-// one line a list of failing cases shows for it.
+// Why is the case's error, failure report or first failed check: its
+// first line is what a list of failing cases shows for it. A failure
+// report starts with the failing checks, not with its summary
+// line ("subject: 1 of 1 verdicts failed"), which would read the same for
+// every failing case of a list that names each case already.
 func (c *Case) Why() string {
 	switch {
 	case c.Error != "":
 		return c.Error
 	case c.Failure != "":
+		if _, rest, ok := strings.Cut(c.Failure, "\n"); ok && strings.TrimSpace(rest) != "" {
+			return rest
+		}
 		return c.Failure
 	}
 	for _, k := range c.Checks {
