@@ -4,8 +4,9 @@ import (
 	"github.com/npuverify/npuverify/ops"
 )
 
-// Cases returns n cases of op on which every relation of op has something
-// to compare (a batch of several entries, GQA with two query heads per kv
+// Cases returns n cases of op, or one for each combination of the values
+// of its enumerated params when there are more, on which every relation
+// of op has something to compare (a batch of several entries, GQA with two query heads per kv
 // head, K holding several groups of four), cycling through the values of
 // its enumerated params, its distributions and a few small shapes, seeds
 // 0, 1, …: for a suite that puts a backend under the relations without
@@ -21,6 +22,7 @@ func Cases(op string, n int) []ops.Case {
 	shapes := caseShapes[op]
 	combos := paramCombos(o)
 	dists := o.Dists()
+	n = max(n, len(combos))
 	cs := make([]ops.Case, 0, n)
 	for i := range n {
 		cs = append(cs, ops.Case{
@@ -35,7 +37,7 @@ func Cases(op string, n int) []ops.Case {
 // next to tile-friendly ones.
 var caseShapes = map[string][]map[string]int{
 	"vector_add":     {{"n": 4097}, {"n": 17}, {"n": 1}},
-	"sparse24_prune": {{"m": 3, "k": 64}, {"m": 5, "k": 12}, {"m": 1, "k": 4}},
+	"sparse24_prune": {{"m": 17, "k": 16384}, {"m": 3, "k": 64}, {"m": 5, "k": 12}, {"m": 1, "k": 4}}, // past 2^16 elements first
 	"gemm24":         {{"m": 5, "k": 32, "n": 7}, {"m": 3, "k": 12, "n": 17}},
 	"gemm":           {{"m": 9, "k": 20, "n": 6}, {"m": 17, "k": 3, "n": 33}},
 	"kv_update": {

@@ -20,7 +20,7 @@ func TestEmulatorHolds(t *testing.T) {
 		if len(metamorphic.Relations(op)) == 0 {
 			t.Errorf("%s: no relation", op)
 		}
-		for _, c := range metamorphic.Cases(op, 8) {
+		for _, c := range metamorphic.Cases(op, 12) {
 			for _, err := range metamorphic.Check(t.Context(), emu, c) {
 				t.Errorf("%v", err)
 			}

@@ -7,9 +7,12 @@
 // implementation, never to the emulator's summation order: the embedded
 // golden cases judged by each case's accuracy policy, bit-exactly only for
 // the emulator that recorded them; relations that hold exactly for any
-// correct implementation (vector_add is commutative bit for bit, pruning
-// commutes with permuting rows and groups, attention never reads past a
-// sequence's length, padding entries give +0 rows); the same bits from
+// correct implementation (attention never reads past a sequence's
+// length, padding entries give +0 rows, and the metamorphic relations of
+// package metamorphic: vector_add is commutative bit for bit, pruning is
+// idempotent and commutes with permuting rows and groups, batch
+// permutation, paged = contiguous, GQA = repeated MHA, gemm24 = gemm of
+// the decompressed matrix); the same bits from
 // every run of a case, serial or concurrent; and a clean error for an
 // unknown op or a cancelled context. Every failure message starts with op,
 // params and seed and ends with got / want / bound, and a golden case's is

@@ -65,7 +65,7 @@ func TestFaultsFail(t *testing.T) {
 		want string // a phrase of its failure
 	}{
 		{"kv_update-padding-negative-zero", negZero{emu, "kv_update", "new_k"}, "kv_update", false, "properties/kv_update", "padding entries (seq_id −1) are not +0"},
-		{"vector_add-y-read-as-x", renamed{emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultVectorAddYReadAsX)), "y-as-x"}, "vector_add", false, "properties/vector_add", "y+x differs from x+y"},
+		{"vector_add-y-read-as-x", renamed{emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultVectorAddYReadAsX)), "y-as-x"}, "vector_add", false, "properties/vector_add", "x+y = y+x: with x and y swapped"},
 		{"decode_attention-reads-past-seq-len", emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultDecodeAttentionReadsPastSeqLen)), "decode_attention", false, "properties/decode_attention", "cache rows no sequence reads set to random bits"},
 		{"sparse24_prune-index-16-bit", renamed{emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultSparse24PruneIndex16Bit)), "index16"}, "sparse24_prune", false, "properties/sparse24_prune", "rows and groups of four permuted"},
 		{"vector_add-clobbers-input", clobber{emu}, "vector_add", false, "golden/vector_add", "inputs-unchanged"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/metamorphic"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -23,12 +24,19 @@ import (
 // a property is a case named after the property, whose seed draws its
 // inputs, so a failure names what to rerun; the runs are also judged by
 // the case's policy, as any case is.
+//
+// The metamorphic relations (package metamorphic: batch permutation,
+// paged = contiguous, GQA = repeated MHA, prune idempotence, gemm24 =
+// gemm of the decompressed matrix, x+y = y+x) run here too, on a few
+// cases of each op: they hold bitwise where the contract fixes the bits
+// and within the sum of the two runs' bounds where it leaves the
+// summation order free.
 
 // Streams of the properties' generators: one per property, so that two
 // properties with the same seed draw different inputs.
 const (
 	streamVectorAdd = iota + 1
-	streamPrune
+	_               // was the prune property's, now metamorphic's
 	streamUnread
 )
 
@@ -45,7 +53,9 @@ func (c *config) seeds() int {
 func checkProperties(ctx context.Context, t reporter, b backend.Backend, cfg *config, names []string, g goldenRun) {
 	props := map[string]func(reporter){
 		"vector_add":       func(t reporter) { vectorAddProperties(ctx, t, b, cfg) },
-		"sparse24_prune":   func(t reporter) { pruneProperties(ctx, t, b, cfg) },
+		"sparse24_prune":   func(t reporter) { relationsOnly(ctx, t, b, cfg, "sparse24_prune") },
+		"gemm":             func(t reporter) { relationsOnly(ctx, t, b, cfg, "gemm") },
+		"gemm24":           func(t reporter) { relationsOnly(ctx, t, b, cfg, "gemm24") },
 		"decode_attention": func(t reporter) { unreadProperties(ctx, t, b, cfg) },
 		"kv_update":        func(t reporter) { paddingProperties(ctx, t, b, cfg, g) },
 	}
@@ -163,8 +173,9 @@ func value(t *tensor.Tensor, i int) string {
 
 // vectorAddProperties: z = x + y is the correctly rounded sum, so for
 // every pair of values, NaNs and infinities included, y + x gives the
-// bits x + y gives. Each run is judged exactly as well, on inputs of
-// every bit pattern rather than the generator's distributions.
+// bits x + y gives (metamorphic's relation x+y = y+x), here on inputs of
+// every bit pattern as well as on the generator's distributions. Each
+// run is judged exactly as well.
 func vectorAddProperties(ctx context.Context, t reporter, b backend.Backend, cfg *config) {
 	sizes := []int{65537, 17, 4097, 1, 255} // the short suite takes the first few
 	ran := 0
@@ -185,97 +196,51 @@ func vectorAddProperties(ctx context.Context, t reporter, b backend.Backend, cfg
 			x, y := tensor.MustNew(d, n), tensor.MustNew(d, n)
 			randomBits(x, 0, n, rng)
 			randomBits(y, 0, n, rng)
-			commutes(ctx, t, b, c, x, y)
+			pc, err := harness.PrepareInputs(c, map[string]*tensor.Tensor{"x": x, "y": y})
+			if err != nil {
+				t.Errorf("%s: %v", harness.Subject(c), err)
+				continue
+			}
+			if base := runPrepared(ctx, t, b, pc); base != nil {
+				for _, err := range metamorphic.CheckResult(ctx, b, base) {
+					t.Errorf("%v", err)
+				}
+			}
 		}
 	}
+	ran += relations(ctx, t, b, cfg, "vector_add")
 	if ran == 0 {
 		t.Skipf("no vector_add dtype in scope")
 	}
 }
 
-// commutes checks that y + x gives the bits of x + y.
-func commutes(ctx context.Context, t reporter, b backend.Backend, c ops.Case, x, y *tensor.Tensor) {
+// relations runs every metamorphic relation of op (package metamorphic:
+// follow-up cases whose outputs the contract ties to a case's own, judged
+// bitwise where the contract fixes the bits and within the two runs'
+// bounds where it does not) on the cases metamorphic.Cases draws that are
+// in scope, cfg.seeds() of them or one per combination of op's
+// enumerated params, and returns how many ran.
+func relations(ctx context.Context, t reporter, b backend.Backend, cfg *config, op string) int {
 	t.Helper()
-	xy := runOn(ctx, t, b, c, map[string]*tensor.Tensor{"x": x, "y": y})
-	yx := runOn(ctx, t, b, c, map[string]*tensor.Tensor{"x": y, "y": x})
-	if xy == nil || yx == nil {
-		return
-	}
-	zxy, zyx := xy["z"], yx["z"]
-	first, n := differences(zyx, zxy)
-	if n > 0 {
-		t.Errorf("%s: y+x differs from x+y in %d of %d elements, first z[%d] for x = %s, y = %s: got %s, want %s",
-			harness.Subject(c), n, zxy.Len(), first, value(x, first), value(y, first), value(zyx, first), value(zxy, first))
-	}
-}
-
-// pruneProperties: sparse24_prune selects and copies within each group of
-// four of each row, so pruning w with its rows and its groups permuted
-// gives the outputs of w permuted the same way, bit for bit; ties keep
-// their order inside a group, which the permutation does not change. The
-// relation names what an index computation that depends on a row's or a
-// group's place gets wrong.
-func pruneProperties(ctx context.Context, t reporter, b backend.Backend, cfg *config) {
-	shapes := [][2]int{{17, 16384}, {3, 64}, {1, 4}, {5, 12}} // the short suite takes the first few
-	ds := dists("sparse24_prune")
 	ran := 0
-	for i := range cfg.seeds() {
-		s := shapes[i%len(shapes)]
-		c := ops.Case{Op: "sparse24_prune", Params: ops.Params{}, Dims: map[string]int{"m": s[0], "k": s[1]},
-			Dist: ds[i%len(ds)], Seed: uint64(i), Name: "rows and groups permuted"}
-		if !cfg.inScope(c) {
+	for _, c := range metamorphic.Cases(op, cfg.seeds()) {
+		if !cfg.inScope(c) || ctx.Err() != nil {
 			continue
 		}
 		ran++
-		pc := prepare(t, c)
-		if pc == nil {
-			continue
-		}
-		base := runPrepared(ctx, t, b, pc)
-		m, groups := s[0], s[1]/4
-		rng := rand.New(rand.NewPCG(c.Seed, streamPrune))
-		rows, perm := rng.Perm(m), rng.Perm(groups)
-		w := pc.Inputs["w"]
-		pw := tensor.MustNew(w.DType, w.Shape...)
-		for r := range m {
-			for g := range groups {
-				for e := range 4 {
-					pw.SetBits(r*4*groups+4*g+e, w.Bits(rows[r]*4*groups+4*perm[g]+e))
-				}
-			}
-		}
-		got := runOn(ctx, t, b, c, map[string]*tensor.Tensor{"w": pw})
-		if base == nil || got == nil {
-			continue
-		}
-		for _, o := range []struct {
-			name string
-			per  int // elements per group
-		}{{"values", 2}, {"meta", 1}} {
-			g, want := got[o.name], base.Outputs[o.name]
-			first, wantAt, n := -1, 0, 0
-			for r := range m {
-				for gi := range groups {
-					for e := range o.per {
-						i, j := (r*groups+gi)*o.per+e, (rows[r]*groups+perm[gi])*o.per+e
-						if !sameValue(g, want, i, j) {
-							n++
-							if first < 0 {
-								first, wantAt = i, j
-							}
-						}
-					}
-				}
-			}
-			if n > 0 {
-				t.Errorf("%s: output %q of w with its rows and groups of four permuted differs from the permuted output of w in %d of %d elements, first element %d (row %d, group %d; row %d, group %d of w): got %s, want %s",
-					harness.Subject(c), o.name, n, g.Len(), first, first/(o.per*groups), first%(o.per*groups)/o.per,
-					wantAt/(o.per*groups), wantAt%(o.per*groups)/o.per, value(g, first), value(want, wantAt))
-			}
+		for _, err := range metamorphic.Check(ctx, b, c) {
+			t.Errorf("%v", err)
 		}
 	}
-	if ran == 0 {
-		t.Skipf("no sparse24_prune case in scope")
+	return ran
+}
+
+// relationsOnly runs op's metamorphic relations, for an op with no
+// property of its own.
+func relationsOnly(ctx context.Context, t reporter, b backend.Backend, cfg *config, op string) {
+	t.Helper()
+	if relations(ctx, t, b, cfg, op) == 0 {
+		t.Skipf("no %s case in scope", op)
 	}
 }
 
@@ -304,6 +269,7 @@ func unreadProperties(ctx context.Context, t reporter, b backend.Backend, cfg *c
 			}
 		}
 	}
+	ran += relations(ctx, t, b, cfg, "decode_attention")
 	if ran == 0 {
 		t.Skipf("no decode_attention case in scope")
 	}
@@ -415,6 +381,7 @@ func paddingProperties(ctx context.Context, t reporter, b backend.Backend, cfg *
 			paddingRows(t, harness.Subject(o.Ran()).String()+": "+o.ID, o.Result)
 		}
 	}
+	ran += relations(ctx, t, b, cfg, "kv_update")
 	if ran == 0 {
 		t.Skipf("no kv_update case in scope")
 	}

@@ -1,0 +1,41 @@
+package metamorphic_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npuverify/npuverify/backend"
+	"github.com/npuverify/npuverify/internal/ckernel"
+	"github.com/npuverify/npuverify/metamorphic"
+)
+
+// Every relation holds on the independent C kernel through the exec
+// backend: relations hold for any legal implementation, not only for the
+// emulator's summation order.
+func TestCKernelHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a process of the C kernel per run: skipped under -short")
+	}
+	bin := ckernel.Build(t)
+	e, err := backend.NewExec("'"+strings.ReplaceAll(bin, "'", `'\''`)+"'", backend.ExecOptions{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("NewExec(%q): %v", bin, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ran := 0
+	for _, op := range relationOps {
+		for _, c := range metamorphic.Cases(op, 4) {
+			if !ckernel.Supports(c) {
+				continue
+			}
+			ran++
+			for _, err := range metamorphic.Check(t.Context(), e, c) {
+				t.Errorf("%v", err)
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatalf("the C kernel supports no case of %v", relationOps)
+	}
+}
