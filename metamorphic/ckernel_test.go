@@ -10,17 +10,18 @@ import (
 	"github.com/npuverify/npuverify/metamorphic"
 )
 
-// Every relation holds on the independent C kernel through the exec
-// backend: relations hold for any legal implementation, not only for the
-// emulator's summation order.
+// Every relation holds on the independent C kernel, served as a worker
+// (one process for every run): relations hold for any legal
+// implementation, not only for the emulator's summation order.
+// backendtest's TestCKernel runs them through exec as well.
 func TestCKernelHolds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a process of the C kernel per run: skipped under -short")
+		t.Skip("builds the C kernel: skipped under -short")
 	}
 	bin := ckernel.Build(t)
-	e, err := backend.NewExec("'"+strings.ReplaceAll(bin, "'", `'\''`)+"'", backend.ExecOptions{Timeout: 20 * time.Second})
+	e, err := backend.NewWorker("'"+strings.ReplaceAll(bin, "'", `'\''`)+"'", backend.WorkerOptions{ExecOptions: backend.ExecOptions{Timeout: 20 * time.Second}})
 	if err != nil {
-		t.Fatalf("NewExec(%q): %v", bin, err)
+		t.Fatalf("NewWorker(%q): %v", bin, err)
 	}
 	t.Cleanup(func() { e.Close() })
 	ran := 0
