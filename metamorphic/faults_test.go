@@ -18,8 +18,9 @@ import (
 )
 
 // Each relation catches a backend that breaks exactly the symmetry it
-// states: the error names the relation, after the case's op, params and
-// seed. Which relation catches which fault:
+// states: some comparison of the follow-up with the case fails, and its
+// error names the relation after the case's op, params and seed and ends
+// with got, want and bound. Which relation catches which fault:
 //
 //	x+y = y+x                            vector_add/y-read-as-x (emulator fault)
 //	prune(decompress(prune(w))) = prune(w) signedPrune: ranks by value, not |w|
@@ -59,7 +60,8 @@ func TestRelationsCatchFaults(t *testing.T) {
 					startsWithSubject(t, c, err)
 					all = append(all, err.Error())
 					if e, ok := err.(*metamorphic.Error); ok && e.Relation == tc.relation &&
-						strings.HasPrefix(err.Error(), tc.op+" ") && strings.Contains(err.Error(), ": "+tc.relation+": ") {
+						strings.HasPrefix(err.Error(), tc.op+" ") && strings.Contains(err.Error(), ": "+tc.relation+": ") &&
+						strings.Contains(err.Error(), "got ") && strings.HasSuffix(err.Error(), ")") && strings.Contains(err.Error(), "(bound ") {
 						found = true
 					}
 				}
