@@ -92,7 +92,9 @@ func Names() []string {
 }
 
 // Check runs case c on b and every relation of its op, and returns every
-// violation (nil when c's op has no relation or everything holds).
+// violation (nil when c's op has no relation or everything holds). A run
+// that ctx cuts short is no violation: a caller with a budget (explore)
+// checks ctx.Err() to tell a clean case from one not finished.
 func Check(ctx context.Context, b backend.Backend, c ops.Case) []error {
 	rs := Relations(c.Op)
 	if len(rs) == 0 {
@@ -168,6 +170,9 @@ func (e *Error) Error() string {
 // when c could not be run or judged) and the failures of the run.
 func runBase(ctx context.Context, b backend.Backend, c ops.Case) (*harness.Result, []error) {
 	res, err := harness.Run(ctx, b, c, harness.Options{})
+	if err != nil && ctx.Err() != nil {
+		return nil, nil // cut short: no verdict, no violation
+	}
 	if err != nil {
 		return nil, []error{&Error{Case: c, Msg: fmt.Sprintf("the case itself: %v", err)}}
 	}
@@ -225,6 +230,9 @@ func (x *checker) follow(what string, op string, p ops.Params, in map[string]*te
 		return nil
 	}
 	res, err := harness.RunPrepared(x.ctx, x.b, pc, harness.Options{})
+	if err != nil && x.ctx.Err() != nil {
+		return nil // cut short: no verdict, no violation
+	}
 	if err != nil {
 		x.errorf("follow-up %s: %v", what, err)
 		return nil

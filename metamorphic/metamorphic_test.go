@@ -1,12 +1,14 @@
 package metamorphic_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/metamorphic"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/ops"
 )
 
@@ -34,5 +36,19 @@ func startsWithSubject(t *testing.T, c ops.Case, err error) {
 	t.Helper()
 	if !strings.HasPrefix(err.Error(), c.Op+" ") {
 		t.Errorf("violation does not start with op %s: %v", c.Op, err)
+	}
+}
+
+// A cancelled context cuts the runs short and reports no violation: a
+// search that stops at its budget finds nothing it did not check.
+func TestCancelledIsNoViolation(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	emu := emulator.New(npu.Ascend910B(), emulator.WithFaults(kernels.FaultDecodeAttentionGQAHeadModulo))
+	for _, op := range relationOps {
+		c := metamorphic.Cases(op, 1)[0]
+		if errs := metamorphic.Check(ctx, emu, c); len(errs) > 0 {
+			t.Errorf("%s %s seed=%d: cancelled context: %d violations, first %v; want none", op, c.Params, c.Seed, len(errs), errs[0])
+		}
 	}
 }
