@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/npuverify/npuverify/backend/emulator"
@@ -11,10 +15,11 @@ import (
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/report"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge FILE.json...] [--backend B] [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge FILE.json...] [--backend B] [--op OP]... [--profile P] [--timeout D]"
 
 // cmdReport writes DIR/report.md, DIR/report.json and DIR/report.html (by
 // default) on the embedded default cases. Without --merge it runs them
@@ -39,6 +44,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression (about 0.2 s): on or off")
 	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context (about 1 s): on or off")
 	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
+	var opNames multiFlag
+	fs.Var(&opNames, "op", "report only this op's cases, for a kernel of some ops (repeatable, or comma-separated); the studies are then not run unless asked for")
 	var dev deviceFlags
 	dev.register(fs)
 	pos, err := parse(fs, where, args)
@@ -50,6 +57,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "--merge: no result files given (want FILE.json...)")
 	case !*merge && len(pos) > 0:
 		return usageErr(where, "unexpected argument %q (result files need --merge)", pos[0])
+	}
+	only, err := reportOps(opNames)
+	if err != nil {
+		return usageErr(where, "--op: %v", err)
 	}
 	fmts, err := report.ParseFormats(*formats)
 	if err != nil {
@@ -76,13 +87,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		if res, err = readShards(pos); err != nil {
 			return inputErr(where, fmt.Errorf("--merge: %w", err))
 		}
+		res.Cases = slices.DeleteFunc(res.Cases, func(c report.Case) bool { return !only.has(c.ID) })
 	} else {
-		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b)}
+		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), Run: only.run()}
 		if !recordingProfile(prof) {
 			opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		}
 		store := golden.Embedded().WithRecorder(emulator.Recorder())
-		if p := newProgress(stderr, "npuverify report", len(store.Cases())); p != nil {
+		if p := newProgress(stderr, "npuverify report", only.count(store.Cases())); p != nil {
 			opt.Progress = p
 			defer p.Done()
 		}
@@ -97,6 +109,39 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	rep := report.FromCases("npuverify report", res.Cases)
 	rep.Meta = res.Meta
+	if only != nil {
+		rep.Meta = maps.Clone(rep.Meta)
+		if rep.Meta == nil {
+			rep.Meta = map[string]string{}
+		}
+		rep.Meta["ops"] = strings.Join(only, ", ")
+	}
+	// The studies are experiments on the emulator and its cost model: a
+	// report about another backend, or about some ops, leaves them out
+	// (and says so) unless a flag asks for one.
+	if why := skipStudies(b.Name(), only); why != "" {
+		asked := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { asked[f.Name] = true })
+		var skipped []string
+		for _, s := range []struct {
+			flag string
+			v    *string
+			off  string
+		}{{"precision", precision, "off"}, {"attention", attention, "off"}, {"decoding", decoding, "off"}} {
+			if !asked[s.flag] && *s.v != s.off {
+				*s.v = s.off
+				skipped = append(skipped, s.flag)
+			}
+		}
+		if len(skipped) > 0 {
+			rep.Meta = maps.Clone(rep.Meta)
+			if rep.Meta == nil {
+				rep.Meta = map[string]string{}
+			}
+			rep.Meta["studies"] = fmt.Sprintf("%s not run (%s): experiments on the emulator, not about the kernel; set --%s to run one",
+				strings.Join(skipped, ", "), why, strings.Join(skipped, ", --"))
+		}
+	}
 	if *precision != "off" {
 		tab, err := experiments.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
 		if err != nil {
@@ -160,6 +205,75 @@ func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding 
 		}
 	}
 	return nil
+}
+
+// opScope are the ops report --op names (nil: every op).
+type opScope []string
+
+// reportOps parses report's --op values: op names, repeated or
+// comma-separated; an unknown one is an error listing the valid names.
+func reportOps(vals []string) (opScope, error) {
+	var out opScope
+	for _, v := range vals {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if _, err := ops.Lookup(name); err != nil {
+				return nil, fmt.Errorf("%w (valid: %s)", err, strings.Join(ops.Names(), ", "))
+			}
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	if len(vals) > 0 && len(out) == 0 {
+		return nil, fmt.Errorf("no op named (valid: %s)", strings.Join(ops.Names(), ", "))
+	}
+	return out, nil
+}
+
+// has reports whether the case with ID "<op>/<name>" is in scope.
+func (o opScope) has(id string) bool {
+	op, _, _ := strings.Cut(id, "/")
+	return o == nil || slices.Contains(o, op)
+}
+
+// run is the golden.CheckOptions.Run expression that selects the ops'
+// cases ("" for every op).
+func (o opScope) run() string {
+	if o == nil {
+		return ""
+	}
+	q := make([]string, len(o))
+	for i, name := range o {
+		q[i] = regexp.QuoteMeta(name)
+	}
+	return "^(" + strings.Join(q, "|") + ")/"
+}
+
+// count is how many of cases are in scope.
+func (o opScope) count(cases []*golden.StoredCase) int {
+	n := 0
+	for _, c := range cases {
+		if o.has(c.ID) {
+			n++
+		}
+	}
+	return n
+}
+
+// skipStudies says why the studies do not belong in a report on backend
+// about the ops only ("" when they do: the emulator, every op).
+func skipStudies(backend string, only opScope) string {
+	switch {
+	case backend != emulator.New(npu.Ascend910B()).Name():
+		return "backend " + backend
+	case only != nil:
+		return "a report on " + strings.Join(only, ", ")
+	}
+	return ""
 }
 
 // readShards reads and merges the result files of `check --json` runs.
