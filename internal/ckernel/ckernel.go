@@ -70,7 +70,7 @@ func Supports(c ops.Case) bool {
 
 // tableRE matches the dispatch table of main.c and, within it, an entry.
 var (
-	tableRE = regexp.MustCompile(`(?s)\} kernels\[\] = \{(.*?)\n\};`)
+	tableRE = regexp.MustCompile(`(?s)\bkernels\[\] = \{(.*?)\n\};`)
 	entryRE = regexp.MustCompile(`\{"([a-z0-9_]+)",`)
 )
 
@@ -106,22 +106,10 @@ const FaultEnv = "NPUVERIFY_CKERNEL_FAULT"
 // Build compiles the C kernel with the system C compiler ($CC, else cc,
 // gcc or clang) into a temporary directory of tb and returns the binary's
 // path. It skips tb only when no C compiler is found: a kernel that does
-// not compile fails it.
+// not compile fails it. The kernel includes clients/c/npuverify.h by a
+// relative path, so its sources alone are the command line.
 func Build(tb testing.TB) string {
 	tb.Helper()
-	var cc string
-	for _, c := range []string{os.Getenv("CC"), "cc", "gcc", "clang"} {
-		if c == "" {
-			continue
-		}
-		if p, err := exec.LookPath(c); err == nil {
-			cc = p
-			break
-		}
-	}
-	if cc == "" {
-		tb.Skip("no C compiler found ($CC, cc, gcc or clang in PATH): cannot build the C kernel (backend/testdata/ckernel) the exec backend tests run")
-	}
 	src, err := sourceDir()
 	if err != nil {
 		tb.Fatal(err)
@@ -130,10 +118,60 @@ func Build(tb testing.TB) string {
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("C kernel sources in %s: none found (%v)", src, err)
 	}
-	bin := filepath.Join(tb.TempDir(), "ckernel")
-	cmd := exec.Command(cc, append(append([]string{"-O2", "-std=c11", "-Wall", "-o", bin}, files...), "-lm")...)
+	return Compile(tb, "ckernel", append([]string{"-O2", "-std=c11", "-Wall"}, files...))
+}
+
+// BuildExample compiles clients/c/examples/<name>.c, a driver on the C
+// client's header alone, with warnings as errors, and returns the
+// binary's path; it skips tb as Build does.
+func BuildExample(tb testing.TB, name string) string {
+	tb.Helper()
+	dir := ClientDir(tb)
+	return Compile(tb, name, []string{"-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic",
+		"-I", dir, filepath.Join(dir, "examples", name+".c")})
+}
+
+// ClientDir returns clients/c, the C client's directory (npuverify.h).
+func ClientDir(tb testing.TB) string {
+	tb.Helper()
+	src, err := sourceDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := filepath.Join(src, "..", "..", "..", "clients", "c")
+	if _, err := os.Stat(filepath.Join(dir, "npuverify.h")); err != nil {
+		tb.Fatalf("the C client: %v", err)
+	}
+	return dir
+}
+
+// CC returns the system C compiler ($CC, else cc, gcc or clang), skipping
+// tb when there is none.
+func CC(tb testing.TB) string {
+	tb.Helper()
+	for _, c := range []string{os.Getenv("CC"), "cc", "gcc", "clang"} {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	tb.Skip("no C compiler found ($CC, cc, gcc or clang in PATH): cannot build the C kernel (backend/testdata/ckernel) or the C client's programs (clients/c)")
+	return ""
+}
+
+// Compile compiles and links args (flags and sources) with libm into a
+// binary named name in a temporary directory of tb and returns its path;
+// it skips tb when no C compiler is found and fails it when the build
+// fails.
+func Compile(tb testing.TB, name string, args []string) string {
+	tb.Helper()
+	cc := CC(tb)
+	bin := filepath.Join(tb.TempDir(), name)
+	cmd := exec.Command(cc, append(append([]string{"-o", bin}, args...), "-lm")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building the C kernel with %s: %v\n%s", cc, err, out)
+		tb.Fatalf("building %s with %s: %v\n%s", name, cc, err, out)
 	}
 	return bin
 }

@@ -10,32 +10,33 @@
 
 #include "ckernel.h"
 
-void decode_attention(const casefile *c) {
-	const int paged = !strcmp(c->layout, "paged"), int8 = !strcmp(c->cache_dtype, "int8");
+void decode_attention(nv_case *c) {
+	const int paged = !strcmp(param(c, "layout", "contiguous"), "paged"), int8 = !strcmp(param(c, "cache_dtype", "fp16"), "int8");
 	const char *cd = int8 ? "|i1" : "<f2";
-	npy_array q, kc, vc, ks = {0}, vs = {0}, bt = {0}, sl, si;
-	read_input(c, "q", "<f2", &q);
-	read_input(c, "k_cache", cd, &kc);
-	read_input(c, "v_cache", cd, &vc);
-	read_input(c, "seq_lens", "<i4", &sl);
-	read_input(c, "seq_ids", "<i4", &si);
+	nv_array q, kc, vc, ks = {0}, vs = {0}, bt = {0}, sl, si;
+	nv_read_input(c, "q", "<f2", &q);
+	nv_read_input(c, "k_cache", cd, &kc);
+	nv_read_input(c, "v_cache", cd, &vc);
+	nv_read_input(c, "seq_lens", "<i4", &sl);
+	nv_read_input(c, "seq_ids", "<i4", &si);
 	if (int8) {
-		read_input(c, "k_scale", "<f4", &ks);
-		read_input(c, "v_scale", "<f4", &vs);
+		nv_read_input(c, "k_scale", "<f4", &ks);
+		nv_read_input(c, "v_scale", "<f4", &vs);
 	}
-	if (paged) read_input(c, "block_tables", "<i4", &bt);
-	if (q.ndim != 3 || kc.ndim != 4) die(1, "decode_attention: q must be [B,Hq,D] and the caches rank 4");
+	if (paged) nv_read_input(c, "block_tables", "<i4", &bt);
+	if (q.ndim != 3 || kc.ndim != 4) nv_die(1, "decode_attention: q must be [B,Hq,D] and the caches rank 4");
 	const long B = q.shape[0], HQ = q.shape[1], D = q.shape[2], H = kc.shape[2];
 	const long L = paged ? bt.shape[1] * kc.shape[1] : kc.shape[1], BS = kc.shape[1], MB = paged ? bt.shape[1] : 0;
 	const long G = HQ / H;
-	double scale = c->scale[0] ? strtod(c->scale, NULL) : 1 / sqrt((double)D);
+	const char *scale_s = param(c, "scale", "");
+	double scale = scale_s[0] ? strtod(scale_s, NULL) : 1 / sqrt((double)D);
 	const float sigma = (float)scale;
 	const int32_t *lens = sl.data, *ids = si.data, *tab = bt.data;
 	_Float16 *out = calloc((size_t)(B * HQ * D) + 1, 2);
 	float *sc = malloc((size_t)L * 4 + 4), *acc = malloc((size_t)D * 4 * 4 + 4);
 	long *rows = malloc((size_t)L * sizeof(long) + 8);
-	if (!out || !sc || !acc || !rows) die(1, "out of memory");
-	double t0 = now_ns();
+	if (!out || !sc || !acc || !rows) nv_die(1, "out of memory");
+	double t0 = nv_now_ns();
 	for (long b = 0; b < B; b++) {
 		int32_t s = ids[b];
 		if (s < 0 || lens[s] == 0) continue;
@@ -73,9 +74,9 @@ void decode_attention(const casefile *c) {
 			}
 			_Float16 *o = out + (b * HQ + hq) * D;
 			for (long i = 0; i < D; i++)
-				o[i] = store_f16(((acc[i] + acc[D + i]) + (acc[2 * D + i] + acc[3 * D + i])) / z, &c->num);
+				o[i] = store_f16(((acc[i] + acc[D + i]) + (acc[2 * D + i] + acc[3 * D + i])) / z, &c->numerics);
 		}
 	}
-	write_timing(now_ns() - t0);
-	write_output(c, "out", "<f2", 3, q.shape, out, 2);
+	nv_add_kernel_ns(c, nv_now_ns() - t0);
+	nv_write_output(c, "out", "<f2", 3, q.shape, out);
 }

@@ -31,13 +31,13 @@ static const gemm_mode gemm_modes[] = {
 
 /* load_f32 widens an input matrix of descr to float (exact for every
  * input format). */
-static float *load_f32(const npy_array *a, const char *descr) {
+static float *load_f32(const nv_array *a, const char *descr) {
 	float *f = malloc(a->count * sizeof(float) + 1);
-	if (!f) die(1, "out of memory");
+	if (!f) nv_die(1, "out of memory");
 	for (size_t i = 0; i < a->count; i++) {
 		if (!strcmp(descr, "<f4")) f[i] = ((const float *)a->data)[i];
 		else if (!strcmp(descr, "<f2")) f[i] = (float)((const _Float16 *)a->data)[i];
-		else if (!strcmp(descr, "<u2")) f[i] = bf16_to_f32(((const uint16_t *)a->data)[i]);
+		else if (!strcmp(descr, "<u2")) f[i] = nv_bf16_to_f32(((const uint16_t *)a->data)[i]);
 		else f[i] = (float)((const int8_t *)a->data)[i];
 	}
 	return f;
@@ -53,7 +53,7 @@ static void misplace_second_tiles(float *res, size_t M, size_t N) {
 	size_t tm = (M + T - 1) / T, tn = (N + T - 1) / T;
 	if (tm * tn <= cores) return;
 	float *moved = calloc(M * N + 1, sizeof(float));
-	if (!moved) die(1, "out of memory");
+	if (!moved) nv_die(1, "out of memory");
 	for (size_t t = 0; t < tm * tn; t++) {
 		size_t d = t % cores;
 		size_t m0 = t / tn * T, n0 = t % tn * T, d0 = d / tn * T, e0 = d % tn * T;
@@ -69,41 +69,37 @@ static void misplace_second_tiles(float *res, size_t M, size_t N) {
  * (k mod LANES) combined pairwise, which matches neither of the emulator's
  * accumulate models. fp16 mode keeps the partial sums in _Float16 (every
  * product and sum rounded to fp16); int8 sums exactly in 64-bit integers. */
-void gemm(const casefile *c) {
-	const char *name = c->mode[0] ? c->mode : "fp16_fp32acc";
+void gemm(nv_case *c) {
+	const char *name = param(c, "mode", "fp16_fp32acc");
 	const gemm_mode *mode = NULL;
 	for (size_t i = 0; i < sizeof gemm_modes / sizeof gemm_modes[0]; i++)
 		if (!strcmp(gemm_modes[i].name, name)) mode = &gemm_modes[i];
-	if (!mode) die(2, "gemm: unsupported mode %s", name);
+	if (!mode) nv_die(2, "gemm: unsupported mode %s", name);
 	const int fp16acc = !strcmp(name, "fp16"), int8 = !strcmp(name, "int8_int32acc");
-	char *end;
-	double alpha = strtod(c->alpha, &end);
-	if (*end) die(1, "gemm: bad alpha %s", c->alpha);
-	double beta = strtod(c->beta, &end);
-	if (*end) die(1, "gemm: bad beta %s", c->beta);
-	npy_array a, b, cm = {0}, sa = {0}, sb = {0};
-	read_input(c, "a", mode->in, &a);
-	read_input(c, "b", mode->in, &b);
-	if (a.ndim != 2 || b.ndim != 2 || a.shape[1] != b.shape[0]) die(1, "gemm: a must be [M,K] and b [K,N]");
+	double alpha = nv_param_f64(c, "alpha", 1), beta = nv_param_f64(c, "beta", 0);
+	nv_array a, b, cm = {0}, sa = {0}, sb = {0};
+	nv_read_input(c, "a", mode->in, &a);
+	nv_read_input(c, "b", mode->in, &b);
+	if (a.ndim != 2 || b.ndim != 2 || a.shape[1] != b.shape[0]) nv_die(1, "gemm: a must be [M,K] and b [K,N]");
 	size_t M = (size_t)a.shape[0], K = (size_t)a.shape[1], N = (size_t)b.shape[1];
 	float *cf = NULL;
 	if (beta != 0) {
-		read_input(c, "c", mode->out, &cm);
-		if (cm.ndim != 2 || (size_t)cm.shape[0] != M || (size_t)cm.shape[1] != N) die(1, "gemm: c must be [M,N]");
+		nv_read_input(c, "c", mode->out, &cm);
+		if (cm.ndim != 2 || (size_t)cm.shape[0] != M || (size_t)cm.shape[1] != N) nv_die(1, "gemm: c must be [M,N]");
 		cf = load_f32(&cm, mode->out);
 	}
 	if (int8) {
-		read_input(c, "scale_a", "<f4", &sa);
-		read_input(c, "scale_b", "<f4", &sb);
-		if (sa.count != 1 && sa.count != M) die(1, "gemm: scale_a must be [M] or [1]");
-		if (sb.count != 1 && sb.count != N) die(1, "gemm: scale_b must be [N] or [1]");
+		nv_read_input(c, "scale_a", "<f4", &sa);
+		nv_read_input(c, "scale_b", "<f4", &sb);
+		if (sa.count != 1 && sa.count != M) nv_die(1, "gemm: scale_a must be [M] or [1]");
+		if (sb.count != 1 && sb.count != N) nv_die(1, "gemm: scale_b must be [N] or [1]");
 	}
 	float *af = load_f32(&a, mode->in), *bf = load_f32(&b, mode->in);
 	float *acc = malloc(LANES * N * sizeof(float) + 1);
 	_Float16 *acc16 = malloc(LANES * N * sizeof(_Float16) + 1);
 	int64_t *iacc = malloc(N * sizeof(int64_t) + 1);
 	float *res = malloc(M * N * sizeof(float) + 1);
-	if (!acc || !acc16 || !iacc || !res) die(1, "out of memory");
+	if (!acc || !acc16 || !iacc || !res) nv_die(1, "out of memory");
 
 	/* Faults (case.c): splitk loses the last 256-k chunk for K > 4096;
 	 * lossy rounds the fp32 lanes to the 16-bit output dtype after every
@@ -112,7 +108,7 @@ void gemm(const casefile *c) {
 	size_t kend = K;
 	if (fault_on("splitk") && K > 4096) kend = chunk * ((K - 1) / chunk);
 	const int lossy = fault_on("lossy") && K > 4096 && strcmp(mode->out, "<f4") != 0;
-	double t0 = now_ns();
+	double t0 = nv_now_ns();
 	for (size_t i = 0; i < M; i++) {
 		if (int8) {
 			memset(iacc, 0, N * sizeof(int64_t));
@@ -147,14 +143,14 @@ void gemm(const casefile *c) {
 			for (size_t j = 0; j < N; j++) lane[j] += aik * brow[j];
 			if (lossy && (k + 1) % chunk == 0)
 				for (size_t l = 0; l < LANES * N; l++)
-					acc[l] = !strcmp(mode->out, "<f2") ? (float)(_Float16)acc[l] : bf16_to_f32(store_bf16(acc[l], &c->num));
+					acc[l] = !strcmp(mode->out, "<f2") ? (float)(_Float16)acc[l] : nv_bf16_to_f32(nv_store_bf16(acc[l], &c->numerics));
 		}
 		for (size_t j = 0; j < N; j++) res[i * N + j] = (acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]);
 	}
 	if (fault_on("tile2")) misplace_second_tiles(res, M, N);
 	/* Epilogue in fp16 for mode fp16, else fp32. */
 	void *out = malloc(M * N * 4 + 1);
-	if (!out) die(1, "out of memory");
+	if (!out) nv_die(1, "out of memory");
 	for (size_t i = 0; i < M * N; i++) {
 		float v = res[i];
 		if (fp16acc) {
@@ -166,14 +162,14 @@ void gemm(const casefile *c) {
 			if (alpha != 1) v = (float)alpha * v;
 			if (beta != 0) v = v + (float)beta * cf[i];
 		}
-		if (!strcmp(mode->out, "<f4")) ((float *)out)[i] = store_f32(v, &c->num);
-		else if (!strcmp(mode->out, "<u2")) ((uint16_t *)out)[i] = store_bf16(v, &c->num);
-		else ((_Float16 *)out)[i] = store_f16(v, &c->num);
+		if (!strcmp(mode->out, "<f4")) ((float *)out)[i] = nv_store_f32(v, &c->numerics);
+		else if (!strcmp(mode->out, "<u2")) ((uint16_t *)out)[i] = nv_store_bf16(v, &c->numerics);
+		else ((_Float16 *)out)[i] = store_f16(v, &c->numerics);
 	}
-	double t1 = now_ns();
+	double t1 = nv_now_ns();
 	long shape[2] = {(long)M, (long)N};
-	write_output(c, "out", mode->out, 2, shape, out, !strcmp(mode->out, "<f4") ? 4 : 2);
-	write_timing(t1 - t0);
+	nv_write_output(c, "out", mode->out, 2, shape, out);
+	nv_add_kernel_ns(c, t1 - t0);
 	if (fault_on("clobber")) {
 		size_t osz = !strcmp(mode->out, "<f4") ? 4 : 2, ob = M * N * osz, ab = M * K * a.itemsize;
 		clobber_input(c, "a", out, ob < ab ? ob : ab);
@@ -186,9 +182,4 @@ void gemm(const casefile *c) {
 	free(iacc);
 	free(res);
 	free(out);
-	npy_free(&a);
-	npy_free(&b);
-	npy_free(&cm);
-	npy_free(&sa);
-	npy_free(&sb);
 }

@@ -19,25 +19,25 @@
 
 #define LANES 4
 
-void gemm24(const casefile *c) {
-	const char *mode = c->mode[0] ? c->mode : "fp16_fp32acc";
+void gemm24(nv_case *c) {
+	const char *mode = param(c, "mode", "fp16_fp32acc");
 	int int8 = !strcmp(mode, "int8_int32acc");
-	if (!int8 && strcmp(mode, "fp16_fp32acc")) die(2, "gemm24: unsupported mode %s", mode);
+	if (!int8 && strcmp(mode, "fp16_fp32acc")) nv_die(2, "gemm24: unsupported mode %s", mode);
 	const char *in = int8 ? "|i1" : "<f2";
-	npy_array av, am, b, sa = {0}, sb = {0};
-	read_input(c, "a_values", in, &av);
-	read_input(c, "a_meta", "|u1", &am);
-	read_input(c, "b", in, &b);
-	if (b.ndim != 2 || b.shape[0] % 4 != 0) die(1, "gemm24: b must be [K,N] with K a multiple of 4");
+	nv_array av, am, b, sa = {0}, sb = {0};
+	nv_read_input(c, "a_values", in, &av);
+	nv_read_input(c, "a_meta", "|u1", &am);
+	nv_read_input(c, "b", in, &b);
+	if (b.ndim != 2 || b.shape[0] % 4 != 0) nv_die(1, "gemm24: b must be [K,N] with K a multiple of 4");
 	size_t K = (size_t)b.shape[0], N = (size_t)b.shape[1];
-	if (av.ndim != 2 || (size_t)av.shape[1] != K / 2) die(1, "gemm24: a_values must be [M,K/2]");
+	if (av.ndim != 2 || (size_t)av.shape[1] != K / 2) nv_die(1, "gemm24: a_values must be [M,K/2]");
 	size_t M = (size_t)av.shape[0], KH = K / 2, G = K / 4;
-	if (am.ndim != 2 || (size_t)am.shape[0] != M || (size_t)am.shape[1] != G) die(1, "gemm24: a_meta must be [M,K/4]");
+	if (am.ndim != 2 || (size_t)am.shape[0] != M || (size_t)am.shape[1] != G) nv_die(1, "gemm24: a_meta must be [M,K/4]");
 	if (int8) {
-		read_input(c, "scale_a", "<f4", &sa);
-		read_input(c, "scale_b", "<f4", &sb);
-		if (sa.count != 1 && sa.count != M) die(1, "gemm24: scale_a must be [M] or [1]");
-		if (sb.count != 1 && sb.count != N) die(1, "gemm24: scale_b must be [N] or [1]");
+		nv_read_input(c, "scale_a", "<f4", &sa);
+		nv_read_input(c, "scale_b", "<f4", &sb);
+		if (sa.count != 1 && sa.count != M) nv_die(1, "gemm24: scale_a must be [M] or [1]");
+		if (sb.count != 1 && sb.count != N) nv_die(1, "gemm24: scale_b must be [N] or [1]");
 	}
 	/* The B row of every compressed position, decoded once from meta. */
 	const uint8_t *meta = am.data;
@@ -45,13 +45,13 @@ void gemm24(const casefile *c) {
 	float *acc = malloc(LANES * N * sizeof(float) + 1);
 	int64_t *iacc = malloc(N * sizeof(int64_t) + 1);
 	_Float16 *out = malloc(M * N * sizeof(_Float16) + 1);
-	if (!row || !acc || !iacc || !out) die(1, "out of memory");
-	double t0 = now_ns();
+	if (!row || !acc || !iacc || !out) nv_die(1, "out of memory");
+	double t0 = nv_now_ns();
 	for (size_t i = 0; i < M; i++)
 		for (size_t g = 0; g < G; g++) {
 			uint8_t m = meta[i * G + g];
 			unsigned first = m & 3u, second = m >> 2 & 3u;
-			if (m >= 16 || first >= second) die(1, "gemm24: a_meta[%zu,%zu] = 0x%02x is malformed", i, g, m);
+			if (m >= 16 || first >= second) nv_die(1, "gemm24: a_meta[%zu,%zu] = 0x%02x is malformed", i, g, m);
 			row[i * KH + 2 * g] = 4 * g + first;
 			row[i * KH + 2 * g + 1] = 4 * g + second;
 		}
@@ -67,7 +67,7 @@ void gemm24(const casefile *c) {
 			const float *sav = sa.data, *sbv = sb.data;
 			for (size_t j = 0; j < N; j++) {
 				float s = sav[sa.count == 1 ? 0 : i] * sbv[sb.count == 1 ? 0 : j];
-				out[i * N + j] = store_f16(s * (float)iacc[j], &c->num);
+				out[i * N + j] = store_f16(s * (float)iacc[j], &c->numerics);
 			}
 			continue;
 		}
@@ -79,19 +79,14 @@ void gemm24(const casefile *c) {
 			for (size_t j = 0; j < N; j++) lane[j] += ait * (float)brow[j];
 		}
 		for (size_t j = 0; j < N; j++)
-			out[i * N + j] = store_f16((acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]), &c->num);
+			out[i * N + j] = store_f16((acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]), &c->numerics);
 	}
-	double t1 = now_ns();
+	double t1 = nv_now_ns();
 	long shape[2] = {(long)M, (long)N};
-	write_output(c, "out", "<f2", 2, shape, out, 2);
-	write_timing(t1 - t0);
+	nv_write_output(c, "out", "<f2", 2, shape, out);
+	nv_add_kernel_ns(c, t1 - t0);
 	free(row);
 	free(acc);
 	free(iacc);
 	free(out);
-	npy_free(&av);
-	npy_free(&am);
-	npy_free(&b);
-	npy_free(&sa);
-	npy_free(&sb);
 }

@@ -11,30 +11,30 @@
 
 #include "ckernel.h"
 
-static void *dup_data(const npy_array *a) {
+static void *dup_data(const nv_array *a) {
 	void *p = malloc(a->count * a->itemsize + 1);
-	if (!p) die(1, "out of memory");
+	if (!p) nv_die(1, "out of memory");
 	if (a->count) memcpy(p, a->data, a->count * a->itemsize);
 	return p;
 }
 
-void kv_update(const casefile *c) {
-	const int paged = !strcmp(c->layout, "paged"), int8 = !strcmp(c->cache_dtype, "int8");
+void kv_update(nv_case *c) {
+	const int paged = !strcmp(param(c, "layout", "contiguous"), "paged"), int8 = !strcmp(param(c, "cache_dtype", "fp16"), "int8");
 	const char *cd = int8 ? "|i1" : "<f2";
-	npy_array x, wk, wv, kc, vc, ks = {0}, vs = {0}, bt = {0}, sl, si;
-	read_input(c, "x", "<f2", &x);
-	read_input(c, "w_k", "<f2", &wk);
-	read_input(c, "w_v", "<f2", &wv);
-	read_input(c, "k_cache", cd, &kc);
-	read_input(c, "v_cache", cd, &vc);
-	read_input(c, "seq_lens", "<i4", &sl);
-	read_input(c, "seq_ids", "<i4", &si);
+	nv_array x, wk, wv, kc, vc, ks = {0}, vs = {0}, bt = {0}, sl, si;
+	nv_read_input(c, "x", "<f2", &x);
+	nv_read_input(c, "w_k", "<f2", &wk);
+	nv_read_input(c, "w_v", "<f2", &wv);
+	nv_read_input(c, "k_cache", cd, &kc);
+	nv_read_input(c, "v_cache", cd, &vc);
+	nv_read_input(c, "seq_lens", "<i4", &sl);
+	nv_read_input(c, "seq_ids", "<i4", &si);
 	if (int8) {
-		read_input(c, "k_scale", "<f4", &ks);
-		read_input(c, "v_scale", "<f4", &vs);
+		nv_read_input(c, "k_scale", "<f4", &ks);
+		nv_read_input(c, "v_scale", "<f4", &vs);
 	}
-	if (paged) read_input(c, "block_tables", "<i4", &bt);
-	if (x.ndim != 3 || kc.ndim != 4) die(1, "kv_update: x must be [B,H,D] and the caches rank 4");
+	if (paged) nv_read_input(c, "block_tables", "<i4", &bt);
+	if (x.ndim != 3 || kc.ndim != 4) nv_die(1, "kv_update: x must be [B,H,D] and the caches rank 4");
 	const long B = x.shape[0], H = x.shape[1], D = x.shape[2];
 	const long L = paged ? bt.shape[1] * kc.shape[1] : kc.shape[1], BS = kc.shape[1], MB = paged ? bt.shape[1] : 0;
 	const int32_t *lens = sl.data, *ids = si.data, *tab = bt.data;
@@ -44,8 +44,8 @@ void kv_update(const casefile *c) {
 	uint8_t *written = calloc((size_t)B + 1, 1);
 	_Float16 *nk = calloc((size_t)(B * H * D) + 1, 2), *nv = calloc((size_t)(B * H * D) + 1, 2);
 	float lane[4];
-	if (!written || !nk || !nv) die(1, "out of memory");
-	double t0 = now_ns();
+	if (!written || !nk || !nv) nv_die(1, "out of memory");
+	double t0 = nv_now_ns();
 	for (long b = 0; b < B; b++) {
 		int32_t s = ids[b];
 		if (s < 0) continue;
@@ -60,7 +60,7 @@ void kv_update(const casefile *c) {
 				for (long j = 0; j < D; j++) {
 					memset(lane, 0, sizeof lane);
 					for (long i = 0; i < D; i++) lane[i % 4] += (float)xr[i] * (float)w[(h * D + i) * D + j];
-					o[j] = store_f16((lane[0] + lane[1]) + (lane[2] + lane[3]), &c->num);
+					o[j] = store_f16((lane[0] + lane[1]) + (lane[2] + lane[3]), &c->numerics);
 				}
 				if (row < 0) continue;
 				long dst = (row * H + h) * D;
@@ -73,7 +73,7 @@ void kv_update(const casefile *c) {
 				float sc = amax / 127.0f;
 				int8_t *q = (int8_t *)(which ? vout : kout) + dst;
 				for (long j = 0; j < D; j++) {
-					int8_t v = amax == 0 ? 0 : store_i8((float)o[j] / sc, &c->num);
+					int8_t v = amax == 0 ? 0 : nv_store_i8((float)o[j] / sc, &c->numerics);
 					q[j] = v < -127 ? -127 : v;
 				}
 				(which ? vsout : ksout)[row * H + h] = amax == 0 ? 0 : sc;
@@ -84,15 +84,15 @@ void kv_update(const casefile *c) {
 			lout[s] = lens[s] + 1;
 		}
 	}
-	write_timing(now_ns() - t0);
-	write_output(c, "new_k", "<f2", 3, x.shape, nk, 2);
-	write_output(c, "new_v", "<f2", 3, x.shape, nv, 2);
-	write_output(c, "k_cache", cd, 4, kc.shape, kout, kc.itemsize);
-	write_output(c, "v_cache", cd, 4, vc.shape, vout, vc.itemsize);
+	nv_add_kernel_ns(c, nv_now_ns() - t0);
+	nv_write_output(c, "new_k", "<f2", 3, x.shape, nk);
+	nv_write_output(c, "new_v", "<f2", 3, x.shape, nv);
+	nv_write_output(c, "k_cache", cd, 4, kc.shape, kout);
+	nv_write_output(c, "v_cache", cd, 4, vc.shape, vout);
 	if (int8) {
-		write_output(c, "k_scale", "<f4", 3, ks.shape, ksout, 4);
-		write_output(c, "v_scale", "<f4", 3, vs.shape, vsout, 4);
+		nv_write_output(c, "k_scale", "<f4", 3, ks.shape, ksout);
+		nv_write_output(c, "v_scale", "<f4", 3, vs.shape, vsout);
 	}
-	write_output(c, "seq_lens", "<i4", 1, sl.shape, lout, 4);
-	write_output(c, "written", "|u1", 1, si.shape, written, 1);
+	nv_write_output(c, "seq_lens", "<i4", 1, sl.shape, lout);
+	nv_write_output(c, "written", "|u1", 1, si.shape, written);
 }

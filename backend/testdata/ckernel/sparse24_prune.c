@@ -21,16 +21,16 @@ static int outranks(const _Float16 *x, int i, int j) {
 	return a > b;
 }
 
-void sparse24_prune(const casefile *c) {
-	npy_array w;
-	read_input(c, "w", "<f2", &w);
-	if (w.ndim != 2 || w.shape[1] % 4 != 0) die(1, "sparse24_prune: w must be [M,K] with K a multiple of 4");
+void sparse24_prune(nv_case *c) {
+	nv_array w;
+	nv_read_input(c, "w", "<f2", &w);
+	if (w.ndim != 2 || w.shape[1] % 4 != 0) nv_die(1, "sparse24_prune: w must be [M,K] with K a multiple of 4");
 	size_t M = (size_t)w.shape[0], K = (size_t)w.shape[1], G = M * K / 4;
 	const uint16_t *bits = w.data;
 	uint16_t *vals = malloc(2 * G * sizeof(uint16_t) + 1);
 	uint8_t *meta = malloc(G + 1);
-	if (!vals || !meta) die(1, "out of memory");
-	double t0 = now_ns();
+	if (!vals || !meta) nv_die(1, "out of memory");
+	double t0 = nv_now_ns();
 	for (size_t g = 0; g < G; g++) {
 		_Float16 x[4];
 		memcpy(x, bits + 4 * g, sizeof x);
@@ -47,12 +47,11 @@ void sparse24_prune(const casefile *c) {
 		vals[2 * g + 1] = bits[4 * g + hi];
 		meta[g] = (uint8_t)(lo | hi << 2);
 	}
-	double t1 = now_ns();
+	double t1 = nv_now_ns();
 	long vs[2] = {(long)M, (long)(K / 2)}, ms[2] = {(long)M, (long)(K / 4)};
-	write_output(c, "values", "<f2", 2, vs, vals, 2);
-	write_output(c, "meta", "|u1", 2, ms, meta, 1);
-	write_timing(t1 - t0);
+	nv_write_output(c, "values", "<f2", 2, vs, vals);
+	nv_write_output(c, "meta", "|u1", 2, ms, meta);
+	nv_add_kernel_ns(c, t1 - t0);
 	free(vals);
 	free(meta);
-	npy_free(&w);
 }

@@ -50,19 +50,19 @@ static int by_int_asc(const void *a, const void *b) {
 	return (x > y) - (x < y);
 }
 
-void sparse_compress(const casefile *c) {
+void sparse_compress(nv_case *c) {
 	char ratio_s[64], sinks_s[32], *end;
-	if (!case_param(c, "keep_ratio", ratio_s, sizeof ratio_s) || !case_param(c, "sinks", sinks_s, sizeof sinks_s))
-		die(1, "sparse_compress: params keep_ratio and sinks required");
+	if (!nv_param(c, "keep_ratio", ratio_s, sizeof ratio_s) || !nv_param(c, "sinks", sinks_s, sizeof sinks_s))
+		nv_die(1, "sparse_compress: params keep_ratio and sinks required");
 	double ratio = strtod(ratio_s, &end);
-	if (*end || !(ratio > 0 && ratio <= 1)) die(1, "sparse_compress: bad keep_ratio %s", ratio_s);
+	if (*end || !(ratio > 0 && ratio <= 1)) nv_die(1, "sparse_compress: bad keep_ratio %s", ratio_s);
 	long sinks = strtol(sinks_s, &end, 10);
-	if (*end || sinks < 0) die(1, "sparse_compress: bad sinks %s", sinks_s);
-	npy_array k, v;
-	read_input(c, "k", "<f2", &k);
-	read_input(c, "v", "<f2", &v);
+	if (*end || sinks < 0) nv_die(1, "sparse_compress: bad sinks %s", sinks_s);
+	nv_array k, v;
+	nv_read_input(c, "k", "<f2", &k);
+	nv_read_input(c, "v", "<f2", &v);
 	if (k.ndim != 3 || v.ndim != 3 || memcmp(k.shape, v.shape, 3 * sizeof(long)))
-		die(1, "sparse_compress: k and v must be [H,L,D] of one shape");
+		nv_die(1, "sparse_compress: k and v must be [H,L,D] of one shape");
 	size_t H = (size_t)k.shape[0], L = (size_t)k.shape[1], D = (size_t)k.shape[2];
 	size_t s = (size_t)sinks < L ? (size_t)sinks : L;
 	size_t keep = (size_t)floor((double)L * ratio);
@@ -72,10 +72,10 @@ void sparse_compress(const casefile *c) {
 	int32_t *idx = malloc(H * keep * 4 + 1);
 	uint8_t *mask = calloc(H * L + 1, 1);
 	uint64_t *keys = malloc(L * 8 + 1);
-	if (!ko || !vo || !idx || !mask || !keys) die(1, "out of memory");
+	if (!ko || !vo || !idx || !mask || !keys) nv_die(1, "out of memory");
 	const _Float16 *kd = k.data;
 	const uint16_t *kb = k.data, *vb = v.data;
-	double t0 = now_ns();
+	double t0 = nv_now_ns();
 	for (size_t h = 0; h < H; h++) {
 		size_t nc = 0;
 		for (size_t i = s; i < L; i++) keys[nc++] = sort_key(importance(kd + (h * L + i) * D, D), i);
@@ -91,18 +91,16 @@ void sparse_compress(const casefile *c) {
 			mask[h * L + (size_t)hi[t]] = 1;
 		}
 	}
-	double t1 = now_ns();
+	double t1 = nv_now_ns();
 	long rows[3] = {(long)H, (long)keep, (long)D}, is[2] = {(long)H, (long)keep}, ms[2] = {(long)H, (long)L};
-	write_output(c, "k_out", "<f2", 3, rows, ko, 2);
-	write_output(c, "v_out", "<f2", 3, rows, vo, 2);
-	write_output(c, "indices", "<i4", 2, is, idx, 4);
-	write_output(c, "mask", "|u1", 2, ms, mask, 1);
-	write_timing(t1 - t0);
+	nv_write_output(c, "k_out", "<f2", 3, rows, ko);
+	nv_write_output(c, "v_out", "<f2", 3, rows, vo);
+	nv_write_output(c, "indices", "<i4", 2, is, idx);
+	nv_write_output(c, "mask", "|u1", 2, ms, mask);
+	nv_add_kernel_ns(c, t1 - t0);
 	free(ko);
 	free(vo);
 	free(idx);
 	free(mask);
 	free(keys);
-	npy_free(&k);
-	npy_free(&v);
 }
