@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 REPORT    ?= out/report
 
-.PHONY: test test-purego test-v3 test-arm64 test-exec test-stress report fuzz golden bench lint build mutation
+.PHONY: test test-purego test-v3 test-arm64 test-exec test-worker test-stress report fuzz golden bench lint build mutation
 
 ## test: the default suite: Ginkgo UT/ST/perf specs, properties, fuzz seed corpora. Without go test's
 ## built-in vet pass: `make lint` runs go vet with every analyzer (a superset of that pass) and CI runs it
@@ -30,10 +30,17 @@ test-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec qemu-aarch64 -count=1 -timeout 60m ./...
 
 ## test-exec: the same UT/ST suites against the independent C kernel (backend/testdata/ckernel)
-## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'.
+## through the exec backend; any kernel can be put under test with NPUVERIFY_BACKEND=exec:'CMD'
+## (docs/testing-your-kernel.md). -v prints the per-op summary; -timeout well above the run.
+SUITES_TIMEOUT ?= 30m
 test-exec:
 	mkdir -p bin && $(CC) -O2 -std=c11 -o bin/ckernel backend/testdata/ckernel/*.c -lm
-	NPUVERIFY_BACKEND="exec:$(CURDIR)/bin/ckernel" $(GO) test -count=1 ./suites
+	NPUVERIFY_BACKEND="exec:$(CURDIR)/bin/ckernel" $(GO) test -count=1 -timeout $(SUITES_TIMEOUT) -v -run TestSuites ./suites
+
+## test-worker: the same, with the C kernel kept running as a worker (worker:'CMD').
+test-worker:
+	mkdir -p bin && $(CC) -O2 -std=c11 -o bin/ckernel backend/testdata/ckernel/*.c -lm
+	NPUVERIFY_BACKEND="worker:$(CURDIR)/bin/ckernel" $(GO) test -count=1 -timeout $(SUITES_TIMEOUT) -v -run TestSuites ./suites
 
 ## test-stress: the exec backend's containment on real processes, many times over (a kernel that
 ## orphans a grandchild as it exits, 300 runs): races the default suite covers on a scripted table.

@@ -225,3 +225,38 @@ func TestUserDirIsParentsDir(t *testing.T) {
 		t.Errorf("UserDir in a suite started from %s: got output %q, want a line userdir=%s", dir, out, want)
 	}
 }
+
+// TestLabelsDocumented holds docs/testing-your-kernel.md's label tables to
+// suites.LabelNames and suites.LabelPrefixes, both ways: the page lists
+// every label and prefix the suites use (LabelProblems holds every spec
+// to these lists on each run), and none that they do not.
+func TestLabelsDocumented(t *testing.T) {
+	const page = "../docs/testing-your-kernel.md"
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### Labels\n")
+	if !ok {
+		t.Fatalf("%s: no \"### Labels\" section", page)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var names, prefixes []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		label, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+		if strings.HasSuffix(label, ":") {
+			prefixes = append(prefixes, label)
+		} else {
+			names = append(names, label)
+		}
+	}
+	if !slices.Equal(names, suites.LabelNames) {
+		t.Errorf("%s: label table lists %q, want suites.LabelNames %q in that order", page, names, suites.LabelNames)
+	}
+	if !slices.Equal(prefixes, suites.LabelPrefixes) {
+		t.Errorf("%s: label prefix table lists %q, want suites.LabelPrefixes %q in that order", page, prefixes, suites.LabelPrefixes)
+	}
+}
