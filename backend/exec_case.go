@@ -38,8 +38,9 @@ import (
 //	  ]
 //	}
 //
-// Params are the op's validated params with defaults filled in, all as
-// strings. Files are relative to D. Inputs and outputs are listed in the
+// Params are the op's validated params with every default filled in
+// (ops.CompleteParams: decode_attention's scale as the decimal of
+// RN32(1/√D) when unset), all as strings. Files are relative to D. Inputs and outputs are listed in the
 // op's contract order; optional inputs that the case does not have are
 // left out.
 type ExecCaseFile struct {
@@ -62,15 +63,21 @@ type ExecTensor struct {
 // newCaseFile describes the case: inputs and outputs in contract order,
 // to be stored under num.
 func newCaseFile(op ops.Op, p ops.Params, in map[string]*tensor.Tensor, num tensor.Numerics) (*ExecCaseFile, error) {
-	inSpecs, err := op.Inputs(p, in)
+	// Every param of the contract, defaults filled in (those that
+	// depend on the inputs' shapes included): docs/exec-backend.md. The
+	// tensors are described under the same params.
+	params, err := ops.CompleteParams(op, p, in)
 	if err != nil {
 		return nil, err
 	}
-	outSpecs, err := op.Outputs(p, in)
+	inSpecs, err := op.Inputs(params, in)
 	if err != nil {
 		return nil, err
 	}
-	params := p.Clone()
+	outSpecs, err := op.Outputs(params, in)
+	if err != nil {
+		return nil, err
+	}
 	cf := &ExecCaseFile{Version: ExecCaseVersion, Op: op.Name(), Params: params, Numerics: num,
 		Inputs: []ExecTensor{}, Outputs: []ExecTensor{}}
 	known := map[string]bool{}

@@ -70,7 +70,8 @@ func Subject(c ops.Case) verify.Subject {
 	return verify.Subject{Op: c.Op, Params: c.Params.String(), Seed: c.Seed, Case: c.Name}
 }
 
-// Prepared is a case whose params are validated and inputs generated.
+// Prepared is a case whose params are validated (every default filled
+// in, ops.CompleteParams) and inputs generated.
 // Runs of it may be concurrent: a backend is handed its Inputs only when
 // it guards them (backend.InputGuard), any other gets copies.
 type Prepared struct {
@@ -97,6 +98,9 @@ func Prepare(c ops.Case) (*Prepared, error) {
 	}
 	if err := ops.CheckInputs(op, p, in); err != nil {
 		return nil, &InputError{fmt.Errorf("generated inputs: %w", err)}
+	}
+	if p, err = ops.CompleteParams(op, p, in); err != nil {
+		return nil, &InputError{err}
 	}
 	return &Prepared{Case: c, Op: op, Params: p, Inputs: in}, nil
 }
@@ -126,6 +130,9 @@ func PrepareInputs(c ops.Case, in map[string]*tensor.Tensor) (*Prepared, error) 
 	}
 	if err := ops.CheckInputs(op, p, in); err != nil {
 		return nil, &InputError{fmt.Errorf("inputs: %w", err)}
+	}
+	if p, err = ops.CompleteParams(op, p, in); err != nil {
+		return nil, &InputError{err}
 	}
 	return &Prepared{Case: c, Op: op, Params: p, Inputs: in}, nil
 }

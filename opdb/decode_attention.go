@@ -38,7 +38,8 @@ var decodeAttentionVariants = []kernels.Variant{
 // decodeAttentionGolden: per layout and cache dtype, GQA (Hq 8, Hkv 2)
 // with uniform, peaked (scores in the hundreds) and special values, the
 // lengths of the first sequences at the block edges; plain MHA at an odd
-// D = 5 with block size 4; and, as recipes, the large sizes (kvRecipes).
+// D = 5 with block size 4; an explicit scale (0.7 per layout and cache
+// dtype, 0.03 once); and, as recipes, the large sizes (kvRecipes).
 func decodeAttentionGolden() []ops.Case {
 	const op = "decode_attention"
 	var out []ops.Case
@@ -51,7 +52,20 @@ func decodeAttentionGolden() []ops.Case {
 		dims := map[string]int{"b": 7, "s": 5, "hq": 3, "h": 3, "d": 5, "l": 12, "bs": 4}
 		out = append(out, ops.NewCase(op, kvName(p)+"_normal_mha_d5", p.Clone(), dims, ops.DistNormal,
 			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
+		// An explicit score scale, far from the default 1/√D = 0.25 (a
+		// kernel that ignores it fails): sharper scores on normal inputs.
+		sp := p.Clone()
+		sp["scale"] = "0.7"
+		dims = map[string]int{"b": 6, "s": 5, "hq": 4, "h": 2, "d": 16, "l": 24, "bs": 8}
+		out = append(out, ops.NewCase(op, kvName(p)+"_normal_gqa4x2_d16_scale0.7", sp, dims, ops.DistNormal,
+			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "param:scale"))
 	}
+	// A small scale, nearly uniform attention weights, with a D whose
+	// 1/√D is no power of two.
+	sp := ops.Params{"layout": ops.KVPaged, "cache_dtype": ops.KVFP16, "scale": "0.03"}
+	out = append(out, ops.NewCase(op, "paged_fp16_uniform_mha_d8_scale0.03", sp,
+		map[string]int{"b": 5, "s": 4, "hq": 2, "h": 2, "d": 8, "l": 16, "bs": 4}, ops.DistUniform,
+		"layout:paged", "dtype:fp16", "param:scale"))
 	return append(out, kvRecipes(op)...)
 }
 

@@ -49,7 +49,8 @@ func kvName(p ops.Params) string { return p["layout"] + "_" + p["cache_dtype"] }
 // kvUpdateGolden: per layout and cache dtype, uniform and special values
 // at b = s+2 (every sequence, two padding entries: block-multiple, empty,
 // full, ±1 around a block boundary lengths), D = 16 and an odd D = 5 with
-// block size 4; and, as recipes, the large sizes (kvRecipes).
+// block size 4; for the int8 cache, rounding ties of the quantiser; and,
+// as recipes, the large sizes (kvRecipes).
 func kvUpdateGolden() []ops.Case {
 	const op = "kv_update"
 	var out []ops.Case
@@ -62,6 +63,13 @@ func kvUpdateGolden() []ops.Case {
 		dims := map[string]int{"b": 7, "s": 5, "h": 3, "d": 5, "l": 12, "bs": 4}
 		out = append(out, ops.NewCase(op, kvName(p)+"_normal_d5", p.Clone(), dims, ops.DistNormal,
 			"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "size:odd"))
+		if p["cache_dtype"] == ops.KVInt8 {
+			// Rounding ties of the int8 quantiser, exact and double-rounding
+			// ones (ops.DistTies): a half-away quantiser fails these.
+			dims := map[string]int{"b": 8, "s": 6, "h": 2, "d": 16, "l": 40, "bs": 8}
+			out = append(out, ops.NewCase(op, kvName(p)+"_ties_d16", p.Clone(), dims, ops.DistTies,
+				"layout:"+p["layout"], "dtype:"+p["cache_dtype"], "dist:"+ops.DistTies))
+		}
 	}
 	return append(out, kvRecipes(op)...)
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/npuverify/npuverify/bound"
@@ -70,10 +71,18 @@ func (gemm24) DimSpecs() []DimSpec {
 
 // Dists: fp16 draws a dense w (uniform, normal, large or special) and
 // prunes it with the reference; int8 draws the values and random valid
-// meta. b is drawn from the same distribution.
+// meta. b is drawn from the same distribution. prunedinf is uniform with,
+// in fp16, a few isolated ±Inf in b (one per column in up to three
+// columns), each at a k that some row of a prunes: there the contract's
+// output stays finite while a dense product of the decompressed matrix
+// gives 0·inf = NaN (int8 holds no infinity: uniform).
 func (gemm24) Dists() []string {
-	return []string{DistUniform, DistNormal, DistLarge, DistSpecial}
+	return []string{DistUniform, DistNormal, DistLarge, DistSpecial, DistPrunedInf}
 }
+
+// DistPrunedInf is gemm24's distribution of isolated infinities in b at
+// pruned positions (see gemm24.Dists).
+const DistPrunedInf = "prunedinf"
 
 func (op gemm24) Validate(p Params) (Params, error) { return validate(op, p) }
 
@@ -101,21 +110,28 @@ func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 		return nil, err
 	}
 	rng := g.Rand()
+	dist := g.Dist
+	if dist == DistPrunedInf {
+		dist = DistUniform // the infinities are placed below
+	}
 	in := map[string]*tensor.Tensor{}
 	if cfg.Mode.Int8() {
-		if in["a_values"], err = Fill(rng, g.Dist, tensor.Int8, m, k/2); err != nil {
+		if in["a_values"], err = Fill(rng, dist, tensor.Int8, m, k/2); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
 		in["a_meta"] = randomMeta(rng, m, k/4)
 	} else {
-		w, err := Fill(rng, g.Dist, tensor.Float16, m, k)
+		w, err := Fill(rng, dist, tensor.Float16, m, k)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
 		in["a_values"], in["a_meta"] = Prune24Tensors(w)
 	}
-	if in["b"], err = Fill(rng, g.Dist, cfg.Mode.In, k, n); err != nil {
+	if in["b"], err = Fill(rng, dist, cfg.Mode.In, k, n); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	if g.Dist == DistPrunedInf && !cfg.Mode.Int8() {
+		prunedInfs(rng, in["a_meta"], in["b"])
 	}
 	if cfg.Mode.Int8() {
 		for _, s := range []struct {
@@ -130,6 +146,31 @@ func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 		}
 	}
 	return in, nil
+}
+
+// prunedInfs sets ±Inf in b [K,N] at one k of each of up to three
+// columns, a k that at least one row of meta [M,K/4] prunes (tried in a
+// random order; a column where no row prunes any k is left finite).
+func prunedInfs(rng *rand.Rand, meta, b *tensor.Tensor) {
+	k, n := b.Shape[0], b.Shape[1]
+	m := meta.Shape[0]
+	prunedBy := func(kk int) bool {
+		for i := range m {
+			f, s, _ := DecodeMeta24(meta.U8()[i*(k/4)+kk/4])
+			if kk%4 != f && kk%4 != s {
+				return true
+			}
+		}
+		return false
+	}
+	for _, j := range rng.Perm(n)[:min(n, 3)] {
+		for _, kk := range rng.Perm(k) {
+			if prunedBy(kk) {
+				b.SetFloat64(kk*n+j, math.Copysign(math.Inf(1), float64(rng.IntN(2))-0.5), generationNumerics)
+				break
+			}
+		}
+	}
 }
 
 // randomMeta draws a valid meta byte for each of rows × groups.

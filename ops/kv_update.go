@@ -63,8 +63,11 @@ func (kvUpdate) DimSpecs() []DimSpec {
 
 // Dists: uniform, normal (x and the cache), special (zeros, −0,
 // subnormals, repeated values in x and the cache). Weights are uniform
-// scaled by 1/√D so projections stay O(1).
-func (kvUpdate) Dists() []string { return []string{DistUniform, DistNormal, DistSpecial} }
+// scaled by 1/√D so projections stay O(1). ties: rows of x holding
+// rounding ties of the int8 quantiser, exact and double-rounding ones,
+// with signed-permutation weights that keep them exact
+// (ops/kv_update_ties.go); the cache as uniform.
+func (kvUpdate) Dists() []string { return []string{DistUniform, DistNormal, DistSpecial, DistTies} }
 
 func (op kvUpdate) Validate(p Params) (Params, error) { return validate(op, p) }
 
@@ -93,7 +96,12 @@ func (op kvUpdate) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) 
 		}
 	}
 	ws := 1 / math.Sqrt(float64(d.D))
-	for _, name := range []string{"w_k", "w_v"} {
+	weights := []string{"w_k", "w_v"}
+	if g.Dist == DistTies {
+		in["w_k"], in["w_v"] = kvTieRows(rng, in["x"], h, d.D)
+		weights = nil // signed permutations, made with the rows
+	}
+	for _, name := range weights {
 		w := tensor.MustNew(tensor.Float16, h, d.D, d.D)
 		for i := range w.Len() {
 			w.SetFloat64(i, (float64(2*rngFloat64(rng))-1)*ws, generationNumerics)

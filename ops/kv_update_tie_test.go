@@ -10,11 +10,11 @@ import (
 	"github.com/npuverify/npuverify/tensor"
 )
 
-// kvDoubleTieRow searches seeded random fp16 rows of d elements for one
+// searchDoubleTieRow searches seeded random fp16 rows of d elements for one
 // holding a double-rounding tie of the int8 quantiser under num: an
 // element whose RN32 quotient is k+½ while the exact quotient is not, and
 // whose two codes differ. It returns the row and the element, or i = −1.
-func kvDoubleTieRow(seed uint64, d int, num tensor.Numerics) (row []float64, i, tries int) {
+func searchDoubleTieRow(seed uint64, d int, num tensor.Numerics) (row []float64, i, tries int) {
 	rng := rand.New(rand.NewPCG(seed, 32))
 	round := func(x float64) float64 { return num.Round(x, tensor.Int8) }
 	row = make([]float64, d)
@@ -84,7 +84,7 @@ func kvTieCase(t *testing.T, x, codes []float64, scale float64) (Params, map[str
 func TestKVUpdateDoubleRoundingTie(t *testing.T) {
 	const d, seed = 16, 7
 	for _, num := range []tensor.Numerics{{}, {Int8Rounding: tensor.RoundHalfAway}} {
-		row, i, tries := kvDoubleTieRow(seed, d, num)
+		row, i, tries := searchDoubleTieRow(seed, d, num)
 		if i < 0 {
 			t.Fatalf("kv_update cache_dtype=int8 d=%d seed=%d num=%v: no double-rounding tie in %d random rows", d, seed, num, tries)
 		}

@@ -23,8 +23,11 @@ var Sparse24Prune = Register(sparse24Prune{})
 // NaN as any NaN: see Expect).
 type sparse24Prune struct{}
 
-// DistTies draws from {0, ±0.5, ±1}: groups of four with equal
-// magnitudes, where the tie rule decides what is kept.
+// DistTies is the distribution of constructed ties, where a tie rule of
+// the contract decides the result. sparse24_prune draws from
+// {0, ±0.5, ±1}: groups of four with equal magnitudes, where the tie rule
+// decides what is kept. kv_update builds rounding ties of its int8
+// quantiser (ops/kv_update_ties.go).
 const DistTies = "ties"
 
 // EncodeMeta24 packs a group's kept indices first < second (both < 4)
