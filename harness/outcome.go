@@ -55,13 +55,31 @@ const (
 	// VerdictNondeterministic is a case whose every run passed but whose
 	// outputs differed bitwise between runs (Nondeterministic).
 	VerdictNondeterministic = "nondeterministic"
+	// VerdictSlower is a case whose outputs passed but whose kernel times
+	// are slower than a baseline's beyond the allowance, statistically
+	// (a failed CheckSlowdown; check --baseline).
+	VerdictSlower = "slower"
+	// VerdictInefficient is a case whose outputs passed but whose kernel
+	// is further from the device's roofline than allowed (a failed
+	// CheckEfficiency; check --min-efficiency).
+	VerdictInefficient = "inefficient"
+)
+
+// The performance checks on kernel times: a failed one gives its own
+// verdict (VerdictSlower, VerdictInefficient) rather than VerdictFail, so
+// that a slow but correct kernel is told apart from a wrong one.
+const (
+	CheckSlowdown   = "slowdown"
+	CheckEfficiency = "efficiency"
 )
 
 // Verdict is VerdictPass, VerdictFail, VerdictInputError,
-// VerdictBackendError or VerdictNondeterministic, in this precedence: a
-// case that could not be judged, then one that failed a check, then one
-// that passed but disagreed with itself between runs. An error that is not
-// an InputError counts as the backend's: the case could not be judged, and
+// VerdictBackendError, VerdictNondeterministic, VerdictSlower or
+// VerdictInefficient, in this precedence: a case that could not be judged,
+// then one that failed a check, then one that passed but disagreed with
+// itself between runs, then a correct one that is slower than its
+// baseline, then one too far from its roofline. An error that is not an
+// InputError counts as the backend's: the case could not be judged, and
 // nothing says the case is at fault.
 func (o *Outcome) Verdict() string {
 	switch {
@@ -72,13 +90,25 @@ func (o *Outcome) Verdict() string {
 	case !o.Result.Pass():
 		return VerdictFail
 	}
+	slower, inefficient := false, false
 	for _, k := range o.Checks {
-		if !k.Pass {
+		switch {
+		case k.Pass:
+		case k.Name == CheckSlowdown:
+			slower = true
+		case k.Name == CheckEfficiency:
+			inefficient = true
+		default:
 			return VerdictFail
 		}
 	}
-	if len(o.Nondeterministic) > 0 {
+	switch {
+	case len(o.Nondeterministic) > 0:
 		return VerdictNondeterministic
+	case slower:
+		return VerdictSlower
+	case inefficient:
+		return VerdictInefficient
 	}
 	return VerdictPass
 }

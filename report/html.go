@@ -29,6 +29,7 @@ type HTMLSection interface {
 var sectionNames = map[string]string{
 	"summary": "Summary", "gemm_precision_modes": "GEMM precision modes", "performance": "Performance checklist",
 	"plots": "Plots", "cases": "Cases", "attention_quality": "Attention quality", "incremental_decoding": "Incremental decoding",
+	"throughput": "Kernel throughput",
 }
 
 // HTML writes the whole report as one self-contained HTML page: the title,
@@ -293,7 +294,7 @@ func verdictClass(v string) string {
 	switch v {
 	case harness.VerdictPass:
 		return "pass"
-	case harness.VerdictFail:
+	case harness.VerdictFail, harness.VerdictSlower, harness.VerdictInefficient:
 		return "fail"
 	}
 	return "error"

@@ -12,6 +12,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/perf"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -42,6 +43,10 @@ type Case struct {
 	// KernelSeconds are the kernel times the backend measured (an exec
 	// kernel's timing.json), in the order measured; nil when none.
 	KernelSeconds []float64 `json:"kernel_seconds,omitempty"`
+	// Roofline is the case's least time on the device (its work and the
+	// device's peaks), set when the backend reported kernel times: the
+	// Throughput section compares the two (SetRoofline chooses the device).
+	Roofline *perf.Roofline `json:"roofline,omitempty"`
 }
 
 // Output is the verdict on one output tensor.
@@ -156,6 +161,12 @@ func FromOutcome(o *harness.Outcome) Case {
 				c.Cost = costOf(k)
 			}
 			c.KernelSeconds = m.KernelSeconds
+			if len(m.KernelSeconds) > 0 {
+				if w, err := perf.WorkOf(hc.Op, r.Params, r.Inputs); err == nil {
+					rl := perf.RooflineOf(w, perf.PeaksOf(npu.Ascend910B()))
+					c.Roofline = &rl
+				}
+			}
 		}
 	}
 	c.normalise()

@@ -81,10 +81,14 @@ func New(title string, outcomes []harness.Outcome) *Report {
 func FromCases(title string, cases []Case) *Report {
 	cs := slices.Clone(cases)
 	slices.SortStableFunc(cs, func(a, b Case) int { return strings.Compare(a.ID, b.ID) })
+	secs := []Section{&Summary{Cases: cs}, &Performance{Cases: cs}}
+	if slices.ContainsFunc(cs, func(c Case) bool { return c.timed() }) {
+		secs = append(secs, &Throughput{Cases: cs}) // kernels that report their own times
+	}
 	return &Report{
 		Title:    title,
 		Meta:     map[string]string{},
-		Sections: []Section{&Summary{Cases: cs}, &Performance{Cases: cs}, &Plots{Cases: cs}},
+		Sections: append(secs, &Plots{Cases: cs}),
 		Details:  &Details{Cases: cs},
 	}
 }

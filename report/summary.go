@@ -87,8 +87,8 @@ func matrixOf(cases []Case) *Matrix {
 		switch c.Verdict {
 		case harness.VerdictPass:
 			cell.Pass++
-		case harness.VerdictFail, harness.VerdictNondeterministic:
-			cell.Fail++ // a nondeterministic kernel is a finding, like a failure (exit 1)
+		case harness.VerdictFail, harness.VerdictNondeterministic, harness.VerdictSlower, harness.VerdictInefficient:
+			cell.Fail++ // a nondeterministic, slower or inefficient kernel is a finding, like a failure (exit 1)
 		default:
 			cell.Errors++
 		}
@@ -156,6 +156,11 @@ func (s *Summary) Markdown(w io.Writer) error {
 		t["cases"], t[harness.VerdictPass], t[harness.VerdictFail], t[harness.VerdictInputError], t[harness.VerdictBackendError])
 	if n := t[harness.VerdictNondeterministic]; n > 0 {
 		fmt.Fprintf(ew, ", %d nondeterministic", n)
+	}
+	for _, v := range []string{harness.VerdictSlower, harness.VerdictInefficient} {
+		if n := t[v]; n > 0 {
+			fmt.Fprintf(ew, ", %d %s", n, v)
+		}
 	}
 	fmt.Fprint(ew, ".\n\n")
 	m := s.Matrix()

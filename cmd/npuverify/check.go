@@ -20,7 +20,7 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--run REGEX] [--policy P] [--shard I/N] [--jobs N] [--repeat N] [--json FILE] [--junit FILE] [--timeout D]"
+const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--run REGEX] [--policy P] [--shard I/N] [--jobs N] [--repeat N] [--json FILE] [--junit FILE] [--timeout D] [--baseline FILE.json [--max-slowdown P%]] [--min-efficiency E] [--device FILE.json]"
 
 // cmdCheck verifies golden cases against a backend: a table on stdout
 // (case, verdict, policy, tightness, cycles), then the failure reports and,
@@ -42,6 +42,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	junitOut := fs.String("junit", "", "also write the results as JUnit XML to FILE")
 	var dev deviceFlags
 	dev.register(fs)
+	var perfF perfFlags
+	perfF.register(fs)
 	pos, err := parse(fs, where, args)
 	if err != nil {
 		return err
@@ -77,6 +79,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeBackend(b, stderr, where)
+	budget, err := perfF.load(fs, where, prof)
+	if err != nil {
+		return err
+	}
 	opt.Numerics, opt.Timeout = prof.Numerics, dev.caseTimeout(b)
 	if !recordingProfile(prof) {
 		opt.Exact, opt.NoBudgets = golden.ExactNever, true
@@ -98,7 +104,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil && intr.signal() == 0 {
 		return harnessErr(where, err)
 	}
+	if err := budget.judge(results); err != nil {
+		return harnessErr(where, err)
+	}
 	printTable(stdout, results)
+	budget.print(stdout, results)
 	var fails, nondet []string
 	for i := range results {
 		r := &results[i]
@@ -129,7 +139,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		meta["interrupted"] = fmt.Sprintf("%s after %d cases", signalName(sig), len(results))
 	}
 	if *jsonOut != "" {
-		rep := report.New("npuverify check", results)
+		rep := report.FromCases("npuverify check", budget.reportCases(results))
 		rep.Meta = meta
 		if opt.Repeat > 1 {
 			rep.Add(determinism{Repeat: opt.Repeat, Cases: results})
@@ -181,7 +191,7 @@ func exitFor(outcomes []harness.Outcome) int {
 			code = max(code, exitBackend)
 		case harness.VerdictInputError:
 			code = max(code, exitUsage)
-		case harness.VerdictFail, harness.VerdictNondeterministic:
+		case harness.VerdictFail, harness.VerdictNondeterministic, harness.VerdictSlower, harness.VerdictInefficient:
 			code = max(code, exitFail)
 		}
 	}
@@ -222,8 +232,14 @@ func summaryLine(results []harness.Outcome) string {
 	for i := range results {
 		n[results[i].Verdict()]++
 	}
-	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(results),
+	s := fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(results),
 		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
+	for _, v := range []string{harness.VerdictSlower, harness.VerdictInefficient} {
+		if n[v] > 0 {
+			s += fmt.Sprintf(", %d %s", n[v], v)
+		}
+	}
+	return s
 }
 
 // repeatSummary is the summary line's tail under --repeat (repeat > 1):

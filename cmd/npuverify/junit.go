@@ -16,7 +16,9 @@ import (
 // reporters) read: one testsuite, one testcase per golden case with the op
 // as classname; a failed verification is a <failure>, a case that could not
 // be judged an <error>. A case whose outputs differed between the runs of
-// check --repeat is a <failure> of type "nondeterministic".
+// check --repeat is a <failure> of type "nondeterministic"; one slower than
+// its --baseline, of type "slower"; one below --min-efficiency, of type
+// "inefficient".
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -82,8 +84,9 @@ func writeJUnit(w io.Writer, results []harness.Outcome, meta map[string]string) 
 			s.Failures++
 			f := r.Failure()
 			typ := "verification"
-			if r.Verdict() == harness.VerdictNondeterministic {
-				typ = "nondeterministic"
+			switch v := r.Verdict(); v {
+			case harness.VerdictNondeterministic, harness.VerdictSlower, harness.VerdictInefficient:
+				typ = v
 			}
 			c.Failure = &junitMessage{Message: firstLine(f), Type: typ, Text: f}
 		}
