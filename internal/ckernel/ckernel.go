@@ -99,8 +99,10 @@ func readTable() ([]string, error) {
 	return names, nil
 }
 
-// FaultEnv is the environment variable that switches on one of the C
-// kernel's injected faults (backend/testdata/ckernel/case.c lists them).
+// FaultEnv is the environment variable that switches on the C kernel's
+// injected faults it names, separated by commas
+// (backend/testdata/ckernel/case.c lists them; SizeFaults the size-only
+// ones).
 const FaultEnv = "NPUVERIFY_CKERNEL_FAULT"
 
 // Build compiles the C kernel with the system C compiler ($CC, else cc,

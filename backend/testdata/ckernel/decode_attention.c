@@ -75,6 +75,12 @@ void decode_attention(nv_case *c) {
 			_Float16 *o = out + (b * HQ + hq) * D;
 			for (long i = 0; i < D; i++)
 				o[i] = store_f16(((acc[i] + acc[D + i]) + (acc[2 * D + i] + acc[3 * D + i])) / z, &c->numerics);
+			/* The outblock fault (case.c): the row goes out in 32-byte
+			 * blocks of 16 fp16, the partial last block (D mod 16) from the
+			 * source offset of the last whole block, (D/16 − 1)·16, not
+			 * D/16·16; a row shorter than a block goes out whole. */
+			if (fault_on("outblock") && D > 16 && D % 16 != 0)
+				memmove(o + D / 16 * 16, o + (D / 16 - 1) * 16, (size_t)(D % 16) * sizeof *o);
 		}
 	}
 	nv_add_kernel_ns(c, nv_now_ns() - t0);

@@ -18,10 +18,15 @@
 
 #define LANES 4
 
-/* importance is the fp32 mean of x² over a row of d fp16 values. */
-static float importance(const _Float16 *x, size_t d) {
+/* importance is the fp32 mean of x² over a row of d fp16 values. With
+ * the sqtail fault (case.c) the squares are summed a whole vector of
+ * LANES at a time and the last d mod LANES elements are never added (the
+ * kernel assumed d a multiple of the vector width), while the mean still
+ * divides by d. */
+static float importance(const _Float16 *x, size_t d, int sqtail) {
 	float lane[LANES] = {0, 0, 0, 0};
-	for (size_t j = 0; j < d; j++) {
+	const size_t end = sqtail ? d - d % LANES : d;
+	for (size_t j = 0; j < end; j++) {
 		float v = (float)x[j];
 		lane[j % LANES] += v * v;
 	}
@@ -75,10 +80,11 @@ void sparse_compress(nv_case *c) {
 	if (!ko || !vo || !idx || !mask || !keys) nv_die(1, "out of memory");
 	const _Float16 *kd = k.data;
 	const uint16_t *kb = k.data, *vb = v.data;
+	const int sqtail = fault_on("sqtail");
 	double t0 = nv_now_ns();
 	for (size_t h = 0; h < H; h++) {
 		size_t nc = 0;
-		for (size_t i = s; i < L; i++) keys[nc++] = sort_key(importance(kd + (h * L + i) * D, D), i);
+		for (size_t i = s; i < L; i++) keys[nc++] = sort_key(importance(kd + (h * L + i) * D, D, sqtail), i);
 		qsort(keys, nc, sizeof *keys, by_key_desc);
 		int32_t *hi = idx + h * keep;
 		for (size_t t = 0; t < s; t++) hi[t] = (int32_t)t;
