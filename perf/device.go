@@ -13,7 +13,7 @@ import (
 )
 
 // Peaks are a device's peak rates, the roofs of the roofline, in the form
-// `check --device FILE.json` reads (docs/performance.md): every field is
+// `check --device FILE.json` reads (docs/cli.md, "Performance budgets on kernel times"): every field is
 // required, every rate a positive finite number, latency_ns finite and
 // not negative; an unknown field is an error.
 type Peaks struct {

@@ -4,8 +4,8 @@
 // rank test as benchstat does, a noise floor), and the roofline, the
 // least time any kernel needs for a case's work on a device (Work, Peaks,
 // Roofline), from which a measured time's efficiency follows. The
-// statistics and the device file format are described in docs/cli.md and
-// docs/performance.md.
+// statistics and the device file format are described in docs/cli.md
+// ("Performance budgets on kernel times").
 package perf
 
 import (

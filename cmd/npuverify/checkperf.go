@@ -31,7 +31,7 @@ func (f *perfFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.baseline, "baseline", "", "compare each case's kernel times with the same case in FILE, an earlier check --json; a significant slowdown beyond --max-slowdown is SLOWER")
 	fs.StringVar(&f.maxSlowdown, "max-slowdown", defaultMaxSlowdown, "with --baseline: the allowed rise of the median kernel time, as a percentage (10%) or a fraction below 1 (0.1)")
 	fs.StringVar(&f.minEff, "min-efficiency", "", "fail as INEFFICIENT a case whose kernel reports times and reaches less than this share of its roofline, a fraction in (0, 1] (0.6) or a percentage (60%); latency-bound cases are not judged")
-	fs.StringVar(&f.device, "device", "", "the device's peak rates for the roofline, a JSON file (docs/performance.md; default: derived from --profile)")
+	fs.StringVar(&f.device, "device", "", "the device's peak rates for the roofline, a JSON file (docs/cli.md#performance-budgets-on-kernel-times; default: derived from --profile)")
 }
 
 // perfBudget is the parsed and loaded perfFlags.
