@@ -112,8 +112,8 @@ func JudgeEfficiency(r Roofline, times []float64, minEff float64) (state, detail
 		Duration(med), len(times), Duration(r.Seconds), r.Bound, r.Device, Bytes(r.Work.Bytes), Flops(r.Work.Flops()))
 	switch {
 	case !r.ThroughputBound():
-		return StateLatencyBound, fmt.Sprintf("latency-bound, not judged: roofline %s below the device latency %s; %s",
-			Duration(r.Seconds), Duration(r.LatencySeconds), fig)
+		return StateLatencyBound, fmt.Sprintf("latency-bound, not judged: the roofline is below the device latency %s; %s",
+			Duration(r.LatencySeconds), fig)
 	case eff < minEff:
 		return StateInefficient, fmt.Sprintf("efficiency %.3g below the minimum %g: %s", eff, minEff, fig)
 	}

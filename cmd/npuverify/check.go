@@ -28,6 +28,8 @@ const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP
 // not be judged are reported on stderr. The emulator is held to the stored
 // bits and budgets, any other backend to the case's accuracy policy
 // (golden.Check). --jobs cases run at once; the table keeps case order.
+// Kernel times a backend reports are held to --baseline and
+// --min-efficiency (perfFlags, checkperf.go).
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	const where = "check"
 	fs := newFlagSet(where, checkSynopsis, stdout)
