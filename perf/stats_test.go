@@ -162,3 +162,14 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMannWhitneyExact is the test at the largest exact size (25
+// samples a side), the cost check pays per case at most.
+func BenchmarkMannWhitneyExact(b *testing.B) {
+	x, y := jitter(10, 25), jitter(11, 25)
+	for b.Loop() {
+		if _, _, err := MannWhitney(x, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

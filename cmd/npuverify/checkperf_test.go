@@ -178,6 +178,37 @@ func timedKernel(t *testing.T, dir string, ns []float64) string {
 	return f.Name()
 }
 
+// timedWorker is timedKernel as a worker (docs/exec-backend.md): one
+// process answering case after case.
+func timedWorker(t *testing.T, dir string, ns []float64) string {
+	t.Helper()
+	want, err := filepath.Abs("../../golden/cases/vector_add/fp16_cancel_n257/expected/z.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(map[string][]float64{"kernel_ns": ns})
+	f, err := os.CreateTemp(dir, "worker*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, `#!/bin/sh
+while IFS= read -r line; do
+	dir=${line#*'"case_dir":"'}
+	dir=${dir%%%%'"'*}
+	cp '%s' "$dir/out/z.npy"
+	printf '%%s' '%s' > "$dir/out/timing.json"
+	printf '{"case_dir":"%%s","ok":true}\n' "$dir"
+done
+`, want, js)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f.Name(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
 func nsSpread(ns float64, n int) []float64 {
 	v := spread(ns, n)
 	for i := range v {
@@ -235,6 +266,14 @@ func TestCheckPerfCLI(t *testing.T) {
 		t.Errorf("30 %% slower with 2 samples: stdout lacks the insufficient-samples note:\n%s", o)
 	}
 	wantCLI(t, 0, []string{"no slowdown", "within the allowed +10 %"}, args(timedKernel(t, dir, nsSpread(10500, 10)), "--baseline", base)...)
+	// The same through worker: against the exec run's baseline.
+	worker := func(ns []float64, more ...string) []string {
+		return append(append(append([]string{}, one...), "--backend", "worker:"+timedWorker(t, dir, ns)), more...)
+	}
+	if o, _ = wantCLI(t, 1, nil, worker(nsSpread(13000, 10), "--baseline", base)...); !strings.Contains(o, "slowdown: SLOWER: slower: median 9.98 µs → 12.97 µs") {
+		t.Errorf("30 %% slower with 10 samples under worker: stdout lacks SLOWER's detail:\n%s", o)
+	}
+	wantCLI(t, 0, []string{"no slowdown"}, worker(nsSpread(10000, 10), "--baseline", base)...)
 	if o, _ = wantCLI(t, 1, nil, args(timedKernel(t, dir, nsSpread(10500, 10)), "--baseline", base, "--max-slowdown", "1%")...); !strings.Contains(o, "(+5.0 %, more than the allowed +1 %)") {
 		t.Errorf("5 %% slower under --max-slowdown 1%%: stdout lacks SLOWER's detail:\n%s", o)
 	}
