@@ -295,6 +295,12 @@ func casesLine(cs []report.Case) string {
 	for i := range cs {
 		n[cs[i].Verdict]++
 	}
-	return fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(cs),
+	s := fmt.Sprintf("%d cases: %d pass, %d fail, %d input error, %d backend error", len(cs),
 		n[harness.VerdictPass], n[harness.VerdictFail], n[harness.VerdictInputError], n[harness.VerdictBackendError])
+	for _, v := range []string{harness.VerdictSlower, harness.VerdictInefficient} {
+		if n[v] > 0 {
+			s += fmt.Sprintf(", %d %s", n[v], v)
+		}
+	}
+	return s
 }
