@@ -30,7 +30,8 @@ type Baseline struct {
 // (other fields are the report's and are ignored). It fails on a file
 // larger than MaxBaselineBytes or not a regular file, on JSON that is not
 // such a report, a case without an id or with one seen before, and on a
-// time that is not a positive finite number, naming the case and index.
+// time that is negative (the exec protocol allows 0), naming the case and
+// index.
 func ReadBaseline(path string) (*Baseline, error) {
 	b, err := safefile.ReadFile(path, MaxBaselineBytes)
 	if err != nil {
@@ -71,8 +72,8 @@ func parseBaseline(b []byte) (*Baseline, error) {
 			return nil, fmt.Errorf("cases[%d]: case %s appears twice", i, id)
 		}
 		for j, v := range c.KernelSeconds {
-			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("case %s: kernel_seconds[%d] = %v: not a positive finite duration", id, j, v)
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("case %s: kernel_seconds[%d] = %v: not a finite duration ≥ 0", id, j, v)
 			}
 		}
 		bl.Times[id] = c.KernelSeconds

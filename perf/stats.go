@@ -189,17 +189,18 @@ const (
 
 // Comparison is the slowdown test's finding on one case.
 type Comparison struct {
-	State      string  `json:"state"`
-	BaseN      int     `json:"base_n"`
-	CurN       int     `json:"cur_n"`
-	BaseMedian float64 `json:"base_median_s"`
-	CurMedian  float64 `json:"cur_median_s"`
+	// State is StateSlower, StateUnchanged or StateInsufficient.
+	State string
+	// BaseN and CurN count the baseline's and the current run's times.
+	BaseN, CurN int
+	// BaseMedian and CurMedian are the two medians, in seconds.
+	BaseMedian, CurMedian float64
 	// Change is CurMedian/BaseMedian − 1: +0.3 is 30 % slower.
-	Change float64 `json:"change"`
+	Change float64
 	// P is the rank test's two-sided p-value (NaN when not tested).
-	P float64 `json:"p"`
+	P float64
 	// MaxSlowdown is the allowance the change was held to.
-	MaxSlowdown float64 `json:"max_slowdown"`
+	MaxSlowdown float64
 }
 
 // Compare decides whether the current kernel times cur are slower than
@@ -207,13 +208,15 @@ type Comparison struct {
 // StateSlower when each side has at least MinSamples times, the
 // Mann-Whitney test rejects equal distributions at Alpha, and the median
 // moved up by more than maxSlowdown (the noise floor: a significant but
-// small shift is not a regression). Times must be positive and finite.
+// small shift is not a regression). Times must be finite and not
+// negative (the exec protocol allows 0, a timer coarser than the kernel):
+// from a zero baseline median any rise is an infinite change.
 func Compare(base, cur []float64, maxSlowdown float64) (Comparison, error) {
 	c := Comparison{BaseN: len(base), CurN: len(cur), P: math.NaN(), MaxSlowdown: maxSlowdown}
 	for _, side := range [][]float64{base, cur} {
 		for i, v := range side {
-			if !(v > 0) || math.IsInf(v, 0) {
-				return c, fmt.Errorf("kernel time %d is %v: not a positive finite duration", i, v)
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return c, fmt.Errorf("kernel time %d is %v: not a finite duration ≥ 0", i, v)
 			}
 		}
 	}
@@ -223,7 +226,11 @@ func Compare(base, cur []float64, maxSlowdown float64) (Comparison, error) {
 	if len(cur) > 0 {
 		c.CurMedian = median(cur)
 	}
-	if len(base) > 0 && len(cur) > 0 {
+	switch {
+	case len(base) == 0 || len(cur) == 0 || c.CurMedian == c.BaseMedian:
+	case c.BaseMedian == 0:
+		c.Change = math.Inf(1)
+	default:
 		c.Change = c.CurMedian/c.BaseMedian - 1
 	}
 	if len(base) < MinSamples || len(cur) < MinSamples {

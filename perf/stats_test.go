@@ -156,7 +156,15 @@ func TestCompare(t *testing.T) {
 	if math.Abs(c.Change-0.3) > 0.01 || !(c.P < Alpha) {
 		t.Errorf("30 %% slower: got change %.4g p %.4g, want change 0.3 ± 0.01 and p < %g", c.Change, c.P, Alpha)
 	}
-	for _, bad := range [][]float64{{0}, {-1}, {math.Inf(1)}, {math.NaN()}} {
+	// A timer coarser than the kernel reports 0 (the exec protocol allows
+	// it): from a zero median any rise is an infinite change.
+	if c, err := Compare(make([]float64, 5), jitter(1e-9, 5), 0.1); err != nil || c.State != StateSlower || !math.IsInf(c.Change, 1) {
+		t.Errorf("baseline 5 × 0 s, current ≈ 1 ns: got %+v, %v; want slower by +Inf", c, err)
+	}
+	if c, err := Compare(make([]float64, 5), make([]float64, 5), 0.1); err != nil || c.State != StateUnchanged || c.Change != 0 {
+		t.Errorf("baseline and current 5 × 0 s: got %+v, %v; want unchanged, change 0", c, err)
+	}
+	for _, bad := range [][]float64{{-1}, {math.Inf(1)}, {math.NaN()}} {
 		if _, err := Compare(jitter(1, 5), bad, 0.1); err == nil {
 			t.Errorf("current times %v: got no error, want one", bad)
 		}
