@@ -19,7 +19,9 @@ func TestIsMidpoint(t *testing.T) {
 		{1 + math.Ldexp(1, -11), tensor.Float16, true},    // between 1 and 1+2^-10
 		{1 + math.Ldexp(1, -12), tensor.Float16, false},   // a quarter ulp
 		{1, tensor.Float16, false},                        // a value
-		{2 - math.Ldexp(1, -12), tensor.Float16, true},    // below 2, spacing 2^-11
+		{2 - math.Ldexp(1, -11), tensor.Float16, true},    // between 2−2^-10 and 2
+		{2 - math.Ldexp(1, -12), tensor.Float16, false},   // a quarter ulp below 2
+		{2 + math.Ldexp(1, -10), tensor.Float16, true},    // between 2 and 2+2^-9
 		{-2.5 * math.Ldexp(1, -9), tensor.Float16, false}, // representable
 		{1 + math.Ldexp(1, -8), tensor.BFloat16, true},
 		{1 + math.Ldexp(1, -24), tensor.Float32, true},
