@@ -132,6 +132,9 @@ func (op decodeAttention) Generate(p Params, g Gen) (map[string]*tensor.Tensor, 
 	if h == 0 || hq%h != 0 {
 		return nil, fmt.Errorf("%s: generation sizes: hq=%d is not a multiple of h=%d", op.Name(), hq, h)
 	}
+	if _, err := tensor.NumElements([]int{d.B, hq, d.D}); err != nil { // an error, not MustNew's panic
+		return nil, fmt.Errorf("%s: generation sizes: q: %w", op.Name(), err)
+	}
 	rng := g.Rand()
 	dist := g.Dist
 	if dist == DistPeaked {
