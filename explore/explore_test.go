@@ -204,7 +204,7 @@ func TestShrinkToMinimalSize(t *testing.T) {
 	f := rep.Findings[0]
 	if f.Case.Dims["n"] != 300 || len(f.Case.Params) != 0 || f.Case.Dist != ops.DistUniform {
 		t.Errorf("op vector_add seed %d: found %s, shrunk to %s in %d runs; want n=300, default params, dist uniform",
-			seed, describe(f.Found), describe(f.Case), f.ShrinkRuns)
+			seed, Describe(f.Found), Describe(f.Case), f.ShrinkRuns)
 	}
 	if f.Kind != "fail" || !slices.Contains(f.Signature, "z:bound") {
 		t.Errorf("op vector_add seed %d: kind %q signature %v, want fail with z:bound", seed, f.Kind, f.Signature)
@@ -221,7 +221,7 @@ func TestShrinkKeepsNeededParam(t *testing.T) {
 	rep := searchUntilFound(t, b, "vector_add", seed)
 	f := rep.Findings[0]
 	if f.Case.Params["dtype"] != "bf16" || len(f.Case.Params) != 1 || f.Case.Dims["n"] != 1 || f.Case.Dist != ops.DistUniform {
-		t.Errorf("op vector_add seed %d: found %s, shrunk to %s; want dtype=bf16 n=1 dist uniform", seed, describe(f.Found), describe(f.Case))
+		t.Errorf("op vector_add seed %d: found %s, shrunk to %s; want dtype=bf16 n=1 dist uniform", seed, Describe(f.Found), Describe(f.Case))
 	}
 }
 
@@ -244,7 +244,7 @@ func TestBackendErrorIsFinding(t *testing.T) {
 	rep := searchUntilFound(t, crashing{emu()}, "gemm", seed)
 	f := rep.Findings[0]
 	if f.Kind != "backend error" || f.Case.Dims["k"] != 1 || f.Case.Dims["m"] != 0 || f.Case.Dims["n"] != 0 {
-		t.Errorf("op gemm seed %d: found %s, shrunk to %s (%s); want a backend error at m=0 k=1 n=0", seed, describe(f.Found), describe(f.Case), f.Kind)
+		t.Errorf("op gemm seed %d: found %s, shrunk to %s (%s); want a backend error at m=0 k=1 n=0", seed, Describe(f.Found), Describe(f.Case), f.Kind)
 	}
 }
 

@@ -291,9 +291,9 @@ func legalSize(d ops.DimSpec, v int) int {
 	return v
 }
 
-// describe is a case's one-line form in reports: op, params, dims, dist
+// Describe is a case's one-line form in reports: op, params, dims, dist
 // and seed.
-func describe(c ops.Case) string {
+func Describe(c ops.Case) string {
 	keys := make([]string, 0, len(c.Dims))
 	for k := range c.Dims {
 		keys = append(keys, k)
@@ -316,7 +316,7 @@ func describe(c ops.Case) string {
 func prepare(c ops.Case) (pc *harness.Prepared, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pc, err = nil, fmt.Errorf("explore: %s: Generate panicked on %s: %v", c.Op, describe(c), r)
+			pc, err = nil, fmt.Errorf("explore: %s: Generate panicked on %s: %v", c.Op, Describe(c), r)
 		}
 	}()
 	return harness.Prepare(c)

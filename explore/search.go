@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -286,7 +285,7 @@ func (s *search) judge(ctx context.Context, pc *harness.Prepared) (v verdict, ok
 			for i, e := range errs {
 				msg[i] = e.Error()
 			}
-			o.Err = errors.Join(errs...)
+			o.Checks = append(o.Checks, harness.Check{Name: "extra", Pass: false, Detail: strings.Join(msg, "; ")})
 			return verdict{fail: true, kind: "extra", sig: []string{"extra"}, message: strings.Join(msg, "\n"), outcome: o, ran: true}, true, nil
 		}
 	}

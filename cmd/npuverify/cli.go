@@ -34,6 +34,7 @@ commands:
   report ...               accuracy + performance report on the default cases
   golden update|verify     regenerate or check the golden case store
   mutate ...               mutation score: the default suite against injected kernel faults
+  explore ...              search for failing cases generated from the op contracts, shrunk, written to a store
 
 Run "npuverify <command> -h" for a command's flags.
 Exit codes: 0 pass, 1 verification failed, 2 usage or input error, 3 backend failure.
@@ -41,12 +42,13 @@ Exit codes: 0 pass, 1 verification failed, 2 usage or input error, 3 backend fai
 
 // commands maps each command name to its implementation.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"ops":    func(args []string, stdout, _ io.Writer) error { return cmdOps(args, stdout) },
-	"run":    cmdRun,
-	"check":  cmdCheck,
-	"report": cmdReport,
-	"golden": cmdGolden,
-	"mutate": cmdMutate,
+	"ops":     func(args []string, stdout, _ io.Writer) error { return cmdOps(args, stdout) },
+	"run":     cmdRun,
+	"check":   cmdCheck,
+	"report":  cmdReport,
+	"golden":  cmdGolden,
+	"mutate":  cmdMutate,
+	"explore": cmdExplore,
 }
 
 // cliError is an error with its exit code and where it happened.
@@ -118,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	fn, ok := commands[cmd]
 	if !ok {
-		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report, golden or mutate)", cmd), stderr)
+		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report, golden, mutate or explore)", cmd), stderr)
 	}
 	return exitCode(fn(rest, stdout, stderr), stderr)
 }

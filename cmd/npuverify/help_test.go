@@ -12,7 +12,7 @@ import (
 // request is not an error); a bad flag gets the one-line error on stderr
 // (exit 2) and no usage at all.
 func TestHelpOnce(t *testing.T) {
-	cmds := [][]string{{"ops"}, {"run"}, {"check"}, {"report"}, {"mutate"}, {"golden", "update"}, {"golden", "verify"}, {"golden"}}
+	cmds := [][]string{{"ops"}, {"run"}, {"check"}, {"report"}, {"mutate"}, {"explore"}, {"golden", "update"}, {"golden", "verify"}, {"golden"}}
 	for _, cmd := range cmds {
 		for _, h := range []string{"-h", "-help", "--help"} {
 			args := append(append([]string{}, cmd...), h)
@@ -49,7 +49,7 @@ func TestCLIDocMatchesUsage(t *testing.T) {
 	}
 	doc := string(b)
 	for _, args := range [][]string{{"help"}, {"ops", "-h"}, {"run", "-h"}, {"check", "-h"}, {"report", "-h"},
-		{"golden", "-h"}, {"golden", "update", "-h"}, {"golden", "verify", "-h"}, {"mutate", "-h"}} {
+		{"golden", "-h"}, {"golden", "update", "-h"}, {"golden", "verify", "-h"}, {"mutate", "-h"}, {"explore", "-h"}} {
 		_, o, _ := cli(t, args...)
 		if !strings.Contains(doc, "```text\n"+o+"```") {
 			t.Errorf("docs/cli.md lacks the usage of npuverify %s verbatim; paste this output into its block:\n%s", strings.Join(args, " "), o)

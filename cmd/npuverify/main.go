@@ -7,6 +7,8 @@
 //	                [--json FILE] [--junit FILE]   verify golden cases; table on stdout
 //	npuverify report [--out DIR] [--format md,json,html]   accuracy + performance report
 //	npuverify golden update|verify [--dir DIR]
+//	npuverify explore [--op OP]... [--backend B] [--budget D] [--seed N] [--out DIR] [--db DIR] [--json FILE]
+//	                                               search for failing cases, shrink them, add them to a store
 //
 // Exit codes: 0 pass, 1 verification failed, 2 usage or input error,
 // 3 backend failure. Errors go to stderr as "npuverify: <where>: <what>".
