@@ -135,15 +135,18 @@ func cmdExplore(args []string, stdout, stderr io.Writer) error {
 	if rep == nil {
 		return intr.err(where, "no case finished")
 	}
-	if err := explore.Write(intr.ctx, *out, emulator.Recorder(), rep.Findings, io.Discard); err != nil && intr.signal() == 0 {
-		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
-	}
 	// A backend that ran no case at all (it cannot start, every run is an
-	// error) has not been explored: that is its failure, not a finding.
+	// error) has not been explored: that is its failure, not a finding,
+	// and nothing is written.
 	broken := rep.BackendRuns == 0 && len(rep.Findings) > 0
 	for _, f := range rep.Findings {
-		if f.Kind != "backend error" {
+		if f.Kind != "backend error" || f.Replayed {
 			broken = false
+		}
+	}
+	if !broken {
+		if err := explore.Write(intr.ctx, *out, emulator.Recorder(), rep.Findings, io.Discard); err != nil && intr.signal() == 0 {
+			return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
 		}
 	}
 	printFindings(stdout, rep, b.Name(), dev.backend, *out)

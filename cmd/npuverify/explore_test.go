@@ -98,11 +98,31 @@ func TestExploreFindsWritesReplays(t *testing.T) {
 	if !strings.Contains(o, "FINDING "+id+" (fail, replayed from the database)") || !strings.Contains(o, "explore: 0 cases, 1 findings, 1 replayed") {
 		t.Errorf("explore with the database: want %s replayed before any case:\n%s", id, o)
 	}
-	// report --merge renders the findings of the shards.
+	// Shard 2 searches a stream of its own; report --merge renders the
+	// findings of both shards.
+	js2 := filepath.Join(dir, "shard2.json")
+	wantCLI(t, exitFail, nil, "explore", "--op", "vector_add", "--budget", "60s", "--seed", "3", "--out", filepath.Join(dir, "findings2"), "--json", js2, "--shard", "2/2")
+	var r2 exploreJSON
+	b, _ = os.ReadFile(js2)
+	if err := json.Unmarshal(b, &r2); err != nil || len(r2.Cases) != 1 || r2.Cases[0].ID == id {
+		t.Fatalf("explore --seed 3 --shard 2/2 --json: %v; want one finding other than shard 1's %s:\n%s", err, id, b)
+	}
 	rep := filepath.Join(dir, "report")
-	_, _, e = cli(t, "report", "--merge", "--out", rep, "--format", "md", "--precision", "off", "--attention", "off", "--decoding", "off", js)
+	_, _, e = cli(t, "report", "--merge", "--out", rep, "--format", "md", "--precision", "off", "--attention", "off", "--decoding", "off", js, js2)
 	md, err := os.ReadFile(filepath.Join(rep, "report.md"))
-	if err != nil || !strings.Contains(string(md), id) {
-		t.Errorf("report --merge %s: %v; the report lacks %s\nstderr:\n%s", js, err, id, e)
+	for _, want := range []string{id, r2.Cases[0].ID} {
+		if err != nil || !strings.Contains(string(md), want) {
+			t.Errorf("report --merge %s %s: %v; the report lacks %s\nstderr:\n%s", js, js2, err, want, e)
+		}
+	}
+}
+
+// TestExploreBackendCannotStart: a backend that runs no case is exit 3,
+// not a finding, and nothing is written.
+func TestExploreBackendCannotStart(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "findings")
+	wantCLI(t, exitBackend, []string{"ran none of the"}, "explore", "--op", "vector_add", "--backend", "exec:"+filepath.Join(t.TempDir(), "no-such-kernel"), "--budget", "10s", "--out", out)
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("explore with a backend that cannot start wrote %s", out)
 	}
 }
