@@ -12,7 +12,8 @@ import (
 // Shrinking (Hypothesis-style). From a failing case, candidates are tried
 // in order, smallest change first:
 //
-//  1. each dim toward smaller values: its minimum, half, ¾, the largest
+//  1. each dim toward smaller values: its minimum, half, ¾, v minus each
+//     power of two, the largest
 //     device boundary below it (keeping the boundary structure), minus a
 //     fractal (keeping the value mod 16), minus one; an optional dim
 //     dropped; a dim others are multiples of (decode_attention's h) takes
@@ -161,6 +162,11 @@ func smaller(d ops.DimSpec, v int, dims map[string]int, bounds []int) []int {
 		cands = append(cands, floor(bounds[i-1]))
 	}
 	cands = append(cands, floor(v-16), v-step)
+	for dec := 2 * step; dec < v; dec *= 2 {
+		// v minus powers of two: the smallest still-failing one is found
+		// in O(log² v) runs rather than v/16.
+		cands = append(cands, floor(v-dec))
+	}
 	if v <= 16*step {
 		// Small: every legal value below, so that a failure that needs
 		// an odd size (or any residue) still reaches the smallest one.
