@@ -59,7 +59,7 @@ type Options struct {
 // Stats are the counts of a search so far.
 type Stats struct {
 	Cases    int // cases run and judged
-	Rejected int // draws the contract or the limits refused
+	Rejected int // cases the harness refused as illegal (draws the generator refused are counted in Report.Rejected at the end)
 	Findings int
 	Elapsed  time.Duration
 }
@@ -107,7 +107,6 @@ type Report struct {
 	Replayed    int               `json:"replayed"`
 	Findings    []*Finding        `json:"findings"`
 	BackendRuns int               `json:"-"` // runs that returned outputs (pass or fail)
-	Meta        map[string]string `json:"meta,omitempty"`
 }
 
 // verdict is one judged run.
@@ -391,6 +390,6 @@ func (s *search) explore(sctx, ctx context.Context, names []string, gens map[str
 // progress reports the counts; s.mu is held.
 func (s *search) progress() {
 	if s.opt.Progress != nil {
-		s.opt.Progress(Stats{Cases: s.rep.Cases, Findings: len(s.rep.Findings), Elapsed: time.Since(s.start)})
+		s.opt.Progress(Stats{Cases: s.rep.Cases, Rejected: s.rep.Rejected, Findings: len(s.rep.Findings), Elapsed: time.Since(s.start)})
 	}
 }
