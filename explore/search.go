@@ -94,19 +94,19 @@ type Finding struct {
 
 // Report is what a search did.
 type Report struct {
-	Ops         []string          `json:"ops"`
-	Seed        uint64            `json:"seed"`
-	StreamSeed  uint64            `json:"stream_seed"`
-	Shard       int               `json:"shard,omitempty"`
-	Shards      int               `json:"shards,omitempty"`
-	Budget      string            `json:"budget"`
-	Elapsed     string            `json:"elapsed"`
-	Cases       int               `json:"cases"`
-	Rejected    int               `json:"rejected"`
-	CasesPerOp  map[string]int    `json:"cases_per_op"`
-	Replayed    int               `json:"replayed"`
-	Findings    []*Finding        `json:"findings"`
-	BackendRuns int               `json:"-"` // runs that returned outputs (pass or fail)
+	Ops         []string       `json:"ops"`
+	Seed        uint64         `json:"seed"`
+	StreamSeed  uint64         `json:"stream_seed"`
+	Shard       int            `json:"shard,omitempty"`
+	Shards      int            `json:"shards,omitempty"`
+	Budget      string         `json:"budget"`
+	Elapsed     string         `json:"elapsed"`
+	Cases       int            `json:"cases"`
+	Rejected    int            `json:"rejected"`
+	CasesPerOp  map[string]int `json:"cases_per_op"`
+	Replayed    int            `json:"replayed"`
+	Findings    []*Finding     `json:"findings"`
+	BackendRuns int            `json:"-"` // runs that returned outputs (pass or fail)
 }
 
 // verdict is one judged run.
