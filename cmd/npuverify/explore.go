@@ -17,6 +17,7 @@ import (
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/explore"
 	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/metamorphic"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/report"
@@ -76,7 +77,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageErr(where, "--out: want a directory")
 	}
-	opt := explore.Options{Ops: opNames, Seed: *seed, Budget: *budget, Jobs: *jobs}
+	opt := explore.Options{Ops: opNames, Seed: *seed, Budget: *budget, Jobs: *jobs, Extra: metamorphic.Check}
 	var bazelStatus string
 	if *shard != "" {
 		if opt.Shard, opt.Shards, err = parseShard(*shard); err != nil {
