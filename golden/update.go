@@ -202,35 +202,50 @@ func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
 // (see "Store identity and locking") and removes only directories it
 // recognises as cases.
 func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer) (Changes, error) {
+	ch, err := record(ctx, dir, b, cases, w, "golden update", true)
+	if err == nil {
+		fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
+	}
+	return ch, err
+}
+
+// record is the body of Update and Add: generate and judge every case in
+// memory, lock the store, read every existing target (refusing one that is
+// not a case) before writing anything, then replace each changed case
+// atomically. With prune it removes the case directories not in cases, as
+// Update does; Add keeps them. what prefixes every error.
+func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer, what string, prune bool) (Changes, error) {
 	var ch Changes
 	if err := mayUpdate(dir); err != nil {
-		return ch, fmt.Errorf("golden update: %w", err)
+		return ch, fmt.Errorf("%s: %w", what, err)
 	}
 	gens := map[string]*generated{}
 	for _, c := range cases {
 		g, err := generate(ctx, b, c)
 		if err != nil {
-			return ch, fmt.Errorf("golden update: %w", err)
+			return ch, fmt.Errorf("%s: %w", what, err)
 		}
 		if _, dup := gens[g.id]; dup {
-			return ch, fmt.Errorf("golden update: case %s is listed twice", g.id)
+			return ch, fmt.Errorf("%s: case %s is listed twice", what, g.id)
 		}
 		gens[g.id] = g
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ch, fmt.Errorf("golden update: %w", err)
+		return ch, fmt.Errorf("%s: %w", what, err)
 	}
 	l, err := lockStore(ctx, dir, true, true)
 	if err != nil {
-		return ch, fmt.Errorf("golden update: %w", err)
+		return ch, fmt.Errorf("%s: %w", what, err)
 	}
 	defer l.release()
 	if err := recoverUpdates(dir); err != nil {
 		return ch, err
 	}
-	existing, err := listCases(dir)
-	if err != nil {
-		return ch, err
+	var existing []string
+	if prune {
+		if existing, err = listCases(dir); err != nil {
+			return ch, err
+		}
 	}
 	// Every existing target is read (and must be a case) before anything
 	// is written: a refused update changes nothing.
@@ -239,10 +254,10 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		caseDir := filepath.Join(dir, filepath.FromSlash(id))
 		old, err := readTree(caseDir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ch, fmt.Errorf("golden update: %w", err)
+			return ch, fmt.Errorf("%s: %w", what, err)
 		}
 		if old != nil && !isCase(old) {
-			return ch, &harness.InputError{Err: fmt.Errorf("golden update: %s exists but is not a case (no %s that parses); refusing to replace it", caseDir, CaseJSON)}
+			return ch, &harness.InputError{Err: fmt.Errorf("%s: %s exists but is not a case (no %s that parses); refusing to replace it", what, caseDir, CaseJSON)}
 		}
 		olds[id] = old
 	}
@@ -264,7 +279,7 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 			describeChange(w, old, g.files)
 		}
 		if err := writeCase(dir, id, g.files, old != nil); err != nil {
-			return ch, fmt.Errorf("golden update: %s: %w", id, err)
+			return ch, fmt.Errorf("%s: %s: %w", what, id, err)
 		}
 	}
 	emptied := map[string]bool{}
@@ -274,7 +289,7 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		}
 		emptied[opOf(id)] = true
 		if err := removeCase(dir, id); err != nil {
-			return ch, fmt.Errorf("golden update: %s: %w", id, err)
+			return ch, fmt.Errorf("%s: %s: %w", what, id, err)
 		}
 		ch.Removed = append(ch.Removed, id)
 		fmt.Fprintf(w, "removed  %s\n", id)
@@ -282,7 +297,6 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 	if err := removeEmptyOpDirs(dir, emptied); err != nil {
 		return ch, err
 	}
-	fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
 	return ch, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -44,6 +45,29 @@ func bazelShard(getenv func(string) string) (shard, shards int, status string, o
 		return 0, 0, "", true, fmt.Errorf("%s=%q: want a 0-based shard index below %s=%d", envShardIndex, index, envTotalShards, n)
 	}
 	return i + 1, n, getenv(envShardStatus), true, nil
+}
+
+// selectShard returns the shard a sharded command (check, explore) runs:
+// --shard's value when given, else the one Bazel's environment asks for,
+// announced on stderr because nothing on the command line says so, else
+// shard 1 of 1 (shards 0: unsharded). status is Bazel's status file to
+// touch once the command has validated everything ("" when none). Errors
+// are usage errors of where.
+func selectShard(flag, where string, stderr io.Writer) (shard, shards int, status string, err error) {
+	if flag != "" {
+		if shard, shards, err = parseShard(flag); err != nil {
+			return 0, 0, "", usageErr(where, "%v", err)
+		}
+		return shard, shards, "", nil
+	}
+	shard, shards, status, ok, err := bazelShard(os.Getenv)
+	if err != nil {
+		return 0, 0, "", usageErr(where, "Bazel sharding: %v", err)
+	}
+	if ok {
+		fmt.Fprintf(stderr, "npuverify: %s: shard %d/%d from %s=%s, %s=%s\n", where, shard, shards, envShardIndex, os.Getenv(envShardIndex), envTotalShards, os.Getenv(envTotalShards))
+	}
+	return shard, shards, status, nil
 }
 
 // touchStatusFile tells Bazel that this test honours its sharding: Bazel

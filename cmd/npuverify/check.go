@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -64,17 +63,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := golden.CheckOptions{Op: *opName, Run: *runRE, Policy: *policy, Jobs: *jobs, Repeat: *repeat}
 	var bazelStatus string
-	if *shard != "" {
-		if opt.Shard, opt.Shards, err = parseShard(*shard); err != nil {
-			return usageErr(where, "%v", err)
-		}
-	} else {
-		var ok bool
-		if opt.Shard, opt.Shards, bazelStatus, ok, err = bazelShard(os.Getenv); err != nil {
-			return usageErr(where, "Bazel sharding: %v", err)
-		} else if ok {
-			fmt.Fprintf(stderr, "npuverify: check: shard %d/%d from %s=%s, %s=%s\n", opt.Shard, opt.Shards, envShardIndex, os.Getenv(envShardIndex), envTotalShards, os.Getenv(envTotalShards))
-		}
+	opt.Shard, opt.Shards, bazelStatus, err = selectShard(*shard, where, stderr)
+	if err != nil {
+		return err
 	}
 	prof, b, err := dev.build(where)
 	if err != nil {

@@ -79,17 +79,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := explore.Options{Ops: opNames, Seed: *seed, Budget: *budget, Jobs: *jobs, Extra: metamorphic.Check}
 	var bazelStatus string
-	if *shard != "" {
-		if opt.Shard, opt.Shards, err = parseShard(*shard); err != nil {
-			return usageErr(where, "%v", err)
-		}
-	} else {
-		var ok bool
-		if opt.Shard, opt.Shards, bazelStatus, ok, err = bazelShard(os.Getenv); err != nil {
-			return usageErr(where, "Bazel sharding: %v", err)
-		} else if ok {
-			fmt.Fprintf(stderr, "npuverify: explore: shard %d/%d from %s=%s, %s=%s\n", opt.Shard, opt.Shards, envShardIndex, os.Getenv(envShardIndex), envTotalShards, os.Getenv(envTotalShards))
-		}
+	opt.Shard, opt.Shards, bazelStatus, err = selectShard(*shard, where, stderr)
+	if err != nil {
+		return err
 	}
 	prof, b, err := dev.build(where)
 	if err != nil {

@@ -2,12 +2,8 @@ package main
 
 import (
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/internal/pyclient"
 )
 
@@ -20,39 +16,13 @@ import (
 func TestPythonClientVectorAdd(t *testing.T) {
 	python := pyclient.Python(t)
 	script := filepath.Join(pyclient.Dir(t), "examples", "vector_add.py")
-	want := 0
-	for _, c := range golden.Embedded().Cases() {
-		if strings.HasPrefix(c.ID, "vector_add/") {
-			want++
-		}
-	}
-	if want == 0 {
-		t.Fatal("the embedded store has no vector_add case")
-	}
-	summary := regexp.MustCompile(`(?m)^(\d+) cases: (\d+) pass, 0 fail, 0 input error, 0 backend error `)
 	for _, mode := range []string{"exec", "worker"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "exec" && testing.Short() {
 				t.Skip("a Python process per case: about a hundred interpreter starts")
 			}
 			b := mode + ":" + pyclient.Command(python, script)
-			args := []string{"check", "--op", "vector_add", "--backend", b}
-			code, stdout, stderr := cli(t, args...)
-			if code != 0 {
-				t.Fatalf("npuverify %s (op vector_add, every embedded case with its own params and seed): exit %d, want 0\nstdout:\n%s\nstderr:\n%s",
-					strings.Join(args, " "), code, stdout, stderr)
-			}
-			m := summary.FindStringSubmatch(stdout)
-			if m == nil {
-				t.Fatalf("npuverify %s: no summary line \"N cases: N pass, 0 fail, 0 input error, 0 backend error\" in stdout:\n%s",
-					strings.Join(args, " "), stdout)
-			}
-			ran, _ := strconv.Atoi(m[1])
-			passed, _ := strconv.Atoi(m[2])
-			if ran != want || passed != want {
-				t.Errorf("npuverify %s: %d cases ran, %d passed; want all %d embedded vector_add cases run and passed\n%s",
-					strings.Join(args, " "), ran, passed, want, stdout)
-			}
+			checkEveryVectorAddCase(t, "check", "--op", "vector_add", "--backend", b)
 		})
 	}
 }
