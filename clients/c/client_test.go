@@ -11,9 +11,7 @@ package cclient_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -21,14 +19,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/x448/float16"
 
-	"github.com/npuverify/npuverify/backend/spec"
 	"github.com/npuverify/npuverify/internal/ckernel"
-	"github.com/npuverify/npuverify/npu"
-	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/internal/clienttest"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -147,102 +142,10 @@ func sameHalf(got, want, exp, quiet uint32) bool {
 	return nan(got) && nan(want) && got&0x8000 == want&0x8000 && got&quiet != 0
 }
 
-// TestVectorAddProfiles runs the example driver in worker mode and the
-// emulator on the same seeded inputs under each of the four profiles
-// (overflow inf|saturate × subnormals keep|flush), for every dtype, and
-// wants the same bits (any NaN equals any NaN). A third of the inputs are
-// random bit patterns, a third near the smallest normal (sums that round
-// into the subnormal range, or flush), a third in the top binade up to inf
-// (sums that overflow), each of either sign.
+// TestVectorAddProfiles holds the C example driver (clients/c/examples/vector_add.c), served as a worker, to the
+// emulator bit for bit under every numerics profile and dtype
+// (clienttest.VectorAddProfiles says on which inputs).
 func TestVectorAddProfiles(t *testing.T) {
 	bin := ckernel.BuildExample(t, "vector_add")
-	op, err := ops.Lookup("vector_add")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n, seed = 4096, 20261205
-	for _, num := range []tensor.Numerics{
-		{Overflow: tensor.OverflowInf, Subnormals: tensor.SubnormalKeep},
-		{Overflow: tensor.OverflowInf, Subnormals: tensor.SubnormalFlush},
-		{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalKeep},
-		{Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush},
-	} {
-		prof := npu.Ascend910B()
-		prof.Numerics = num
-		emu, err := spec.Open("emulator", prof, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		drv, err := spec.Open("worker:"+bin, prof, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Int8} {
-			p, err := op.Validate(ops.Params{"dtype": d.String()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(seed, uint64(d)))
-			in := map[string]*tensor.Tensor{"x": edgeBits(rng, d, n), "y": edgeBits(rng, d, n)}
-			what := fmt.Sprintf("vector_add dtype=%s n=%d seed=%d (PCG stream %d) under %s", d, n, seed, d, num)
-			want, _, err := emu.Run(context.Background(), "vector_add", p, in)
-			if err != nil {
-				t.Fatalf("%s: emulator: %v", what, err)
-			}
-			got, _, err := drv.Run(context.Background(), "vector_add", p, in)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", what, drv.Name(), err)
-			}
-			for i := range n {
-				g, w := got["z"].Bits(i), want["z"].Bits(i)
-				if g != w && !(d.IsFloat() && math.IsNaN(got["z"].Float64(i)) && math.IsNaN(want["z"].Float64(i))) {
-					t.Errorf("%s: z[%d] = %#x from the example driver, the emulator's is %#x (x = %#x, y = %#x)",
-						what, i, g, w, in["x"].Bits(i), in["y"].Bits(i))
-					break
-				}
-			}
-		}
-		if c, ok := drv.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				t.Errorf("closing the worker %s: %v", bin, err)
-			}
-		}
-	}
-}
-
-// edgeBits returns n elements of dtype d drawn as TestVectorAddProfiles
-// says.
-func edgeBits(rng *rand.Rand, d tensor.DType, n int) *tensor.Tensor {
-	t := tensor.MustNew(d, n)
-	var width, mant uint
-	var expMask uint64
-	switch d {
-	case tensor.Float16:
-		width, mant, expMask = 16, 10, 0x7c00
-	case tensor.BFloat16:
-		width, mant, expMask = 16, 7, 0x7f80
-	case tensor.Float32:
-		width, mant, expMask = 32, 23, 0x7f800000
-	default: // int8: every pattern is an edge of something
-		for i := range n {
-			t.SetBits(i, uint64(uint8(rng.IntN(256))))
-		}
-		return t
-	}
-	for i := range n {
-		var b uint64
-		switch rng.IntN(3) {
-		case 0:
-			b = rng.Uint64() & (1<<width - 1)
-		case 1: // subnormal or the two lowest binades
-			b = rng.Uint64() & (uint64(1)<<(mant+2) - 1)
-		default: // the top binade, up to inf
-			b = min(expMask-uint64(1)<<mant+rng.Uint64()&(uint64(1)<<(mant+1)-1), expMask)
-		}
-		if rng.IntN(2) == 1 {
-			b |= uint64(1) << (width - 1)
-		}
-		t.SetBits(i, b)
-	}
-	return t
+	clienttest.VectorAddProfiles(t, "worker:"+bin, 20261205)
 }
