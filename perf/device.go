@@ -49,13 +49,13 @@ type Peaks struct {
 // the latency as two DMA latencies (one load before, one store after).
 func PeaksOf(p npu.Profile) Peaks {
 	ghz := p.ClockGHz
-	fp16 := float64(p.AICores) * float64(p.CubeFP16.MACs()) * 2 * ghz / 1e3
+	fp16 := float64(float64(p.AICores)*float64(p.CubeFP16.MACs())) * 2 * ghz / 1e3
 	return Peaks{
 		Name:           p.Name,
 		GMGBps:         p.HBMGBps,
 		CubeFP16TFLOPS: fp16,
 		CubeFP32TFLOPS: fp16 / 2,
-		CubeInt8TOPS:   float64(p.AICores) * float64(p.CubeInt8.MACs()) * 2 * ghz / 1e3,
+		CubeInt8TOPS:   float64(float64(p.AICores)*float64(p.CubeInt8.MACs())) * 2 * ghz / 1e3,
 		VectorGBps:     float64(p.VectorCores) * float64(p.VectorBytesPerCycle) * ghz,
 		LatencyNS:      2 * float64(p.DMALatencyCycles) / ghz,
 	}

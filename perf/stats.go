@@ -95,12 +95,12 @@ func MannWhitney(x, y []float64) (u, p float64, err error) {
 		}
 	}
 	// U of x = R_x − n(n+1)/2; U of y = n·m − U of x.
-	ux := float64(w2)/2 - float64(n*(n+1))/2
+	ux := float64(float64(w2)/2) - float64(float64(n*(n+1))/2)
 	u = float64(n*m) - ux
 	if N <= exactLimit {
 		return u, exactP(rank2, n, w2), nil
 	}
-	mu := float64(n*m) / 2
+	mu := float64(float64(n*m) / 2)
 	nf, mf, Nf := float64(n), float64(m), float64(N)
 	sigma2 := nf * mf / 12 * ((Nf + 1) - tieTerm/(Nf*(Nf-1)))
 	if sigma2 <= 0 { // every value tied: no evidence either way

@@ -237,8 +237,8 @@ func decodeAttentionWork(p ops.Params, in map[string]*tensor.Tensor, out []ops.T
 		}
 		n := min(max(int(lens[s]), 0), g.L)
 		bytes += 4
-		w.CubeFlops += 2 * 2 * float64(n) * float64(hq) * float64(g.D)
-		w.VectorOps += float64(n) * float64(hq)
+		w.CubeFlops += float64(2 * 2 * float64(n) * float64(hq) * float64(g.D))
+		w.VectorOps += float64(float64(n) * float64(hq))
 		if seen[s] {
 			continue
 		}
