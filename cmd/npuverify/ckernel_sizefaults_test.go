@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -43,5 +44,38 @@ func TestCKernelSizeFaultsPassDefaultCheck(t *testing.T) {
 	if ran != want || passed != want {
 		t.Errorf("npuverify %s: %d cases ran, %d passed; want all %d embedded cases run and passed\n%s",
 			strings.Join(args, " "), ran, passed, want, stdout)
+	}
+}
+
+// TestExploreFindsCKernelSizeFaults holds explore to what the golden set
+// misses: for each size-only fault of the C kernel (switched on behind the
+// worker backend), a seeded search must find a failing case, shrink it
+// and write it to --out, and `check --golden` must replay that case: it
+// fails the faulty kernel and passes the correct one, so the finding is
+// the fault's and not the harness's. Each search is seeded, so a failure
+// here reproduces with the printed command.
+func TestExploreFindsCKernelSizeFaults(t *testing.T) {
+	bin := ckernel.Build(t)
+	for _, f := range ckernel.SizeFaults() {
+		t.Run(f.Name, func(t *testing.T) {
+			faulty := "worker:env " + ckernel.FaultEnv + "=" + f.Name + " " + bin
+			out := filepath.Join(t.TempDir(), "findings")
+			args := []string{"explore", "--op", f.Op, "--backend", faulty, "--seed", "1", "--budget", "60s", "--out", out}
+			code, stdout, stderr := cli(t, args...)
+			if code != exitFail || !strings.Contains(stdout, "shrunk: "+f.Op+" ") {
+				t.Fatalf("fault %s (op %s, trigger %s): npuverify %s: exit %d, want %d with a shrunk finding\nstdout:\n%s\nstderr:\n%s",
+					f.Name, f.Op, f.Trigger, strings.Join(args, " "), code, exitFail, stdout, stderr)
+			}
+			replay := []string{"check", "--golden", out, "--backend", faulty}
+			if code, stdout, stderr := cli(t, replay...); code != exitFail {
+				t.Errorf("fault %s (op %s): npuverify %s replays the finding: exit %d, want %d (the faulty kernel fails it)\nstdout:\n%s\nstderr:\n%s",
+					f.Name, f.Op, strings.Join(replay, " "), code, exitFail, stdout, stderr)
+			}
+			replay[len(replay)-1] = "exec:" + bin
+			if code, stdout, stderr := cli(t, replay...); code != exitPass {
+				t.Errorf("fault %s (op %s): npuverify %s: exit %d, want %d (the correct kernel passes the finding)\nstdout:\n%s\nstderr:\n%s",
+					f.Name, f.Op, strings.Join(replay, " "), code, exitPass, stdout, stderr)
+			}
+		})
 	}
 }
