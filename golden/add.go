@@ -22,5 +22,5 @@ import (
 // each case directory is replaced atomically ("Crash guarantee" in
 // update.go). What was added or changed is printed to w.
 func Add(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer) (Changes, error) {
-	return record(ctx, dir, b, cases, w, "golden add", false)
+	return record(ctx, dir, b, cases, w, "golden add", UpdateOptions{}, false)
 }

@@ -76,7 +76,10 @@ func step(s string) {
 // Changes summarises what Update did.
 type Changes struct {
 	Added, Removed, Changed []string // case IDs, sorted
-	Unchanged               int
+	// Kept are the cases of the store that were not in the generated set
+	// and were left alone (UpdateOptions.Prune unset).
+	Kept      []string
+	Unchanged int
 }
 
 // Empty reports whether nothing changed.
@@ -84,7 +87,11 @@ func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Changed
 
 // String is the one-line summary Update prints last.
 func (c Changes) String() string {
-	return fmt.Sprintf("%d added, %d removed, %d changed, %d unchanged", len(c.Added), len(c.Removed), len(c.Changed), c.Unchanged)
+	s := fmt.Sprintf("%d added, %d removed, %d changed, %d unchanged", len(c.Added), len(c.Removed), len(c.Changed), c.Unchanged)
+	if len(c.Kept) > 0 {
+		s += fmt.Sprintf(", %d kept", len(c.Kept))
+	}
+	return s
 }
 
 // generated is one case rendered in memory.
@@ -201,10 +208,38 @@ func encode(name, file string, t *tensor.Tensor) (FileEntry, []byte, error) {
 // anything is written. Update holds the store's exclusive lock throughout
 // (see "Store identity and locking") and removes only directories it
 // recognises as cases.
+//
+// Update is UpdateWith with Prune: the package's own -update flag keeps
+// the checked-in set exactly the default cases.
 func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer) (Changes, error) {
-	ch, err := record(ctx, dir, b, cases, w, "golden update", true)
+	return UpdateWith(ctx, dir, b, cases, w, UpdateOptions{Prune: true})
+}
+
+// UpdateOptions choose what UpdateWith may do to cases it was not given
+// and whether it writes at all: a store under --dir may hold a user's own
+// cases (recorded by explore or by hand), which an update of the default
+// set has no business deleting unless asked.
+type UpdateOptions struct {
+	// Prune removes the cases in dir that are not in cases. Without it
+	// they are kept and listed as kept.
+	Prune bool
+	// DryRun generates and judges every case and prints what would be
+	// added, changed and removed, but writes nothing: no marker, no lock
+	// file, no recovery of an interrupted update. It takes the store's
+	// shared lock while it reads, when dir is already a store.
+	DryRun bool
+}
+
+// UpdateWith is Update with the choices of opts; Changes.Kept lists the
+// cases it left alone because they are not in cases (without Prune).
+func UpdateWith(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer, opts UpdateOptions) (Changes, error) {
+	ch, err := record(ctx, dir, b, cases, w, "golden update", opts, true)
 	if err == nil {
-		fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
+		if opts.DryRun {
+			fmt.Fprintf(w, "golden %s (dry run, nothing written): %s\n", dir, ch)
+		} else {
+			fmt.Fprintf(w, "golden %s: %s\n", dir, ch)
+		}
 	}
 	return ch, err
 }
@@ -212,9 +247,12 @@ func Update(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 // record is the body of Update and Add: generate and judge every case in
 // memory, lock the store, read every existing target (refusing one that is
 // not a case) before writing anything, then replace each changed case
-// atomically. With prune it removes the case directories not in cases, as
-// Update does; Add keeps them. what prefixes every error.
-func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer, what string, prune bool) (Changes, error) {
+// atomically. With opts.Prune it removes the case directories not in
+// cases; otherwise, when listKept, it lists them as kept (Add, whose
+// stores are meant to accumulate, lists nothing). With opts.DryRun it
+// stops before the first write and prints what it would do. what prefixes
+// every error.
+func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case, w io.Writer, what string, opts UpdateOptions, listKept bool) (Changes, error) {
 	var ch Changes
 	if err := mayUpdate(dir); err != nil {
 		return ch, fmt.Errorf("%s: %w", what, err)
@@ -230,19 +268,35 @@ func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		}
 		gens[g.id] = g
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ch, fmt.Errorf("%s: %w", what, err)
-	}
-	l, err := lockStore(ctx, dir, true, true)
-	if err != nil {
-		return ch, fmt.Errorf("%s: %w", what, err)
-	}
-	defer l.release()
-	if err := recoverUpdates(dir); err != nil {
-		return ch, err
+	isStore := true
+	if opts.DryRun {
+		// Read-only: a missing directory, or one without the marker
+		// (mayUpdate let only an empty one through), holds no case.
+		if _, err := os.Lstat(filepath.Join(dir, MarkerName)); err != nil {
+			isStore = false
+		} else {
+			l, err := lockStore(ctx, dir, false, false)
+			if err != nil {
+				return ch, fmt.Errorf("%s: %w", what, err)
+			}
+			defer l.release()
+		}
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return ch, fmt.Errorf("%s: %w", what, err)
+		}
+		l, err := lockStore(ctx, dir, true, true)
+		if err != nil {
+			return ch, fmt.Errorf("%s: %w", what, err)
+		}
+		defer l.release()
+		if err := recoverUpdates(dir); err != nil {
+			return ch, err
+		}
 	}
 	var existing []string
-	if prune {
+	if isStore && (opts.Prune || listKept) {
+		var err error
 		if existing, err = listCases(dir); err != nil {
 			return ch, err
 		}
@@ -251,6 +305,9 @@ func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 	// is written: a refused update changes nothing.
 	olds := map[string]map[string][]byte{}
 	for _, id := range slices.Sorted(maps.Keys(gens)) {
+		if !isStore {
+			continue
+		}
 		caseDir := filepath.Join(dir, filepath.FromSlash(id))
 		old, err := readTree(caseDir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -261,6 +318,10 @@ func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		}
 		olds[id] = old
 	}
+	would := ""
+	if opts.DryRun {
+		would = "would be "
+	}
 	for _, id := range slices.Sorted(maps.Keys(gens)) {
 		if err := ctx.Err(); err != nil {
 			return ch, err
@@ -269,14 +330,17 @@ func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		switch {
 		case old == nil:
 			ch.Added = append(ch.Added, id)
-			fmt.Fprintf(w, "added    %s (%s)\n", id, strings.Join(slices.Sorted(maps.Keys(g.files)), ", "))
+			fmt.Fprintf(w, "%sadded    %s (%s)\n", would, id, strings.Join(slices.Sorted(maps.Keys(g.files)), ", "))
 		case sameTree(old, g.files):
 			ch.Unchanged++
 			continue
 		default:
 			ch.Changed = append(ch.Changed, id)
-			fmt.Fprintf(w, "changed  %s\n", id)
+			fmt.Fprintf(w, "%schanged  %s\n", would, id)
 			describeChange(w, old, g.files)
+		}
+		if opts.DryRun {
+			continue
 		}
 		if err := writeCase(dir, id, g.files, old != nil); err != nil {
 			return ch, fmt.Errorf("%s: %s: %w", what, id, err)
@@ -287,12 +351,23 @@ func record(ctx context.Context, dir string, b backend.Backend, cases []ops.Case
 		if _, keep := gens[id]; keep {
 			continue
 		}
+		if !opts.Prune {
+			ch.Kept = append(ch.Kept, id)
+			fmt.Fprintf(w, "kept     %s (not in the generated set; --prune removes it)\n", id)
+			continue
+		}
+		ch.Removed = append(ch.Removed, id)
+		fmt.Fprintf(w, "%sremoved  %s\n", would, id)
+		if opts.DryRun {
+			continue
+		}
 		emptied[opOf(id)] = true
 		if err := removeCase(dir, id); err != nil {
 			return ch, fmt.Errorf("%s: %s: %w", what, id, err)
 		}
-		ch.Removed = append(ch.Removed, id)
-		fmt.Fprintf(w, "removed  %s\n", id)
+	}
+	if opts.DryRun {
+		return ch, nil
 	}
 	if err := removeEmptyOpDirs(dir, emptied); err != nil {
 		return ch, err

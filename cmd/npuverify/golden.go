@@ -18,11 +18,14 @@ import (
 
 const modulePath = "github.com/npuverify/npuverify"
 
-// cmdGolden is "golden update [--dir DIR]" and "golden verify [--dir DIR]".
+// cmdGolden is "golden update [--dir DIR] [--dry-run] [--prune]" and
+// "golden verify [--dir DIR]".
 //
 // update regenerates the default case set with the emulator on the
 // ascend910b profile into DIR, atomically per case, and prints what
-// changed. DIR defaults to golden/cases of the source tree: the directory
+// changed. Cases of DIR that are not in the default set are a user's own
+// (explore's findings, hand-made ones): they are kept unless --prune, and
+// --dry-run prints what would change without writing anything. DIR defaults to golden/cases of the source tree: the directory
 // of the go.mod of module github.com/npuverify/npuverify found in the
 // working directory or above it. The binary embeds the set it was built
 // with; rebuild to embed an updated one.
@@ -33,7 +36,7 @@ const modulePath = "github.com/npuverify/npuverify"
 func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "usage: npuverify golden update|verify [--dir DIR]")
+			fmt.Fprintln(stdout, "usage: npuverify golden update|verify [--dir DIR] (update also takes --dry-run and --prune)")
 			return nil
 		}
 		return usageErr("golden", "missing subcommand (want update or verify)")
@@ -45,12 +48,21 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("golden", "unknown subcommand %q (want update or verify)", sub)
 	}
-	fs := newFlagSet(where, where+" [--dir DIR]", stdout)
+	synopsis := where + " [--dir DIR]"
+	if sub == "update" {
+		synopsis += " [--dry-run] [--prune]"
+	}
+	fs := newFlagSet(where, synopsis, stdout)
 	dirDoc := "golden store directory (default: the embedded set)"
 	if sub == "update" {
 		dirDoc = "golden store directory (default: golden/cases of the source tree above the working directory)"
 	}
 	dir := fs.String("dir", "", dirDoc)
+	var opts golden.UpdateOptions
+	if sub == "update" {
+		fs.BoolVar(&opts.DryRun, "dry-run", false, "print what would be added, changed and removed; write nothing")
+		fs.BoolVar(&opts.Prune, "prune", false, "remove the cases of the store that are not in the default set (kept otherwise)")
+	}
 	pos, err := parse(fs, where, rest)
 	if err != nil {
 		return err
@@ -59,12 +71,12 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "unexpected argument %q", pos[0])
 	}
 	if sub == "update" {
-		return goldenUpdate(*dir, stdout)
+		return goldenUpdate(*dir, opts, stdout)
 	}
 	return goldenVerify(*dir, stdout, stderr)
 }
 
-func goldenUpdate(dir string, stdout io.Writer) error {
+func goldenUpdate(dir string, opts golden.UpdateOptions, stdout io.Writer) error {
 	const where = "golden update"
 	if dir == "" {
 		d, err := sourceCasesDir()
@@ -74,12 +86,12 @@ func goldenUpdate(dir string, stdout io.Writer) error {
 		dir = d
 	}
 	b := emulator.New(npu.Ascend910B())
-	ch, err := golden.Update(context.Background(), dir, b, opdb.GoldenCases(), stdout)
+	ch, err := golden.UpdateWith(context.Background(), dir, b, opdb.GoldenCases(), stdout, opts)
 	if err != nil {
 		// golden.Update's errors start with "golden update: " already.
 		return harnessErr("", err)
 	}
-	if !ch.Empty() {
+	if !ch.Empty() && !opts.DryRun {
 		fmt.Fprintln(stdout, "rebuild npuverify to embed the updated set")
 	}
 	return nil
