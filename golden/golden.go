@@ -192,7 +192,64 @@ func ParseCaseFile(b []byte) (*CaseFile, error) {
 			}
 		}
 	}
+	if err := checkDims(&cf); err != nil {
+		return nil, err
+	}
 	return &cf, nil
+}
+
+// MaxRecipeBytes caps the tensors a recipe may declare, inputs and
+// expected outputs together, in bytes of data: a recipe is a few hundred
+// bytes of case.json that every check and verify regenerates in memory
+// (each --jobs slot at once), so without a cap a forged one could ask for
+// gigabytes before any hash is compared. The cap is the element cap of a
+// single tensor (tensor.MaxElements) taken as bytes for the whole case:
+// the recipes exist to reach sizes where index widths and tile loops
+// change (10^6 elements, K in the thousands), far below it.
+const MaxRecipeBytes = tensor.MaxElements
+
+// checkDims holds case.json's dims to the op and to the tensors it lists,
+// before anything is generated from them: every dim is one the op's
+// contract takes (ops.Op.DimSpecs; an unknown op is left to the checks
+// that name it), and none exceeds both the largest extent and the largest
+// element count of the listed tensors (every dim of every op sizes some
+// input along one axis, so a dim beyond both would generate tensors other
+// than the listed ones, however large). A recipe's listed tensors must
+// also fit MaxRecipeBytes. Errors name the dim or the total.
+func checkDims(cf *CaseFile) error {
+	if op, err := ops.Lookup(cf.Op); err == nil {
+		known := map[string]bool{}
+		var names []string
+		for _, d := range op.DimSpecs() {
+			known[d.Name] = true
+			names = append(names, d.Name)
+		}
+		for _, k := range slices.Sorted(maps.Keys(cf.Dims)) {
+			if !known[k] {
+				return fmt.Errorf("dims: unknown dim %q for op %s (it takes %s)", k, cf.Op, strings.Join(names, ", "))
+			}
+		}
+	}
+	var extent, elems, bytes int64
+	for _, list := range [][]FileEntry{cf.Inputs, cf.Outputs} {
+		for _, e := range list {
+			n, _ := tensor.NumElements(e.Shape) // checked by the caller
+			elems = max(elems, int64(n))
+			for _, d := range e.Shape {
+				extent = max(extent, int64(d))
+			}
+			bytes += int64(n) * int64(e.DType.Size())
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cf.Dims)) {
+		if v := int64(cf.Dims[k]); v > max(extent, elems) {
+			return fmt.Errorf("dims: %q = %d exceeds every listed tensor (the largest has %d elements, the longest axis %d): the dims do not generate these tensors", k, v, elems, extent)
+		}
+	}
+	if cf.Recipe && bytes > MaxRecipeBytes {
+		return fmt.Errorf("recipe: its tensors total %d bytes, more than the %d a recipe may regenerate (MaxRecipeBytes)", bytes, MaxRecipeBytes)
+	}
+	return nil
 }
 
 // Marshal renders case.json deterministically (indented, trailing newline).
@@ -315,6 +372,9 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 			b, err := safefile.ReadFS(fsys, id+"/"+CaseJSON, 1<<20) // case.json is a few KiB; no link, FIFO or device
 			if err == nil {
 				c.File, err = ParseCaseFile(b)
+			}
+			if err == nil && (c.File.Op != op.Name() || c.File.Name != e.Name()) {
+				err = fmt.Errorf("names case %s/%s, but lives in %s", c.File.Op, c.File.Name, id)
 			}
 			if err != nil {
 				c.Err = fmt.Errorf("%s: %w", s.path(id+"/"+CaseJSON), err)

@@ -41,8 +41,9 @@ import (
 // whose .npy encoding has the recorded sha256 is the recorded output; for
 // any other, the emulator on the recording profile regenerates the
 // expected output, which must have the recorded sha256. If it has not,
-// the emulator itself has regressed: the recorded bits cannot be
-// recovered, and the exact verdict fails saying so. Load and Verify
+// either case.json's hash was edited or corrupted or the emulator has
+// regressed, and nothing here can tell which (the recorded bits are not
+// stored): the exact verdict fails naming both. Load and Verify
 // regenerate every expected output the same way and hold it to its hash.
 
 // policyNeedsBits reports whether p compares an output with the expected
@@ -246,8 +247,8 @@ func (s *Store) outputMismatch(c *StoredCase, e FileEntry, t *tensor.Tensor, rec
 		return fmt.Sprintf("recipe output %q of case %s: %v", e.Name, c.ID, err)
 	}
 	if sum != e.SHA256 {
-		return fmt.Sprintf("emulator regression: recipe output %q of case %s: the recording backend (%s) now computes sha256 %s, case.json records %s; the recorded bits are not stored, so no element can be named (fix the emulator, or `golden update` if the change is intended)",
-			e.Name, c.ID, rec.Name(), sum, e.SHA256)
+		return fmt.Sprintf("recorded hash mismatch: recipe output %q of case %s: case.json records sha256 %s, but the recording backend (%s) computes %s from the regenerated inputs: the store's case.json was edited or is corrupt, or the emulator regressed (the recorded bits are not stored, so no element can be named; golden verify checks the store; `golden update` re-records an intended change)",
+			e.Name, c.ID, e.SHA256, rec.Name(), sum)
 	}
 	return ""
 }
@@ -300,7 +301,7 @@ func checkRecorded(c *StoredCase, pc *harness.Prepared, expected map[string]*ten
 // it sets ho.GoldenFor, which takes each output whose .npy has the
 // recorded sha256 as its own expected bits and has the emulator
 // regenerate the others (once per run), and returns the function to call
-// on the result, which puts the emulator-regression message on the
+// on the result, which puts the hash-mismatch message on the
 // bit-comparing verdicts of outputs whose regenerated bits do not match
 // either. For a stored case, or policies that need no bits, it does
 // nothing.

@@ -223,9 +223,10 @@ func TestUpdateRecipeUnchanged(t *testing.T) {
 	}
 }
 
-// An expected output whose recorded hash the emulator no longer
-// reproduces is the emulator's regression: a failed exact verdict (a
-// verification failure, not an input error) saying so, for the emulator;
+// An expected output whose recorded hash the emulator does not reproduce
+// (here a forged hash, issue 33 item 11) is a failed exact verdict (a
+// verification failure, not an input error) naming both causes, an edited
+// or corrupt case.json first, and not blaming the emulator alone;
 // any other backend is judged by its policy alone and passes.
 func TestRecipeEmulatorRegression(t *testing.T) {
 	dir := t.TempDir()
@@ -242,7 +243,7 @@ func TestRecipeEmulatorRegression(t *testing.T) {
 		t.Fatalf("%s: verdict %q (err %v), want fail", r.ID, r.Verdict(), r.Err)
 	}
 	f := r.Failure()
-	for _, want := range []string{"policy exact", "emulator regression", `output "z"`, recipeVA, sum, strings.Repeat("f", 64)} {
+	for _, want := range []string{"policy exact", "recorded hash mismatch", "case.json was edited or is corrupt", "or the emulator regressed", `output "z"`, recipeVA, sum, strings.Repeat("f", 64)} {
 		if !strings.Contains(f, want) {
 			t.Errorf("failure lacks %q:\n%s", want, f)
 		}
@@ -251,8 +252,8 @@ func TestRecipeEmulatorRegression(t *testing.T) {
 	if err != nil || !rs[0].Pass() {
 		t.Errorf("another backend on the same recipe: %v %s", err, rs[0].Failure())
 	}
-	if errs := Verify(s); len(errs) != 1 || !strings.Contains(errs[0].Error(), "emulator regression") {
-		t.Errorf("Verify: %v, want one emulator regression", errs)
+	if errs := Verify(s); len(errs) != 1 || !strings.Contains(errs[0].Error(), "case.json was edited or is corrupt") {
+		t.Errorf("Verify: %v, want one recorded hash mismatch", errs)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestCheckRecipe(t *testing.T) {
 	edit(store, bad, sum["x"])
 	edit(store, sum["z"], bad)
 	o, _ := wantCLI(t, 1, nil, "check", "--golden", store)
-	for _, s := range []string{"FAIL", "policy exact", "emulator regression", `recipe output "z" of case ` + id} {
+	for _, s := range []string{"FAIL", "policy exact", "recorded hash mismatch", "case.json was edited or is corrupt", "or the emulator regressed", `recipe output "z" of case ` + id} {
 		if !strings.Contains(o, s) {
 			t.Errorf("check output lacks %q:\n%s", s, o)
 		}
