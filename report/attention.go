@@ -137,9 +137,7 @@ func (a *AttentionQuality) errorChart() *chart.Chart {
 		return nil // nothing but zeros
 	}
 	ch.X = chart.Axis{Label: "keep_ratio", Min: 0, Max: 1.05}
-	ch.Y = chart.Axis{Label: "relative error ‖o_c − o‖/‖o‖ (log scale)", Scale: chart.Log,
-		Min: math.Pow(10, math.Floor(math.Log10(lo))),
-		Max: math.Pow(10, math.Ceil(math.Log10(hi))+1)} // a decade for the legend
+	ch.Y = logAxis("relative error ‖o_c − o‖/‖o‖ (log scale)", lo, hi, 1) // a decade for the legend
 	return ch
 }
 

@@ -152,8 +152,7 @@ func ulpChart(cases []Case, op string) *chart.Chart {
 	ch := &chart.Chart{
 		Title: op + ": share of output elements by error in ulps",
 		X:     chart.Axis{Label: "error (ulps of the output dtype)", Nominal: verify.UlpBuckets, Min: -0.5, Max: float64(len(verify.UlpBuckets)) - 0.5},
-		Y: chart.Axis{Label: "share of elements (log scale)", Scale: chart.Log,
-			Min: math.Pow(10, math.Floor(math.Log10(lo))), Max: 10}, // a decade of room for the legend
+		Y:     logAxis("share of elements (log scale)", lo, 1, 1), // a decade of room for the legend
 	}
 	width := vg.Points(36) / vg.Length(len(variants))
 	for j, v := range variants {
@@ -210,11 +209,9 @@ func cyclesChart(cases []Case, op string) *chart.Chart {
 		ylo, yhi = math.Min(ylo, math.Min(q.y, q.bound)), math.Max(yhi, math.Max(q.y, q.bound))
 	}
 	ch := &chart.Chart{
-		Title: op + ": modeled cycles against GM traffic",
-		X: chart.Axis{Label: "GM bytes in + out (log scale)", Scale: chart.Log,
-			Min: math.Pow(10, math.Floor(math.Log10(xlo))), Max: math.Pow(10, math.Ceil(math.Log10(xhi)))},
-		Y: chart.Axis{Label: "cycles (log scale)", Scale: chart.Log,
-			Min: math.Pow(10, math.Floor(math.Log10(ylo))), Max: math.Pow(10, math.Ceil(math.Log10(yhi))+1)},
+		Title:      op + ": modeled cycles against GM traffic",
+		X:          logAxis("GM bytes in + out (log scale)", xlo, xhi, 0),
+		Y:          logAxis("cycles (log scale)", ylo, yhi, 1),
 		LegendLeft: true,
 	}
 	ch.Series("roofline bound", line, chart.Style{Color: color.Black, Width: vg.Points(1), Dashes: dashed})

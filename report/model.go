@@ -2,17 +2,19 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/perf"
+	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -266,22 +268,52 @@ type Results struct {
 	Cases []Case            `json:"cases"`
 }
 
-// ReadResults reads the "meta" and "cases" of a JSON report.
-func ReadResults(path string) (*Results, error) {
-	b, err := os.ReadFile(path)
+// The meta keys of a `check --json` file that say which part of which run
+// it holds (docs/cli.md, report --merge). Files written before they existed
+// lack them and are merged without the completeness check.
+const (
+	// MetaShard is "I/N" on a sharded run's file (absent when unsharded).
+	MetaShard = "shard"
+	// MetaRun identifies the run: a digest of what decides which cases
+	// run and how (backend, profile, store, the selection before sharding,
+	// the shard count), so that every shard of one run records the same
+	// value and a shard of another run or store differs.
+	MetaRun = "run"
+	// MetaRunCases is how many cases the whole run selects (every shard
+	// together).
+	MetaRunCases = "run_cases"
+	// MetaInterrupted is set on the file of a run a signal cut short.
+	MetaInterrupted = "interrupted"
+	// MetaPartial is set on a merged report that lacks part of its run
+	// (report --merge --allow-partial): the shards merged and missing.
+	MetaPartial = "partial"
+)
+
+// MaxResultsBytes caps one result file that ReadResults reads: a whole
+// run of the default store writes about a megabyte, so the cap leaves
+// room for stores far larger while a FIFO, a device or a runaway file
+// costs at most this much memory (its decoded cases cost a few times
+// more).
+const MaxResultsBytes = 64 << 20
+
+// ReadResults reads the "meta" and "cases" of a JSON report through the
+// bounded reader: at most maxBytes bytes of a regular file (no FIFO,
+// device or symbolic link), else an error naming path and the cap.
+func ReadResults(path string, maxBytes int64) (*Results, error) {
+	b, err := safefile.ReadFile(path, maxBytes)
 	if err != nil {
 		return nil, err
 	}
 	var r Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", safefile.Quote(path), err)
 	}
 	if r.Cases == nil {
-		return nil, fmt.Errorf("%s: no \"cases\": not a npuverify JSON report", path)
+		return nil, fmt.Errorf("%s: no \"cases\": not a npuverify JSON report", safefile.Quote(path))
 	}
 	for i := range r.Cases {
 		if r.Cases[i].ID == "" {
-			return nil, fmt.Errorf("%s: case %d has no id", path, i)
+			return nil, fmt.Errorf("%s: case %d has no id", safefile.Quote(path), i)
 		}
 		r.Cases[i].normalise()
 	}
@@ -291,34 +323,203 @@ func ReadResults(path string) (*Results, error) {
 	return &r, nil
 }
 
+// Merged says what Merge joined: which shards of which run, and what is
+// missing.
+type Merged struct {
+	// Files is how many result files were merged.
+	Files int
+	// Run is the run ID the files share ("" when they record none).
+	Run string
+	// Shards is the run's shard count N (0: no file records a shard).
+	Shards int
+	// Have are the shard indices merged, Missing those of 1..N that are
+	// not, both ascending.
+	Have, Missing []int
+	// Unrecorded is how many files record no shard or run (written by an
+	// older npuverify, or by explore): their completeness is not known.
+	Unrecorded int
+	// Interrupted names the files of runs a signal cut short.
+	Interrupted []string
+	// Cases is how many cases were merged; RunCases how many the whole
+	// run selects (0 when the files do not say).
+	Cases, RunCases int
+}
+
+// Complete reports whether nothing is known to be missing: every shard
+// 1..N present, no run cut short, and as many cases as the run selects.
+func (m *Merged) Complete() bool {
+	return len(m.Missing) == 0 && len(m.Interrupted) == 0 && (m.RunCases == 0 || m.Cases == m.RunCases)
+}
+
+// String says what was merged in one line, e.g. "3 files: shards 1/3,
+// 2/3, 3/3 of run 1f0c…, 233 of 233 cases".
+func (m *Merged) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d file(s)", m.Files)
+	if m.Shards > 0 {
+		b.WriteString(": shard")
+		if len(m.Have) > 1 {
+			b.WriteString("s")
+		}
+		for i, s := range m.Have {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %d/%d", s, m.Shards)
+		}
+	}
+	if m.Run != "" {
+		fmt.Fprintf(&b, " of run %s", m.Run)
+	}
+	if m.RunCases > 0 {
+		fmt.Fprintf(&b, ", %d of %d cases", m.Cases, m.RunCases)
+	} else {
+		fmt.Fprintf(&b, ", %d cases", m.Cases)
+	}
+	if len(m.Missing) > 0 {
+		miss := make([]string, len(m.Missing))
+		for i, s := range m.Missing {
+			miss[i] = fmt.Sprintf("%d/%d", s, m.Shards)
+		}
+		fmt.Fprintf(&b, "; missing shard(s) %s", strings.Join(miss, ", "))
+	}
+	if len(m.Interrupted) > 0 {
+		fmt.Fprintf(&b, "; interrupted: %s", strings.Join(m.Interrupted, ", "))
+	}
+	if m.Unrecorded > 0 {
+		fmt.Fprintf(&b, "; %d file(s) record no shard or run (completeness not checked)", m.Unrecorded)
+	}
+	return b.String()
+}
+
+// ErrIncomplete is wrapped by Merge's error when the files lack part of
+// their run (a missing shard, a run cut short, fewer cases than the run
+// selected) and partial merges are not allowed.
+var ErrIncomplete = errors.New("incomplete run")
+
+// ErrEmpty is wrapped by Merge's error when the files hold no case at
+// all: an empty result is nothing to pass.
+var ErrEmpty = errors.New("no case to report")
+
+// perFile are the meta keys that differ between the files of one run and
+// are bookkeeping, not facts about the report: Merge checks them and
+// leaves them out of the merged meta, so that a complete merge equals the
+// report of the unsharded run.
+var perFile = []string{MetaShard, MetaRun, MetaRunCases, MetaInterrupted}
+
 // Merge joins the results of several runs (e.g. the shards of one check)
 // into one: the cases of all, sorted by ID, and the meta they share. It
-// fails when a case appears twice or when the runs disagree on a meta
-// value (backend, profile, store): those are different runs, not shards.
-func Merge(rs []*Results, names []string) (*Results, error) {
+// fails when a case appears twice, when the runs disagree on a meta
+// value (backend, profile, store): those are different runs, not shards,
+// when the files hold no case (ErrEmpty), and, unless allowPartial, when
+// they lack part of their run (ErrIncomplete): a missing shard, one cut
+// short by a signal, fewer cases than the run selected. A partial merge
+// that is allowed carries MetaPartial in its meta. Merged says what was
+// joined either way.
+func Merge(rs []*Results, names []string, allowPartial bool) (*Results, *Merged, error) {
 	out := &Results{Meta: map[string]string{}}
+	info := &Merged{Files: len(rs)}
 	from := map[string]string{}
+	shardOf := map[int]string{}
+	var shared map[string]string
 	for i, r := range rs {
-		for _, k := range slices.Sorted(maps.Keys(r.Meta)) {
-			v := r.Meta[k]
-			if i > 0 {
-				if w, ok := out.Meta[k]; !ok || w != v {
-					return nil, fmt.Errorf("%s: meta %s = %q, but %s has %q", names[i], k, v, names[0], w)
-				}
-			}
-			out.Meta[k] = v
+		meta := maps.Clone(r.Meta)
+		if err := info.add(meta, names[i], shardOf); err != nil {
+			return nil, nil, err
 		}
-		if i > 0 && len(r.Meta) != len(out.Meta) {
-			return nil, fmt.Errorf("%s: meta %v differs from %s's %v", names[i], r.Meta, names[0], out.Meta)
+		for _, k := range perFile {
+			delete(meta, k)
+		}
+		if i == 0 {
+			shared = meta
+		}
+		for _, k := range slices.Sorted(maps.Keys(meta)) {
+			if w, ok := shared[k]; !ok || w != meta[k] {
+				return nil, nil, fmt.Errorf("%s: meta %s = %q, but %s has %q", names[i], k, meta[k], names[0], w)
+			}
+		}
+		if len(meta) != len(shared) {
+			return nil, nil, fmt.Errorf("%s: meta %v differs from %s's %v", names[i], meta, names[0], shared)
 		}
 		for _, c := range r.Cases {
 			if f, dup := from[c.ID]; dup {
-				return nil, fmt.Errorf("%s: case %s is also in %s (shards overlap)", names[i], c.ID, f)
+				return nil, nil, fmt.Errorf("%s: case %s is also in %s (shards overlap)", names[i], c.ID, f)
 			}
 			from[c.ID] = names[i]
 			out.Cases = append(out.Cases, c)
 		}
 	}
+	maps.Copy(out.Meta, shared)
+	info.Cases = len(out.Cases)
+	for s := 1; s <= info.Shards; s++ {
+		if _, ok := shardOf[s]; ok {
+			info.Have = append(info.Have, s)
+		} else {
+			info.Missing = append(info.Missing, s)
+		}
+	}
+	if info.Cases == 0 {
+		return nil, info, fmt.Errorf("%s: %w: an empty result is not a pass", info, ErrEmpty)
+	}
+	if !info.Complete() {
+		if !allowPartial {
+			return nil, info, fmt.Errorf("%s: %w (--allow-partial renders it anyway, marked partial)", info, ErrIncomplete)
+		}
+		out.Meta[MetaPartial] = info.String()
+	}
 	slices.SortStableFunc(out.Cases, func(a, b Case) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return out, info, nil
+}
+
+// add records one file's shard, run and case count in m; it fails when
+// the file's shard is malformed, taken by another file, or of another run.
+func (m *Merged) add(meta map[string]string, name string, shardOf map[int]string) error {
+	run, sh, rc := meta[MetaRun], meta[MetaShard], meta[MetaRunCases]
+	if v, ok := meta[MetaInterrupted]; ok {
+		m.Interrupted = append(m.Interrupted, fmt.Sprintf("%s (%s)", name, v))
+	}
+	if run == "" && sh == "" {
+		m.Unrecorded++
+		return nil
+	}
+	if m.Run == "" && m.Shards == 0 && m.RunCases == 0 {
+		m.Run = run
+		if rc != "" {
+			n, err := strconv.Atoi(rc)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%s: meta %s = %q: want a case count", name, MetaRunCases, rc)
+			}
+			m.RunCases = n
+		}
+	} else if run != m.Run || (rc != "" && rc != strconv.Itoa(m.RunCases)) {
+		return fmt.Errorf("%s: meta %s = %q (%s cases), another run than the files before it (%s, %d cases)", name, MetaRun, run, rc, m.Run, m.RunCases)
+	}
+	i, n := 1, 1
+	if sh != "" {
+		var err error
+		if i, n, err = parseShard(sh); err != nil {
+			return fmt.Errorf("%s: meta %s = %q: %w", name, MetaShard, sh, err)
+		}
+	}
+	if m.Shards == 0 {
+		m.Shards = n
+	} else if n != m.Shards {
+		return fmt.Errorf("%s: shard %d/%d, but the files before it are of %d shards", name, i, n, m.Shards)
+	}
+	if f, dup := shardOf[i]; dup {
+		return fmt.Errorf("%s: shard %d/%d is also %s (shards overlap)", name, i, n, f)
+	}
+	shardOf[i] = name
+	return nil
+}
+
+// parseShard parses "I/N" with 1 ≤ I ≤ N.
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || i < 1 || i > n {
+		return 0, 0, errors.New("want I/N with 1 ≤ I ≤ N")
+	}
+	return i, n, nil
 }

@@ -42,6 +42,20 @@ func svgOf(ch *chart.Chart, w, h vg.Length) (template.HTML, error) {
 	return template.HTML(s), nil // the SVG writer escapes all text
 }
 
+// logAxis is a logarithmic axis over whole decades around [lo, hi] (both
+// positive), with room decades more above for a legend. The range is
+// never empty: when lo and hi are the same power of ten (every value
+// equal, e.g. one case of 1000 GM bytes), floor and ceiling of its
+// decade agree, and the axis spans the decade above it too.
+func logAxis(label string, lo, hi float64, room int) chart.Axis {
+	a := chart.Axis{Label: label, Scale: chart.Log,
+		Min: math.Pow(10, math.Floor(math.Log10(lo))), Max: math.Pow(10, math.Ceil(math.Log10(hi))+float64(room))}
+	if !(a.Max > a.Min) {
+		a.Max = a.Min * 10
+	}
+	return a
+}
+
 // dashed is the dash pattern of a dashed line.
 var dashed = []vg.Length{vg.Points(4), vg.Points(3)}
 
@@ -89,8 +103,7 @@ func rmseChart(rows []PrecisionRow) *chart.Chart {
 	ch := &chart.Chart{
 		Title: "GEMM RMSE vs the float64 product, per mode and distribution",
 		// Whole decades around the data, with room for the legend on top.
-		Y: chart.Axis{Label: "RMSE (log scale)", Scale: chart.Log,
-			Min: math.Pow(10, math.Floor(math.Log10(lo))), Max: math.Pow(10, math.Ceil(math.Log10(hi))+1)},
+		Y:          logAxis("RMSE (log scale)", lo, hi, 1),
 		X:          chart.Axis{Nominal: modes, Min: -0.5, Max: float64(len(modes)) - 0.5},
 		LegendLeft: true,
 	}

@@ -24,10 +24,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -205,15 +207,36 @@ func ParseFormats(s string) ([]string, error) {
 	return out, nil
 }
 
+// RenderError is WriteFiles' error when a format could not be rendered:
+// a fault of the report, not of the directory written to, and nothing was
+// written.
+type RenderError struct {
+	Format string
+	Err    error
+}
+
+// Error implements error.
+func (e *RenderError) Error() string {
+	return fmt.Sprintf("rendering report.%s: %v", e.Format, e.Err)
+}
+
+// Unwrap returns the renderer's error.
+func (e *RenderError) Unwrap() error { return e.Err }
+
 // WriteFiles writes dir/report.<format> for each format (creating dir) and
-// returns the paths written. Each file is written atomically and only over
-// a regular file (safefile.Write), so a reader never sees half a report.
+// returns the paths written. Every format is rendered to memory first, so
+// a format that fails to render (a *RenderError) leaves every file as it
+// was; then each is written to a temporary file beside its target, and
+// only when all are whole are they renamed into place, one after the
+// other. So the formats are replaced together or, when a render, a write
+// or a check fails first, not at all: a reader never finds this run's
+// Markdown beside the previous run's HTML. Only a regular file is
+// replaced (a symbolic link, FIFO or directory in a target's place is
+// refused before anything is written), and errors other than a
+// *RenderError name the path.
 func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, f := range formats {
+	bodies := make([][]byte, len(formats))
+	for i, f := range formats {
 		var render func(io.Writer) error
 		switch f {
 		case "md":
@@ -223,15 +246,91 @@ func (r *Report) WriteFiles(dir string, formats []string) ([]string, error) {
 		case "html":
 			render = r.HTML
 		default:
-			return paths, fmt.Errorf("unknown format %q", f)
+			return nil, fmt.Errorf("unknown format %q", f)
 		}
-		p := filepath.Join(dir, "report."+f)
-		if err := safefile.Write(p, 0o644, render); err != nil {
-			return paths, err
+		var b bytes.Buffer
+		if err := render(&b); err != nil {
+			return nil, &RenderError{Format: f, Err: err}
 		}
-		paths = append(paths, p)
+		bodies[i] = b.Bytes()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(formats))
+	tmps := make([]string, 0, len(formats))
+	defer func() {
+		for _, t := range tmps {
+			os.Remove(t) // those not renamed (a no-op for the others)
+		}
+	}()
+	for i, f := range formats {
+		paths[i] = filepath.Join(dir, "report."+f)
+		if err := replaceable(paths[i]); err != nil {
+			return nil, err
+		}
+		t, err := writeTemp(dir, "report."+f, bodies[i])
+		if err != nil {
+			return nil, err
+		}
+		tmps = append(tmps, t)
+	}
+	for i := range paths {
+		if err := replaceable(paths[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i, p := range paths {
+		if err := os.Rename(tmps[i], p); err != nil {
+			return paths[:i], fmt.Errorf("%s: %w (the formats before it are replaced)", p, err)
+		}
+	}
+	tmps = nil
+	if err := safefile.SyncDir(dir); err != nil {
+		return paths, fmt.Errorf("%s: %w", dir, err)
 	}
 	return paths, nil
+}
+
+// writeTemp writes data to a new temporary file in dir named after base,
+// fsynced, with mode 0644, and returns its path; on error nothing is left.
+func writeTemp(dir, base string, data []byte) (path string, err error) {
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("%s: %w", filepath.Join(dir, base), err)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return "", err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// replaceable fails when path exists and is not a regular file: only a
+// regular file is replaced (as safefile.Write does).
+func replaceable(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.Mode().IsRegular():
+		return nil
+	}
+	return fmt.Errorf("%s: refusing to replace it: not a regular file (%s): %w", path, st.Mode().Type(), safefile.ErrNotRegular)
 }
 
 // num renders a metric for Markdown: 4 significant digits, "—" for NaN.

@@ -73,7 +73,7 @@ func TestThroughputSection(t *testing.T) {
 	if err := os.WriteFile(path, js.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadResults(path)
+	back, err := ReadResults(path, MaxResultsBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\n%s%s (backend %s, profile %s, store %s)\n", summaryLine(results), repeatSummary(results, opt.Repeat), b.Name(), prof.Name, store.Where())
 
 	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}
+	addRunMeta(meta, store, opt) // shard and run, for report --merge
 	if opt.Repeat > 1 {
 		meta["repeat"] = strconv.Itoa(opt.Repeat)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,9 +19,10 @@ import (
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/report"
+	"github.com/npuverify/npuverify/safefile"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge FILE.json...] [--backend B] [--op OP]... [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge [--allow-partial] FILE.json...] [--backend B] [--op OP]... [--profile P] [--timeout D]"
 
 // cmdReport writes DIR/report.md, DIR/report.json and DIR/report.html (by
 // default) on the embedded default cases. Without --merge it runs them
@@ -44,6 +47,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression (about 0.2 s): on or off")
 	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context (about 1 s): on or off")
 	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
+	allowPartial := fs.Bool("allow-partial", false, "with --merge, render a run some of whose shards or cases are missing (marked partial) instead of refusing it")
 	var opNames multiFlag
 	fs.Var(&opNames, "op", "report only this op's cases, for a kernel of some ops (repeatable, or comma-separated); the studies are then not run unless asked for")
 	var dev deviceFlags
@@ -57,6 +61,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "--merge: no result files given (want FILE.json...)")
 	case !*merge && len(pos) > 0:
 		return usageErr(where, "unexpected argument %q (result files need --merge)", pos[0])
+	case !*merge && *allowPartial:
+		return usageErr(where, "--allow-partial: only with --merge")
 	}
 	only, err := reportOps(opNames)
 	if err != nil {
@@ -84,10 +90,15 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	defer closeBackend(b, stderr, where)
 	var res *report.Results
 	if *merge {
-		if res, err = readShards(pos); err != nil {
+		var merged *report.Merged
+		if res, merged, err = readShards(pos, *allowPartial); err != nil {
 			return inputErr(where, fmt.Errorf("--merge: %w", err))
 		}
+		fmt.Fprintf(stdout, "merged %s\n", merged)
 		res.Cases = slices.DeleteFunc(res.Cases, func(c report.Case) bool { return !only.has(c.ID) })
+		if len(res.Cases) == 0 {
+			return inputErr(where, fmt.Errorf("--merge: none of the %d merged cases is of --op %s: %w", merged.Cases, strings.Join(only, ", "), report.ErrEmpty))
+		}
 	} else {
 		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), Run: only.run()}
 		if !recordingProfile(prof) {
@@ -155,8 +166,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return harnessErr(where, err)
 	}
 	paths, err := rep.WriteFiles(*out, fmts)
+	if re := (*report.RenderError)(nil); errors.As(err, &re) {
+		// A fault of the report, not of --out: nothing was written.
+		return backendErr(where, fmt.Errorf("internal error: %w (nothing written to --out %s)", err, *out))
+	}
 	if err != nil {
-		return inputErr(where, fmt.Errorf("--out %s: %w", *out, err))
+		return inputErr(where, fmt.Errorf("writing --out %s: %w", *out, err))
 	}
 	fmt.Fprintf(stdout, "%s\n", casesLine(res.Cases))
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
@@ -276,17 +291,33 @@ func skipStudies(backend string, only opScope) string {
 	return ""
 }
 
-// readShards reads and merges the result files of `check --json` runs.
-func readShards(files []string) (*report.Results, error) {
+// maxMergeBytes caps what report --merge reads over all its files
+// together (each file is also held to report.MaxResultsBytes): enough for
+// many shards of a store far larger than the default one, while a glob
+// that matches a directory of huge files costs at most this much.
+const maxMergeBytes = 4 * report.MaxResultsBytes
+
+// readShards reads the result files of `check --json` runs through the
+// bounded reader (regular files only, each and all together capped) and
+// merges them: the whole of one run unless allowPartial (report.Merge).
+func readShards(files []string, allowPartial bool) (*report.Results, *report.Merged, error) {
 	rs := make([]*report.Results, len(files))
+	left := int64(maxMergeBytes)
 	for i, f := range files {
-		r, err := report.ReadResults(f)
+		limit := min(report.MaxResultsBytes, left)
+		r, err := report.ReadResults(f, limit)
+		if errors.Is(err, safefile.ErrTooLarge) && limit < report.MaxResultsBytes {
+			err = fmt.Errorf("%w (the files before it used all but %d of the %d bytes a merge reads)", err, limit, int64(maxMergeBytes))
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if fi, err := os.Stat(f); err == nil {
+			left = max(0, left-fi.Size())
 		}
 		rs[i] = r
 	}
-	return report.Merge(rs, files)
+	return report.Merge(rs, files, allowPartial)
 }
 
 // casesLine is summaryLine for report cases.

@@ -47,7 +47,9 @@ func TestReportMergeEqualsUnsharded(t *testing.T) {
 	merged := filepath.Join(dir, "merged")
 	// Shards in any order give the same report.
 	n := len(golden.Embedded().Cases())
-	wantCLI(t, 0, []string{fmt.Sprintf("%d cases: %d pass", n, n)}, append([]string{"report", "--out", merged, "--precision", "off", "--merge"}, shards[2], shards[0], shards[1])...)
+	wantCLI(t, 0, []string{fmt.Sprintf("%d cases: %d pass", n, n), "merged 3 file(s): shards 1/3, 2/3, 3/3 of run ", fmt.Sprintf(", %d of %d cases\n", n, n)}, append([]string{"report", "--out", merged, "--precision", "off", "--merge"}, shards[2], shards[0], shards[1])...)
+	// One shard of the three is not the run (issue 33, item 6).
+	wantCLI(t, 2, []string{"npuverify: report: --merge: ", "missing shard(s) 1/3, 3/3", "incomplete run"}, "report", "--out", filepath.Join(dir, "part"), "--precision", "off", "--merge", shards[1])
 	for _, f := range []string{"report.md", "report.json", "report.html"} {
 		a, err := os.ReadFile(filepath.Join(full, f))
 		if err != nil {
