@@ -54,6 +54,7 @@ type DecodeAttentionTiling struct {
 	Schedule     string
 	items        []daItem
 	cores        [][]int // item indices per core
+	heads        int     // query heads of the largest item (the UB's query buffer)
 }
 
 // DecodePartitionLen is the default partition: the double-buffered K and V
@@ -64,9 +65,56 @@ func DecodePartitionLen(prof npu.Profile, d int) int {
 	return max(p, 16)
 }
 
-// NewDecodeAttentionTiling computes the tiling of the items on prof.
-func newDecodeAttentionTiling(prof npu.Profile, d int, items []daItem, opt DecodeAttentionOptions) (DecodeAttentionTiling, error) {
-	t := DecodeAttentionTiling{PartitionLen: DecodePartitionLen(prof, d), Schedule: ScheduleLPT, items: items}
+// daUBBytes is what one core's UB holds for partitions of p positions
+// and grp query heads of head size d (esz bytes a cache element): the
+// query heads, the K or V tile, its int8 scales and the output row, each
+// rounded up to the UB alignment (newDACore allocates exactly these).
+func daUBBytes(prof npu.Profile, d, esz, p, grp int) int {
+	a := prof.UBAlign()
+	return roundUp(max(grp*d*2, 1), a) + roundUp(max(p*d*esz, 1), a) + roundUp(max(p*4, 1), a) + roundUp(max(d*2, 1), a)
+}
+
+// decodeLayout is the partition length and the query heads per work item
+// that fit the UB. DecodePartitionLen and whole GQA groups when they fit
+// (the layout every D up to a few thousand takes); else, when the group's
+// query rows alone leave no room for one K row, the group is split into
+// items of as many query heads as fill half the UB (each head's attention
+// is computed alone, so the split changes only the cost: K and V are read
+// once per item); then the longest partition that fits beside them, a
+// multiple of 16 while one fits. A UB that cannot hold one query row, a
+// K row and its scale and the output row is an error naming ub_bytes.
+func decodeLayout(prof npu.Profile, d, esz, grp int) (p, heads int, err error) {
+	p = DecodePartitionLen(prof, d)
+	if daUBBytes(prof, d, esz, p, grp) <= prof.UBBytes {
+		return p, grp, nil
+	}
+	if daUBBytes(prof, d, esz, 1, 1) > prof.UBBytes {
+		return 0, 0, fmt.Errorf("decode_attention: d %d needs %d bytes of UB (a query row, a K row and its scale, the output row); ub_bytes is %d",
+			d, daUBBytes(prof, d, esz, 1, 1), prof.UBBytes)
+	}
+	heads = grp
+	if daUBBytes(prof, d, esz, 1, grp) > prof.UBBytes {
+		heads = max(1, min(grp, prof.UBBytes/2/(d*2)))
+		for daUBBytes(prof, d, esz, 1, heads) > prof.UBBytes { // at most a few steps: d·2 is most of half the UB
+			heads--
+		}
+	}
+	a := prof.UBAlign()
+	rest := prof.UBBytes - roundUp(heads*d*2, a) - roundUp(d*2, a) - 2*a // 2a: the tile's and the scales' rounding
+	p = max(1, rest/(d*esz+4))
+	if p >= 16 {
+		p = p / 16 * 16
+	}
+	for p > 1 && daUBBytes(prof, d, esz, p, heads) > prof.UBBytes {
+		p--
+	}
+	return p, heads, nil
+}
+
+// newDecodeAttentionTiling computes the tiling of the items on prof, with
+// partitions of part positions (decodeLayout) unless opt says otherwise.
+func newDecodeAttentionTiling(prof npu.Profile, d, part int, items []daItem, opt DecodeAttentionOptions) (DecodeAttentionTiling, error) {
+	t := DecodeAttentionTiling{PartitionLen: part, Schedule: ScheduleLPT, items: items}
 	if opt.PartitionLen > 0 {
 		t.PartitionLen = opt.PartitionLen
 	}
@@ -123,6 +171,14 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 	grp := hq / g.H
 	lens := in["seq_lens"].I32()
 	heads := f.headGroups(hq, g.H)
+	esz := 2
+	if g.Int8 {
+		esz = 1
+	}
+	part, perItem, err := decodeLayout(dev.Profile(), g.D, esz, grp)
+	if err != nil {
+		return nil, nil, err
+	}
 	var items []daItem
 	for bb, s := range in["seq_ids"].I32() {
 		n := 0
@@ -130,13 +186,16 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 			n = int(lens[s])
 		}
 		for _, hg := range heads {
-			items = append(items, daItem{b: bb, seq: int(s), kvh: hg.kvh, q0: hg.q0, nq: hg.nq, n: n})
+			for q0 := 0; q0 < hg.nq; q0 += perItem { // a group too large for the UB: several items
+				items = append(items, daItem{b: bb, seq: int(s), kvh: hg.kvh, q0: hg.q0 + q0, nq: min(perItem, hg.nq-q0), n: n})
+			}
 		}
 	}
-	t, err := newDecodeAttentionTiling(dev.Profile(), g.D, items, variantOptions[DecodeAttentionOptions](ctx))
+	t, err := newDecodeAttentionTiling(dev.Profile(), g.D, part, items, variantOptions[DecodeAttentionOptions](ctx))
 	if err != nil {
 		return nil, nil, err
 	}
+	t.heads = min(perItem, grp)
 	out, err := npu.NewGuardedOutput("out", tensor.Float16, b, hq, g.D)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
@@ -145,7 +204,7 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 		return map[string]*tensor.Tensor{"out": out.Tensor()}, dev.ZeroCost(), nil
 	}
 	sigma := float32(ops.DecodeScale(p, g.D))
-	cost, err := dev.Launch(ctx, t.BlockDim, decodeAttentionDevice(g, f, t, in, out, sigma, grp))
+	cost, err := dev.Launch(ctx, t.BlockDim, decodeAttentionDevice(g, f, t, in, out, sigma, hq))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -175,14 +234,16 @@ type daCore struct {
 	runs            []daRun
 }
 
-func newDACore(c *npu.Core, g ops.KVGeom, P, grp int) (*daCore, error) {
+// newDACore allocates a core's working set for partitions of P
+// positions and items of up to grp query heads of hq a batch entry.
+func newDACore(c *npu.Core, g ops.KVGeom, P, grp, hq int) (*daCore, error) {
 	d := g.D
 	align := c.Profile().UBAlign()
 	esz := 2
 	if g.Int8 {
 		esz = 1
 	}
-	w := &daCore{hq: grp * g.H}
+	w := &daCore{hq: hq}
 	for _, a := range []struct {
 		b     **npu.Buffer
 		bytes int
@@ -202,9 +263,9 @@ func newDACore(c *npu.Core, g ops.KVGeom, P, grp int) (*daCore, error) {
 	return w, nil
 }
 
-func decodeAttentionDevice(g ops.KVGeom, f decodeAttentionFaults, t DecodeAttentionTiling, in map[string]*tensor.Tensor, out *npu.GuardedOutput, sigma float32, grp int) npu.Kernel {
+func decodeAttentionDevice(g ops.KVGeom, f decodeAttentionFaults, t DecodeAttentionTiling, in map[string]*tensor.Tensor, out *npu.GuardedOutput, sigma float32, hq int) npu.Kernel {
 	return func(c *npu.Core) error {
-		w, err := newDACore(c, g, t.PartitionLen, grp)
+		w, err := newDACore(c, g, t.PartitionLen, t.heads, hq)
 		if err != nil {
 			return err
 		}

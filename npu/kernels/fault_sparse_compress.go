@@ -91,11 +91,16 @@ func (f sparseCompressFaults) fp16Sum(xs []float32) (float32, bool) {
 	if !f.fp16Accum {
 		return 0, false
 	}
-	var s float32
+	return f.fp16SumFrom(0, xs), true
+}
+
+// fp16SumFrom continues an fp16 accumulator at s over xs: fp16Sum of a
+// row streamed in pieces.
+func (f sparseCompressFaults) fp16SumFrom(s float32, xs []float32) float32 {
 	for _, x := range xs {
 		s = float16.Fromfloat32(s + x).Float32()
 	}
-	return s, true
+	return s
 }
 
 // reservedSinks is how many leading tokens the selection reserves: s, or
@@ -159,15 +164,12 @@ func (f sparseCompressFaults) outHead(hh, first int) int {
 // of d, from k_out through the UB row buffer) over the first keep rows of
 // head hh in the input k (l rows a head). The outputs are complete, so
 // only the input is wrong, on either selection path alike.
-func (f sparseCompressFaults) compactK(c *npu.Core, k, kOut *tensor.Tensor, row *npu.Buffer, hh, oh, l, keep, d int) error {
+func (f sparseCompressFaults) compactK(c *npu.Core, k, kOut *tensor.Tensor, row *npu.Buffer, piece, hh, oh, l, keep, d int) error {
 	if !f.kInPlace {
 		return nil
 	}
 	for t := range keep {
-		if err := c.DataCopyPadIn(row, kOut, (oh*keep+t)*d, d); err != nil {
-			return err
-		}
-		if err := c.DataCopyPadOut(k, (hh*l+t)*d, row, d); err != nil {
+		if err := copyRow(c, row, piece, kOut, (oh*keep+t)*d, k, (hh*l+t)*d, d); err != nil {
 			return err
 		}
 	}

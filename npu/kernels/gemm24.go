@@ -40,7 +40,24 @@ func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM
 			return t, fmt.Errorf("gemm24: %w", err)
 		}
 	}
+	// gemm's epilogue chunk may take the whole UB; gemm24 also keeps two
+	// meta panels and the slice's decoded indices there (gemm24Kernel), so
+	// when they do not fit beside it the chunk takes fewer rows.
+	if reserved := gemm24MetaUB(prof, t); t.UBBytes+reserved > prof.UBBytes {
+		if err := t.fitEpilogue(prof, reserved); err != nil {
+			return t, fmt.Errorf("gemm24: %w", err)
+		}
+	}
 	return t, nil
+}
+
+// gemm24MetaUB is the UB gemm24Kernel holds besides the epilogue: two
+// meta panels [BaseM × panelK/4] and the decoded indices [BaseM ×
+// BaseK/2], each rounded up to the UB alignment.
+func gemm24MetaUB(prof npu.Profile, t GEMMTiling) int {
+	a := prof.UBAlign()
+	panelK := min(t.depth(), roundUp(max(t.K, 1), 2*t.Frac.K))
+	return 2*roundUp(max(t.BaseM*panelK/4, 1), a) + roundUp(max(t.BaseM*t.BaseK/2, 1), a)
 }
 
 // GEMM24Kernel is gemm24's KernelFunc.

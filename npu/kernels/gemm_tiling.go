@@ -161,26 +161,36 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 			t.BlockDim = opt.BlockDim
 		}
 	}
-	// UB per epilogue row: fp32 accumulators, the output row, the C row;
-	// plus the scales.
+	if err := t.fitEpilogue(prof, 0); err != nil {
+		return GEMMTiling{}, err
+	}
+	return t, nil
+}
+
+// fitEpilogue sets ChunkRows and UBBytes: the epilogue's UB chunk takes
+// as many rows of the output block as fit in the UB left after reserved
+// bytes (a kernel's other UB buffers, such as gemm24's meta), at most
+// BaseM. UB per epilogue row: fp32 accumulators, the output row, the C
+// row; plus the int8 scales once.
+func (t *GEMMTiling) fitEpilogue(prof npu.Profile, reserved int) error {
 	align := prof.UBAlign()
-	rowBytes := baseN*4 + baseN*mode.Out.Size()
+	rowBytes := t.BaseN*4 + t.BaseN*t.OutDType.Size()
 	if t.HasC {
-		rowBytes += baseN * mode.Out.Size()
+		rowBytes += t.BaseN * t.OutDType.Size()
 	}
 	fixed := 0
 	if t.Int8 {
-		fixed = roundUp(baseM*4, align) + roundUp(baseN*4, align)
+		fixed = roundUp(t.BaseM*4, align) + roundUp(t.BaseN*4, align)
 	}
-	t.ChunkRows = min(baseM, (prof.UBBytes-fixed-3*align)/rowBytes)
+	t.ChunkRows = min(t.BaseM, (prof.UBBytes-reserved-fixed-3*align)/rowBytes)
 	if t.ChunkRows < 1 {
-		return GEMMTiling{}, fmt.Errorf("gemm: UB of %d bytes cannot hold one epilogue row of %d columns", prof.UBBytes, baseN)
+		return fmt.Errorf("gemm: UB of %d bytes cannot hold one epilogue row of %d columns beside %d bytes of other buffers (ub_bytes)", prof.UBBytes, t.BaseN, reserved)
 	}
-	t.UBBytes = fixed + roundUp(t.ChunkRows*baseN*4, align) + roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
+	t.UBBytes = fixed + roundUp(t.ChunkRows*t.BaseN*4, align) + roundUp(t.ChunkRows*t.BaseN*t.OutDType.Size(), align)
 	if t.HasC {
-		t.UBBytes += roundUp(t.ChunkRows*baseN*mode.Out.Size(), align)
+		t.UBBytes += roundUp(t.ChunkRows*t.BaseN*t.OutDType.Size(), align)
 	}
-	return t, nil
+	return nil
 }
 
 // chooseBase picks the output block baseM × baseN (multiples of the

@@ -117,10 +117,6 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		if err != nil {
 			return err
 		}
-		wb, err := c.AllocUB(roundUp(d*d*2, align))
-		if err != nil {
-			return err
-		}
 		ob, err := c.AllocUB(roundUp(d*2, align)) // fp16 row
 		if err != nil {
 			return err
@@ -133,7 +129,15 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		if err != nil {
 			return err
 		}
-		acc, wf := make([]float32, d), make([]float32, d*d)
+		kt, err := kvPanelRows(c.Profile(), d)
+		if err != nil {
+			return err
+		}
+		wb, err := c.AllocUB(roundUp(kt*d*2, align))
+		if err != nil {
+			return err
+		}
+		acc, wf := make([]float32, d), make([]float32, kt*d)
 		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
 		var bt []int32
 		if g.Paged {
@@ -163,10 +167,15 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 						if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
 							return err
 						}
-						if err := c.DataCopyPadIn(wb, in[kv.w], h*d*d, d*d); err != nil {
-							return err
+						clear(acc)
+						for k0 := 0; k0 < d; k0 += kt {
+							rows := min(kt, d-k0)
+							if err := c.DataCopyPadIn(wb, in[kv.w], (h*d+k0)*d, rows*d); err != nil {
+								return err
+							}
+							kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb.F16()[:rows*d])
 						}
-						kvProject(c, acc, wf, xb.F16()[:d], wb.F16()[:d*d], ob.F16()[:d])
+						kvRound(c, acc, ob.F16()[:d])
 						if f.overX(kv.w) {
 							if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
 								return err
@@ -214,14 +223,49 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 	}
 }
 
-// kvProject is the cube's 1×D by D×D product: one fp32 accumulator per
-// output column, k ascending (fp16 products are exact in fp32, so
-// multiply-then-add rounds as the fused step), then the fp16 cast. wf
-// (D×D) is scratch for w widened to fp32, all at once (exact: the values
-// the products read one at a time).
+// kvUBRows is the UB a kv_update block holds besides its weight panel:
+// the x row and the fp16 output row (2·D bytes each), the int8 row (D)
+// and one block for a scale, seq_len or flag, each rounded to the UB
+// alignment.
+func kvUBRows(prof npu.Profile, d int) int {
+	align := prof.UBAlign()
+	return 2*roundUp(d*2, align) + roundUp(d, align) + align
+}
+
+// kvPanelRows is how many rows of a D×D weight matrix one UB panel holds
+// beside the row buffers: all D when they fit (one load per head, as
+// before), else the most that fit, so that any D whose rows fit runs,
+// with w streamed through UB k-panel by k-panel (Ascend C's K tiling of a
+// matrix-vector product). Each panel continues the same fp32 accumulators
+// in k order, so the bits do not depend on the panel size. A UB that
+// cannot hold the rows and one weight row is an error naming ub_bytes.
+func kvPanelRows(prof npu.Profile, d int) (int, error) {
+	align := prof.UBAlign()
+	free := prof.UBBytes - kvUBRows(prof, d)
+	kt := min(d, free/align*align/(d*2))
+	if kt < 1 {
+		return 0, fmt.Errorf("kv_update: d %d needs %d bytes of UB (the x, output and int8 rows and one weight row); ub_bytes is %d",
+			d, kvUBRows(prof, d)+roundUp(d*2, align), prof.UBBytes)
+	}
+	return kt, nil
+}
+
+// kvProject is the cube's 1×D by D×D product in one panel: kvAccumulate
+// over all of w, then kvRound.
 func kvProject(c *npu.Core, acc, wf []float32, x, w, out []float16.Float16) {
-	d := len(x)
 	clear(acc)
+	kvAccumulate(acc, wf, x, w)
+	kvRound(c, acc, out)
+}
+
+// kvAccumulate adds the rows of one k-panel of w (len(x) rows of
+// len(acc) columns) times x into acc: one fp32 accumulator per output
+// column, k ascending (fp16 products are exact in fp32, so
+// multiply-then-add rounds as the fused step). wf is scratch for the
+// panel widened to fp32, all at once (exact: the values the products
+// read one at a time).
+func kvAccumulate(acc, wf []float32, x, w []float16.Float16) {
+	d := len(acc)
 	wf = wf[:len(w)]
 	tensor.F16ToF32s(wf, w)
 	for i, xi := range x {
@@ -231,6 +275,13 @@ func kvProject(c *npu.Core, acc, wf []float32, x, w, out []float16.Float16) {
 			acc[j] += float32(xv * wv) // converted: rounds on its own (exact), never fused
 		}
 	}
+}
+
+// kvRound is the fp16 cast of the accumulators into out, and charges the
+// whole 1×D by D×D product (one cube product however many panels fed
+// it) and the cast.
+func kvRound(c *npu.Core, acc []float32, out []float16.Float16) {
+	d := len(acc)
 	num := c.Profile().Numerics
 	for j, a := range acc {
 		out[j] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(a)), tensor.Float16))) // a NaN sum: the default NaN

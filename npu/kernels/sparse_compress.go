@@ -64,12 +64,19 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 		if chunk <= 0 {
 			chunk = sparseCompressChunk(dev.Profile(), d)
 		}
+		piece, err := sparseCompressPiece(dev.Profile(), d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if piece < d && opt.ChunkTokens <= 0 {
+			chunk = scLongChunk
+		}
 		ws, err := dev.Workspace(tensor.Float32, blockDim*l)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sparse_compress: score workspace: %w", err)
 		}
 		cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
-			s, err := newSCChunked(c, f, k, v, ws, outs, keep, cfg.Sinks, chunk, opt.Pairwise)
+			s, err := newSCChunked(c, f, k, v, ws, outs, keep, cfg.Sinks, chunk, piece, opt.Pairwise)
 			if err != nil {
 				return err
 			}
@@ -125,7 +132,7 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 					}
 				}
 			}
-			if err := f.compactK(c, k, outs["k_out"], rowUB, hh, oh, l, keep, d); err != nil {
+			if err := f.compactK(c, k, outs["k_out"], rowUB, d, hh, oh, l, keep, d); err != nil {
 				return err
 			}
 		}

@@ -61,6 +61,32 @@ func sparseCompressChunk(p npu.Profile, d int) int {
 	return max(c, 1)
 }
 
+// scLongChunk is the token chunk of the long-row layout (scores, indices
+// and mask), whose rows go through the UB in pieces.
+const scLongChunk = 32
+
+// sparseCompressPiece is how many elements of a row the chunked path
+// holds in UB at a time: all d when one token's row fits beside a row
+// buffer, the scores, indices, mask and histogram (the layout above);
+// else a head's rows are too long for the UB and are streamed in pieces
+// (Ascend C's tiling of the D axis): a row buffer of the returned
+// elements, the most that fit beside scLongChunk tokens of scores,
+// indices and mask and the histogram, in whole UB blocks. A UB that holds
+// no piece is an error naming ub_bytes.
+func sparseCompressPiece(p npu.Profile, d int) (int, error) {
+	a := p.UBAlign()
+	if p.UBBytes-scHistBins*4-roundUpTo(max(d*2, 1), a)-4*a >= 2*d+9 {
+		return max(d, 1), nil
+	}
+	need := scHistBins*4 + roundUpTo(scLongChunk*4, a)*2 + roundUpTo(scLongChunk, a)
+	piece := roundDown((p.UBBytes-need)/2, a) / 2 // elements: fp16, whole blocks
+	if piece < 1 {
+		return 0, fmt.Errorf("sparse_compress: the chunked path needs more than %d bytes of UB (histogram, %d tokens of scores, indices and mask, one row piece); ub_bytes is %d",
+			need, scLongChunk, p.UBBytes)
+	}
+	return min(piece, d), nil
+}
+
 func roundUpTo(n, m int) int { return (n + m - 1) / m * m }
 
 // scHistBins is the radix select's histogram: one byte of the key a pass.
@@ -75,25 +101,37 @@ type scChunked struct {
 	outs                 map[string]*tensor.Tensor
 	h, l, d, keep, sinks int
 	chunk, wsOff         int
+	piece                int // row elements per UB copy: d, or less for rows longer than the UB holds
 	pairwise             bool
+	xs                   []float32 // long rows: one piece's squares
 	rows, scores, idx    *npu.Buffer
 	mask, hist, row      *npu.Buffer
 }
 
 // newSCChunked allocates the core's UB buffers; the UB's capacity errors
 // say which does not fit.
-func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk int, pairwise bool) (*scChunked, error) {
+// A piece less than d selects the long-row layout (sparseCompressPiece):
+// no chunk of k rows, and every row streamed through the row buffer.
+func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk, piece int, pairwise bool) (*scChunked, error) {
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	s := &scChunked{c: c, f: f, k: k, v: v, ws: ws, outs: outs, h: h, l: l, d: d, keep: keep, sinks: sinks,
-		chunk: chunk, wsOff: c.BlockIdx * l, pairwise: pairwise}
+		chunk: chunk, wsOff: c.BlockIdx * l, piece: min(piece, d), pairwise: pairwise}
+	rowsBytes := chunk * d * 2
+	if s.piece < d {
+		s.xs = make([]float32, s.piece)
+		rowsBytes = 0
+	}
 	for _, b := range []struct {
 		buf   **npu.Buffer
 		bytes int
 		what  string
 	}{
-		{&s.rows, chunk * d * 2, "k rows"}, {&s.scores, chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
-		{&s.mask, chunk, "mask"}, {&s.hist, scHistBins * 4, "histogram"}, {&s.row, max(d*2, 1), "row"},
+		{&s.rows, rowsBytes, "k rows"}, {&s.scores, chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
+		{&s.mask, chunk, "mask"}, {&s.hist, scHistBins * 4, "histogram"}, {&s.row, max(s.piece*2, 1), "row"},
 	} {
+		if b.bytes == 0 {
+			continue
+		}
 		buf, err := c.AllocUB(b.bytes)
 		if err != nil {
 			return nil, fmt.Errorf("chunk of %d tokens (D=%d): %s: %w", chunk, d, b.what, err)
@@ -108,14 +146,24 @@ func (s *scChunked) head(hh int) error {
 	c, l, d := s.c, s.l, s.d
 	for t0 := 0; t0 < l; t0 += s.chunk {
 		n := min(s.chunk, l-t0)
-		if err := c.DataCopyPadIn(s.rows, s.k, (hh*l+t0)*d, n*d); err != nil {
-			return err
+		if s.piece < d {
+			for t := range n {
+				sc, err := s.longImportance((hh*l + t0 + t) * d)
+				if err != nil {
+					return err
+				}
+				s.scores.F32()[t] = sc
+			}
+		} else {
+			if err := c.DataCopyPadIn(s.rows, s.k, (hh*l+t0)*d, n*d); err != nil {
+				return err
+			}
+			sc, rows := s.scores.F32(), s.rows.F16()
+			for t := range n {
+				sc[t] = importance32(s.f, rows[t*d:(t+1)*d], s.pairwise)
+			}
+			c.VectorWork(n * d * 4 * 2)
 		}
-		sc, rows := s.scores.F32(), s.rows.F16()
-		for t := range n {
-			sc[t] = importance32(s.f, rows[t*d:(t+1)*d], s.pairwise)
-		}
-		c.VectorWork(n * d * 4 * 2)
 		if err := c.DataCopyPadOut(s.ws, s.wsOff+t0, s.scores, n); err != nil {
 			return err
 		}
@@ -143,6 +191,54 @@ func (s *scChunked) head(hh int) error {
 		}
 		return 0
 	}, true)
+}
+
+// longImportance is importance32 of the row at element off of k, read
+// through the row buffer a piece at a time: the squares of each piece
+// added to one fp32 sum that runs on across the pieces (in order, the
+// same bits as importance32 on the whole row; pairwise within a piece),
+// then the mean.
+func (s *scChunked) longImportance(off int) (float32, error) {
+	c, d := s.c, s.d
+	var sum float32
+	for j0 := 0; j0 < d; j0 += s.piece {
+		n := min(s.piece, d-j0)
+		if err := c.DataCopyPadIn(s.row, s.k, off+j0, n); err != nil {
+			return 0, err
+		}
+		xs := s.xs[:n]
+		for j, x := range s.row.F16()[:n] {
+			xs[j] = s.f.square(x.Float32())
+		}
+		switch {
+		case s.f.fp16Accum:
+			sum = s.f.fp16SumFrom(sum, xs)
+		case s.pairwise:
+			sum += pairSum(xs)
+		default:
+			for _, x := range xs {
+				sum += x
+			}
+		}
+		c.VectorWork(n * 4 * 2)
+	}
+	return sum / float32(d), nil
+}
+
+// copyRow copies the d elements of a row from src at element so to dst
+// at element do through buf, piece elements at a time (one copy when a
+// row fits buf).
+func copyRow(c *npu.Core, buf *npu.Buffer, piece int, src *tensor.Tensor, so int, dst *tensor.Tensor, do, d int) error {
+	for j0 := 0; j0 < d; j0 += piece {
+		n := min(piece, d-j0)
+		if err := c.DataCopyPadIn(buf, src, so+j0, n); err != nil {
+			return err
+		}
+		if err := c.DataCopyPadOut(dst, do+j0, buf, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func b2i(b bool) int {
@@ -246,10 +342,7 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				out string
 				hd  int
 			}{{s.k, "k_out", src}, {s.v, "v_out", hh}} {
-				if err := c.DataCopyPadIn(s.row, kv.in, (kv.hd*l+t)*d, d); err != nil {
-					return err
-				}
-				if err := c.DataCopyPadOut(s.outs[kv.out], (oh*s.keep+out-1)*d, s.row, d); err != nil {
+				if err := copyRow(c, s.row, s.piece, kv.in, (kv.hd*l+t)*d, s.outs[kv.out], (oh*s.keep+out-1)*d, d); err != nil {
 					return err
 				}
 			}
@@ -269,5 +362,5 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 	if err := flush(); err != nil {
 		return err
 	}
-	return s.f.compactK(c, s.k, s.outs["k_out"], s.row, hh, oh, l, s.keep, d)
+	return s.f.compactK(c, s.k, s.outs["k_out"], s.row, s.piece, hh, oh, l, s.keep, d)
 }
