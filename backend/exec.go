@@ -224,7 +224,11 @@ func (e *Exec) Run(ctx context.Context, opName string, p ops.Params, in map[stri
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cd.close(&err)
+	defer func() {
+		if cd.close(&err) { // a leftover directory fails the case, whatever the outputs
+			out, meas = nil, nil
+		}
+	}()
 	res, err := e.command(ctx, cd.path)
 	if err != nil {
 		return nil, nil, err

@@ -5,9 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -163,15 +163,23 @@ func layoutCase(opName string, p ops.Params, in map[string]*tensor.Tensor, opt E
 }
 
 // close removes the directory, or, with ExecOptions.Keep, leaves it and
-// names it in *err when there is one.
-func (c *caseDir) close(err *error) {
+// names it in *err when there is one. A directory that cannot be removed
+// (removeTree) becomes the run's error, joined to any it had, and
+// reported true: the caller must then drop the outputs, so that the case
+// is a backend failure and the leftover fails the run instead of passing
+// silently.
+func (c *caseDir) close(err *error) (leftover bool) {
 	if !c.keep {
-		removeAll(c.path)
-		return
+		if rerr := removeTree(c.path); rerr != nil {
+			*err = errors.Join(*err, fmt.Errorf("exec: %w", rerr))
+			return true
+		}
+		return false
 	}
 	if *err != nil {
 		*err = fmt.Errorf("%w (case directory kept: %s)", *err, safefile.Quote(c.path))
 	}
+	return false
 }
 
 // collect reads back what the command wrote by deadline (readDeadline):
@@ -272,19 +280,4 @@ func writeNpy(path string, t *tensor.Tensor) (sum [sha256.Size]byte, err error) 
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, f.Close()
-}
-
-// removeAll removes a case directory, making directories the command left
-// unwritable or unreadable writable first.
-func removeAll(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
 }

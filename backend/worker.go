@@ -179,7 +179,11 @@ func (w *Worker) Run(ctx context.Context, opName string, p ops.Params, in map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cd.close(&err)
+	defer func() {
+		if cd.close(&err) { // a leftover directory fails the case, whatever the outputs
+			out, meas = nil, nil
+		}
+	}()
 	wp, err := w.pool.get(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker %s: %w", argv0, err)
