@@ -62,6 +62,7 @@ compile_native_go_fuzzer_v2 $module/ops FuzzKVUpdateExpect fuzz_kv_update_expect
 compile_native_go_fuzzer_v2 $module/fuzz FuzzVectorAdd fuzz_vector_add
 compile_native_go_fuzzer_v2 $module/fuzz FuzzGEMM fuzz_gemm
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparse24Prune fuzz_sparse24_prune
+compile_native_go_fuzzer_v2 $module/fuzz FuzzTransData fuzz_transdata
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseGEMM24 fuzz_sparse_gemm24
 compile_native_go_fuzzer_v2 $module/fuzz FuzzSparseCompress fuzz_sparse_compress
 compile_native_go_fuzzer_v2 $module/fuzz FuzzKVUpdate fuzz_kv_update
