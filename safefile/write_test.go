@@ -100,7 +100,7 @@ func TestDeviceIsNotReplaceable(t *testing.T) {
 	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		t.Skipf("%s is not a character device here (%v)", os.DevNull, err)
 	}
-	if err := replaceable(os.DevNull); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "character device") {
+	if _, err := replaceable(os.DevNull); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "character device") {
 		t.Errorf("replaceable(%s) = %v, want a refusal naming a character device", os.DevNull, err)
 	}
 }
