@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/backend/emulator"
@@ -33,35 +34,114 @@ func DefaultPrecisionConfig() report.PrecisionConfig {
 //
 // The runs are independent, so they run concurrently (one per CPU); rows
 // keep the order distribution by distribution, mode by mode.
+//
+// cfg.Timeout (> 0) bounds each long step as a case's --timeout does: the
+// source and float64 product of a distribution, and each row's run and
+// reference; the first error (a deadline included) cancels the rows not
+// yet finished and is returned.
 func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics, cfg report.PrecisionConfig) (*report.PrecisionTable, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	t := &report.PrecisionTable{Config: cfg, Backend: b.Name()}
 	modes := ops.GEMMModes()
 	t.Rows = make([]report.PrecisionRow, len(cfg.Dists)*len(modes))
 	errs := make([]error, len(t.Rows))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	var srcErr error
+dists:
 	for d, dist := range cfg.Dists {
-		a64, b64, err := precisionSource(cfg, dist)
+		src, err := within(ctx, cfg.Timeout, "precision table: "+dist+": the float64 source and its product", func() (source, error) {
+			a64, b64, err := precisionSource(cfg, dist)
+			if err != nil {
+				return source{}, err
+			}
+			truth, _ := reference.MatMul(cfg.M, cfg.K, cfg.N, a64.F64(), b64.F64())
+			return source{a64, b64, truth}, nil
+		})
 		if err != nil {
-			return nil, err
+			srcErr = err
+			cancel()
+			break
 		}
-		truth, _ := reference.MatMul(cfg.M, cfg.K, cfg.N, a64.F64(), b64.F64())
-		vsTruth := &bound.Expected{Ref: truth, Bound: infs(len(truth)), Alt: make([]bound.Special, len(truth))}
+		vsTruth := &bound.Expected{Ref: src.truth, Bound: infs(len(src.truth)), Alt: make([]bound.Special, len(src.truth))}
 		for m, mode := range modes {
 			i := d*len(modes) + m
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break dists
+			}
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				t.Rows[i], errs[i] = precisionRow(ctx, b, num, cfg, dist, mode, a64, b64, vsTruth)
+				t.Rows[i], errs[i] = precisionRow(ctx, b, num, cfg, dist, mode, src.a, src.b, vsTruth)
+				if errs[i] != nil {
+					cancel()
+				}
 			}()
 		}
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if srcErr != nil {
+		return nil, srcErr
+	}
+	// The first error in row order that is not merely the cancellation
+	// another row's error caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || (errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled))) {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("precision table: %w", err)
 	}
 	return t, nil
+}
+
+// source is one distribution's float64 matrices and their product.
+type source struct {
+	a, b  *tensor.Tensor
+	truth []float64
+}
+
+// within runs f under ctx and limit (> 0): f takes no context (float64
+// loops), so when the deadline comes first the table stops waiting, f
+// finishes in the background and its result is dropped. The error names
+// what and the limit.
+func within[T any](ctx context.Context, limit time.Duration, what string, f func() (T, error)) (T, error) {
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		err := fmt.Errorf("%s: %w", what, ctx.Err())
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && limit > 0 {
+			err = fmt.Errorf("%w (timed out after %s)", err, limit)
+		}
+		return zero, err
+	}
 }
 
 // precisionRow runs one mode on one distribution's source.
@@ -75,7 +155,7 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 	if err != nil {
 		return report.PrecisionRow{}, fmt.Errorf("precision table: %s: %w", harness.Subject(c), err)
 	}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num, Stream: true})
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: num, Stream: true, Timeout: cfg.Timeout, StepTimeout: cfg.Timeout})
 	if err != nil {
 		return report.PrecisionRow{}, fmt.Errorf("precision table: %w", err)
 	}

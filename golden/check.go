@@ -2,6 +2,7 @@ package golden
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -66,6 +67,13 @@ type CheckOptions struct {
 	Numerics tensor.Numerics
 	// Timeout bounds each case (0 = no limit).
 	Timeout time.Duration
+	// StepTimeout bounds each of a case's long steps besides the
+	// backend's run on a deadline of its own: regenerating a recipe's
+	// inputs (and its expected outputs, for the policies that compare
+	// bits) and the reference (harness.Options.StepTimeout). 0 = Timeout.
+	// The CLI sets it to --timeout, also for a backend that times itself
+	// (Timeout 0), so that no step of a case outlives it.
+	StepTimeout time.Duration
 	// Progress, when set, receives one line per case as it finishes.
 	Progress io.Writer
 }
@@ -276,9 +284,16 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 	for _, p := range policies {
 		r.Policies = append(r.Policies, p.Name())
 	}
-	in, expected, err := s.loadForCheck(c)
+	step := opt.StepTimeout
+	if step <= 0 {
+		step = opt.Timeout
+	}
+	in, expected, err := s.loadForCheck(ctx, c, step)
 	if err != nil {
-		r.Err = &harness.InputError{Err: err}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			err = &harness.InputError{Err: err}
+		}
+		r.Err = err
 		return r
 	}
 	// Load has held the files to case.json; here case.json is held to the
@@ -292,7 +307,7 @@ func (s *Store) checkCase(ctx context.Context, c *StoredCase, b backend.Backend,
 		r.Err = &harness.InputError{Err: fmt.Errorf("%s: outputs: %w", cj, err)}
 		return r
 	}
-	ho := harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected, Timeout: opt.Timeout}
+	ho := harness.Options{Numerics: opt.Numerics, Policies: policies, Golden: expected, Timeout: opt.Timeout, StepTimeout: step}
 	recipeVerdicts := s.recipeGolden(ctx, c, pc, s.recorderFor(b), &ho) // a recipe's expected bits come from its hashes
 	res, err := runRepeated(ctx, &r, b, pc, ho, opt)
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
@@ -255,15 +257,45 @@ func (s *Store) outputMismatch(c *StoredCase, e FileEntry, t *tensor.Tensor, rec
 
 // loadForCheck returns a case's inputs and, for a stored case, its
 // expected outputs; a recipe's expected outputs are left to recipeGolden
-// (nil here), since only the bit-comparing policies need them.
-func (s *Store) loadForCheck(c *StoredCase) (inputs, expected map[string]*tensor.Tensor, err error) {
+// (nil here), since only the bit-comparing policies need them. A recipe's
+// inputs are regenerated under ctx and the step deadline (> 0): an error
+// wrapping context.DeadlineExceeded when they take longer.
+func (s *Store) loadForCheck(ctx context.Context, c *StoredCase, step time.Duration) (inputs, expected map[string]*tensor.Tensor, err error) {
 	if c.Err != nil {
 		return nil, nil, c.Err
 	}
-	if c.File.Recipe {
-		return s.loadRecipe(context.Background(), c, false)
+	if !c.File.Recipe {
+		return s.loadStored(c)
 	}
-	return s.loadStored(c)
+	if step > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, step)
+		defer cancel()
+	}
+	if ctx.Done() == nil {
+		return s.loadRecipe(ctx, c, false)
+	}
+	// Generation takes no context: wait for it or for the deadline, and
+	// let it finish in the background (its size is capped by checkDims).
+	type loaded struct {
+		in  map[string]*tensor.Tensor
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		in, _, err := s.loadRecipe(ctx, c, false)
+		done <- loaded{in, err}
+	}()
+	select {
+	case l := <-done:
+		return l.in, nil, l.err
+	case <-ctx.Done():
+		err := fmt.Errorf("%s: recipe: regenerating the inputs from seed %d: %w", s.cjPath(c), c.File.Seed, ctx.Err())
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && step > 0 {
+			err = fmt.Errorf("%w (timed out after %s)", err, step)
+		}
+		return nil, nil, err
+	}
 }
 
 // checkRecorded holds the recorded outputs to the op's output contract:

@@ -185,6 +185,13 @@ type Options struct {
 	// deadline, and an error the deadline caused ends "(timed out after
 	// Timeout)", so that an emulator stopped mid-launch says why.
 	Timeout time.Duration
+	// StepTimeout, when positive, bounds the harness's own long step on
+	// its own deadline: computing the reference and judging the outputs
+	// (pure float64 loops that take no context, so the run stops waiting
+	// for them and they finish in the background). It is for callers
+	// whose backend times itself (exec, worker: Timeout 0), so that the
+	// reference of a huge case still ends within --timeout.
+	StepTimeout time.Duration
 }
 
 // Run prepares c and runs it on b. See RunPrepared.
@@ -240,7 +247,7 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	if err != nil {
 		return nil, err
 	}
-	exp, vr, err := judge(pc, ran.out, num, policies, opt)
+	exp, vr, err := judgeWithin(ctx, pc, ran.out, num, policies, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -381,6 +388,42 @@ func judge(pc *Prepared, out map[string]*tensor.Tensor, num tensor.Numerics, pol
 		return nil, nil, fmt.Errorf("%s: %w", s, err)
 	}
 	return exp, vr, nil
+}
+
+// judgeWithin is judge under ctx and opt.StepTimeout: when either ends
+// first, the run returns the deadline's error, naming the step, and the
+// reference goes on in the background until it finishes (it takes no
+// context), its result dropped. Without a deadline judge runs inline.
+func judgeWithin(ctx context.Context, pc *Prepared, out map[string]*tensor.Tensor, num tensor.Numerics, policies []verify.Policy, opt Options) (map[string]*bound.Expected, *verify.Result, error) {
+	sctx := ctx
+	if opt.StepTimeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, opt.StepTimeout)
+		defer cancel()
+	}
+	if sctx.Done() == nil {
+		return judge(pc, out, num, policies, opt)
+	}
+	type judged struct {
+		exp map[string]*bound.Expected
+		vr  *verify.Result
+		err error
+	}
+	done := make(chan judged, 1)
+	go func() {
+		exp, vr, err := judge(pc, out, num, policies, opt)
+		done <- judged{exp, vr, err}
+	}()
+	select {
+	case j := <-done:
+		return j.exp, j.vr, j.err
+	case <-sctx.Done():
+		err := fmt.Errorf("%s: computing the reference and judging the outputs: %w", Subject(pc.Case), sctx.Err())
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w (timed out after %s)", err, opt.StepTimeout)
+		}
+		return nil, nil, err
+	}
 }
 
 // streams returns op as a BlockExpecter when a run with opt and policies

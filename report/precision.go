@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/npuverify/npuverify/verify"
 )
@@ -13,6 +14,10 @@ type PrecisionConfig struct {
 	M, K, N int
 	Dists   []string
 	Seed    uint64
+	// Timeout bounds each long step of the table (a distribution's
+	// source and float64 product, each mode's run and reference) as
+	// --timeout bounds a case's; 0 = no limit. Not rendered.
+	Timeout time.Duration `json:"-"`
 }
 
 // PrecisionRow is one mode on one distribution. Errors are measured

@@ -68,5 +68,13 @@ func smallBadInputs() []badInput {
 			}), remove: recipeFiles,
 			args: checkStore, code: exitFail, unchanged: []string{"{store}"},
 			stdout: []string{"FAIL", "recorded hash mismatch", "case.json was edited or is corrupt, or the emulator regressed"}},
+
+		// ---- item 11: strict sizes ----
+		{name: "small/report --precision with trailing junk",
+			args: []string{"report", "--precision", "512x512x512junk", "--out", "{dir}/r"}, code: 2,
+			want: []string{`npuverify: report: --precision "512x512x512junk": size "512junk": want MxKxN`}, unchanged: []string{"{dir}/r"}},
+		{name: "small/report --precision with two sizes",
+			args: []string{"report", "--precision", "512x512", "--out", "{dir}/r"}, code: 2,
+			want: []string{`npuverify: report: --precision "512x512": want MxKxN with positive sizes`}},
 	}
 }

@@ -76,7 +76,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt.Numerics, opt.Timeout = prof.Numerics, dev.caseTimeout(b)
+	opt.Numerics, opt.Timeout, opt.StepTimeout = prof.Numerics, dev.caseTimeout(b), dev.timeout
 	if !recordingProfile(prof) {
 		opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		fmt.Fprintf(stderr, "npuverify: check: profile %s is not the one the goldens were recorded on (ascend910b): no bit-exact or budget checks\n", prof.Name)

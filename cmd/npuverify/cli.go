@@ -94,18 +94,12 @@ func (f failed) Error() string { return "verification failed" }
 
 // run is the whole CLI: it parses args, runs a command, prints errors as
 // "npuverify: <where>: <what>" and returns the exit code. A panic is an
-// internal error (exit 3); its stack is printed only when NPUVERIFY_DEBUG
-// is set.
+// internal error (exit 3, internalError): one line on stderr, the stack
+// in a file it names.
 func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "npuverify: internal error: %v\n", r)
-			if os.Getenv("NPUVERIFY_DEBUG") != "" {
-				stderr.Write(debug.Stack())
-			} else {
-				fmt.Fprintln(stderr, "npuverify: (this is a bug; set NPUVERIFY_DEBUG=1 for the stack trace)")
-			}
-			code = exitBackend
+			code = internalError(r, debug.Stack(), args, stderr)
 		}
 	}()
 	if len(args) == 0 {
@@ -289,4 +283,23 @@ func parseShard(s string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("--shard %q: want I/N with 1 ≤ I ≤ N, e.g. 1/4", s)
 	}
 	return i, n, nil
+}
+
+// parseMKN parses "MxKxN" strictly: three positive decimal integers and
+// nothing else ("512x512x512junk" and "512x512" are errors, where a scanf
+// pattern stopped reading at the junk and accepted it).
+func parseMKN(s string) (m, k, n int, err error) {
+	parts := strings.Split(s, "x")
+	if len(parts) != 3 {
+		return 0, 0, 0, errors.New("want MxKxN with positive sizes, e.g. 512x512x512, or off")
+	}
+	var v [3]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(p)
+		if err != nil || x <= 0 || p != strconv.Itoa(x) {
+			return 0, 0, 0, fmt.Errorf("size %q: want MxKxN with positive sizes, e.g. 512x512x512, or off", p)
+		}
+		v[i] = x
+	}
+	return v[0], v[1], v[2], nil
 }

@@ -74,10 +74,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	pcfg := experiments.DefaultPrecisionConfig()
 	if *precision != "off" {
-		if _, err := fmt.Sscanf(*precision, "%dx%dx%d", &pcfg.M, &pcfg.K, &pcfg.N); err != nil || pcfg.M <= 0 || pcfg.K <= 0 || pcfg.N <= 0 {
-			return usageErr(where, "--precision %q: want MxKxN with positive sizes, or off", *precision)
+		if pcfg.M, pcfg.K, pcfg.N, err = parseMKN(*precision); err != nil {
+			return usageErr(where, "--precision %q: %v", *precision, err)
 		}
 	}
+	pcfg.Timeout = dev.timeout
 	for _, f := range []struct{ name, v string }{{"attention", *attention}, {"decoding", *decoding}} {
 		if f.v != "on" && f.v != "off" {
 			return usageErr(where, "--%s %q: want on or off", f.name, f.v)
@@ -100,7 +101,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			return inputErr(where, fmt.Errorf("--merge: none of the %d merged cases is of --op %s: %w", merged.Cases, strings.Join(only, ", "), report.ErrEmpty))
 		}
 	} else {
-		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), Run: only.run()}
+		opt := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout, Run: only.run()}
 		if !recordingProfile(prof) {
 			opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		}
