@@ -94,12 +94,18 @@ func (f failed) Error() string { return "verification failed" }
 
 // run is the whole CLI: it parses args, runs a command, prints errors as
 // "npuverify: <where>: <what>" and returns the exit code. A panic is an
-// internal error (exit 3, internalError): one line on stderr, the stack
-// in a file it names.
+// internal error (exit 3); its stack is printed only when NPUVERIFY_DEBUG
+// is set.
 func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			code = internalError(r, debug.Stack(), args, stderr)
+			fmt.Fprintf(stderr, "npuverify: internal error: %v\n", r)
+			if os.Getenv("NPUVERIFY_DEBUG") != "" {
+				stderr.Write(debug.Stack())
+			} else {
+				fmt.Fprintln(stderr, "npuverify: (this is a bug; set NPUVERIFY_DEBUG=1 for the stack trace)")
+			}
+			code = exitBackend
 		}
 	}()
 	if len(args) == 0 {
