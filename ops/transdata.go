@@ -20,8 +20,9 @@ var TransData = Register(transData{})
 // [...,M,K] ↔ FRACTAL_NZ [...,K1,M1,16,C0] (K1 = ceil(K/C0), M1 =
 // ceil(M/16), (m,k) at (k / C0, m / 16, m mod 16, k mod C0)). C0 is 32
 // bytes of the dtype. Padding elements of the destination are +0; the
-// reverse conversions take the original extent as params (c; m and k)
-// and never read the source's padding. Values move as bit patterns, so
+// reverse conversions take the original extent as params (c; m and k;
+// 0 means none of the source is padding) and never read the source's
+// padding. Values move as bit patterns, so
 // every element is judged exactly.
 type transData struct{}
 
@@ -73,9 +74,9 @@ func (transData) ParamSpecs() []ParamSpec {
 		{Name: "src_format", Default: FormatNCHW, Values: transDataFormats, Doc: "layout of x"},
 		{Name: "dst_format", Default: FormatNC1HWC0, Values: transDataFormats, Doc: "layout of y; legal pairs: " + strings.Join(TransDataPairs(), ", ")},
 		{Name: "dtype", Default: "fp16", Values: transDataDTypes, Doc: "dtype of x and y"},
-		{Name: "c", Doc: "channels C of the NCHW/NHWC result (src_format=NC1HWC0 only, required there)", Examples: []string{"1", "7", "15", "16", "17", "32", "33"}},
-		{Name: "m", Doc: "rows M of the ND result (src_format=FRACTAL_NZ only, required there)", Examples: []string{"1", "15", "16", "17", "33"}},
-		{Name: "k", Doc: "columns K of the ND result (src_format=FRACTAL_NZ only, required there)", Examples: []string{"1", "7", "8", "16", "31", "33"}},
+		{Name: "c", Default: "0", Doc: "channels C of the NCHW/NHWC side (4-D pairs; 0: x's own, C1·C0 for an NC1HWC0 source)", Examples: []string{"0", "1", "7", "15", "16", "17", "32", "33"}},
+		{Name: "m", Default: "0", Doc: "rows M of the ND side (ND/FRACTAL_NZ pairs; 0: x's own, M1·16 for an NZ source)", Examples: []string{"0", "1", "15", "16", "17", "33"}},
+		{Name: "k", Default: "0", Doc: "columns K of the ND side (ND/FRACTAL_NZ pairs; 0: x's own, K1·C0 for an NZ source)", Examples: []string{"0", "1", "7", "8", "16", "31", "33"}},
 	}
 }
 
@@ -104,7 +105,7 @@ type transDataPlan struct {
 	src, dst string
 	d        tensor.DType
 	c0       int
-	c, m, k  int // the reverse conversions' extents; −1 where absent
+	c, m, k  int // the extent params; 0: x's own
 }
 
 // fourD reports whether the conversion is between NCHW/NHWC and NC1HWC0.
@@ -127,9 +128,13 @@ func extentParam(op Op, name, v string) (int, error) {
 }
 
 // Validate holds the pair to the legal ones (an illegal pair names
-// dst_format) and the extents to their conversion: c is required exactly
-// when the source is NC1HWC0, m and k exactly when it is FRACTAL_NZ.
-// Extents are written back in canonical form.
+// dst_format) and the extents to their pair: c belongs to the NCHW/NHWC ↔
+// NC1HWC0 pairs, m and k to ND ↔ FRACTAL_NZ, and one set on another pair
+// is an error naming it. An extent of 0 (the default) is x's own: for a
+// reverse conversion, whose source hides the original extent behind its
+// padding, the padded one (C1·C0, M1·16, K1·C0), so the extent is the
+// param that says how much of the source is padding. Extents are written
+// back in canonical form.
 func (op transData) Validate(p Params) (Params, error) {
 	v, err := validate(op, p)
 	if err != nil {
@@ -139,21 +144,17 @@ func (op transData) Validate(p Params) (Params, error) {
 	if !slices.Contains(transDataPairs, [2]string{src, dst}) {
 		return nil, fmt.Errorf("%s: param %q: %s → %s is not a legal conversion (legal: %s)", op.Name(), "dst_format", src, dst, strings.Join(TransDataPairs(), ", "))
 	}
-	need := map[string]bool{"c": src == FormatNC1HWC0, "m": src == FormatFractalNZ, "k": src == FormatFractalNZ}
+	nd := src == FormatND || src == FormatFractalNZ
 	for _, name := range []string{"c", "m", "k"} {
-		s, ok := v[name]
-		switch {
-		case ok && !need[name]:
-			return nil, fmt.Errorf("%s: param %q: applies only to the reverse conversions (src_format NC1HWC0 for c, FRACTAL_NZ for m and k), not %s → %s", op.Name(), name, src, dst)
-		case !ok && need[name]:
-			return nil, fmt.Errorf("%s: param %q is required for %s → %s (the original extent the padding hides)", op.Name(), name, src, dst)
-		case ok:
-			n, err := extentParam(op, name, s)
-			if err != nil {
-				return nil, err
-			}
-			v[name] = strconv.Itoa(n)
+		n, err := extentParam(op, name, v[name])
+		if err != nil {
+			return nil, err
 		}
+		if n != 0 && nd == (name == "c") {
+			return nil, fmt.Errorf("%s: param %q = %d: applies only to the %s pairs, not %s → %s", op.Name(), name, n,
+				map[bool]string{true: "NCHW/NHWC ↔ NC1HWC0", false: "ND ↔ FRACTAL_NZ"}[name == "c"], src, dst)
+		}
+		v[name] = strconv.Itoa(n)
 	}
 	return v, nil
 }
@@ -164,7 +165,7 @@ func transDataPlanOf(p Params) transDataPlan {
 	if !d.Valid() {
 		d = tensor.Float16
 	}
-	pl := transDataPlan{src: p["src_format"], dst: p["dst_format"], d: d, c0: TransDataC0(d), c: -1, m: -1, k: -1}
+	pl := transDataPlan{src: p["src_format"], dst: p["dst_format"], d: d, c0: TransDataC0(d)}
 	for name, at := range map[string]*int{"c": &pl.c, "m": &pl.m, "k": &pl.k} {
 		if s, ok := p[name]; ok {
 			if n, err := strconv.Atoi(s); err == nil {
@@ -175,10 +176,10 @@ func transDataPlanOf(p Params) transDataPlan {
 	return pl
 }
 
-// extent is a size that is both a param (a reverse conversion's) and a
-// dim: the param when set, which the dim, if given, must equal.
+// extent is a size that is both a param and a dim: the param when set
+// (not 0), which the dim, if given, must equal.
 func (op transData) extent(g Gen, name string, param int) (int, error) {
-	if param < 0 {
+	if param == 0 {
 		return dim(op, g, name)
 	}
 	if v, ok := g.Dims[name]; ok && v != param {
@@ -221,6 +222,9 @@ func (op transData) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error)
 		if c, err = op.extent(g, "c", pl.c); err != nil {
 			return nil, err
 		}
+		if pl.src == FormatNC1HWC0 && pl.c == 0 {
+			c = ceilDivInt(c, pl.c0) * pl.c0 // c = 0: no padding lanes
+		}
 		if h, err = dim(op, g, "h"); err != nil {
 			return nil, err
 		}
@@ -241,6 +245,15 @@ func (op transData) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error)
 		}
 		if k, err = op.extent(g, "k", pl.k); err != nil {
 			return nil, err
+		}
+		if pl.src == FormatFractalNZ {
+			// m, k = 0: no padding rows or lanes.
+			if pl.m == 0 {
+				m = ceilDivInt(m, TransDataM0) * TransDataM0
+			}
+			if pl.k == 0 {
+				k = ceilDivInt(k, pl.c0) * pl.c0
+			}
 		}
 		batch, lead := 1, []int(nil)
 		if b, ok := g.Dims["b"]; ok {
@@ -299,15 +312,22 @@ func (op transData) transDataShapes(pl transDataPlan, x *tensor.Tensor) (dst []i
 		if pl.src == FormatNHWC {
 			h, w, c = s[1], s[2], s[3]
 		}
+		if pl.c != 0 && pl.c != c {
+			return nil, nil, fmt.Errorf("%s: input %q: shape %v: C = %d does not fit param %q = %d", op.Name(), "x", s, c, "c", pl.c)
+		}
 		return []int{n, ceilDivInt(c, pl.c0), h, w, pl.c0}, func() []int { return reference.NCHWToNC1HWC0(n, c, h, w, pl.c0, pl.nhwc()) }, nil
 	case FormatNC1HWC0:
 		if len(s) != 5 || s[4] != pl.c0 {
 			return nil, nil, bad("src_format", fmt.Sprintf("[N,C1,H,W,C0] with C0 = %d for dtype %s", pl.c0, pl.d))
 		}
-		if want := ceilDivInt(pl.c, pl.c0); s[1] != want {
-			return nil, nil, fmt.Errorf("%s: input %q: shape %v: C1 = %d does not fit param %q = %d (want C1 = ceil(%d/%d) = %d)", op.Name(), "x", s, s[1], "c", pl.c, pl.c, pl.c0, want)
+		c := pl.c
+		if c == 0 {
+			c = s[1] * pl.c0
 		}
-		n, h, w, c := s[0], s[2], s[3], pl.c
+		if want := ceilDivInt(c, pl.c0); s[1] != want {
+			return nil, nil, fmt.Errorf("%s: input %q: shape %v: C1 = %d does not fit param %q = %d (want C1 = ceil(%d/%d) = %d)", op.Name(), "x", s, s[1], "c", c, c, pl.c0, want)
+		}
+		n, h, w := s[0], s[2], s[3]
 		dst := []int{n, c, h, w}
 		if pl.dst == FormatNHWC {
 			dst = []int{n, h, w, c}
@@ -320,6 +340,12 @@ func (op transData) transDataShapes(pl transDataPlan, x *tensor.Tensor) (dst []i
 		r := len(s)
 		batch, _ := tensor.NumElements(s[:r-2])
 		m, k := s[r-2], s[r-1]
+		if pl.m != 0 && pl.m != m {
+			return nil, nil, fmt.Errorf("%s: input %q: shape %v: M = %d does not fit param %q = %d", op.Name(), "x", s, m, "m", pl.m)
+		}
+		if pl.k != 0 && pl.k != k {
+			return nil, nil, fmt.Errorf("%s: input %q: shape %v: K = %d does not fit param %q = %d", op.Name(), "x", s, k, "k", pl.k)
+		}
 		dst := append(slices.Clone(s[:r-2]), ceilDivInt(k, pl.c0), ceilDivInt(m, TransDataM0), TransDataM0, pl.c0)
 		return dst, func() []int { return reference.NDToNZ(batch, m, k, pl.c0) }, nil
 	}
@@ -328,14 +354,20 @@ func (op transData) transDataShapes(pl transDataPlan, x *tensor.Tensor) (dst []i
 	if r < 4 || s[r-1] != pl.c0 || s[r-2] != TransDataM0 {
 		return nil, nil, bad("src_format", fmt.Sprintf("[...,K1,M1,16,C0] with C0 = %d for dtype %s", pl.c0, pl.d))
 	}
-	if want := ceilDivInt(pl.m, TransDataM0); s[r-3] != want {
-		return nil, nil, fmt.Errorf("%s: input %q: shape %v: M1 = %d does not fit param %q = %d (want M1 = ceil(%d/16) = %d)", op.Name(), "x", s, s[r-3], "m", pl.m, pl.m, want)
+	m, k := pl.m, pl.k
+	if m == 0 {
+		m = s[r-3] * TransDataM0
 	}
-	if want := ceilDivInt(pl.k, pl.c0); s[r-4] != want {
-		return nil, nil, fmt.Errorf("%s: input %q: shape %v: K1 = %d does not fit param %q = %d (want K1 = ceil(%d/%d) = %d)", op.Name(), "x", s, s[r-4], "k", pl.k, pl.k, pl.c0, want)
+	if k == 0 {
+		k = s[r-4] * pl.c0
+	}
+	if want := ceilDivInt(m, TransDataM0); s[r-3] != want {
+		return nil, nil, fmt.Errorf("%s: input %q: shape %v: M1 = %d does not fit param %q = %d (want M1 = ceil(%d/16) = %d)", op.Name(), "x", s, s[r-3], "m", m, m, want)
+	}
+	if want := ceilDivInt(k, pl.c0); s[r-4] != want {
+		return nil, nil, fmt.Errorf("%s: input %q: shape %v: K1 = %d does not fit param %q = %d (want K1 = ceil(%d/%d) = %d)", op.Name(), "x", s, s[r-4], "k", k, k, pl.c0, want)
 	}
 	batch, _ := tensor.NumElements(s[:r-4])
-	m, k := pl.m, pl.k
 	return append(slices.Clone(s[:r-4]), m, k), func() []int { return reference.NZToND(batch, m, k, pl.c0) }, nil
 }
 

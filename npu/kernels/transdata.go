@@ -189,6 +189,9 @@ func transDataTiling(p ops.Params, x *tensor.Tensor, f transDataFaults) (transDa
 		dstShape = []int{n, g.c1, h, w, g.c0}
 	case ops.FormatNC1HWC0:
 		n, h, w, c := s[0], s[2], s[3], param("c")
+		if c == 0 { // no padding lanes
+			c = s[1] * g.c0
+		}
 		g.transposed = dst == ops.FormatNCHW
 		g.outer, g.rows, g.rowsPad, g.ch = n, h*w, h*w, c
 		g.c1 = f.c1(c, g.c0)
@@ -211,6 +214,12 @@ func transDataTiling(p ops.Params, x *tensor.Tensor, f transDataFaults) (transDa
 		lead := s[:r-4]
 		outer, _ := tensor.NumElements(lead)
 		m, k := param("m"), param("k")
+		if m == 0 { // no padding rows or lanes
+			m = s[r-3] * ops.TransDataM0
+		}
+		if k == 0 {
+			k = s[r-4] * g.c0
+		}
 		g.outer, g.rows, g.rowsPad, g.ch = outer, m, roundUp(m, ops.TransDataM0), k
 		g.c1 = ceilDiv(k, g.c0)
 		dstShape = append(slices.Clone(lead), m, k)
