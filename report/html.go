@@ -92,7 +92,10 @@ func (s *Summary) HTML(w io.Writer) error {
 		Rows     []rowView
 		Failing  []row
 		More     int
-	}{Totals: s.Totals(), Variants: m.Variants}
+		Verdict  string
+		Notes    []string
+		NoFail   string
+	}{Totals: s.Totals(), Variants: m.Variants, Verdict: verdictNote, Notes: matrixNotes(m), NoFail: noFailNote}
 	for _, op := range m.Ops {
 		r := rowView{Op: op}
 		for _, variant := range m.Variants {
@@ -117,7 +120,7 @@ func (s *Summary) HTML(w io.Writer) error {
 			v.More = len(s.failing()) - maxListed
 			break
 		}
-		v.Failing = append(v.Failing, row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Why: firstLine(c.Why())})
+		v.Failing = append(v.Failing, row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Why: reasonOf(c)})
 	}
 	return htmlTemplates().ExecuteTemplate(w, "summary", v)
 }
@@ -134,10 +137,11 @@ func (p *Performance) HTML(w io.Writer) error {
 	}
 	v := struct {
 		Intro   string
+		Verdict string
 		Targets []Target
 		Rows    []rowView
 		Notes   []string
-	}{Intro: perfIntro, Targets: Targets}
+	}{Intro: perfIntro, Verdict: perfNote, Targets: Targets}
 	tl := p.tallies()
 	for i := 0; i < len(tl); i += len(Targets) {
 		r := rowView{Op: tl[i].Op}
@@ -213,7 +217,7 @@ func (d *Details) HTML(w io.Writer) error {
 	for i := range d.Cases {
 		c := &d.Cases[i]
 		v := caseView{
-			row: row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Tightness: num(c.Tightness()), Cycles: cycles(c)},
+			row: row{ID: c.ID, Anchor: anchors[c.ID], Verdict: c.Verdict, Class: verdictClass(c.Verdict), Tightness: num(c.Tightness()), Cycles: cycles(c), Why: reasonOf(c)},
 			Op:  c.Op, Params: params(c), Dims: dims(c.Dims), Dist: c.Dist, Seed: strconv.FormatUint(c.Seed, 10),
 			Labels: strings.Join(c.Labels, ", "), Error: c.Error, Numerics: c.Numerics, Failure: c.Failure,
 		}
@@ -242,7 +246,10 @@ func (d *Details) HTML(w io.Writer) error {
 		}
 		views[i] = v
 	}
-	return htmlTemplates().ExecuteTemplate(w, "details", views)
+	return htmlTemplates().ExecuteTemplate(w, "details", struct {
+		Cases []caseView
+		Note  string
+	}{views, casesNote})
 }
 
 // HTML implements HTMLSection: the description, the table and the RMSE
@@ -262,7 +269,8 @@ func (t *PrecisionTable) HTML(w io.Writer) error {
 		Backend string
 		Rows    []row
 		Plot    template.HTML
-	}{C: t.Config, Backend: t.Backend, Plot: plot}
+		Note    string
+	}{C: t.Config, Backend: t.Backend, Plot: plot, Note: precisionNote}
 	for _, r := range t.Rows {
 		v.Rows = append(v.Rows, row{
 			r.Dist, r.Mode, strconv.FormatInt(r.Cycles, 10), strconv.FormatInt(r.GMBytes, 10), f("%.3f", float64(r.CubeUtil)),
@@ -381,6 +389,7 @@ openTarget();
 <h2>Summary</h2>
 <p>{{index .Totals "cases"}} cases: <span class="pass">{{index .Totals "pass"}} pass</span>, {{index .Totals "fail"}} fail, {{index .Totals "input error"}} input error, {{index .Totals "backend error"}} backend error.
 Each cell: cases passing, and the worst bound tightness (max |err|/bound over the outputs; above 1 is out of bound); it links to that case.</p>
+<p class="note verdict">{{.Verdict}}</p>
 <table class="matrix">
 <thead><tr><th>op</th>{{range .Variants}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
@@ -389,6 +398,9 @@ Each cell: cases passing, and the worst bound tightness (max |err|/bound over th
 {{- end}}
 </tbody>
 </table>
+{{- range .Notes}}
+<p class="note">{{.}}</p>
+{{- end}}
 {{- if .Failing}}
 <p>Failing cases:</p>
 <ul>
@@ -400,12 +412,13 @@ Each cell: cases passing, and the worst bound tightness (max |err|/bound over th
 {{- end}}
 </ul>
 {{- else}}
-<p class="pass">No case fails.</p>
+<p class="pass">{{.NoFail}}</p>
 {{- end}}
 {{end -}}
 
 {{- define "performance" -}}
 <h2>Performance checklist</h2>
+<p class="note verdict">{{.Verdict}}</p>
 <p class="note">{{.Intro}}</p>
 <table class="matrix">
 <thead><tr><th>op</th>{{range .Targets}}<th>{{.Metric}} {{.Target}}</th>{{end}}</tr></thead>
@@ -444,16 +457,17 @@ Each cell: cases passing, and the worst bound tightness (max |err|/bound over th
 {{- define "details" -}}
 <h2>Cases</h2>
 <table>
-<thead><tr><th>case</th><th>verdict</th><th>tightness</th><th>cycles</th></tr></thead>
+<thead><tr><th>case</th><th>verdict</th><th>tightness</th><th>cycles</th><th>reason</th></tr></thead>
 <tbody>
-{{- range .}}
-<tr><td><a href="#{{.Anchor}}">{{.ID}}</a></td><td class="{{.Class}}">{{.Verdict}}</td><td class="n">{{.Tightness}}</td><td class="n">{{.Cycles}}</td></tr>
+{{- range .Cases}}
+<tr><td><a href="#{{.Anchor}}">{{.ID}}</a></td><td class="{{.Class}}">{{.Verdict}}</td><td class="n">{{.Tightness}}</td><td class="n">{{.Cycles}}</td><td>{{.Why}}</td></tr>
 {{- end}}
 </tbody>
 </table>
-{{- range .}}
+<p class="note">{{.Note}}</p>
+{{- range .Cases}}
 <details id="{{.Anchor}}" class="case">
-<summary><b>{{.ID}}</b> — <span class="{{.Class}}">{{.Verdict}}</span>, tightness {{.Tightness}}, cycles {{.Cycles}}</summary>
+<summary><b>{{.ID}}</b> — <span class="{{.Class}}">{{.Verdict}}</span>, tightness {{.Tightness}}, cycles {{.Cycles}}{{if .Why}} — {{.Why}}{{end}}</summary>
 <ul>
 <li>op <code>{{.Op}}</code>, params <code>{{.Params}}</code>, dims <code>{{.Dims}}</code>, dist <code>{{.Dist}}</code>, seed {{.Seed}}</li>
 {{- if .Numerics}}
@@ -516,6 +530,7 @@ product of the source; <em>bound</em> says whether the output is within the mode
 {{- end}}
 </tbody>
 </table>
+<p class="note">{{.Note}}</p>
 {{- if .Plot}}
 <figure>{{.Plot}}</figure>
 {{- end}}

@@ -120,7 +120,8 @@ func (c *Case) Tightness() float64 {
 
 // Variant is the column of the case in the summary matrix: the value of
 // its "mode:" label (ops with precision modes), else of its "dtype:"
-// label, else the mode or dtype param, else "—".
+// label, else the mode or dtype param, else the cache_dtype param (a KV
+// cache's precision: decode_attention, kv_update), else "—".
 func (c *Case) Variant() string {
 	for _, prefix := range []string{"mode:", "dtype:"} {
 		for _, l := range c.Labels {
@@ -131,6 +132,9 @@ func (c *Case) Variant() string {
 		if v := c.Params[strings.TrimSuffix(prefix, ":")]; v != "" {
 			return v
 		}
+	}
+	if v := c.Params["cache_dtype"]; v != "" {
+		return v
 	}
 	return "—"
 }

@@ -308,7 +308,7 @@ const perfIntro = "Per case from the cost model: pass/fail where the case's shap
 // Markdown implements Section.
 func (p *Performance) Markdown(w io.Writer) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, "## Performance checklist\n\n%s\n\n", perfIntro)
+	fmt.Fprintf(ew, "## Performance checklist\n\n%s\n\n%s\n\n", perfNote, perfIntro)
 	head := []string{"op"}
 	for _, t := range Targets {
 		head = append(head, t.Metric+" "+t.Target)

@@ -76,6 +76,6 @@ func (t *PrecisionTable) Markdown(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(w)
+	_, err := fmt.Fprintf(w, "\n%s\n\n", precisionNote)
 	return err
 }

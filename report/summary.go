@@ -163,6 +163,7 @@ func (s *Summary) Markdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprint(ew, ".\n\n")
+	fmt.Fprintf(ew, "%s\n\n", verdictNote)
 	m := s.Matrix()
 	fmt.Fprintln(ew, "Verdicts by op and dtype/mode: cases passing, and the worst bound tightness (max |err|/bound over the outputs; above 1 is out of bound).")
 	fmt.Fprintln(ew)
@@ -181,9 +182,12 @@ func (s *Summary) Markdown(w io.Writer) error {
 		fmt.Fprintf(ew, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(ew)
+	if notes := matrixNotes(m); len(notes) > 0 {
+		fmt.Fprintf(ew, "%s\n\n", strings.Join(notes, " "))
+	}
 	failing := s.failing()
 	if len(failing) == 0 {
-		fmt.Fprintf(ew, "No case fails.\n\n")
+		fmt.Fprintf(ew, "%s\n\n", noFailNote)
 		return ew.err
 	}
 	fmt.Fprintf(ew, "Failing cases (%d):\n\n", len(failing))
@@ -277,17 +281,18 @@ func (d *Details) JSON() any { return d.Cases }
 func (d *Details) Markdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "## Cases\n\n")
-	fmt.Fprintln(ew, "| case | verdict | tightness | cycles |")
-	fmt.Fprintln(ew, "| --- | --- | ---: | ---: |")
+	fmt.Fprintln(ew, "| case | verdict | tightness | cycles | reason |")
+	fmt.Fprintln(ew, "| --- | --- | ---: | ---: | --- |")
 	for i := range d.Cases {
 		c := &d.Cases[i]
 		v := c.Verdict
 		if v != harness.VerdictPass {
 			v = "**" + v + "**"
 		}
-		fmt.Fprintf(ew, "| [%s](#%s) | %s | %s | %s |\n", c.ID, anchor(c.ID), v, num(c.Tightness()), cycles(c))
+		fmt.Fprintf(ew, "| [%s](#%s) | %s | %s | %s | %s |\n", c.ID, anchor(c.ID), v, num(c.Tightness()), cycles(c), cell(reasonOf(c)))
 	}
 	fmt.Fprintln(ew)
+	fmt.Fprintf(ew, "%s\n\n", casesNote)
 	for i := range d.Cases {
 		writeCase(ew, &d.Cases[i])
 	}
@@ -297,6 +302,9 @@ func (d *Details) Markdown(w io.Writer) error {
 func writeCase(w io.Writer, c *Case) {
 	fmt.Fprintf(w, "### %s\n\n", c.ID)
 	fmt.Fprintf(w, "- verdict: **%s**\n", c.Verdict)
+	if r := reasonOf(c); r != "" && c.Error == "" {
+		fmt.Fprintf(w, "- reason: %s\n", oneLine(r))
+	}
 	fmt.Fprintf(w, "- op `%s`, params `%s`, dims `%s`, dist `%s`, seed %d\n", c.Op, params(c), dims(c.Dims), c.Dist, c.Seed)
 	if c.Numerics != "" {
 		fmt.Fprintf(w, "- numerics: %s\n", c.Numerics)
