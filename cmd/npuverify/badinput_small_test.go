@@ -1,6 +1,10 @@
 package main
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/npuverify/npuverify/opdb"
+)
 
 // smallBadInputs are the catalogue's entries of issue 33 items 7, 8 and
 // 11 and of the new user's paragraph: recipes whose case.json asks for
@@ -31,6 +35,7 @@ func smallBadInputs() []badInput {
 	}
 	recipeFiles := []string{"{case}/x.npy", "{case}/y.npy", "{case}/expected/z.npy", "{case}/expected"}
 	const n28 = 1 << 28
+	fault := opdb.Faults()[0].Fault
 	return []badInput{
 		// ---- item 7: a recipe is capped before it is generated ----
 		{name: "small/recipe dims beyond its tensors", store: vectorCase,
@@ -76,5 +81,16 @@ func smallBadInputs() []badInput {
 		{name: "small/report --precision with two sizes",
 			args: []string{"report", "--precision", "512x512", "--out", "{dir}/r"}, code: 2,
 			want: []string{`npuverify: report: --precision "512x512": want MxKxN with positive sizes`}},
+
+		// ---- item 11: a fault scored once; Bazel's spare shards ----
+		{name: "small/mutate --fault given twice",
+			args: []string{"mutate", "--fault", string(fault), "--fault", string(fault)}, code: 2,
+			want: []string{`npuverify: mutate: --fault "` + string(fault) + `": given more than once`}},
+		{name: "small/Bazel shard past the last case", store: vectorCase,
+			env:  map[string]string{envShardIndex: "1", envTotalShards: "2", envShardStatus: "{dir}/status"},
+			args: checkStore, code: 0, unchanged: []string{"{store}"},
+			stdout: []string{"shard 2/2 (from TEST_TOTAL_SHARDS) selects none of the 1 cases: nothing to run, which passes"}},
+		{name: "small/--shard by hand past the last case", store: vectorCase, args: with(checkStore, "--shard", "2/2"), code: 2,
+			want: []string{"npuverify: check: no cases selected: --shard 2/2 selects none of the 1 cases in {store}"}},
 	}
 }

@@ -91,6 +91,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 			return inputErr(where, fmt.Errorf("%s: %w", envShardStatus, err))
 		}
 	}
+	if *shard == "" && opt.Shards > 0 {
+		if msg, empty := emptyBazelShard(store, opt); empty {
+			fmt.Fprintln(stdout, msg)
+			return nil
+		}
+	}
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
 	results, err := golden.Check(intr.ctx, store, b, opt)

@@ -48,7 +48,11 @@ func cmdMutate(args []string, stdout, _ io.Writer) error {
 		return nil
 	}
 	opt := mutation.Options{AllCases: !*first}
-	for _, name := range faults {
+	for k, name := range faults {
+		// A fault scored twice would count twice (2/2 for one fault).
+		if slices.Contains(faults[:k], name) {
+			return usageErr(where, "--fault %q: given more than once", name)
+		}
 		i := slices.IndexFunc(catalogue, func(f kernels.FaultInfo) bool { return string(f.Fault) == name })
 		if i < 0 {
 			return usageErr(where, "--fault %q: not in the catalogue (see npuverify mutate --list)", name)
