@@ -34,5 +34,6 @@ void decode_attention(nv_case *c);
 void sparse24_prune(nv_case *c);
 void gemm24(nv_case *c);
 void sparse_compress(nv_case *c);
+void transdata(nv_case *c);
 
 #endif

@@ -46,6 +46,7 @@ static const nv_kernel kernels[] = {
 	{"sparse24_prune", sparse24_prune},
 	{"gemm24", gemm24},
 	{"sparse_compress", sparse_compress},
+	{"transdata", transdata},
 };
 
 int main(int argc, char **argv) {
