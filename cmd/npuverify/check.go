@@ -15,7 +15,6 @@ import (
 	"github.com/npuverify/npuverify/harness"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/report"
-	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/verify"
 )
 
@@ -91,6 +90,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 			return inputErr(where, fmt.Errorf("%s: %w", envShardStatus, err))
 		}
 	}
+	if err := checkResultFiles(where, *dir, resultFile{flag: "--json", path: *jsonOut}, resultFile{flag: "--junit", path: *junitOut}); err != nil {
+		return err
+	}
 	if *shard == "" && opt.Shards > 0 {
 		if msg, empty := emptyBazelShard(store, opt); empty {
 			fmt.Fprintln(stdout, msg)
@@ -100,12 +102,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
 	results, err := golden.Check(intr.ctx, store, b, opt)
+	intr.finish()
 	if err != nil && intr.signal() == 0 {
 		return harnessErr(where, err)
 	}
 	if err := budget.judge(results); err != nil {
 		return harnessErr(where, err)
 	}
+	code := exitFor(results)
+	// The result files first: a closed standard output must not cost them.
+	writeErr := writeCheckResults(*jsonOut, *junitOut, results, checkMeta(b.Name(), prof.Name, store, opt, intr, len(results)), budget, opt.Repeat)
 	printTable(stdout, results)
 	budget.print(stdout, results)
 	var fails, nondet []string
@@ -127,30 +133,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if len(nondet) > 0 {
 		fmt.Fprintf(stdout, "\nNondeterministic (outputs that differ between the %d runs of a case):\n\n%s\n", opt.Repeat, strings.Join(nondet, "\n"))
 	}
-	code := exitFor(results)
 	fmt.Fprintf(stdout, "\n%s%s (backend %s, profile %s, store %s)\n", summaryLine(results), repeatSummary(results, opt.Repeat), b.Name(), prof.Name, store.Where())
-
-	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "store": store.Where()}
-	addRunMeta(meta, store, opt) // shard and run, for report --merge
-	if opt.Repeat > 1 {
-		meta["repeat"] = strconv.Itoa(opt.Repeat)
-	}
-	if sig := intr.signal(); sig != 0 {
-		meta["interrupted"] = fmt.Sprintf("%s after %d cases", signalName(sig), len(results))
-	}
-	if *jsonOut != "" {
-		rep := report.FromCases("npuverify check", budget.reportCases(results))
-		rep.Meta = meta
-		if opt.Repeat > 1 {
-			rep.Add(determinism{Repeat: opt.Repeat, Cases: results})
-		}
-		if err := safefile.Write(*jsonOut, 0o644, rep.JSON); err != nil {
-			return inputErr(where, fmt.Errorf("--json: %w", err))
-		}
-	}
-	if *junitOut != "" {
-		if err := safefile.Write(*junitOut, 0o644, func(w io.Writer) error { return writeJUnit(w, results, meta) }); err != nil {
-			return inputErr(where, fmt.Errorf("--junit: %w", err))
+	if writeErr != nil {
+		if intr.signal() != 0 {
+			fmt.Fprintf(stderr, "npuverify: %s: %v\n", where, writeErr)
+		} else {
+			return resultWriteErr(where, code, writeErr)
 		}
 	}
 	if err := intr.err(where, fmt.Sprintf("%d cases done, running kernels killed", len(results))); err != nil {
@@ -275,4 +263,35 @@ func fmtNum(x float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// checkMeta is the meta block of check's result files: backend, profile,
+// store, shard and run (for report --merge), repeat, and the signal that
+// interrupted the run after n cases.
+func checkMeta(backendName, profName string, store *golden.Store, opt golden.CheckOptions, intr *interrupt, n int) map[string]string {
+	meta := map[string]string{"backend": backendName, "profile": profName, "store": store.Where()}
+	addRunMeta(meta, store, opt) // shard and run, for report --merge
+	if opt.Repeat > 1 {
+		meta["repeat"] = strconv.Itoa(opt.Repeat)
+	}
+	if sig := intr.signal(); sig != 0 {
+		meta["interrupted"] = fmt.Sprintf("%s after %d cases", signalName(sig), n)
+	}
+	return meta
+}
+
+// writeCheckResults writes check's --json and --junit files (either may
+// be "") together: both replaced or neither.
+func writeCheckResults(jsonOut, junitOut string, results []harness.Outcome, meta map[string]string, budget *perfBudget, repeat int) error {
+	renderJSON := func(w io.Writer) error {
+		rep := report.FromCases("npuverify check", budget.reportCases(results))
+		rep.Meta = meta
+		if repeat > 1 {
+			rep.Add(determinism{Repeat: repeat, Cases: results})
+		}
+		return rep.JSON(w)
+	}
+	return writeResultFiles(
+		resultFile{flag: "--json", path: jsonOut, render: renderJSON},
+		resultFile{flag: "--junit", path: junitOut, render: func(w io.Writer) error { return writeJUnit(w, results, meta) }})
 }

@@ -94,18 +94,12 @@ func (f failed) Error() string { return "verification failed" }
 
 // run is the whole CLI: it parses args, runs a command, prints errors as
 // "npuverify: <where>: <what>" and returns the exit code. A panic is an
-// internal error (exit 3); its stack is printed only when NPUVERIFY_DEBUG
-// is set.
+// internal error (exit 3, internalError): one line on stderr, the stack
+// in a file it names.
 func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "npuverify: internal error: %v\n", r)
-			if os.Getenv("NPUVERIFY_DEBUG") != "" {
-				stderr.Write(debug.Stack())
-			} else {
-				fmt.Fprintln(stderr, "npuverify: (this is a bug; set NPUVERIFY_DEBUG=1 for the stack trace)")
-			}
-			code = exitBackend
+			code = internalError(r, debug.Stack(), args, stderr)
 		}
 	}()
 	if len(args) == 0 {

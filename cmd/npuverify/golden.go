@@ -71,12 +71,18 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "unexpected argument %q", pos[0])
 	}
 	if sub == "update" {
-		return goldenUpdate(*dir, opts, stdout)
+		intr := catchSignals(nil, stderr) // one shutdown path (signal.go)
+		defer intr.stop()
+		err := goldenUpdate(intr.ctx, *dir, opts, stdout)
+		if ierr := intr.err(where, "update stopped"); ierr != nil {
+			return ierr
+		}
+		return err
 	}
 	return goldenVerify(*dir, stdout, stderr)
 }
 
-func goldenUpdate(dir string, opts golden.UpdateOptions, stdout io.Writer) error {
+func goldenUpdate(ctx context.Context, dir string, opts golden.UpdateOptions, stdout io.Writer) error {
 	const where = "golden update"
 	if dir == "" {
 		d, err := sourceCasesDir()
@@ -86,7 +92,7 @@ func goldenUpdate(dir string, opts golden.UpdateOptions, stdout io.Writer) error
 		dir = d
 	}
 	b := emulator.New(npu.Ascend910B())
-	ch, err := golden.UpdateWith(context.Background(), dir, b, opdb.GoldenCases(), stdout, opts)
+	ch, err := golden.UpdateWith(ctx, dir, b, opdb.GoldenCases(), stdout, opts)
 	if err != nil {
 		// golden.Update's errors start with "golden update: " already.
 		return harnessErr("", err)

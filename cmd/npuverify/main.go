@@ -12,8 +12,52 @@
 //
 // Exit codes: 0 pass, 1 verification failed, 2 usage or input error,
 // 3 backend failure. Errors go to stderr as "npuverify: <where>: <what>".
+//
+// A panic anywhere in a command's own goroutine is an internal error:
+// exit 3, one line "npuverify: internal error: ..." on stderr naming the
+// file the stack was written to (npuverify-panic-*.txt in the temporary
+// directory, $TMPDIR or /tmp), never the stack itself on the terminal
+// (NPUVERIFY_DEBUG=1 adds it to stderr too).
 package main
 
-import "os"
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	ignoreBrokenPipes()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// internalError reports the panic r (with its stack) and returns the
+// exit code: 3. The stack goes to a new file, which the one line on
+// stderr names, so that the user has something to attach to a bug report
+// and their terminal is not flooded with goroutine dumps.
+func internalError(r any, stack []byte, args []string, stderr io.Writer) int {
+	msg := strings.ReplaceAll(fmt.Sprint(r), "\n", " ")
+	where := "not saved: "
+	f, err := os.CreateTemp("", "npuverify-panic-*.txt")
+	if err == nil {
+		_, err = fmt.Fprintf(f, "npuverify %s\n%s %s/%s\npanic: %s\n\n%s", strings.Join(args, " "), runtime.Version(), runtime.GOOS, runtime.GOARCH, fmt.Sprint(r), stack)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			where = "in "
+		}
+	}
+	if err == nil {
+		where += f.Name()
+	} else {
+		where += err.Error()
+	}
+	fmt.Fprintf(stderr, "npuverify: internal error: %s (a bug in npuverify; its stack is %s; NPUVERIFY_DEBUG=1 prints it here too)\n", msg, where)
+	if os.Getenv("NPUVERIFY_DEBUG") != "" {
+		stderr.Write(stack)
+	}
+	return exitBackend
+}

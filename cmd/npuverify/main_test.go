@@ -409,6 +409,7 @@ func TestGolden(t *testing.T) {
 func TestInternalError(t *testing.T) {
 	commands["boom"] = func([]string, io.Writer, io.Writer) error { panic("kaboom") }
 	defer delete(commands, "boom")
+	t.Setenv("TMPDIR", t.TempDir()) // where the stack file goes
 	t.Setenv("NPUVERIFY_DEBUG", "")
 	_, e := wantCLI(t, 3, []string{"npuverify: internal error: kaboom", "NPUVERIFY_DEBUG"}, "boom")
 	if strings.Contains(e, "goroutine") {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,7 +23,7 @@ const mutateSynopsis = "mutate [--first] [--fault F]... [--profile P] [--json FI
 // the first case and check that caught it (bound checks, and with the
 // exact comparison) or SURVIVED, the score and the false alarms. It exits
 // 1 when a fault survives the bound checks or a false alarm is raised.
-func cmdMutate(args []string, stdout, _ io.Writer) error {
+func cmdMutate(args []string, stdout, stderr io.Writer) error {
 	const where = "mutate"
 	fs := newFlagSet(where, mutateSynopsis, stdout)
 	first := fs.Bool("first", false, "stop each fault's run at its first bound catch (faster; no per-fault case counts)")
@@ -64,7 +63,12 @@ func cmdMutate(args []string, stdout, _ io.Writer) error {
 		return usageErr(where, "--profile %s: %v", *profile, err)
 	}
 	opt.Profile = &prof
-	res, err := mutation.Run(context.Background(), opt)
+	intr := catchSignals(nil, stderr) // one shutdown path (signal.go)
+	defer intr.stop()
+	res, err := mutation.Run(intr.ctx, opt)
+	if err := intr.err(where, "no score written"); err != nil {
+		return err
+	}
 	if err != nil {
 		return backendErr(where, err)
 	}

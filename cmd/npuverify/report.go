@@ -89,6 +89,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeBackend(b, stderr, where)
+	// Signals end the run as check's do (signal.go): kernels killed, case
+	// directories removed, and no report file replaced.
+	intr := catchSignals(b, stderr)
+	defer intr.stop()
+	const killed = "running kernels killed, no report file replaced"
 	var res *report.Results
 	if *merge {
 		var merged *report.Merged
@@ -110,7 +115,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			opt.Progress = p
 			defer p.Done()
 		}
-		outcomes, err := golden.Check(context.Background(), store, b, opt)
+		outcomes, err := golden.Check(intr.ctx, store, b, opt)
+		if err := intr.err(where, killed); err != nil {
+			return err
+		}
 		if err != nil {
 			return harnessErr(where, err)
 		}
@@ -155,7 +163,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *precision != "off" {
-		tab, err := experiments.PrecisionModes(context.Background(), b, prof.Numerics, pcfg)
+		tab, err := experiments.PrecisionModes(intr.ctx, b, prof.Numerics, pcfg)
+		if err := intr.err(where, killed); err != nil {
+			return err
+		}
 		if err != nil {
 			return harnessErr(where, err)
 		}
@@ -165,6 +176,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := addModelSections(rep, prof, *attention == "on", *decoding == "on"); err != nil {
 		return harnessErr(where, err)
+	}
+	intr.finish()
+	if err := intr.err(where, killed); err != nil {
+		return err
 	}
 	paths, err := rep.WriteFiles(*out, fmts)
 	if re := (*report.RenderError)(nil); errors.As(err, &re) {
