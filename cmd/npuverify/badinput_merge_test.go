@@ -1,6 +1,35 @@
 package main
 
-import "strconv"
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/npuverify/npuverify/report"
+)
+
+// TestReportWriteErrors: a format that failed to render is reported as
+// such, exit 3, saying nothing was written, not blamed on --out; a write
+// failure names --out, exit 2 (issue 33, item 5).
+func TestReportWriteErrors(t *testing.T) {
+	for _, c := range []struct {
+		err       error
+		code      int
+		want, not string
+	}{
+		{&report.RenderError{Format: "html", Err: errors.New("empty axis range")}, exitBackend,
+			"npuverify: report: internal error: rendering report.html: empty axis range (nothing written to --out out/r)", "writing --out"},
+		{errors.New("out/r: permission denied"), exitUsage, "npuverify: report: writing --out out/r: out/r: permission denied", "rendering"},
+	} {
+		var stderr bytes.Buffer
+		code := exitCode(writeFilesErr("report", "out/r", c.err), &stderr)
+		if got := stderr.String(); code != c.code || !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
+			t.Errorf("report --out out/r, WriteFiles error %v: got exit %d, %q; want exit %d, %q without %q", c.err, code, got, c.code, c.want, c.not)
+		}
+	}
+}
 
 // mergeBadInputs are the catalogue's report --merge entries (issue 33,
 // items 4 and 6): result files that are no regular file or too large are
@@ -46,6 +75,18 @@ func mergeBadInputs() []badInput {
 		{name: "merge/shard 1 of 3, --allow-partial", files: map[string][]byte{"{dir}/s1.json": shard(1, "r1")},
 			args: with(merge[:len(merge)-1], "--merge", "--allow-partial", "{dir}/s1.json"), code: 0,
 			stdout: []string{"merged 1 file(s): shard 1/3 of run r1, 1 of 3 cases; missing shard(s) 2/3, 3/3", "1 cases: 1 pass"}},
+		// Every case moving exactly 1000 GM bytes: the cycles plot's log axis
+		// was the empty range [1000, 1000] and the failed HTML render left
+		// report.md and report.json of this run beside the old report.html.
+		{name: "merge/every x the same power of ten", files: map[string][]byte{"{dir}/k.json": []byte(`{"meta": {}, "cases": [
+ {"id": "vector_add/a", "op": "vector_add", "verdict": "pass", "outputs": [], "checks": [],
+  "cost": {"device": "ascend910b", "cycles": 100, "gm_bytes_in": 600, "gm_bytes_out": 400, "block_dim": 1}},
+ {"id": "vector_add/b", "op": "vector_add", "verdict": "pass", "outputs": [], "checks": [],
+  "cost": {"device": "ascend910b", "cycles": 120, "gm_bytes_in": 500, "gm_bytes_out": 500, "block_dim": 1}}]}`)},
+			args: with(merge, "{dir}/k.json"), code: 0, stdout: []string{"2 cases: 2 pass", "{dir}/r/report.md, {dir}/r/report.json, {dir}/r/report.html"}},
+		{name: "merge/--out under a regular file", files: map[string][]byte{"{dir}/s1.json": shard(1, "r1"), "{dir}/s2.json": shard(2, "r1"), "{dir}/s3.json": shard(3, "r1"), "{dir}/f": []byte("a file")},
+			args: with([]string{"report", "--out", "{dir}/f/r", "--precision", "off", "--attention", "off", "--decoding", "off", "--merge"}, "{dir}/s1.json", "{dir}/s2.json", "{dir}/s3.json"), code: 2,
+			want: []string{"npuverify: report: writing --out {dir}/f/r: ", "not a directory"}, unchanged: []string{"{dir}/f"}},
 		{name: "merge/--allow-partial without --merge",
 			args: []string{"report", "--out", "{dir}/r", "--allow-partial"}, code: 2,
 			want: []string{"npuverify: report: --allow-partial: only with --merge"}, unchanged: []string{"{dir}/r"}},

@@ -182,12 +182,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	paths, err := rep.WriteFiles(*out, fmts)
-	if re := (*report.RenderError)(nil); errors.As(err, &re) {
-		// A fault of the report, not of --out: nothing was written.
-		return backendErr(where, fmt.Errorf("internal error: %w (nothing written to --out %s)", err, *out))
-	}
 	if err != nil {
-		return inputErr(where, fmt.Errorf("writing --out %s: %w", *out, err))
+		return writeFilesErr(where, *out, err)
 	}
 	fmt.Fprintf(stdout, "%s\n", casesLine(res.Cases))
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
@@ -305,6 +301,17 @@ func skipStudies(backend string, only opScope) string {
 		return "a report on " + strings.Join(only, ", ")
 	}
 	return ""
+}
+
+// writeFilesErr is the CLI error for report.WriteFiles' err: a format
+// that failed to render is a fault of the report, not of --out (nothing
+// was written; exit 3, an internal error), anything else a failure to
+// write --out (exit 2), and each message says which.
+func writeFilesErr(where, out string, err error) error {
+	if re := (*report.RenderError)(nil); errors.As(err, &re) {
+		return backendErr(where, fmt.Errorf("internal error: %w (nothing written to --out %s)", err, out))
+	}
+	return inputErr(where, fmt.Errorf("writing --out %s: %w", out, err))
 }
 
 // maxMergeBytes caps what report --merge reads over all its files
