@@ -53,7 +53,10 @@ func readOutput(dir string, o ExecTensor, deadline time.Time) (*tensor.Tensor, e
 	case errors.As(err, &pe):
 		return nil, fmt.Errorf("output %q: %s: %w (%s)", o.Name, o.File, pe.Err, want)
 	default:
-		return nil, fmt.Errorf("output %q: %w (%s)", o.Name, err, want)
+		// The reader names the file by its absolute path in the case
+		// directory, a temporary name gone by the time anyone reads the
+		// message; every other message names it as the protocol does.
+		return nil, &namedErr{fmt.Sprintf("output %q: %s (%s)", o.Name, strings.ReplaceAll(err.Error(), path, o.File), want), err}
 	}
 	if t.DType != o.DType {
 		return nil, fmt.Errorf("output %q: %s has dtype %s, %s", o.Name, o.File, t.DType, want)
@@ -205,3 +208,13 @@ func (t *tailBuffer) QuoteSince(name string, from int64) string {
 	}
 	return head + "\n  | " + strings.Join(quoted, "\n  | ")
 }
+
+// namedErr is an error whose message was reworded (a path shortened) and
+// that still wraps the original, so errors.Is and errors.As see through it.
+type namedErr struct {
+	msg string
+	err error
+}
+
+func (e *namedErr) Error() string { return e.msg }
+func (e *namedErr) Unwrap() error { return e.err }

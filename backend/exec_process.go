@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func startProcess(c procConfig) (*process, error) {
 	theirs = nil
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("starting command %q: %w", c.argv[0], err)
+		return nil, fmt.Errorf("starting command %q: %w%s", c.argv[0], err, startHint(c.argv[0], err))
 	}
 	// Follow the command's descendants from now on; whatever of them is
 	// left is killed when it exits, is killed, or is finished.
@@ -274,4 +275,21 @@ func (r *cmdResult) quote() string {
 		name, t = "stdout (stderr was empty)", r.stdout
 	}
 	return t.Quote(name)
+}
+
+// startHint says what a new user needs to know when a command does not
+// start, beyond the system's words: a directory reports "permission
+// denied", and a bare name that is a file in the working directory is
+// looked up in $PATH only (as a shell does), so it needs a "./".
+func startHint(argv0 string, err error) string {
+	if fi, serr := os.Stat(argv0); serr == nil && fi.IsDir() {
+		return " (it is a directory, not an executable file)"
+	}
+	if errors.Is(err, exec.ErrNotFound) && !strings.ContainsRune(argv0, '/') {
+		if fi, serr := os.Stat(argv0); serr == nil && !fi.IsDir() {
+			return fmt.Sprintf(" (a bare name is looked up in $PATH only; write %s for the file in the current directory)", safefile.Quote("./"+argv0))
+		}
+		return " (a bare name is looked up in $PATH only; give a path for a command that is not there)"
+	}
+	return ""
 }

@@ -18,6 +18,7 @@ func smallBadInputs() []badInput {
 	checkStore := []string{"check", "--golden", "{store}"}
 	atCase := []string{"npuverify: check: {id}: ", "{case}/case.json"}
 	with := func(a []string, more ...string) []string { return append(append([]string(nil), a...), more...) }
+	runBase := []string{"run", "vector_add", "--in", "x={x}", "--in", "y={y}", "--out", "{out}"}
 	// recipe turns the copied vector_add case into a recipe (case.json
 	// alone, every tensor by its sha256) and applies more.
 	recipe := func(more func(cj map[string]any)) func(map[string]any) {
@@ -92,5 +93,17 @@ func smallBadInputs() []badInput {
 			stdout: []string{"shard 2/2 (from TEST_TOTAL_SHARDS) selects none of the 1 cases: nothing to run, which passes"}},
 		{name: "small/--shard by hand past the last case", store: vectorCase, args: with(checkStore, "--shard", "2/2"), code: 2,
 			want: []string{"npuverify: check: no cases selected: --shard 2/2 selects none of the 1 cases in {store}"}},
+
+		// ---- a new user's exec command lines and messages ----
+		{name: "small/exec at a directory", files: map[string][]byte{"{dir}/kdir/": nil},
+			args: with(runBase, "--backend", "exec:{dir}/kdir"), code: 3,
+			want: []string{`starting command "{dir}/kdir"`, "(it is a directory, not an executable file)"}},
+		{name: "small/exec bare name of a file here",
+			args: with(runBase, "--backend", "exec:main.go"), code: 3,
+			want: []string{`starting command "main.go"`, "executable file not found in $PATH", "write ./main.go for the file in the current directory"}},
+		{name: "small/exec output named as the protocol names it",
+			files: map[string][]byte{"{dir}/kernel.sh": sh(`head -c 100 "$1/x.npy" > "$1/out/z.npy"`)},
+			args:  with(runBase, "--backend", "exec:{dir}/kernel.sh"), code: 3,
+			want:  []string{`output "z": out/z.npy: truncated header`}},
 	}
 }
