@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
-	"io/fs"
 	"syscall"
 
 	"golang.org/x/sys/unix"

@@ -94,6 +94,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := holdToContract(op, vp, in, files); err != nil {
 		return inputErr(where, err)
 	}
+	if err := checkRunTargets(where, *outDir, op, vp, in, files); err != nil {
+		return err
+	}
 
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
@@ -238,28 +241,80 @@ func costJSON(m *backend.Measurement) any {
 }
 
 // writeOutputs writes every output as DIR/<name>.npy and the cost as
-// DIR/cost.json, each atomically and never over anything but a regular
-// file (safefile.Write), and returns the paths.
+// DIR/cost.json, all together (safefile.WriteAll: every file replaced, or
+// none, so the outputs and their cost.json never come from two runs), each
+// never over anything but a regular file, and returns the paths.
 func writeOutputs(dir string, res *harness.Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var written []string
+	var targets []safefile.Target
 	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
-		p := filepath.Join(dir, name+".npy")
 		t := res.Outputs[name]
-		if err := safefile.Write(p, 0o644, func(w io.Writer) error { return tensor.WriteNpy(w, t) }); err != nil {
-			return written, err
-		}
-		written = append(written, p)
+		targets = append(targets, safefile.Target{Path: filepath.Join(dir, name+".npy"), Perm: 0o644,
+			Render: func(w io.Writer) error { return tensor.WriteNpy(w, t) }})
 	}
 	b, err := json.MarshalIndent(costJSON(res.Measurement), "", "  ")
 	if err != nil {
-		return written, fmt.Errorf("cost.json: %w", err)
+		return nil, fmt.Errorf("cost.json: %w", err)
 	}
-	p := filepath.Join(dir, "cost.json")
-	if err := safefile.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-		return written, err
+	targets = append(targets, safefile.Target{Path: filepath.Join(dir, "cost.json"), Perm: 0o644,
+		Render: func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }})
+	if err := safefile.WriteAll(targets); err != nil {
+		return nil, fmt.Errorf("%w (no output replaced)", err)
 	}
-	return append(written, p), nil
+	written := make([]string, len(targets))
+	for i, t := range targets {
+		written[i] = t.Path
+	}
+	return written, nil
+}
+
+// checkRunTargets checks, before the kernel runs, every file run will
+// write into dir (each output's <name>.npy and cost.json): one that is an
+// --in file is a usage error (the run would replace its own input); one
+// that may not be replaced, or a dir that cannot be made or written, is
+// an input error naming --out and the path.
+func checkRunTargets(where, dir string, op ops.Op, p ops.Params, in map[string]*tensor.Tensor, files map[string]string) error {
+	specs, err := op.Outputs(p, in)
+	if err != nil {
+		return inputErr(where, err)
+	}
+	paths := make([]string, 0, len(specs)+1)
+	for _, s := range specs {
+		paths = append(paths, filepath.Join(dir, s.Name+".npy"))
+	}
+	paths = append(paths, filepath.Join(dir, "cost.json"))
+	for _, t := range paths {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if sameTarget(t, files[name]) {
+				return usageErr(where, "--out %s: would replace %s, the --in %s file: write the outputs to another directory", dir, t, name)
+			}
+		}
+	}
+	// dir, or (when it is still to be made) its nearest existing ancestor,
+	// must take new files.
+	probe := dir
+	for {
+		if _, err := os.Lstat(probe); err == nil {
+			break
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe {
+			break
+		}
+		probe = parent
+	}
+	if probe != dir {
+		if err := safefile.CheckTarget(filepath.Join(probe, ".npuverify-out")); err != nil {
+			return inputErr(where, fmt.Errorf("--out %s: cannot be made: %w", dir, err))
+		}
+		return nil
+	}
+	for _, t := range paths {
+		if err := safefile.CheckTarget(t); err != nil {
+			return inputErr(where, fmt.Errorf("--out %s: %w", dir, err))
+		}
+	}
+	return nil
 }
