@@ -103,6 +103,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	c := ops.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
 	res, err := harness.RunPrepared(intr.ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout})
+	intr.finish() // from here a closed stdout costs nothing (signal.go)
 	if err := intr.err(where, "the kernel was killed, no output written"); err != nil {
 		return err
 	}

@@ -76,7 +76,9 @@ func catchSignals(b backend.Backend, stderr io.Writer) *interrupt {
 			case s := <-it.ch:
 				sig, _ := s.(syscall.Signal)
 				it.mu.Lock()
-				if sig == syscall.SIGPIPE && (it.finished || !outputClosed()) {
+				// A SIGPIPE comes with every write to the closed output: after
+				// the first (or once the cases are done) it is no news.
+				if sig == syscall.SIGPIPE && (it.finished || it.sig != 0 || !outputClosed()) {
 					it.mu.Unlock()
 					continue
 				}
