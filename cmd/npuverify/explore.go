@@ -116,6 +116,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) error {
 		}
 		defer fmt.Fprintln(stderr)
 	}
+	if err := checkResultFiles(where, "", resultFile{flag: "--json", path: *jsonOut}); err != nil {
+		return err // before the first case (resultfiles.go)
+	}
 	intr := catchSignals(b, stderr)
 	defer intr.stop()
 	rep, err := explore.Run(intr.ctx, b, opt)

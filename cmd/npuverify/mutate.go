@@ -63,6 +63,9 @@ func cmdMutate(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "--profile %s: %v", *profile, err)
 	}
 	opt.Profile = &prof
+	if err := checkResultFiles(where, "", resultFile{flag: "--json", path: *jsonOut}); err != nil {
+		return err // before the first run (resultfiles.go)
+	}
 	intr := catchSignals(nil, stderr) // one shutdown path (signal.go)
 	defer intr.stop()
 	res, err := mutation.Run(intr.ctx, opt)
@@ -72,9 +75,8 @@ func cmdMutate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return backendErr(where, err)
 	}
-	if err := res.WriteTable(stdout); err != nil {
-		return backendErr(where, err)
-	}
+	// The result file first: a closed standard output must not cost it,
+	// nor turn the score into a backend failure.
 	if *jsonOut != "" {
 		err := safefile.Write(*jsonOut, 0o644, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
@@ -85,6 +87,7 @@ func cmdMutate(args []string, stdout, stderr io.Writer) error {
 			return inputErr(where, fmt.Errorf("--json: %w", err))
 		}
 	}
+	res.WriteTable(stdout) // a closed stdout is not the score's failure
 	bound, _, total := res.Score()
 	if bound < total || res.FalseAlarms() > 0 {
 		return failed{exitFail}
