@@ -94,6 +94,9 @@ func TransDataKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[
 		// Four buffers of T rows × 32 bytes (in and out, double-buffered).
 		tile = roundDown((prof.UBBytes-4*prof.UBAlign())/(4*32), ops.TransDataM0)
 	}
+	if tile < ops.TransDataM0 {
+		return nil, nil, fmt.Errorf("transdata: ub_bytes %d cannot hold four tiles of %d rows of 32 bytes", prof.UBBytes, ops.TransDataM0)
+	}
 	tilesPerSlab := ceilDiv(g.rowsPad, tile)
 	work := g.outer * g.c1 * tilesPerSlab
 	if work == 0 || y.Len() == 0 {
