@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +36,9 @@ commands:
   golden update|verify     regenerate or check the golden case store
   mutate ...               mutation score: the default suite against injected kernel faults
   explore ...              search for failing cases generated from the op contracts, shrunk, written to a store
+  version                  print the version (also --version)
 
-Run "npuverify <command> -h" for a command's flags.
+Run "npuverify help <command>" or "npuverify <command> -h" for a command's flags.
 Exit codes: 0 pass, 1 verification failed, 2 usage or input error, 3 backend failure.
 `
 
@@ -109,7 +111,21 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "help", "-h", "-help", "--help":
+		if cmd == "help" && len(rest) > 0 {
+			// "help check" is "check -h"; "help golden update" is
+			// "golden update -h".
+			if _, ok := commands[rest[0]]; !ok {
+				return exitCode(usageErr("help", "unknown command %q (want ops, run, check, report, golden, mutate or explore)", rest[0]), stderr)
+			}
+			return run(append(slices.Clone(rest), "-h"), stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
+		return exitPass
+	case "version", "-version", "--version":
+		if len(rest) > 0 {
+			return exitCode(usageErr("version", "unexpected argument %q", rest[0]), stderr)
+		}
+		fmt.Fprintln(stdout, versionLine())
 		return exitPass
 	}
 	fn, ok := commands[cmd]
@@ -117,6 +133,38 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitCode(usageErr("", "unknown command %q (want ops, run, check, report, golden, mutate or explore)", cmd), stderr)
 	}
 	return exitCode(fn(rest, stdout, stderr), stderr)
+}
+
+// versionLine is what "npuverify version" prints: the module version the
+// binary was built at (a tag, a pseudo-version, or "(devel)" for a build
+// of a source tree the toolchain did not stamp), the VCS revision and
+// whether the tree was modified when the toolchain recorded them, and the
+// Go version. A bug report then names the exact build.
+func versionLine() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "npuverify (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	line := "npuverify " + v
+	if rev != "" {
+		line += " (revision " + rev + modified + ")"
+	}
+	return line + " " + bi.GoVersion
 }
 
 // exitCode prints err (unless the command already reported it) and maps it
@@ -174,6 +222,12 @@ func parse(fs *flag.FlagSet, where string, args []string) ([]string, error) {
 	usage := fs.Usage
 	fs.Usage = func() {}
 	defer func() { fs.Usage = usage }()
+	if len(args) == 1 && args[0] == "help" {
+		// "npuverify check help": a lone help asks for the usage, as -h
+		// does, rather than being an unexpected argument.
+		usage()
+		return nil, flag.ErrHelp
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -34,8 +34,8 @@ const modulePath = "github.com/npuverify/npuverify"
 // shapes, inputs reproducible from their seeds, nothing stray. It exits 1
 // when a problem is found.
 func cmdGolden(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprintln(stdout, "usage: npuverify golden update|verify [--dir DIR] (update also takes --dry-run and --prune)")
 			return nil
 		}
