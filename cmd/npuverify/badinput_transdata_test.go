@@ -17,7 +17,9 @@ func transdataBadInputs() []badInput {
 	i8Dict := func(shape string) string {
 		return "{'descr': '|i1', 'fortran_order': False, 'shape': " + shape + ", }"
 	}
-	x := func(dict string, n int) map[string][]byte { return map[string][]byte{"{dir}/x.npy": npyV1(dict, zeros(n))} }
+	x := func(dict string, n int) map[string][]byte {
+		return map[string][]byte{"{dir}/x.npy": npyV1(dict, zeros(n))}
+	}
 	atParam := []string{"npuverify: run: --param: transdata: "}
 	with := func(a []string, more ...string) []string { return append(append([]string(nil), a...), more...) }
 	atX := []string{"npuverify: run: transdata: ", `input "x": shape `}
