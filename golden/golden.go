@@ -374,7 +374,11 @@ func open(fsys fs.FS, where string, onDisk bool) (*Store, error) {
 				c.File, err = ParseCaseFile(b)
 			}
 			if err == nil && (c.File.Op != op.Name() || c.File.Name != e.Name()) {
-				err = fmt.Errorf("names case %s/%s, but lives in %s", c.File.Op, c.File.Name, id)
+				// An op that does not exist is the more telling error,
+				// left to the checks that name it.
+				if _, lerr := ops.Lookup(c.File.Op); lerr == nil {
+					err = fmt.Errorf("names case %s/%s, but lives in %s", c.File.Op, c.File.Name, id)
+				}
 			}
 			if err != nil {
 				c.Err = fmt.Errorf("%s: %w", s.path(id+"/"+CaseJSON), err)
