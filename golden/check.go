@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -221,11 +222,26 @@ func Check(ctx context.Context, s *Store, b backend.Backend, opt CheckOptions) (
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var progress sync.Mutex
+	// A panic in a case is raised again on the caller's goroutine once the
+	// workers are done (the CLI's guard catches it there); the other
+	// workers take no new case meanwhile.
+	var crash panicguard.Catcher
+	defer crash.Rethrow()
 	for range min(max(opt.Jobs, 1), len(cases)) {
 		wg.Go(func() {
 			for i := range next {
+				if crash.Caught() {
+					continue
+				}
 				start := time.Now()
-				r := s.checkCase(ctx, cases[i], b, override, exact, opt)
+				var r harness.Outcome
+				func() {
+					defer crash.Catch()
+					r = s.checkCase(ctx, cases[i], b, override, exact, opt)
+				}()
+				if crash.Caught() {
+					continue
+				}
 				r.Elapsed = time.Since(start)
 				if opt.Progress != nil {
 					progress.Lock()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
@@ -410,12 +411,16 @@ func judgeWithin(ctx context.Context, pc *Prepared, out map[string]*tensor.Tenso
 		err error
 	}
 	done := make(chan judged, 1)
+	var crash panicguard.Catcher // a panic in judge, raised again here
 	go func() {
-		exp, vr, err := judge(pc, out, num, policies, opt)
-		done <- judged{exp, vr, err}
+		var j judged
+		defer func() { done <- j }()
+		defer crash.Catch()
+		j.exp, j.vr, j.err = judge(pc, out, num, policies, opt)
 	}()
 	select {
 	case j := <-done:
+		crash.Rethrow()
 		return j.exp, j.vr, j.err
 	case <-sctx.Done():
 		err := fmt.Errorf("%s: computing the reference and judging the outputs: %w", Subject(pc.Case), sctx.Err())

@@ -13,7 +13,9 @@
 // Exit codes: 0 pass, 1 verification failed, 2 usage or input error,
 // 3 backend failure. Errors go to stderr as "npuverify: <where>: <what>".
 //
-// A panic anywhere in a command's own goroutine is an internal error:
+// A panic in a command's own goroutine, or in a worker goroutine that
+// raises it again there (internal/panicguard: golden.Check's case workers,
+// the harness's judge), is an internal error:
 // exit 3, one line "npuverify: internal error: ..." on stderr naming the
 // file the stack was written to (npuverify-panic-*.txt in the temporary
 // directory, $TMPDIR or /tmp), never the stack itself on the terminal
@@ -26,6 +28,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/npuverify/npuverify/internal/panicguard"
 )
 
 func main() {
@@ -38,6 +42,10 @@ func main() {
 // stderr names, so that the user has something to attach to a bug report
 // and their terminal is not flooded with goroutine dumps.
 func internalError(r any, stack []byte, args []string, stderr io.Writer) int {
+	if p, ok := r.(*panicguard.Panic); ok {
+		// Raised again from a worker goroutine: its own value and stack.
+		r, stack = p.Value, p.Stack
+	}
 	msg := strings.ReplaceAll(fmt.Sprint(r), "\n", " ")
 	where := "not saved: "
 	f, err := os.CreateTemp("", "npuverify-panic-*.txt")

@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/npuverify/npuverify/golden"
+	"github.com/npuverify/npuverify/internal/panicguard"
 )
 
 // Issue 33 items 2, 3 and 9, the panic guard, and the status file and
@@ -250,6 +252,16 @@ func TestPanicGuard(t *testing.T) {
 			i := len(os.Args) + 3
 			_ = []int{1}[i] // index out of range
 		}, "runtime error: index out of range"},
+		{"panic on a worker goroutine, raised again on the command's", func() {
+			var c panicguard.Catcher
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				defer c.Catch()
+				panic("worker: kaboom")
+			})
+			wg.Wait()
+			c.Rethrow()
+		}, "worker: kaboom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			commands["panic-seam"] = func([]string, io.Writer, io.Writer) error { tc.fn(); return nil }
