@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/npuverify/npuverify/safefile"
 	"github.com/npuverify/npuverify/tensor"
@@ -158,9 +159,69 @@ func ParseProfile(b []byte) (Profile, error) {
 // JSON returns the profile as indented JSON, the form ParseProfile reads.
 func (p Profile) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 
-// Validate checks every field and returns an error naming the first bad
-// one by its JSON name, e.g. "profile ascend910b: ub_bytes: must be positive, got 0".
+// Profile limits: past them a profile is an input error naming the field
+// and the limit. They are far beyond any device (whose fractals are 16 or
+// 32 a side, alignments at most 512 B, memories at most a few MiB) and
+// keep the emulator's work and memory bounded: a fractal of 2^40 made the
+// tiling's sizes overflow, and per-step costs past MaxProfileCycles would
+// overflow the int64 cycle counters of a long launch.
+const (
+	MaxProfileCores   = 4096    // ai_cores, vector_cores
+	MaxProfileMemory  = 1 << 30 // each local memory, bytes (Buffer keeps offsets in int32)
+	MaxProfileFractal = 128     // each side of a cube fractal (gemm24 needs 2·k ≤ 256)
+	MaxProfileAlign   = 4096    // ub_block_bytes and every align.*, bytes
+	MaxProfileVector  = 1 << 20 // vector_bytes_per_cycle
+	MaxProfileCycles  = 1 << 30 // dma_latency_cycles, vector_issue_cycles
+	// MinUBBlockBytes is the smallest UB block: one fp32 or int32 element,
+	// so that a block holds a whole element of every dtype the kernels
+	// copy (a 1-byte block made vector_add's block hold 0 fp16 elements).
+	MinUBBlockBytes = 4
+)
+
+// profileChecks are the requirements kernel packages place on a profile
+// (RegisterProfileCheck), run by Validate after the fields' own checks.
+var (
+	profileChecksMu sync.Mutex
+	profileChecks   []func(Profile) error
+)
+
+// RegisterProfileCheck adds a requirement every profile must meet for the
+// kernels of the registering package to run at all (package npu/kernels
+// registers one: every op's smallest tile fits the device). check gets a
+// profile whose fields are valid (ValidateFields) and returns an error
+// beginning with the JSON name of the field that falls short, e.g.
+// "ub_bytes: 512 cannot hold one tile of sparse24_prune (needs 608)";
+// Validate prefixes the profile's name. check must not call Validate.
+func RegisterProfileCheck(check func(Profile) error) {
+	profileChecksMu.Lock()
+	defer profileChecksMu.Unlock()
+	profileChecks = append(profileChecks, check)
+}
+
+// Validate checks every field (ValidateFields) and then what the
+// registered kernels need of the device (RegisterProfileCheck), and
+// returns an error naming the first bad field by its JSON name, e.g.
+// "profile ascend910b: ub_bytes: must be positive, got 0".
 func (p Profile) Validate() error {
+	if err := p.ValidateFields(); err != nil {
+		return err
+	}
+	profileChecksMu.Lock()
+	checks := profileChecks
+	profileChecksMu.Unlock()
+	for _, check := range checks {
+		if err := check(p); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// ValidateFields checks every field on its own and against the others
+// (ranges, powers of two, alignments, the limits above), but not what the
+// kernels need of the device: it is what a kernel package's tiling, and
+// its RegisterProfileCheck check, may call without recursing into Validate.
+func (p Profile) ValidateFields() error {
 	bad := func(field, format string, a ...any) error {
 		return fmt.Errorf("profile %s: %s: %s", p.Name, field, fmt.Sprintf(format, a...))
 	}
@@ -184,12 +245,21 @@ func (p Profile) Validate() error {
 			return bad(f.name, "must be positive, got %d", f.v)
 		}
 	}
-	const maxCores = 4096
-	if p.AICores > maxCores {
-		return bad("ai_cores", "at most %d, got %d", maxCores, p.AICores)
-	}
-	if p.VectorCores > maxCores {
-		return bad("vector_cores", "at most %d, got %d", maxCores, p.VectorCores)
+	for _, f := range []struct {
+		name  string
+		v, mx int
+	}{
+		{"ai_cores", p.AICores, MaxProfileCores}, {"vector_cores", p.VectorCores, MaxProfileCores},
+		{"cube_fractal_fp16.m", p.CubeFP16.M, MaxProfileFractal}, {"cube_fractal_fp16.k", p.CubeFP16.K, MaxProfileFractal},
+		{"cube_fractal_fp16.n", p.CubeFP16.N, MaxProfileFractal},
+		{"cube_fractal_int8.m", p.CubeInt8.M, MaxProfileFractal}, {"cube_fractal_int8.k", p.CubeInt8.K, MaxProfileFractal},
+		{"cube_fractal_int8.n", p.CubeInt8.N, MaxProfileFractal},
+		{"vector_bytes_per_cycle", p.VectorBytesPerCycle, MaxProfileVector},
+		{"dma_latency_cycles", p.DMALatencyCycles, MaxProfileCycles}, {"vector_issue_cycles", p.VectorIssueCycles, MaxProfileCycles},
+	} {
+		if f.v > f.mx {
+			return bad(f.name, "at most %d, got %d", f.mx, f.v)
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -201,11 +271,17 @@ func (p Profile) Validate() error {
 		if f.v&(f.v-1) != 0 {
 			return bad(f.name, "must be a power of two, got %d", f.v)
 		}
+		if f.v > MaxProfileAlign {
+			return bad(f.name, "at most %d, got %d", MaxProfileAlign, f.v)
+		}
+	}
+	if p.UBBlockBytes < MinUBBlockBytes {
+		return bad("ub_block_bytes", "at least %d (one fp32 element), got %d", MinUBBlockBytes, p.UBBlockBytes)
 	}
 	if p.Align.UB%p.UBBlockBytes != 0 && p.UBBlockBytes%p.Align.UB != 0 {
 		return bad("align.ub", "%d is incompatible with ub_block_bytes %d", p.Align.UB, p.UBBlockBytes)
 	}
-	const maxMem = 1 << 30
+	const maxMem = MaxProfileMemory
 	for _, f := range []struct {
 		name  string
 		v, al int
@@ -221,11 +297,14 @@ func (p Profile) Validate() error {
 			return bad(f.name, "%d is not a multiple of its alignment %d", f.v, f.al)
 		}
 	}
-	if !(p.ClockGHz > 0 && p.ClockGHz < 1e3) {
-		return bad("clock_ghz", "must be in (0, 1000), got %v", p.ClockGHz)
+	// The lower limits keep a transfer's cycles (bytes over the per-core
+	// share of HBM per cycle) within int64 for every tensor up to the
+	// element cap, even on 4096 cores.
+	if !(p.ClockGHz >= 0.01 && p.ClockGHz < 1e3) {
+		return bad("clock_ghz", "must be in [0.01, 1000), got %v", p.ClockGHz)
 	}
-	if !(p.HBMGBps > 0 && p.HBMGBps < 1e9) {
-		return bad("hbm_gbps", "must be in (0, 1e9), got %v", p.HBMGBps)
+	if !(p.HBMGBps >= 1 && p.HBMGBps < 1e9) {
+		return bad("hbm_gbps", "must be in [1, 1e9), got %v", p.HBMGBps)
 	}
 	if p.DMALatencyCycles < 0 {
 		return bad("dma_latency_cycles", "must not be negative, got %d", p.DMALatencyCycles)

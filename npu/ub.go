@@ -136,7 +136,7 @@ type arena struct {
 	space    Space
 	capacity int
 	align    int
-	mem      []byte    // backing store, taken from the device pool on first use
+	mem      []byte    // backing store, taken from the device pool on first use and grown by grow
 	bufs     []*Buffer // live buffers sorted by offset
 	used     int       // bytes in live buffers
 	peak     int       // max of used over the launch
@@ -155,9 +155,6 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 		return nil, fmt.Errorf("%s: alloc of %d bytes (%d after %d-byte alignment) exceeds the capacity: %d of %d bytes in use",
 			a.space, size, rounded, a.align, a.used, a.capacity)
 	}
-	if a.mem == nil {
-		a.mem = c.dev.getMem(a.space, a.capacity)
-	}
 	off, at := 0, len(a.bufs)
 	for i, b := range a.bufs {
 		if b.off-off >= rounded {
@@ -170,6 +167,9 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 		return nil, fmt.Errorf("%s: alloc of %d bytes: no contiguous free range (%d of %d bytes in use, fragmented)",
 			a.space, rounded, a.used, a.capacity)
 	}
+	if off+rounded > len(a.mem) {
+		a.grow(c, off+rounded)
+	}
 	b := c.newBuffer()
 	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
 	if eagerPoison {
@@ -181,6 +181,35 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 	a.used += rounded
 	a.peak = max(a.peak, a.used)
 	return b, nil
+}
+
+// LazyMemBytes is the capacity above which a local memory's backing store
+// is not taken whole on first use but grown with the allocations' high
+// water mark: a profile may declare memories of up to 1 GiB (a
+// what-if study), and a core allocating all of every memory it touches
+// would cost each launch GiBs however small its buffers. Memories up to
+// this size (every real device's) are taken whole, as before.
+const LazyMemBytes = 4 << 20
+
+// grow makes the backing store hold at least need bytes: the whole
+// capacity for a memory of at most LazyMemBytes, else the larger of
+// need, twice the present store and LazyMemBytes (so growing is rare),
+// at most the capacity. The live buffers move to the new store with
+// their bytes; the old store is left to the garbage collector, not the
+// pool, as a dead buffer's stale view may still reach it.
+func (a *arena) grow(c *Core, need int) {
+	size := a.capacity
+	if a.capacity > LazyMemBytes {
+		size = min(a.capacity, roundUp(max(need, 2*len(a.mem), LazyMemBytes), 8))
+	}
+	mem := c.dev.getMem(a.space, size)
+	if a.mem != nil {
+		copy(mem, a.mem)
+		for _, b := range a.bufs {
+			b.data = mem[b.off : b.off+len(b.data) : b.off+len(b.data)]
+		}
+	}
+	a.mem = mem
 }
 
 // bufferSlab is how many Buffers a core allocates at a time: a kernel

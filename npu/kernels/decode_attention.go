@@ -179,6 +179,10 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 	if err != nil {
 		return nil, nil, err
 	}
+	// No context is longer than L: a longer partition (a UB far larger
+	// than the context) is one partition all the same, and would only
+	// size the K and V tiles by the UB rather than by the input.
+	part = min(part, roundUp(max(g.L, 1), 16))
 	var items []daItem
 	for bb, s := range in["seq_ids"].I32() {
 		n := 0

@@ -34,10 +34,37 @@ func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM
 	if err != nil {
 		return t, fmt.Errorf("gemm24: %w", err)
 	}
-	if step := 2 * t.Frac.K; t.BaseK%step != 0 {
-		o.BaseM, o.BaseN, o.BaseK = t.BaseM, t.BaseN, roundUp(t.BaseK, step)
-		if t, err = GEMMTilingWith(prof, cfg, m, k, n, o); err != nil {
-			return t, fmt.Errorf("gemm24: %w", err)
+	step := gemm24KAlign(t.Frac)
+	if step > gemm24MaxSliceK {
+		return t, fmt.Errorf("gemm24: %s.k: %d makes a slice of %d dense k, past the %d rows of b a uint8 index addresses (a fractal k of at most %d)",
+			gemm24FractalField(t.In), t.Frac.K, step, gemm24MaxSliceK, gemm24MaxSliceK/2)
+	}
+	if t.BaseK%step != 0 || t.BaseK > gemm24MaxSliceK {
+		// baseK rounded up to the granule; when the L0s cannot hold that
+		// (a small device), one granule of k, and then one fractal a side.
+		fr := t.Frac
+		var first error
+		for _, b := range [][3]int{
+			{t.BaseM, t.BaseN, min(roundUp(t.BaseK, step), roundDown(gemm24MaxSliceK, step))},
+			{t.BaseM, t.BaseN, step}, {fr.M, fr.N, step},
+		} {
+			if opt.BaseM > 0 && b[0] != opt.BaseM || opt.BaseN > 0 && b[1] != opt.BaseN {
+				continue
+			}
+			o.BaseM, o.BaseN, o.BaseK = b[0], b[1], b[2]
+			var err error
+			if t, err = GEMMTilingWith(prof, cfg, m, k, n, o); err == nil {
+				break
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if t.BaseK%step != 0 || t.BaseK > gemm24MaxSliceK || t.BaseM == 0 {
+			if first == nil {
+				first = fmt.Errorf("gemm: BaseK %d is not a multiple of %d", t.BaseK, step)
+			}
+			return GEMMTiling{}, fmt.Errorf("gemm24: %w", first)
 		}
 	}
 	// gemm's epilogue chunk may take the whole UB; gemm24 also keeps two
@@ -51,12 +78,30 @@ func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM
 	return t, nil
 }
 
+// gemm24MaxSliceK is the most dense k one baseK slice may span: MmadSparse
+// addresses the slice's rows of b with uint8 indices.
+const gemm24MaxSliceK = 256
+
+// gemm24KAlign is the granule of baseK: twice the fractal's k (so a
+// slice's compressed half is whole fractals) and whole 2:4 groups of 4
+// (a fractal k of 1 made slices of half a group, whose meta no slice
+// held whole).
+func gemm24KAlign(fr npu.Fractal) int { return lcm(2*fr.K, 4) }
+
+// gemm24FractalField is the profile field of the fractal of dtype in.
+func gemm24FractalField(in tensor.DType) string {
+	if in == tensor.Int8 {
+		return "cube_fractal_int8"
+	}
+	return "cube_fractal_fp16"
+}
+
 // gemm24MetaUB is the UB gemm24Kernel holds besides the epilogue: two
 // meta panels [BaseM × panelK/4] and the decoded indices [BaseM ×
 // BaseK/2], each rounded up to the UB alignment.
 func gemm24MetaUB(prof npu.Profile, t GEMMTiling) int {
 	a := prof.UBAlign()
-	panelK := min(t.depth(), roundUp(max(t.K, 1), 2*t.Frac.K))
+	panelK := min(t.depth(), roundUp(max(t.K, 1), gemm24KAlign(t.Frac)))
 	return 2*roundUp(max(t.BaseM*panelK/4, 1), a) + roundUp(max(t.BaseM*t.BaseK/2, 1), a)
 }
 
@@ -143,7 +188,7 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 		size := t.In.Size()
 		depth := t.depth()
 		fr := t.Frac
-		kAlign := 2 * fr.K
+		kAlign := gemm24KAlign(fr)
 		panelK := min(depth, roundUp(max(t.K, 1), kAlign))
 		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
 		var aL1, bL1 [2]npu.L1Tile

@@ -77,7 +77,7 @@ func NewGEMMTiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int) (GEMMTilin
 
 // GEMMTilingWith computes the tiling of an M×K×N gemm on prof.
 func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMOptions) (GEMMTiling, error) {
-	if err := prof.Validate(); err != nil {
+	if err := prof.ValidateFields(); err != nil {
 		return GEMMTiling{}, err
 	}
 	if m < 0 || k < 0 || n < 0 {
@@ -130,9 +130,14 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 	t.L0ABytes = t.BufferNum * baseM * baseK * size
 	t.L0BBytes = t.BufferNum * baseK * baseN * size
 	t.L0CBytes = baseM * baseN * 4
-	if t.L0ABytes > prof.L0ABytes || t.L0BBytes > prof.L0BBytes || t.L0CBytes > prof.L0CBytes {
-		return GEMMTiling{}, fmt.Errorf("gemm: base blocks %d×%d×%d need L0A %d, L0B %d, L0C %d bytes; the device has %d, %d, %d",
-			baseM, baseN, baseK, t.L0ABytes, t.L0BBytes, t.L0CBytes, prof.L0ABytes, prof.L0BBytes, prof.L0CBytes)
+	for _, l0 := range []struct {
+		space      npu.Space
+		need, have int
+	}{{npu.L0A, t.L0ABytes, prof.L0ABytes}, {npu.L0B, t.L0BBytes, prof.L0BBytes}, {npu.L0C, t.L0CBytes, prof.L0CBytes}} {
+		if l0.need > l0.have {
+			return GEMMTiling{}, fmt.Errorf("gemm: base blocks %d×%d×%d need %d bytes of %s; the device has %d",
+				baseM, baseN, baseK, l0.need, l0.space, l0.have)
+		}
 	}
 	// L1: double-buffered A [baseM × depth] and B [depth × baseN] panels.
 	maxStep := prof.L1Bytes / (t.BufferNum * (baseM + baseN) * baseK * size)

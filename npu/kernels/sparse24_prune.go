@@ -26,6 +26,23 @@ type Sparse24PruneOptions struct {
 	BlockDim, TileGroups int
 }
 
+// sparse24BlockGroups is the tile granule: 32 groups, one 32-byte UB
+// block of meta.
+const sparse24BlockGroups = 32
+
+// sparse24PruneTile is the default tile in groups: the most whole granules
+// whose w (8 B a group), values (4 B) and meta (1 B) fit the UB
+// double-buffered, with a block of rounding per buffer; 0 when not one
+// granule fits.
+func sparse24PruneTile(prof npu.Profile) int {
+	return max(0, roundDown((prof.UBBytes-6*prof.UBAlign())/(2*(8+4+1)), sparse24BlockGroups))
+}
+
+// sparse24PruneMinUB is the UB one tile of a granule needs.
+func sparse24PruneMinUB(prof npu.Profile) int {
+	return 2*(8+4+1)*sparse24BlockGroups + 6*prof.UBAlign()
+}
+
 // Sparse24PruneKernel is sparse24_prune's KernelFunc.
 func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *npu.Cost, error) {
 	vp, err := ops.Sparse24Prune.Validate(p)
@@ -40,15 +57,19 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 	m, k := w.Shape[0], w.Shape[1]
 	groups := m * k / 4
 	prof := dev.Profile()
-	const blockGroups = 32 // one UB block of meta
+	const blockGroups = sparse24BlockGroups
 	blockDim := min(prof.VectorCores, ceilDiv(max(groups, 1), blockGroups))
 	if opt.BlockDim > 0 {
 		blockDim = opt.BlockDim
 	}
 	tile := opt.TileGroups
 	if tile <= 0 {
-		// w (8 B/group) double-buffered, values (4 B) and meta (1 B) double-buffered.
-		tile = roundDown((prof.UBBytes-6*prof.UBAlign())/(2*(8+4+1)), blockGroups)
+		tile = sparse24PruneTile(prof)
+	}
+	if tile < 1 {
+		// A tile of no group never advances the tile loop below.
+		return nil, nil, fmt.Errorf("sparse24_prune: UB of %d bytes cannot hold one double-buffered tile of %d groups (needs %d; ub_bytes)",
+			prof.UBBytes, sparse24BlockGroups, sparse24PruneMinUB(prof))
 	}
 	vals, err := npu.NewGuardedOutput("values", tensor.Float16, m, k/2)
 	if err != nil {
@@ -64,6 +85,9 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 		return map[string]*tensor.Tensor{"values": vals.Tensor(), "meta": meta.Tensor()}, dev.ZeroCost(), nil
 	}
 	per := ceilDiv(ceilDiv(groups, blockGroups), blockDim) * blockGroups
+	// A tile past a core's share is one tile all the same: sizing it by
+	// the share keeps the buffers to the input's size on a large UB.
+	tile = min(tile, per)
 	f := newSparse24PruneFaults(npu.FaultsFrom(ctx))
 	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
 		g0 := c.BlockIdx * per

@@ -62,7 +62,8 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 	if opt.ChunkTokens > 0 || !sparseCompressFitsUB(dev.Profile(), l, d) {
 		chunk := opt.ChunkTokens
 		if chunk <= 0 {
-			chunk = sparseCompressChunk(dev.Profile(), d)
+			// At most a head: a longer chunk is one chunk all the same.
+			chunk = min(sparseCompressChunk(dev.Profile(), d), roundUp(l, 32))
 		}
 		piece, err := sparseCompressPiece(dev.Profile(), d)
 		if err != nil {

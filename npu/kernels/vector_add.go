@@ -83,7 +83,7 @@ func NewVectorAddTiling(prof npu.Profile, n int, dtype tensor.DType) (VectorAddT
 // sliver tile, and cores with one block less still have the same number of
 // tiles).
 func VectorAddTilingWith(prof npu.Profile, n int, dtype tensor.DType, opt VectorAddOptions) (VectorAddTiling, error) {
-	if err := prof.Validate(); err != nil {
+	if err := prof.ValidateFields(); err != nil {
 		return VectorAddTiling{}, err
 	}
 	if err := vectorAddDType(dtype); err != nil {
