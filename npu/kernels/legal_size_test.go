@@ -72,6 +72,10 @@ func legalCases() []legalCase {
 		// sparse_compress held a whole k row in UB: d = 98289 (explore's
 		// finding) failed; its rows now stream through in pieces.
 		{op: "sparse_compress", params: ops.Params{"keep_ratio": "0.5", "sinks": "0"}, dims: map[string]int{"h": 1, "l": 2, "d": 98289}, kernel: SparseCompressKernel, seed: 3},
+		// d = 0 on the chunked path (a head of L = 24573 tokens): its
+		// empty chunk of rows is a buffer all the same (explore's finding
+		// against the first version of the long-row layout).
+		{op: "sparse_compress", params: ops.Params{}, dims: map[string]int{"h": 1, "l": 24573, "d": 0}, kernel: SparseCompressKernel, seed: 7},
 		// decode_attention forced a 16-position partition: d = 5459
 		// failed; a GQA group of 2048 query heads never fitted.
 		{op: "decode_attention", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 1, "hq": 1, "h": 1, "d": 5459, "l": 2}, kernel: DecodeAttentionKernel, seed: 4},

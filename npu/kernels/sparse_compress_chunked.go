@@ -119,7 +119,7 @@ func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, 
 	rowsBytes := chunk * d * 2
 	if s.piece < d {
 		s.xs = make([]float32, s.piece)
-		rowsBytes = 0
+		rowsBytes = -1 // no chunk of rows: they stream through s.row
 	}
 	for _, b := range []struct {
 		buf   **npu.Buffer
@@ -129,7 +129,7 @@ func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, 
 		{&s.rows, rowsBytes, "k rows"}, {&s.scores, chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
 		{&s.mask, chunk, "mask"}, {&s.hist, scHistBins * 4, "histogram"}, {&s.row, max(s.piece*2, 1), "row"},
 	} {
-		if b.bytes == 0 {
+		if b.bytes < 0 {
 			continue
 		}
 		buf, err := c.AllocUB(b.bytes)
