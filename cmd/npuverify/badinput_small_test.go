@@ -104,6 +104,6 @@ func smallBadInputs() []badInput {
 		{name: "small/exec output named as the protocol names it",
 			files: map[string][]byte{"{dir}/kernel.sh": sh(`head -c 100 "$1/x.npy" > "$1/out/z.npy"`)},
 			args:  with(runBase, "--backend", "exec:{dir}/kernel.sh"), code: 3,
-			want:  []string{`output "z": out/z.npy: truncated header`}},
+			want: []string{`output "z": out/z.npy: truncated header`}},
 	}
 }
