@@ -26,7 +26,7 @@ var TransData = Register(transData{})
 // every element is judged exactly.
 type transData struct{}
 
-// The formats transdata converts between (DESIGN §5).
+// The formats transdata converts between (docs/operators.md, transdata).
 const (
 	FormatND        = "ND"
 	FormatNCHW      = "NCHW"

@@ -48,6 +48,7 @@ var workers = map[string]func(p ops.Params, in map[string]*tensor.Tensor, out []
 	"decode_attention": decodeAttentionWork,
 	"sparse_compress":  sparseCompressWork,
 	"sparse24_prune":   sparse24PruneWork,
+	"transdata":        transDataWork,
 }
 
 // WorkOf counts the work of op on validated params p and inputs in that
@@ -288,4 +289,14 @@ func sparse24PruneWork(p ops.Params, in map[string]*tensor.Tensor, out []ops.Ten
 	}
 	w := in["w"]
 	return Work{Bytes: allBytes(in, out), VectorOps: float64(w.Len()), VectorElemBytes: w.DType.Size()}, nil
+}
+
+// transdata: a pure data movement: x read once and the output written
+// once, its padding included (a kernel must write the +0 pads), with no
+// arithmetic, so its roofline is the memory bandwidth alone.
+func transDataWork(p ops.Params, in map[string]*tensor.Tensor, out []ops.TensorSpec) (Work, error) {
+	if err := need(in, "x"); err != nil {
+		return Work{}, err
+	}
+	return Work{Bytes: allBytes(in, out)}, nil
 }
