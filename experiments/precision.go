@@ -14,6 +14,7 @@ import (
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/reference"
 	"github.com/npuverify/npuverify/report"
@@ -48,6 +49,7 @@ func PrecisionModes(ctx context.Context, b backend.Backend, num tensor.Numerics,
 	errs := make([]error, len(t.Rows))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	var crash panicguard.Catcher // a row's panic, raised again once every row is done
 	var srcErr error
 dists:
 	for d, dist := range cfg.Dists {
@@ -75,14 +77,16 @@ dists:
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
+				defer crash.Catch()
 				t.Rows[i], errs[i] = precisionRow(ctx, b, num, cfg, dist, mode, src.a, src.b, vsTruth)
-				if errs[i] != nil {
+				if errs[i] != nil || crash.Caught() {
 					cancel()
 				}
 			}()
 		}
 	}
 	wg.Wait()
+	crash.Rethrow()
 	if srcErr != nil {
 		return nil, srcErr
 	}
@@ -127,12 +131,18 @@ func within[T any](ctx context.Context, limit time.Duration, what string, f func
 		err error
 	}
 	done := make(chan result, 1)
+	// A panic in f is raised again here; when the deadline came first it
+	// is dropped with f's result (the step's timeout is what is reported).
+	var crash panicguard.Catcher
 	go func() {
-		v, err := f()
-		done <- result{v, err}
+		var r result
+		defer func() { done <- r }()
+		defer crash.Catch()
+		r.v, r.err = f()
 	}()
 	select {
 	case r := <-done:
+		crash.Rethrow()
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T

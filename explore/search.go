@@ -12,6 +12,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -311,26 +312,30 @@ type work struct {
 func (s *search) explore(sctx, ctx context.Context, names []string, gens map[string]*Generator) error {
 	next := make(chan work)
 	var genErr error
+	// A panic in the generator or a job is raised again here once every
+	// goroutine is done (the CLI's guard reports it); the jobs take no new
+	// case meanwhile and the generator stops, so nothing hangs.
+	var crash panicguard.Catcher
+	defer crash.Rethrow()
 	go func() {
 		defer close(next)
+		defer crash.Catch()
 		for i := 0; ; i++ {
 			var live []string
-			s.mu.Lock()
-			for _, n := range names {
-				if !s.found[n] {
-					live = append(live, n)
+			s.locked(func() {
+				for _, n := range names {
+					if !s.found[n] {
+						live = append(live, n)
+					}
 				}
-			}
-			s.mu.Unlock()
-			if len(live) == 0 || sctx.Err() != nil {
+			})
+			if len(live) == 0 || sctx.Err() != nil || crash.Caught() {
 				return
 			}
 			n := live[i%len(live)]
 			pc, err := gens[n].Next()
 			if err != nil {
-				s.mu.Lock()
-				genErr = err
-				s.mu.Unlock()
+				s.locked(func() { genErr = err })
 				return
 			}
 			select {
@@ -344,39 +349,13 @@ func (s *search) explore(sctx, ctx context.Context, names []string, gens map[str
 	for range max(s.opt.Jobs, 1) {
 		wg.Go(func() {
 			for w := range next {
-				s.mu.Lock()
-				skip := s.found[w.op]
-				s.mu.Unlock()
-				if skip {
+				if crash.Caught() {
 					continue
 				}
-				v, ok, err := s.judge(sctx, w.pc)
-				if err != nil {
-					continue // the budget ran out mid-case
-				}
-				s.mu.Lock()
-				if !ok {
-					s.rep.Rejected++ // the harness refused what the generator drew
-				} else {
-					s.rep.Cases++
-					s.rep.CasesPerOp[w.op]++
-					if v.ran {
-						s.rep.BackendRuns++
-					}
-				}
-				first := v.fail && !s.found[w.op]
-				if first {
-					s.found[w.op] = true
-				}
-				s.progress()
-				s.mu.Unlock()
-				if first {
-					f := s.shrink(ctx, w.pc.Case, v)
-					s.mu.Lock()
-					s.rep.Findings = append(s.rep.Findings, f)
-					s.progress()
-					s.mu.Unlock()
-				}
+				func() {
+					defer crash.Catch()
+					s.run(sctx, ctx, w)
+				}()
 			}
 		})
 	}
@@ -385,6 +364,52 @@ func (s *search) explore(sctx, ctx context.Context, names []string, gens map[str
 		return genErr
 	}
 	return nil
+}
+
+// run judges one case and shrinks it when it is its op's first failure.
+// s.mu is taken through locked, so a panic (in a judge or the progress
+// callback) never leaves it held for the other jobs to wait on.
+func (s *search) run(sctx, ctx context.Context, w work) {
+	var skip bool
+	s.locked(func() { skip = s.found[w.op] })
+	if skip {
+		return
+	}
+	v, ok, err := s.judge(sctx, w.pc)
+	if err != nil {
+		return // the budget ran out mid-case
+	}
+	var first bool
+	s.locked(func() {
+		if !ok {
+			s.rep.Rejected++ // the harness refused what the generator drew
+		} else {
+			s.rep.Cases++
+			s.rep.CasesPerOp[w.op]++
+			if v.ran {
+				s.rep.BackendRuns++
+			}
+		}
+		first = v.fail && !s.found[w.op]
+		if first {
+			s.found[w.op] = true
+		}
+		s.progress()
+	})
+	if first {
+		f := s.shrink(ctx, w.pc.Case, v)
+		s.locked(func() {
+			s.rep.Findings = append(s.rep.Findings, f)
+			s.progress()
+		})
+	}
+}
+
+// locked runs f with s.mu held.
+func (s *search) locked(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
 }
 
 // progress reports the counts; s.mu is held.

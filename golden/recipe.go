@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/npuverify/npuverify/verify"
 )
@@ -282,12 +283,18 @@ func (s *Store) loadForCheck(ctx context.Context, c *StoredCase, step time.Durat
 		err error
 	}
 	done := make(chan loaded, 1)
+	// A panic in generation is raised again here (the CLI's guard reports
+	// it); when the deadline came first it is dropped with the inputs.
+	var crash panicguard.Catcher
 	go func() {
-		in, _, err := s.loadRecipe(ctx, c, false)
-		done <- loaded{in, err}
+		var l loaded
+		defer func() { done <- l }()
+		defer crash.Catch()
+		l.in, _, l.err = s.loadRecipe(ctx, c, false)
 	}()
 	select {
 	case l := <-done:
+		crash.Rethrow()
 		return l.in, nil, l.err
 	case <-ctx.Done():
 		err := fmt.Errorf("%s: recipe: regenerating the inputs from seed %d: %w", s.cjPath(c), c.File.Seed, ctx.Err())

@@ -11,6 +11,7 @@ import (
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/npu/kernels"
 	"github.com/npuverify/npuverify/opdb"
@@ -271,20 +272,28 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	work := make(chan func())
 	var wg sync.WaitGroup
+	// A panic in a fault's run is raised again here once the workers are
+	// done (the CLI's guard reports it); they take no new fault meanwhile.
+	var crash panicguard.Catcher
 	for range min(workers, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range work {
-				j()
+				if crash.Caught() {
+					continue
+				}
+				func() {
+					defer crash.Catch()
+					j()
+				}()
 			}
-		}()
+		})
 	}
 	for _, j := range jobs {
 		work <- j
 	}
 	close(work)
 	wg.Wait()
+	crash.Rethrow()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
