@@ -44,8 +44,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "out/report", "directory to write report.<format> to")
 	formats := fs.String("format", "md,json,html", "comma-separated formats: "+strings.Join(report.Formats, ", "))
 	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
-	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression (about 0.2 s): on or off")
-	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context (about 1 s): on or off")
+	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression: on or off")
+	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context: on or off")
 	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
 	allowPartial := fs.Bool("allow-partial", false, "with --merge, render a run some of whose shards or cases are missing (marked partial) instead of refusing it")
 	var opNames multiFlag
