@@ -23,7 +23,7 @@ func init() { npu.RegisterProfileCheck(checkProfile) }
 // requirement is the kernel's, not a copy of it.
 func checkProfile(p npu.Profile) error {
 	for _, check := range []func(npu.Profile) error{
-		checkVectorAdd, checkSparse24Prune, checkGEMM, checkKVUpdate, checkDecodeAttention, checkSparseCompress,
+		checkVectorAdd, checkSparse24Prune, checkGEMM, checkKVUpdate, checkDecodeAttention, checkSparseCompress, checkTransData,
 	} {
 		if err := check(p); err != nil {
 			return err
@@ -139,6 +139,13 @@ func checkSparseCompress(p npu.Profile) error {
 	if _, err := sparseCompressPiece(p, 1); err != nil {
 		a := p.UBAlign()
 		return ubShort(p, "sparse_compress", scHistBins*4+roundUp(scLongChunk*4, a)*2+roundUp(scLongChunk, a)+a)
+	}
+	return nil
+}
+
+func checkTransData(p npu.Profile) error {
+	if transDataTile(p) < ops.TransDataM0 {
+		return ubShort(p, "transdata", 4*(ops.TransDataM0*32+p.UBAlign()))
 	}
 	return nil
 }

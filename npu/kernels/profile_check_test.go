@@ -47,7 +47,18 @@ func smallCases() []smallCase {
 			smallCase{"kv_update", ops.Params{"cache_dtype": dt}, map[string]int{"b": 2, "s": 2, "h": 1, "d": 5, "l": 3}, KVUpdateKernel},
 			smallCase{"decode_attention", ops.Params{"cache_dtype": dt}, map[string]int{"b": 2, "s": 2, "hq": 2, "h": 1, "d": 5, "l": 3}, DecodeAttentionKernel})
 	}
-	return append(cs, smallCase{"sparse_compress", ops.Params{}, map[string]int{"h": 2, "l": 40, "d": 5}, SparseCompressKernel})
+	cs = append(cs, smallCase{"sparse_compress", ops.Params{}, map[string]int{"h": 2, "l": 40, "d": 5}, SparseCompressKernel})
+	for _, pair := range [][2]string{{ops.FormatNCHW, ops.FormatNC1HWC0}, {ops.FormatND, ops.FormatFractalNZ}} {
+		for _, dt := range []string{"fp16", "int8"} {
+			p := ops.Params{"src_format": pair[0], "dst_format": pair[1], "dtype": dt}
+			dims := map[string]int{"n": 2, "c": 17, "h": 2, "w": 3}
+			if pair[0] == ops.FormatND {
+				dims = map[string]int{"m": 17, "k": 33}
+			}
+			cs = append(cs, smallCase{"transdata", p, dims, TransDataKernel})
+		}
+	}
+	return cs
 }
 
 // runSmall runs c on prof (seed 1, blocks serially, so that what it
@@ -133,7 +144,16 @@ func minimalProfile(t *testing.T) npu.Profile {
 		raised := false
 		for _, f := range memFields {
 			if strings.Contains(err.Error(), f.name) {
-				*f.mem(&p) = roundUp(*f.mem(&p)+1, 32)
+				// At least 32 bytes more, and at least what the error
+				// says the op needs when it says so.
+				next := *f.mem(&p) + 1
+				var need int
+				if i := strings.Index(err.Error(), "(needs "); i >= 0 {
+					if _, e := fmt.Sscanf(err.Error()[i:], "(needs %d)", &need); e == nil {
+						next = max(next, need)
+					}
+				}
+				*f.mem(&p) = roundUp(next, 32)
 				raised = true
 				break
 			}

@@ -47,6 +47,10 @@ type transDataGeom struct {
 	realRows      int  // rows the kernel copies (R, less under last-row-dropped)
 	ch, c0, c1    int  // C (or K), C0, C1 = ceil(C/C0) as the kernel computes it
 	outStride     int  // elements per outer index of the fractal side
+	// pad: the whole-row copies go through DataCopyPad, because the UB
+	// alignment does not divide a 32-byte row (a profile with blocks over
+	// 32 bytes), as a kernel written for any such device would.
+	pad bool
 }
 
 // fracOff is the fractal side's element offset of (o, q, r, 0).
@@ -89,10 +93,12 @@ func TransDataKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[
 		return map[string]*tensor.Tensor{"y": t}
 	}
 	prof := dev.Profile()
+	g.pad = 32%prof.UBAlign() != 0
 	tile := opt.TileRows / ops.TransDataM0 * ops.TransDataM0
 	if tile <= 0 {
-		// Four buffers of T rows × 32 bytes (in and out, double-buffered).
-		tile = roundDown((prof.UBBytes-4*prof.UBAlign())/(4*32), ops.TransDataM0)
+		// The UB's tile, no taller than the slab (rounded up to M0): a
+		// large UB must not make large buffers for a small input.
+		tile = min(transDataTile(prof), roundUp(max(g.rowsPad, 1), ops.TransDataM0))
 	}
 	if tile < ops.TransDataM0 {
 		return nil, nil, fmt.Errorf("transdata: ub_bytes %d cannot hold four tiles of %d rows of 32 bytes", prof.UBBytes, ops.TransDataM0)
@@ -118,10 +124,10 @@ func TransDataKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[
 		var inUB, outUB [2]*npu.Buffer
 		for i := range 2 {
 			var err error
-			if inUB[i], err = c.AllocUB(tile * 32); err != nil {
+			if inUB[i], err = c.AllocUB(roundUp(tile*32, prof.UBAlign())); err != nil {
 				return err
 			}
-			if outUB[i], err = c.AllocUB(tile * 32); err != nil {
+			if outUB[i], err = c.AllocUB(roundUp(tile*32, prof.UBAlign())); err != nil {
 				return err
 			}
 		}
@@ -252,6 +258,9 @@ func transDataToFrac(c *npu.Core, g transDataGeom, f transDataFaults, x *tensor.
 		return err
 	}
 	f.garbagePadding(outB, stale, valid, cs, tileRows, g.c0, g.size)
+	if g.pad {
+		return c.DataCopyPadOut(y.GM(), y.Base()+g.fracOff(o, s, r0), outB, tileRows*g.c0)
+	}
 	return c.DataCopyOut(y.GM(), y.Base()+g.fracOff(o, s, r0), outB, tileRows*g.c0)
 }
 
@@ -263,7 +272,11 @@ func transDataFromFrac(c *npu.Core, g transDataGeom, x *tensor.Tensor, y *npu.Gu
 	if valid <= 0 || cs <= 0 {
 		return nil
 	}
-	if err := c.DataCopyIn(inB, x, g.fracOff(o, s, r0), valid*g.c0); err != nil {
+	load := c.DataCopyIn
+	if g.pad {
+		load = c.DataCopyPadIn
+	}
+	if err := load(inB, x, g.fracOff(o, s, r0), valid*g.c0); err != nil {
 		return err
 	}
 	if !g.transposed {
@@ -284,4 +297,12 @@ func transposeBytes(dst, src []byte, rows, cols, size int) {
 			copy(dst[d:d+size], src[s:s+size])
 		}
 	}
+}
+
+// transDataTile is the rows of the default tile on prof: four buffers of
+// T rows × 32 bytes (in and out, double-buffered) with their alignment
+// padding, T a multiple of M0. Below M0 the profile cannot run transdata
+// (checkTransData refuses it when the profile is loaded).
+func transDataTile(prof npu.Profile) int {
+	return roundDown((prof.UBBytes-4*prof.UBAlign())/(4*32), ops.TransDataM0)
 }
