@@ -43,7 +43,8 @@ func NewUnchanged(base *tensor.Tensor, num tensor.Numerics) *Expected {
 // Expected made by NewUnchanged, which describes them from then on:
 // element j of it is element off+j. It starts as the unchanged elements
 // (what the Expected held there before) and the caller fills it, e.g.
-// with the rows an op writes. Overriding a span already overridden
+// with the rows an op writes; an empty span (n = 0, anywhere in [0, Len])
+// gives an empty Expected and changes nothing. Overriding a span already overridden
 // returns the same Expected; a span that overlaps another only in part,
 // falls outside the elements, or an Expected of another form is an
 // error.
@@ -52,8 +53,13 @@ func (e *Expected) Override(off, n int) (*Expected, error) {
 	if c == nil {
 		return nil, fmt.Errorf("bound: override of [%d, %d) on an Expected not made by NewUnchanged", off, off+n)
 	}
-	if off < 0 || n <= 0 || off+n > c.base.Len() {
+	if off < 0 || n < 0 || off+n > c.base.Len() {
 		return nil, fmt.Errorf("bound: override of [%d, %d) outside the %d elements", off, off+n, c.base.Len())
+	}
+	if n == 0 {
+		// An empty span (a cache row of no heads) describes nothing: it
+		// records no span, so it never overlaps another.
+		return NewExpected(0), nil
 	}
 	k := sort.Search(len(c.spans), func(k int) bool { return c.spans[k].Off+c.spans[k].N > off })
 	if k < len(c.spans) && c.spans[k].Off < off+n {

@@ -62,6 +62,16 @@ func TestUnchangedMatchesOutput(t *testing.T) {
 			if _, err := e.Override(12, 10); err == nil {
 				t.Fatalf("bound %s %v: an override overlapping another in part was accepted", d, num)
 			}
+			// Empty spans (a kv_update cache row of h = 0 heads) change
+			// nothing, inside an override or at the very end.
+			for _, off := range []int{0, 13, n} {
+				if o, err := e.Override(off, 0); err != nil || o.Len() != 0 {
+					t.Fatalf("bound %s %v: Override(%d, 0): got %v, %v / want an empty Expected, no error", d, num, off, o, err)
+				}
+			}
+			if _, err := e.Override(n, 1); err == nil {
+				t.Fatalf("bound %s %v: Override(%d, 1) past the %d elements was accepted", d, num, n, n)
+			}
 			var v View
 			buf := make([]float64, 777)
 			for off := 0; off < n; off += 777 {

@@ -112,16 +112,23 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim int) npu.Kernel {
 	return func(c *npu.Core) error {
 		d := g.D
+		// With no kv heads no row is projected: the row buffers and the
+		// weight panel are sized 0, so a D the UB cannot hold still runs
+		// (only seq_lens and the written flags change).
+		rowD := d
+		if g.H == 0 {
+			rowD = 0
+		}
 		align := c.Profile().UBAlign()
-		xb, err := c.AllocUB(roundUp(d*2, align))
+		xb, err := c.AllocUB(roundUp(rowD*2, align))
 		if err != nil {
 			return err
 		}
-		ob, err := c.AllocUB(roundUp(d*2, align)) // fp16 row
+		ob, err := c.AllocUB(roundUp(rowD*2, align)) // fp16 row
 		if err != nil {
 			return err
 		}
-		qb, err := c.AllocUB(roundUp(d, align)) // int8 row
+		qb, err := c.AllocUB(roundUp(rowD, align)) // int8 row
 		if err != nil {
 			return err
 		}
@@ -129,15 +136,17 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		if err != nil {
 			return err
 		}
-		kt, err := kvPanelRows(c.Profile(), d)
+		kt := 0
+		if rowD > 0 {
+			if kt, err = kvPanelRows(c.Profile(), rowD); err != nil {
+				return err
+			}
+		}
+		wb, err := c.AllocUB(roundUp(kt*rowD*2, align))
 		if err != nil {
 			return err
 		}
-		wb, err := c.AllocUB(roundUp(kt*d*2, align))
-		if err != nil {
-			return err
-		}
-		acc, wf := make([]float32, d), make([]float32, kt*d)
+		acc, wf := make([]float32, rowD), make([]float32, kt*rowD)
 		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
 		var bt []int32
 		if g.Paged {

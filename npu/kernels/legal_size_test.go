@@ -69,6 +69,10 @@ func legalCases() []legalCase {
 		// kv_update loaded the whole D×D weights into UB: d ≥ 313 failed.
 		{op: "kv_update", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 1, "h": 1, "d": 320, "l": 2}, kernel: KVUpdateKernel, seed: 1},
 		{op: "kv_update", params: ops.Params{"cache_dtype": ops.KVInt8}, dims: map[string]int{"b": 2, "s": 2, "h": 2, "d": 320, "l": 2}, kernel: KVUpdateKernel, seed: 2},
+		// kv_update sized its row buffers and weight panel by D with no kv
+		// head to project: h = 0, d = 28081 (explore, seed 1) failed.
+		{op: "kv_update", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 0, "h": 0, "d": 28081, "l": 1}, kernel: KVUpdateKernel, seed: 1056222576},
+		{op: "kv_update", params: ops.Params{"cache_dtype": ops.KVInt8}, dims: map[string]int{"b": 3, "s": 2, "h": 0, "d": 100000, "l": 2}, kernel: KVUpdateKernel, seed: 8},
 		// sparse_compress held a whole k row in UB: d = 98289 (explore's
 		// finding) failed; its rows now stream through in pieces.
 		{op: "sparse_compress", params: ops.Params{"keep_ratio": "0.5", "sinks": "0"}, dims: map[string]int{"h": 1, "l": 2, "d": 98289}, kernel: SparseCompressKernel, seed: 3},
