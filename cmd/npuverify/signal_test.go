@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,20 +55,14 @@ func gone(pid int) bool {
 	return false
 }
 
-// TestInterruptAndBoundedReadsBinary builds the binary and sends it the
-// signals a user or a CI runner sends, and points --profile at /dev/zero.
-func TestInterruptAndBoundedReadsBinary(t *testing.T) {
+// TestBoundedReadsBinary builds the binary and points --profile at
+// /dev/zero. (The signals a user or a CI runner sends are
+// TestShutdownEverySignalBinary's, in shutdown_test.go.)
+func TestBoundedReadsBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	bin := cliBinary(t)
-	for _, tc := range []struct {
-		sig  syscall.Signal
-		cmd  string
-		code int
-	}{{syscall.SIGINT, "check", 130}, {syscall.SIGTERM, "check", 143}, {syscall.SIGHUP, "check", 129}, {syscall.SIGINT, "run", 130}} {
-		t.Run(tc.cmd+"/"+signalName(tc.sig), func(t *testing.T) { interruptBinary(t, bin, tc.cmd, tc.sig, tc.code) })
-	}
 	t.Run("profile /dev/zero", func(t *testing.T) {
 		// Under a 4 GiB address-space limit, so that the old reader (which
 		// read /dev/zero until memory ran out) fails fast instead of
@@ -90,78 +83,6 @@ func TestInterruptAndBoundedReadsBinary(t *testing.T) {
 			t.Errorf("npuverify check --profile /dev/zero: got stderr\n%s\nwant\n%s", e.String(), want)
 		}
 	})
-}
-
-// interruptBinary runs check or run with the sleeper kernel, sends sig once
-// the kernel runs, and checks that the binary exits with code, that no
-// process of the kernel is left and no case directory, and (check) that
-// the partial results are written and marked interrupted.
-func interruptBinary(t *testing.T, bin, command string, sig syscall.Signal, code int) {
-	dir := t.TempDir()
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pidFile, dirFile := filepath.Join(dir, "pid"), filepath.Join(dir, "casedir")
-	js, ju := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
-	backendFlag := "exec:" + kernelScript(t, "sleeper.sh")
-	args := []string{"check", "--op", "vector_add", "--backend", backendFlag, "--json", js, "--junit", ju}
-	if command == "run" {
-		x, y, _, _ := writeInputs(t, dir, "fp16", 17)
-		args = []string{"run", "vector_add", "--param", "dtype=fp16", "--in", "x=" + x, "--in", "y=" + y, "--out", filepath.Join(dir, "out"), "--backend", backendFlag}
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PIDFILE="+pidFile, "DIRFILE="+dirFile)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	kpid, _ := strconv.Atoi(waitFile(t, pidFile))
-	defer syscall.Kill(-kpid, syscall.SIGKILL) // should the test fail: the kernel's group (ESRCH when gone)
-	child, _ := strconv.Atoi(waitFile(t, pidFile+".child"))
-	caseDir := waitFile(t, dirFile)
-	start := time.Now()
-	cmd.Process.Signal(sig)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("npuverify %s: still running 10s after %s\nstderr:\n%s", command, signalName(sig), e.String())
-	}
-	subject := fmt.Sprintf("npuverify %s, %s after the kernel started", strings.Join(args, " "), signalName(sig))
-	if got := cmd.ProcessState.ExitCode(); got != code {
-		t.Errorf("%s: got exit %d after %s, want %d\nstdout:\n%s\nstderr:\n%s", subject, got, time.Since(start), code, o.String(), e.String())
-	}
-	if !strings.Contains(e.String(), "npuverify: "+command+": interrupted by "+signalName(sig)) {
-		t.Errorf("%s: got stderr\n%s\nwant the interruption reported", subject, e.String())
-	}
-	for _, p := range []struct {
-		pid  int
-		what string
-	}{{kpid, "the kernel"}, {child, "the kernel's setsid child"}} {
-		if !gone(p.pid) {
-			syscall.Kill(p.pid, syscall.SIGKILL)
-			t.Errorf("%s: got %s (pid %d) still running, want it killed", subject, p.what, p.pid)
-		}
-	}
-	if _, err := os.Stat(caseDir); !os.IsNotExist(err) {
-		t.Errorf("%s: got the case directory %s still there (%v), want it removed", subject, caseDir, err)
-	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "npuverify-case-*")); len(left) > 0 {
-		t.Errorf("%s: got case directories left: %v", subject, left)
-	}
-	if command != "check" {
-		return
-	}
-	for _, f := range []string{js, ju} {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(b, []byte("interrupted")) || !bytes.Contains(b, []byte(signalName(sig))) {
-			t.Errorf("%s: %s: got %v\n%s\nwant the partial results marked interrupted by %s", subject, f, err, b, signalName(sig))
-		}
-	}
 }
 
 // TestRunInputFIFO: an input .npy that is a FIFO without a writer hung
