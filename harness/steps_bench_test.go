@@ -40,7 +40,9 @@ var stepShapes = []struct {
 // for the operators that judge by them) and the judgement (verify:
 // verify.Check under the default policy). The rule is that no
 // verification step is slower than the kernel it checks; compare
-// expect and verify with kernel in the same run.
+// expect and verify with kernel in the same run. Each step also reports
+// the process's CPU time per op (cpu-ms/op, every core's), which waiting
+// for a core on a busy machine does not inflate as it does ns/op.
 func BenchmarkSteps(b *testing.B) {
 	for _, sh := range stepShapes {
 		op, err := ops.Lookup(sh.op)
@@ -67,6 +69,7 @@ func BenchmarkSteps(b *testing.B) {
 		}
 		runtime.GC()
 		b.Run(name+"/kernel", func(b *testing.B) {
+			defer cpuPerOp(b)()
 			for b.Loop() {
 				if _, _, err := emu.Run(context.Background(), sh.op, p, in); err != nil {
 					b.Fatal(err)
@@ -74,6 +77,7 @@ func BenchmarkSteps(b *testing.B) {
 			}
 		})
 		b.Run(name+"/expect", func(b *testing.B) {
+			defer cpuPerOp(b)()
 			for b.Loop() {
 				if _, err := ops.ExpectFor(op, p, in, out, tensor.Numerics{}); err != nil {
 					b.Fatal(err)
@@ -90,6 +94,7 @@ func BenchmarkSteps(b *testing.B) {
 		}
 		subject := verify.Subject{Op: sh.op, Params: p.String(), Seed: seed}
 		b.Run(name+"/verify", func(b *testing.B) {
+			defer cpuPerOp(b)()
 			for b.Loop() {
 				r, err := verify.Check(subject, out, want, nil, []verify.Policy{pol})
 				if err != nil {
@@ -100,5 +105,16 @@ func BenchmarkSteps(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// cpuPerOp starts measuring the process's CPU time; the function it
+// returns, deferred, reports it per op as cpu-ms/op.
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processCPU()-start)/1e6/float64(b.N), "cpu-ms/op")
+		}
 	}
 }

@@ -135,13 +135,14 @@ func MulAbs(m, k, n int, a, b Matrix, d, s []float64) {
 // can): the same values reach the same multiply-adds, so d has the same
 // bits, and a packed block of B is a quarter of the bytes to write and
 // read again (a 256-row block of gemm's reference at 1024³: −21%).
-// Not for a product of fewer row blocks than cores (product.columns, a
-// decoding step's), where each core packs strips of B of its own: there
-// the fp16 packing, a transposition of 16-byte pieces with no widening
-// to hide it, took longer than F16C widening into float64 panels
-// (BenchmarkMul's decode-fp16: 31.6 against 24.9 ms).
+// Also for a product of fewer row blocks than cores (product.columns, a
+// decoding step's), where each core packs strips of B of its own: once
+// packBHalves wrote a panel at a time, the fp16 strips cost less than
+// F16C widening into float64 panels (BenchmarkMul's decode-fp16, CPU
+// time, six alternated runs each: 88 → 52 ms, −41%, 2026-12-06; before
+// that fix the fp16 packing took 31.6 against 24.9 ms).
 func Mul(m, k, n int, a, b Matrix, d []float64) {
-	if hb, ok := b.(halfMatrix); ok && hb.F16() != nil && mulH.kern != nil && !byColumns(m, n) {
+	if hb, ok := b.(halfMatrix); ok && hb.F16() != nil && mulH.kern != nil {
 		run(variant{mr: mulH.mr, h: true, kern: mulH.kern}, m, k, n, a, b, d[:m*n], nil)
 		return
 	}

@@ -211,7 +211,7 @@ func TestMulAbsMatchesLoop(t *testing.T) {
 // (variant.h), to the plain loop on B's values bit for bit, with each
 // fp16-panel tile this machine runs and the portable twin of both tile
 // sizes, on the shapes that cross every blocking edge (those shared by
-// columns take float64 panels, and are held to the loop all the same)
+// columns, product.columns, included: their strips are fp16 panels too)
 // and B drawn from every fp16 bit pattern (NaN, ±Inf, ±0 and subnormals
 // among them), against A from every distribution.
 func TestMulHalvesMatchesLoop(t *testing.T) {
@@ -383,9 +383,11 @@ func BenchmarkMul(b *testing.B) {
 		for i, v := range y {
 			bt.SetFloat64(i, v, tensor.Numerics{})
 		}
+		cpu0 := cpuTime()
 		for b.Loop() {
 			Mul(m, n, n, Slice(x[:m*n]), bt, d[:m*n])
 		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(2*float64(m*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 	// A decoding step's shape, B an fp16 tensor as the reference gets it:
@@ -399,9 +401,11 @@ func BenchmarkMul(b *testing.B) {
 			bt.SetFloat64(i, v, tensor.Numerics{})
 		}
 		d := make([]float64, m*n)
+		cpu0 := cpuTime()
 		for b.Loop() {
 			Mul(m, k, n, Slice(x), bt, d)
 		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 }
