@@ -26,6 +26,12 @@ func gemm24Dense(x *checker) []error {
 		return nil
 	}
 	m, k, n := vals.Shape[0], b.Shape[0], b.Shape[1]
+	if vals.DType == tensor.Int8 && k > ops.GEMMInt8MaxK {
+		// gemm24's int32 accumulator sums K/2 kept products, gemm's all K:
+		// past gemm's limit the dense follow-up is not a legal gemm case,
+		// so the relation says nothing here (explore drew K = 131072).
+		return nil
+	}
 	a, ok := x.decompress(vals, meta, m, k, "the case's input a_meta")
 	if !ok {
 		return x.errs
