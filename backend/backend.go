@@ -101,6 +101,13 @@ type Finding struct {
 // band around it) fails.
 const CheckGuardBand = "guard-band"
 
+// CheckSanitizer is the check a synchronisation or initialisation bug
+// fails that the emulator's sanitizer found in a kernel (a race between
+// pipes, a read of local memory never written, overlapping GM writes of
+// two cores, a deadlock); its findings concern the kernel, not one
+// output, and carry Output "kernel".
+const CheckSanitizer = "sanitizer"
+
 // median of a non-empty list (mean of the middle two for an even count).
 func median(v []float64) float64 {
 	s := slices.Clone(v)

@@ -9,7 +9,9 @@ package npu
 // operand stream, a lower bound on what the instruction reads;
 // Cost.UBReuse).
 func (c *Core) ChargeVector(bytes int) {
-	c.chargeVector(bytes)
+	if cyc := c.vectorCycles(bytes); cyc > 0 {
+		c.issueAnon(PipeV, "ChargeVector", cyc)
+	}
 	c.readUB(bytes)
 }
 
@@ -28,7 +30,10 @@ func (c *Core) ChargeCube(m, k, n int, fp16 bool) {
 	up := func(x, f int) int { return (x + f - 1) / f * f }
 	pm, pk, pn := up(m, fr.M), up(k, fr.K), up(n, fr.N)
 	steps := int64(pm/fr.M) * int64(pk/fr.K) * int64(pn/fr.N)
-	c.chargeCube(steps, int64(pm)*int64(pk)*int64(pn), int64(m)*int64(k)*int64(n))
+	c.countCube(steps, int64(pm)*int64(pk)*int64(pn), int64(m)*int64(k)*int64(n))
+	if steps > 0 {
+		c.issueAnon(PipeM, "ChargeCube", steps)
+	}
 	size := 1
 	if fp16 {
 		size = 2

@@ -7,11 +7,17 @@ type CoreCost struct {
 	DMACycles    int64 `json:"dma_cycles"`    // cycles spent moving data GM↔UB/L1
 	VectorCycles int64 `json:"vector_cycles"` // cycles of vector-unit work
 	CubeCycles   int64 `json:"cube_cycles"`   // cycles of cube-unit work
-	Cycles       int64 `json:"cycles"`        // modeled cycles: serial or overlapped per the kernel's pipelining
-	GMBytesIn    int64 `json:"gm_bytes_in"`
-	GMBytesOut   int64 `json:"gm_bytes_out"`
-	VectorBytes  int64 `json:"vector_bytes"` // bytes processed by vector instructions
-	CubeMACs     int64 `json:"cube_macs"`    // multiply-accumulates issued (including fractal padding)
+	Cycles       int64 `json:"cycles"`        // modeled cycles: the end of the core's schedule (pipe.go)
+	// DMABusyCycles and ComputeBusyCycles are the cycles in which a DMA
+	// pipe (MTE2, MTE3), respectively a compute pipe (V, M), is busy, and
+	// OverlapCycles those in which both are: Cost.Overlap is read off them.
+	DMABusyCycles     int64 `json:"dma_busy_cycles"`
+	ComputeBusyCycles int64 `json:"compute_busy_cycles"`
+	OverlapCycles     int64 `json:"overlap_cycles"`
+	GMBytesIn         int64 `json:"gm_bytes_in"`
+	GMBytesOut        int64 `json:"gm_bytes_out"`
+	VectorBytes       int64 `json:"vector_bytes"` // bytes processed by vector instructions
+	CubeMACs          int64 `json:"cube_macs"`    // multiply-accumulates issued (including fractal padding)
 	// CubeUsefulMACs are the multiply-accumulates of the problem itself
 	// (excluding fractal padding); CubeUtil weighs CubeCycles by
 	// CubeUsefulMACs/CubeMACs.
@@ -37,7 +43,7 @@ type Cost struct {
 	UBPeakBytes int64   `json:"ub_peak_bytes"` // max over cores
 	VectorUtil  float64 `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
 	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)
-	Overlap     float64 `json:"overlap"`       // DMA/compute overlap: hidden cycles / min(DMA, compute), in [0,1]
+	Overlap     float64 `json:"overlap"`       // DMA/compute overlap: cycles both busy / min(DMA busy, compute busy), summed over cores, in [0,1]
 	LoadBalance float64 `json:"load_balance"`  // min/max core cycles over launched cores, 1 when balanced
 	// UBReuse is the fraction of compute's reads of UB served without a
 	// fresh GM load: 1 − UBLoadBytes / UBReadBytes, clamped to [0, 1], and
@@ -74,4 +80,7 @@ type Cost struct {
 	UBReadBytes int64      `json:"ub_read_bytes"` // summed over cores; see UBReuse
 	UBOutBytes  int64      `json:"ub_out_bytes"`  // summed over cores; see UBReuse
 	Cores       []CoreCost `json:"cores,omitempty"`
+	// Findings are the sanitizer's findings on the launch's explicit-mode
+	// blocks (sanitizer.go); empty for a clean launch.
+	Findings []Finding `json:"sanitizer,omitempty"`
 }

@@ -27,12 +27,13 @@ import (
 // Costs:
 //   - DataCopy2DIn/Out: one DMA transfer (latency + GM bytes / share),
 //     like DataCopyIn/Out, whatever the number of rows.
-//   - LoadL0: ceil(bytes / L0LoadBytesPerCycle) cycles (MTE1), compute stage.
+//   - LoadL0: ceil(bytes / L0LoadBytesPerCycle) cycles on pipe MTE1.
 //   - Mmad: one cycle per fractal step (16×16×16 for fp16/bf16, 16×32×16
 //     for int8 on ascend910b; fp32 inputs take two cycles per fp16-sized
 //     step), counted in CubeCycles; CubeMACs counts M·K·N of the padded
 //     operands, CubeUsefulMACs the caller's unpadded extents.
-//   - FixpipeToUB: ceil(bytes / FixpipeBytesPerCycle) cycles, compute stage.
+//   - FixpipeToUB: ceil(bytes / FixpipeBytesPerCycle) cycles on pipe FIX.
+//   - DataCopy2DIn runs on MTE2 and DataCopy2DOut on MTE3, Mmad on M.
 
 // FixpipeBytesPerCycle is the L0C → UB bandwidth of the model.
 const FixpipeBytesPerCycle = 128
@@ -61,6 +62,8 @@ func (c *Core) FixpipeToUB(dst, src *Buffer, srcOff, n int) error {
 		return fmt.Errorf("%s: negative offset or count", op)
 	}
 	copy(dst.data[:n*4], src.data[srcOff*4:(srcOff+n)*4])
-	c.charge(StageCompute, int64((n*4+FixpipeBytesPerCycle-1)/FixpipeBytesPerCycle))
+	if n > 0 {
+		c.issue(PipeFIX, op, int64((n*4+FixpipeBytesPerCycle-1)/FixpipeBytesPerCycle), gmAccess{}, rd(src, srcOff*4, n*4), wr(dst, 0, n*4))
+	}
 	return nil
 }

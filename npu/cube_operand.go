@@ -256,7 +256,10 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 	} else {
 		t.f = src.f[row0*src.ld+col0:]
 	}
-	c.charge(StageCompute, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
+	if n > 0 {
+		c.issue(PipeMTE1, op, int64((n*size+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle), gmAccess{}, rd(src.Buf, 0, src.Rows*src.Cols*size), wr(t.Buf, 0, n*size))
+		c.noteL0Load(t.Buf)
+	}
 	return nil
 }
 

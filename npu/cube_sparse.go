@@ -135,8 +135,15 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 		}
 	}
 	steps := int64(p.M/fr.M) * int64(kh/fr.K) * int64(p.N/fr.N)
-	c.chargeCube(steps, int64(p.M)*int64(kh)*int64(p.N), int64(p.UsefulM)*int64(p.UsefulK)*int64(p.UsefulN))
-	c.charge(StageCompute, int64((p.M*kh+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle))
+	// One M instruction: the compressed product plus the index read at
+	// the L0 load bandwidth; its operands are known here.
+	c.countCube(steps, int64(p.M)*int64(kh)*int64(p.N), int64(p.UsefulM)*int64(p.UsefulK)*int64(p.UsefulN))
+	cyc := steps + int64((p.M*kh+L0LoadBytesPerCycle-1)/L0LoadBytesPerCycle)
+	dstOp := rd(dst, 0, p.M*p.N*4)
+	dstOp.read, dstOp.write = !p.Init, true
+	c.sch.viewed = c.sch.viewed[:0]
+	c.cubeOperands() // these tiles are consumed
+	c.issue(PipeM, op, cyc, gmAccess{}, rd(a.Buf, 0, len(a.Buf.data)), rd(b.Buf, 0, len(b.Buf.data)), rd(idx, 0, min(p.M*idxLd, len(idx.data))), dstOp)
 	if idx.space == UB {
 		c.readUB(p.M * kh) // the cube's one read of UB (Cost.UBReuse)
 	}
@@ -150,7 +157,7 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 // ChargeVector it counts bytes as read from UB once (Cost.UBReuse).
 func (c *Core) VectorWork(bytes int) {
 	if bytes > 0 {
-		c.chargeVector(bytes)
+		c.issueAnon(PipeV, "VectorWork", c.vectorCycles(bytes))
 		c.readUB(bytes)
 	}
 }

@@ -15,31 +15,27 @@
 //
 // # Cost model
 //
-// Nothing is timed; every primitive adds cycles to its core's counters:
+// Nothing is timed; every primitive is an instruction on one of its
+// core's pipes (pipe.go) with a fixed duration:
 //
-//   - DMA (GM↔local): DMALatencyCycles + ceil(gm_bytes / share) per
-//     transfer, where share = HBM bandwidth / clock / cores of the kind,
-//     in bytes per cycle (1600/1.8/48 ≈ 18.5 B/cycle per vector core on
-//     ascend910b, so ceil(0.054·bytes)).
+//   - DMA (GM↔local, pipes MTE2 in and MTE3 out): DMALatencyCycles +
+//     ceil(gm_bytes / share) per transfer, where share = HBM bandwidth /
+//     clock / cores of the kind, in bytes per cycle (1600/1.8/48 ≈ 18.5
+//     B/cycle per vector core on ascend910b, so ceil(0.054·bytes)).
 //     Only the bytes read from or written to GM count, not UB padding.
-//   - Vector: VectorIssueCycles + ceil(bytes / VectorBytesPerCycle) per
-//     instruction, bytes = elements · element size.
-//   - Cube: added by the cube primitives (cube.go).
+//   - Vector (pipe V): VectorIssueCycles + ceil(bytes /
+//     VectorBytesPerCycle) per instruction, bytes = elements · element
+//     size.
+//   - Cube (pipes MTE1, M, FIX): added by the cube primitives (cube.go).
 //
-// A core's work is grouped into tiles (Core.BeginTile); per tile the
-// counters split into DMA-in I, compute C (vector + cube) and DMA-out O.
-// With one buffer per queue (SetBufferNum(1), the default) a core's cycles
-// are the plain sum of everything. With double buffering (SetBufferNum(2))
-// the loads of tile k+1 and the stores of tile k−1 run while tile k
-// computes, so over tiles 0..T−1
-//
-//	cycles = I₀ + Σₖ max(Iₖ₊₁ + Oₖ₋₁, Cₖ) + O_{T−1}   (out-of-range terms are 0)
-//
-// plus, serially, any work done before the first BeginTile. The launch's
-// Cycles is the maximum over cores; Overlap = hidden / min(DMA, compute)
-// summed over cores, where hidden = DMA + compute − cycles. The model
-// uses only integer counters and one fixed division per transfer, so it is
-// deterministic.
+// Pipes run concurrently, each in order, ordered among each other by the
+// data flow (SyncImplicit) or by the kernel's events (SyncExplicit). A
+// core's cycles are the end of its schedule; the launch's Cycles the
+// maximum over cores. Overlap is read off the schedules: the cycles in
+// which a DMA pipe (MTE2, MTE3) and a compute pipe (V, M) are both busy,
+// over the smaller of the two busy times, summed over cores. The model
+// uses only integer counters and one fixed division per transfer, so it
+// is deterministic.
 //
 // The arithmetic is the host's floats, but not its NaNs: every NaN that
 // emulated arithmetic produces is its format's default NaN (sign set,
@@ -53,6 +49,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -151,6 +148,14 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 	// its worker's previous block used, still in cache.
 	errs := make([]error, blockDim)
 	costs := make([]CoreCost, blockDim)
+	// Sanitizer findings and GM writes of explicit blocks, and the
+	// blocks' traces, by block (nil when there are none).
+	finds := make([][]Finding, blockDim)
+	writes := make([][]gmRange, blockDim)
+	var traces []*coreTrace
+	if traceFrom(ctx) != nil {
+		traces = make([]*coreTrace, blockDim)
+	}
 	var next atomic.Int64
 	work := func() {
 		c := d.newCore(ctx, kind, blockDim)
@@ -163,6 +168,15 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 			c.begin(i)
 			errs[i] = c.run(kernel)
 			costs[i] = c.finish()
+			if len(c.sch.findings) > 0 {
+				finds[i] = slices.Clone(c.sch.findings)
+			}
+			if len(c.sch.gmWrites) > 0 {
+				writes[i] = slices.Clone(c.sch.gmWrites)
+			}
+			if traces != nil {
+				traces[i] = c.sch.trace
+			}
 		}
 	}
 	workers := min(blockDim, runtime.GOMAXPROCS(0))
@@ -183,7 +197,12 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 			return nil, fmt.Errorf("block %d/%d: %w", i, blockDim, err)
 		}
 	}
-	return d.deriveCost(costs), nil
+	cost := d.deriveCost(costs)
+	cost.Findings = mergeFindings(append(slices.Concat(finds...), gmOverlaps(slices.Concat(writes...))...))
+	if t := traceFrom(ctx); t != nil {
+		t.addLaunch(traces, cost.Cycles, d.prof.ClockHz()/1e6)
+	}
+	return cost, nil
 }
 
 type serialKey struct{}
@@ -234,24 +253,17 @@ type Core struct {
 	mem   [numSpaces]arena
 	cost  CoreCost
 	bufN  int      // 1 or 2, see SetBufferNum
-	pro   stage    // work before the first BeginTile
-	tiles []stage  // one per BeginTile
+	tiles int      // BeginTile calls
 	slab  []Buffer // Buffers not yet handed out (newBuffer)
 	cow   *CopyOnWrite
+	sch   sched
+	// shadow is the sanitizer's record of each local memory (explicit
+	// mode), scratch the span unions of finishSched; both are reused.
+	shadow  [numSpaces][]cell
+	scratch [2][]int64
+	san     bool   // the launch sanitizes explicit-mode blocks
+	trace   *Trace // the launch's trace, nil when not tracing
 }
-
-// stage holds the cycles of one tile by pipeline stage.
-type stage struct{ in, compute, out int64 }
-
-// Stage names the pipeline stage a cost is charged to.
-type Stage uint8
-
-// Pipeline stages.
-const (
-	StageIn      Stage = iota // DMA into local memory (GM→UB/L1)
-	StageCompute              // vector and cube work
-	StageOut                  // DMA out of local memory (UB/L0C→GM)
-)
 
 // newCore returns a core for blocks of a launch of dim blocks on cores of
 // kind; begin starts each block on it.
@@ -266,6 +278,7 @@ func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
 	}
 	c.BlockDim, c.ctx, c.done, c.kind = dim, ctx, ctx.Done(), kind
 	c.cow = copyOnWriteFrom(ctx)
+	c.san, c.trace = sanitizerOn(ctx), traceFrom(ctx)
 	return c
 }
 
@@ -275,12 +288,17 @@ func (c *Core) begin(idx int) {
 	c.BlockIdx = idx
 	c.cost = CoreCost{}
 	c.bufN = 1
-	c.pro = stage{}
-	c.tiles = c.tiles[:0]
+	c.tiles = 0
 	for s := range c.mem {
 		c.mem[s].reset()
 		c.mem[s].peak = 0
+		c.mem[s].retired = 0
 	}
+	var tr *coreTrace
+	if c.trace != nil {
+		tr = &coreTrace{}
+	}
+	c.sch.reset(c.san, tr)
 }
 
 // finish ends the current block: every buffer it holds becomes invalid
@@ -288,7 +306,7 @@ func (c *Core) begin(idx int) {
 // counters are frozen into the returned CoreCost.
 func (c *Core) finish() CoreCost {
 	c.cost.UBPeakBytes = int64(c.mem[UB].peak)
-	c.cost.Cycles = c.cycles()
+	c.finishSched()
 	for s := range c.mem {
 		c.mem[s].reset()
 	}
@@ -360,55 +378,43 @@ func (c *Core) Used(s Space) int { return c.mem[s].used }
 // Peak returns the most bytes ever allocated at once in s.
 func (c *Core) Peak(s Space) int { return c.mem[s].peak }
 
-// SetBufferNum declares the kernel's pipelining, like Ascend C's
-// BUFFER_NUM: 1 (default) means every copy and computation runs serially;
-// 2 means the kernel double-buffers (it allocates two buffers per queue and
-// alternates them tile by tile), and tiles overlap as described in the
-// package documentation. It must be called before the first BeginTile.
+// SetBufferNum declares the kernel's buffers per queue, like Ascend C's
+// BUFFER_NUM (1, the default, or 2). It is a declaration only: the
+// schedule overlaps what the kernel's buffers and synchronisation allow
+// (pipe.go), whatever the kernel declares. It must be called before the
+// first BeginTile.
 func (c *Core) SetBufferNum(n int) error {
 	if n != 1 && n != 2 {
 		return fmt.Errorf("SetBufferNum(%d): want 1 or 2", n)
 	}
-	if len(c.tiles) > 0 {
+	if c.tiles > 0 {
 		return fmt.Errorf("SetBufferNum(%d): called after the first BeginTile", n)
 	}
 	c.bufN = n
 	return nil
 }
 
-// BeginTile starts the next tile of the kernel's pipeline: the costs of
-// the primitives that follow are charged to it, by stage.
-func (c *Core) BeginTile() { c.tiles = append(c.tiles, stage{}) }
+// BeginTile marks the start of the kernel's next tile. The schedule
+// needs no tiles (it follows the instructions); the mark is kept for the
+// kernels' structure and for SetBufferNum's check.
+func (c *Core) BeginTile() { c.tiles++ }
 
-// Counters returns a snapshot of the core's counters. Cycles is filled in
-// when the block finishes.
+// Counters returns a snapshot of the core's counters. Cycles is the end
+// of the schedule so far.
 func (c *Core) Counters() CoreCost {
 	cc := c.cost
 	cc.UBPeakBytes = int64(c.mem[UB].peak)
-	cc.Cycles = c.cycles()
+	for _, f := range c.sch.free {
+		cc.Cycles = max(cc.Cycles, f)
+	}
 	return cc
 }
 
-// charge adds cycles to the current tile's stage. Primitives in other
-// files (cube.go) call it along with their own counters.
-func (c *Core) charge(s Stage, cycles int64) {
-	st := &c.pro
-	if n := len(c.tiles); n > 0 {
-		st = &c.tiles[n-1]
-	}
-	switch s {
-	case StageIn:
-		st.in += cycles
-	case StageOut:
-		st.out += cycles
-	default:
-		st.compute += cycles
-	}
-}
-
-// chargeDMA counts one GM transfer of gmBytes (in: GM→local) and returns
-// its cycles: DMALatencyCycles + ceil(gmBytes / per-core share).
-func (c *Core) chargeDMA(in bool, gmBytes int) int64 {
+// chargeDMA counts one GM transfer of gmBytes (in: GM→local, on MTE2;
+// out: on MTE3) named op that accesses local operand loc and GM range gm,
+// schedules it and returns its cycles: DMALatencyCycles + ceil(gmBytes /
+// per-core share).
+func (c *Core) chargeDMA(in bool, gmBytes int, op string, gm gmAccess, loc operand) int64 {
 	if gmBytes == 0 {
 		return 0
 	}
@@ -416,10 +422,10 @@ func (c *Core) chargeDMA(in bool, gmBytes int) int64 {
 	c.cost.DMACycles += cyc
 	if in {
 		c.cost.GMBytesIn += int64(gmBytes)
-		c.charge(StageIn, cyc)
+		c.issue(PipeMTE2, op, cyc, gm, loc)
 	} else {
 		c.cost.GMBytesOut += int64(gmBytes)
-		c.charge(StageOut, cyc)
+		c.issue(PipeMTE3, op, cyc, gm, loc)
 	}
 	return cyc
 }
@@ -435,9 +441,10 @@ func ceilCycles(q float64) int64 {
 	return int64(math.Ceil(q))
 }
 
-// chargeVector counts one vector instruction over bytes and returns its
-// cycles: VectorIssueCycles + ceil(bytes / VectorBytesPerCycle).
-func (c *Core) chargeVector(bytes int) int64 {
+// vectorCycles counts one vector instruction over bytes and returns its
+// cycles: VectorIssueCycles + ceil(bytes / VectorBytesPerCycle). The
+// caller schedules it (issue or issueAnon).
+func (c *Core) vectorCycles(bytes int) int64 {
 	if bytes == 0 {
 		return 0
 	}
@@ -445,7 +452,6 @@ func (c *Core) chargeVector(bytes int) int64 {
 	cyc := int64(c.prof.VectorIssueCycles) + int64((bytes+vb-1)/vb)
 	c.cost.VectorCycles += cyc
 	c.cost.VectorBytes += int64(bytes)
-	c.charge(StageCompute, cyc)
 	return cyc
 }
 
@@ -467,39 +473,20 @@ func UBReuse(load, read int64) float64 {
 }
 
 // chargeCube counts cube work: cycles of the cube unit, MACs issued
-// (including fractal padding) and the useful ones. Cube primitives call it.
+// (including fractal padding) and the useful ones, as one instruction on
+// pipe M. Its operands are attributed (issueAnon): the accumulators the
+// primitive viewed, the L0A/L0B tiles loaded for it. Cube primitives call
+// it.
 func (c *Core) chargeCube(cycles, macs, usefulMACs int64) {
+	c.countCube(cycles, macs, usefulMACs)
+	c.issueAnon(PipeM, "Mmad", cycles, c.cubeOperands()...)
+}
+
+// countCube adds cube work to the counters.
+func (c *Core) countCube(cycles, macs, usefulMACs int64) {
 	c.cost.CubeCycles += cycles
 	c.cost.CubeMACs += macs
 	c.cost.CubeUsefulMACs += usefulMACs
-	c.charge(StageCompute, cycles)
-}
-
-// cycles applies the pipeline model to the core's tiles.
-func (c *Core) cycles() int64 {
-	total := c.pro.in + c.pro.compute + c.pro.out
-	t := c.tiles
-	if c.bufN == 1 {
-		for _, s := range t {
-			total += s.in + s.compute + s.out
-		}
-		return total
-	}
-	if len(t) == 0 {
-		return total
-	}
-	total += t[0].in + t[len(t)-1].out
-	for k := range t {
-		var dma int64
-		if k+1 < len(t) {
-			dma += t[k+1].in
-		}
-		if k > 0 {
-			dma += t[k-1].out
-		}
-		total += max(dma, t[k].compute)
-	}
-	return total
 }
 
 // deriveCost combines the finished cores' counters into a Cost.
@@ -527,10 +514,9 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 		if cc.CubeMACs > 0 {
 			cube += float64(cc.CubeCycles) * float64(cc.CubeUsefulMACs) / float64(cc.CubeMACs)
 		}
-		compute := cc.VectorCycles + cc.CubeCycles
-		if m := min(cc.DMACycles, compute); m > 0 {
+		if m := min(cc.DMABusyCycles, cc.ComputeBusyCycles); m > 0 {
 			overlappable += float64(m)
-			hidden += float64(max(0, cc.DMACycles+compute-cc.Cycles))
+			hidden += float64(cc.OverlapCycles)
 		}
 	}
 	cost.Seconds = float64(cost.Cycles) / d.prof.ClockHz()

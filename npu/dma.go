@@ -18,7 +18,8 @@ import (
 // cycles to DMACycles and to the current tile's in or out stage. A copy of
 // zero elements is free. Copies into UB or L1 are allowed; copies out are
 // from UB. A copy into UB adds its GM bytes to UBLoadBytes, a copy out
-// to UBOutBytes (Cost.UBReuse).
+// to UBOutBytes (Cost.UBReuse). A copy in is an instruction on pipe MTE2,
+// a copy out one on MTE3 (pipe.go).
 
 // DataCopyIn copies n elements of src starting at element off into the
 // start of dst. off·size and n·size must be multiples of the alignment.
@@ -72,7 +73,7 @@ func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pa
 	}
 	copy(dst.data, gm[off*size:off*size+bytes])
 	clear(dst.data[bytes:local])
-	c.chargeDMA(true, bytes)
+	c.chargeDMA(true, bytes, op, gmDMA(gm, off*size, off*size+bytes, false), wr(dst, 0, local))
 	if space == UB {
 		c.cost.UBLoadBytes += int64(bytes)
 	}
@@ -98,7 +99,7 @@ func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n in
 		return nil
 	}
 	copy(gm[off*size:off*size+bytes], src.data)
-	c.chargeDMA(false, bytes)
+	c.chargeDMA(false, bytes, op, gmDMA(gm, off*size, off*size+bytes, true), rd(src, 0, bytes))
 	c.cost.UBOutBytes += int64(bytes)
 	return nil
 }

@@ -44,7 +44,8 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 			clear(d)
 		}
 	}
-	c.chargeDMA(true, rows*cols*size)
+	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
+	c.chargeDMA(true, rows*cols*size, op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
 	if dst.space == UB {
 		c.cost.UBLoadBytes += int64(rows * cols * size)
 	}
@@ -70,7 +71,8 @@ func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int,
 		d := ((row0+r)*ld + col0) * size
 		copy(gm[d:d+cols*size], src.data[r*srcLd*size:])
 	}
-	c.chargeDMA(false, rows*cols*size)
+	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
+	c.chargeDMA(false, rows*cols*size, op, gmDMA(gm, lo, max(lo, hi), true), rd(src, 0, srcLd*rows*size))
 	c.cost.UBOutBytes += int64(rows * cols * size)
 	return nil
 }

@@ -64,6 +64,9 @@ type Buffer struct {
 	// every byte were filled at allocation, without paying to fill the
 	// part of a tile-sized buffer that a short share never reaches.
 	poisoned int32
+	// wEnd and rEnd are when the implicit schedule's last write of the
+	// buffer and its last read end (pipe.go).
+	wEnd, rEnd int64
 }
 
 // touch makes the first n bytes of b what the kernel may see: those not
@@ -87,36 +90,46 @@ func (b *Buffer) Len() int { return len(b.data) }
 // Offset is the buffer's byte address within its space.
 func (b *Buffer) Offset() int { return b.off }
 
+// view prepares the whole buffer for a typed view and tells the core's
+// schedule that the kernel's host code may read or write it (the next
+// charge-only instruction's operands, pipe.go).
+func (b *Buffer) view() {
+	b.touch(len(b.data))
+	if b.live && b.core != nil {
+		b.core.noteView(b)
+	}
+}
+
 // Bytes returns the buffer's bytes.
-func (b *Buffer) Bytes() []byte { b.touch(len(b.data)); return b.data }
+func (b *Buffer) Bytes() []byte { b.view(); return b.data }
 
 // F16 views the buffer as fp16 values.
-func (b *Buffer) F16() []float16.Float16 { b.touch(len(b.data)); return b.f16() }
+func (b *Buffer) F16() []float16.Float16 { b.view(); return b.f16() }
 
 func (b *Buffer) f16() []float16.Float16 { return view[float16.Float16](b.data) }
 
 // BF16 views the buffer as bf16 values.
-func (b *Buffer) BF16() []tensor.BF16 { b.touch(len(b.data)); return b.bf16() }
+func (b *Buffer) BF16() []tensor.BF16 { b.view(); return b.bf16() }
 
 func (b *Buffer) bf16() []tensor.BF16 { return view[tensor.BF16](b.data) }
 
 // F32 views the buffer as fp32 values.
-func (b *Buffer) F32() []float32 { b.touch(len(b.data)); return b.f32() }
+func (b *Buffer) F32() []float32 { b.view(); return b.f32() }
 
 func (b *Buffer) f32() []float32 { return view[float32](b.data) }
 
 // I8 views the buffer as int8 values.
-func (b *Buffer) I8() []int8 { b.touch(len(b.data)); return b.i8() }
+func (b *Buffer) I8() []int8 { b.view(); return b.i8() }
 
 func (b *Buffer) i8() []int8 { return view[int8](b.data) }
 
 // I32 views the buffer as int32 values.
-func (b *Buffer) I32() []int32 { b.touch(len(b.data)); return b.i32() }
+func (b *Buffer) I32() []int32 { b.view(); return b.i32() }
 
 func (b *Buffer) i32() []int32 { return view[int32](b.data) }
 
 // U8 views the buffer as uint8 values.
-func (b *Buffer) U8() []uint8 { b.touch(len(b.data)); return b.data }
+func (b *Buffer) U8() []uint8 { b.view(); return b.data }
 
 // view reinterprets bytes as a slice of T. The backing memory is allocated
 // as []uint64 and every buffer offset is a multiple of the space's
@@ -140,6 +153,10 @@ type arena struct {
 	bufs     []*Buffer // live buffers sorted by offset
 	used     int       // bytes in live buffers
 	peak     int       // max of used over the launch
+	// retired is when the last access of a freed buffer ends: a new
+	// buffer, which may reuse its bytes, is written no earlier (implicit
+	// schedule, pipe.go).
+	retired int64
 }
 
 // alloc reserves size bytes (rounded up to the alignment), first fit.
@@ -171,7 +188,10 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 		a.grow(c, off+rounded)
 	}
 	b := c.newBuffer()
-	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true}
+	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true, rEnd: a.retired}
+	if c.sch.mode == SyncExplicit && c.sch.san {
+		c.shadowReset(b)
+	}
 	if eagerPoison {
 		b.touch(rounded)
 	}
@@ -236,6 +256,7 @@ func (a *arena) free(b *Buffer) error {
 			a.bufs = append(a.bufs[:i], a.bufs[i+1:]...)
 			a.used -= len(b.data)
 			b.live = false
+			a.retired = max(a.retired, b.wEnd, b.rEnd)
 			return nil
 		}
 	}
@@ -245,6 +266,7 @@ func (a *arena) free(b *Buffer) error {
 func (a *arena) reset() {
 	for _, b := range a.bufs {
 		b.live = false
+		a.retired = max(a.retired, b.wEnd, b.rEnd)
 	}
 	a.bufs = a.bufs[:0]
 	a.used = 0

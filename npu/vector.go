@@ -22,8 +22,7 @@ import (
 // int8 arithmetic saturates to [−128, 127].
 //
 // Each instruction costs VectorIssueCycles + ceil(n·size / 256) cycles
-// (256 = VectorBytesPerCycle on ascend910b), charged to the compute stage
-// of the current tile. dst may alias a source. The bytes each reads from
+// (256 = VectorBytesPerCycle on ascend910b), one instruction on pipe V. dst may alias a source. The bytes each reads from
 // UB (its sources; a fill reads none) count in UBReadBytes
 // (Cost.UBReuse).
 
@@ -95,7 +94,7 @@ func (c *Core) binary(op binOp, dt tensor.DType, dst, a, b *Buffer, n int) error
 	case tensor.Int8:
 		binI8(op, dst.i8()[:n], a.i8()[:n], b.i8()[:n])
 	}
-	c.chargeVector(bytes)
+	c.issue(PipeV, name, c.vectorCycles(bytes), gmAccess{}, rd(a, 0, bytes), rd(b, 0, bytes), wr(dst, 0, bytes))
 	c.readUB(2 * bytes) // both sources, even when they alias
 	return nil
 }
@@ -289,7 +288,7 @@ func (c *Core) Duplicate(dt tensor.DType, dst *Buffer, v float64, n int) error {
 	case tensor.Int8:
 		fillT(dst.i8()[:n], int8(r))
 	}
-	c.chargeVector(bytes)
+	c.issue(PipeV, "Duplicate", c.vectorCycles(bytes), gmAccess{}, wr(dst, 0, bytes))
 	return nil
 }
 
@@ -380,7 +379,7 @@ func (c *Core) Cast(to, from tensor.DType, dst, src *Buffer, n int) error {
 			z[i] = int8(num.Round(float64(get(i)), tensor.Int8))
 		}
 	}
-	c.chargeVector(n * max(to.Size(), from.Size()))
+	c.issue(PipeV, "Cast", c.vectorCycles(n*max(to.Size(), from.Size())), gmAccess{}, rd(src, 0, n*from.Size()), wr(dst, 0, n*to.Size()))
 	c.readUB(n * from.Size())
 	return nil
 }
@@ -421,7 +420,19 @@ func (c *Core) VectorFused(op string, bytes int, body func(), operands ...Vector
 		}
 	}
 	body()
-	c.chargeVector(bytes)
+	var buf [8]operand
+	ops := buf[:0]
+	for _, o := range operands {
+		if o.ReadBytes > 0 {
+			ops = append(ops, rd(o.Buf, 0, o.ReadBytes))
+		}
+		if o.ReadBytes == 0 || o.Bytes > o.ReadBytes {
+			ops = append(ops, wr(o.Buf, 0, o.Bytes))
+		}
+	}
+	if bytes > 0 {
+		c.issue(PipeV, op, c.vectorCycles(bytes), gmAccess{}, ops...)
+	}
 	for _, o := range operands {
 		c.readUB(o.ReadBytes)
 	}

@@ -37,10 +37,15 @@ var VectorAdd = Register(&Info{
 // must accept. vector_add has no reduction, so "another order" is another
 // core count with unaligned tiles (every tile copied with DataCopyPad,
 // shares of uneven size); the other runs on one core looping over many
-// tiles of the largest size.
+// tiles of the largest size. The last two hold the sanitizer to no false
+// alarm on other still-correct synchronisation: a single-buffered queue
+// pipeline, and a double-buffered one whose small tiles reuse each
+// ping-pong buffer many times per core.
 var vectorAddVariants = []kernels.Variant{
 	{Name: "summation-order", Op: "vector_add", Options: kernels.VectorAddOptions{BlockDim: 7, TileElems: 49}},
 	{Name: "tiling-cores", Op: "vector_add", Options: kernels.VectorAddOptions{BlockDim: 1}},
+	{Name: "single-buffer", Op: "vector_add", Options: kernels.VectorAddOptions{BlockDim: 3, TileElems: 64, BufferNum: 1}},
+	{Name: "ping-pong-reuse", Op: "vector_add", Options: kernels.VectorAddOptions{BlockDim: 2, TileElems: 48}},
 }
 
 // VectorAddSizes are the sizes the default vector_add set covers for one

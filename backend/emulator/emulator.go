@@ -130,17 +130,23 @@ func (e *Emulator) Run(ctx context.Context, op string, p ops.Params, in map[stri
 
 // Measurement converts a launch's cost into the backend-neutral
 // measurement: its aggregate figures as the Model, the cost itself as the
-// Model's Detail. A nil cost gives nil.
+// Model's Detail, and each sanitizer finding (npu.Cost.Findings) as a
+// Finding failing backend.CheckSanitizer on output "kernel". A nil cost
+// gives nil.
 func Measurement(cost *npu.Cost) *backend.Measurement {
 	if cost == nil {
 		return nil
 	}
-	return &backend.Measurement{Model: &backend.Model{
+	m := &backend.Measurement{Model: &backend.Model{
 		Device: cost.Device, Cycles: cost.Cycles, Seconds: cost.Seconds,
 		GMBytesIn: cost.GMBytesIn, GMBytesOut: cost.GMBytesOut,
 		VectorUtil: cost.VectorUtil, LoadBalance: cost.LoadBalance,
 		Detail: cost,
 	}}
+	for _, f := range cost.Findings {
+		m.Findings = append(m.Findings, backend.Finding{Output: "kernel", Check: backend.CheckSanitizer, Message: f.Message})
+	}
+	return m
 }
 
 // Cost returns the emulator's npu.Cost a measurement carries (its Model's

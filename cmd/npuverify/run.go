@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/safefile"
@@ -21,7 +22,7 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-const runSynopsis = "run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--backend B] [--profile P] [--timeout D]"
+const runSynopsis = "run OP [--param k=v]... --in NAME=FILE.npy... --out DIR [--trace FILE.json] [--backend B] [--profile P] [--timeout D]"
 
 // cmdRun runs one op on .npy inputs: it holds every input to the op's
 // contract (dtype and shape exactly; bf16 files are '<u2' bit patterns,
@@ -36,6 +37,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&params, "param", "op parameter k=v (repeatable)")
 	fs.Var(&inputs, "in", "input tensor NAME=FILE.npy (repeatable)")
 	outDir := fs.String("out", "", "directory to write <output>.npy and cost.json to (required)")
+	traceFile := fs.String("trace", "", "write the emulator's schedule to FILE.json as Chrome trace events (open in ui.perfetto.dev): a track per core and pipe, a span per instruction")
 	var dev deviceFlags
 	dev.register(fs)
 	pos, err := parse(fs, where, args)
@@ -49,6 +51,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return usageErr(where, "unexpected argument %q after OP %q", pos[1], pos[0])
 	case *outDir == "":
 		return usageErr(where, "--out DIR is required")
+	case *traceFile != "" && dev.backend != "emulator":
+		return usageErr(where, "--trace: only the emulator backend has a schedule to trace, not %s", dev.backend)
 	}
 	op, err := ops.Lookup(pos[0])
 	if err != nil {
@@ -102,7 +106,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer intr.stop()
 	c := ops.Case{Op: op.Name(), Params: vp, Name: "run"}
 	pc := &harness.Prepared{Case: c, Op: op, Params: vp, Inputs: in}
-	res, err := harness.RunPrepared(intr.ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout})
+	ctx, trace := intr.ctx, (*npu.Trace)(nil)
+	if *traceFile != "" {
+		trace = npu.NewTrace()
+		ctx = npu.WithTrace(ctx, trace)
+	}
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout})
 	intr.finish() // from here a closed stdout costs nothing (signal.go)
 	if err := intr.err(where, "the kernel was killed, no output written"); err != nil {
 		return err
@@ -114,6 +123,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	written, err := writeOutputs(*outDir, res)
 	if err != nil {
 		return inputErr(where, fmt.Errorf("--out %s: %w", *outDir, err))
+	}
+	if trace != nil {
+		if err := writeTrace(*traceFile, trace); err != nil {
+			return inputErr(where, fmt.Errorf("--trace %s: %w", *traceFile, err))
+		}
+		written = append(written, *traceFile)
 	}
 	for _, o := range res.Verify.Outputs {
 		verdict := "pass"
@@ -318,4 +333,10 @@ func checkRunTargets(where, dir string, op ops.Op, p ops.Params, in map[string]*
 		}
 	}
 	return nil
+}
+
+// writeTrace writes the run's schedule as Chrome trace event JSON,
+// replacing FILE only when whole (safefile.WriteAll).
+func writeTrace(file string, t *npu.Trace) error {
+	return safefile.WriteAll([]safefile.Target{{Path: file, Perm: 0o644, Render: t.WriteJSON}})
 }

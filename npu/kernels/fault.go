@@ -84,6 +84,23 @@ const (
 	// exact judgement does: a half-ulp bound accepts both neighbours of a
 	// tie.
 	FaultVectorAddTiesAwayFromZero npu.Fault = "vector_add/ties-away-from-zero"
+	// FaultVectorAddMissingWait: the Add reads the x and y tiles before
+	// dequeuing them (the WaitFlag<MTE2, V> of the hand-off comes after
+	// the instruction it should guard): on the device the vector unit may
+	// add bytes the copy in has not landed yet. The emulator computes in
+	// program order, so only the sanitizer (RAW) shows it.
+	FaultVectorAddMissingWait npu.Fault = "vector_add/missing-wait-after-copy-in"
+	// FaultVectorAddPingPongReuse: from the second tile on, the Add
+	// writes into the previous tile's z buffer, whose copy out may still
+	// be draining on MTE3 (the ping-pong index of the output is not
+	// advanced, the queue's hand-off bypassed). Right numbers in program
+	// order; only the sanitizer (WAR) shows it.
+	FaultVectorAddPingPongReuse npu.Fault = "vector_add/ping-pong-reused-before-store-drains"
+	// FaultVectorAddWholeTileAdd: the Add runs over the whole tile
+	// instead of the tile's element count, reading UB bytes that no copy
+	// wrote on a short tile; the copy out stores only the count, so the
+	// numbers are right and only the sanitizer (uninit) shows it.
+	FaultVectorAddWholeTileAdd npu.Fault = "vector_add/add-reads-uninitialised-tile-tail"
 )
 
 // FaultInfo describes one fault of the catalogue.
@@ -112,4 +129,7 @@ var VectorAddFaults = []FaultInfo{
 	{FaultVectorAddBF16AsFP16, "vector_add", "bf16 added with the fp16 instruction"},
 	{FaultVectorAddIndex16Bit, "vector_add", "tile offset held in 16 bits: wrong past 2^16 elements (vLLM #1486 index overflow)"},
 	{FaultVectorAddTiesAwayFromZero, "vector_add", "cast rounds ties away from zero where RNE is required"},
+	{FaultVectorAddMissingWait, "vector_add", "Add issued before the x/y hand-off's wait (missing WaitFlag<MTE2, V> after the copy in)"},
+	{FaultVectorAddPingPongReuse, "vector_add", "ping-pong z buffer reused while its copy out still drains"},
+	{FaultVectorAddWholeTileAdd, "vector_add", "Add over the whole tile reads uninitialised UB past a short tile"},
 }

@@ -21,6 +21,8 @@ type vectorAddFaults struct {
 	// The faults of the Add's conversion step (convert).
 	castTruncates, saturatesNotInf, infNotSaturated, subnormalsFlushed bool
 	int8Wraps, int8Clamp127, tiesAway                                  bool
+	// The synchronisation faults, which only the sanitizer sees.
+	missingWait, pingPongReuse, wholeTileAdd bool
 }
 
 func newVectorAddFaults(fs npu.Faults) vectorAddFaults {
@@ -42,7 +44,29 @@ func newVectorAddFaults(fs npu.Faults) vectorAddFaults {
 		int8Clamp127:      fs.Has(FaultVectorAddInt8Clamp127),
 		index16:           fs.Has(FaultVectorAddIndex16Bit),
 		tiesAway:          fs.Has(FaultVectorAddTiesAwayFromZero),
+		missingWait:       fs.Has(FaultVectorAddMissingWait),
+		pingPongReuse:     fs.Has(FaultVectorAddPingPongReuse),
+		wholeTileAdd:      fs.Has(FaultVectorAddWholeTileAdd),
 	}
+}
+
+// zTarget is the z buffer the Add of a tile writes and its copy out
+// reads: the one the queue handed out, or under ping-pong-reuse the
+// previous tile's (prev, nil on the first tile).
+func (f vectorAddFaults) zTarget(zb, prev *npu.Buffer) *npu.Buffer {
+	if f.pingPongReuse && prev != nil {
+		return prev
+	}
+	return zb
+}
+
+// addCount is how many elements the Add of a tile of cnt elements runs
+// over: cnt, or the whole tile under whole-tile-add.
+func (f vectorAddFaults) addCount(t VectorAddTiling, cnt int) int {
+	if f.wholeTileAdd {
+		return t.TileElems
+	}
+	return cnt
 }
 
 // share is the element range [off, off+n) core blockIdx works on, given

@@ -36,7 +36,7 @@ type VectorAddTiling struct {
 	BigCores   int          `json:"big_cores"`   // cores [0, BigCores) take PerCore elements, the rest PerCore−BlockElems
 	TileElems  int          `json:"tile_elems"`  // elements per UB tile
 	TileNum    int          `json:"tile_num"`    // tiles of the largest share: ceil(PerCore/TileElems)
-	BufferNum  int          `json:"buffer_num"`  // buffers per queue: 2 (double buffering)
+	BufferNum  int          `json:"buffer_num"`  // buffers per queue: 2 (double buffering) unless VectorAddOptions says 1
 	// MaxTileElems is the largest tile UB holds with every buffer of every
 	// queue allocated: the edge a one-core share crosses into a second tile.
 	MaxTileElems int `json:"max_tile_elems"`
@@ -49,6 +49,10 @@ type VectorAddTiling struct {
 type VectorAddOptions struct {
 	BlockDim  int
 	TileElems int
+	// BufferNum is the buffers per queue, 1 or 2 (the default): a
+	// single-buffered kernel is slower but just as correct, and its
+	// queue hand-offs must satisfy the sanitizer as well.
+	BufferNum int
 }
 
 // CoreRange returns the first element and the element count of core i's
@@ -95,11 +99,17 @@ func VectorAddTilingWith(prof npu.Profile, n int, dtype tensor.DType, opt Vector
 	if opt.BlockDim < 0 || opt.BlockDim > prof.VectorCores {
 		return VectorAddTiling{}, fmt.Errorf("vector_add: BlockDim %d out of range [1, %d]", opt.BlockDim, prof.VectorCores)
 	}
+	if opt.BufferNum < 0 || opt.BufferNum > 2 {
+		return VectorAddTiling{}, fmt.Errorf("vector_add: BufferNum %d out of range [1, 2]", opt.BufferNum)
+	}
 	if opt.TileElems < 0 {
 		return VectorAddTiling{}, fmt.Errorf("vector_add: TileElems %d is negative", opt.TileElems)
 	}
 	size, align := dtype.Size(), prof.UBAlign()
 	t := VectorAddTiling{N: n, DType: dtype, BlockElems: align / size, BufferNum: 2}
+	if opt.BufferNum > 0 {
+		t.BufferNum = opt.BufferNum
+	}
 	if n == 0 {
 		return t, nil
 	}
@@ -199,8 +209,12 @@ func VectorAdd(ctx context.Context, dev *npu.Device, x, y *tensor.Tensor, opt Ve
 	return z, cost, nil
 }
 
-// vectorAddKernel is the device side: one block per core. z[i] is GM
-// element z.Base()+i; f is the launch's fault plan.
+// vectorAddKernel is the device side: one block per core, written as an
+// Ascend C kernel with explicit synchronisation (npu.SyncExplicit), which
+// the sanitizer holds it to: two VECIN queues (x, y: MTE2 → V) and a
+// VECOUT queue (z: V → MTE3) of BufferNum buffers each, so that the copy
+// in of tile k+1 and the copy out of tile k−1 run while tile k adds.
+// z[i] is GM element z.Base()+i; f is the launch's fault plan.
 func vectorAddKernel(t VectorAddTiling, f vectorAddFaults, x, y *tensor.Tensor, z *npu.GuardedOutput) npu.Kernel {
 	return func(c *npu.Core) error {
 		off, n := t.CoreRange(c.BlockIdx)
@@ -208,48 +222,111 @@ func vectorAddKernel(t VectorAddTiling, f vectorAddFaults, x, y *tensor.Tensor, 
 		if n == 0 {
 			return nil
 		}
+		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+			return err
+		}
 		if err := c.SetBufferNum(t.BufferNum); err != nil {
 			return err
 		}
 		size, align := t.DType.Size(), c.Profile().UBAlign()
 		bufBytes := roundUp(t.TileElems*size, align)
-		var q [vectorAddQueues][2]*npu.Buffer // x, y, z queues × ping-pong
-		for i := range q {
-			for j := range t.BufferNum {
-				b, err := c.AllocUB(bufBytes)
-				if err != nil {
-					return err
-				}
-				q[i][j] = b
-			}
+		inX, err := c.NewTQue("x", npu.PipeMTE2, npu.PipeV, t.BufferNum, bufBytes)
+		if err != nil {
+			return err
+		}
+		inY, err := c.NewTQue("y", npu.PipeMTE2, npu.PipeV, t.BufferNum, bufBytes)
+		if err != nil {
+			return err
+		}
+		outZ, err := c.NewTQue("z", npu.PipeV, npu.PipeMTE3, t.BufferNum, bufBytes)
+		if err != nil {
+			return err
 		}
 		zgm, base := z.GM(), z.Base()
+		var prevZ *npu.Buffer // the previous tile's z buffer (a fault's)
 		for k, done := 0, 0; done < n; k, done = k+1, done+t.TileElems {
 			c.BeginTile()
 			cnt, g := min(t.TileElems, n-done), off+done
-			xb, yb, zb := q[0][k%t.BufferNum], q[1][k%t.BufferNum], q[2][k%t.BufferNum]
 			copyIn, copyOut := c.DataCopyIn, c.DataCopyOut
 			if (g*size)%align != 0 || (cnt*size)%align != 0 {
 				copyIn, copyOut = c.DataCopyPadIn, c.DataCopyPadOut
 			}
 			gi := f.gmIndex(g)
+			// CopyIn: MTE2 fills a free x and y buffer and hands them to V.
+			xb, err := inX.AllocTensor()
+			if err != nil {
+				return err
+			}
+			yb, err := inY.AllocTensor()
+			if err != nil {
+				return err
+			}
 			if err := copyIn(xb, x, gi, cnt); err != nil {
 				return err
 			}
 			if err := copyIn(yb, f.ySource(x, y), gi, cnt); err != nil {
 				return err
 			}
-			ya := f.yForAdd(q[1][:t.BufferNum], k)
-			if err := c.Add(f.addDType(t.DType), zb, xb, ya, cnt); err != nil {
+			if err := inX.EnQue(xb); err != nil {
 				return err
 			}
-			f.convert(c, t.DType, zb, xb, ya, cnt)
-			if err := copyOut(zgm, base+gi, zb, f.outCount(t, g, cnt, size, align)); err != nil {
+			if err := inY.EnQue(yb); err != nil {
 				return err
 			}
-			if err := f.afterStore(c, x, g, zb, cnt); err != nil {
+			// Compute: V takes them, adds into a free z buffer, hands z to
+			// MTE3 and the inputs back to MTE2.
+			zb, err := outZ.AllocTensor()
+			if err != nil {
 				return err
 			}
+			zw := f.zTarget(zb, prevZ)
+			var xl, yl *npu.Buffer
+			dequeue := func() error {
+				if xl, err = inX.DeQue(); err != nil {
+					return err
+				}
+				yl, err = inY.DeQue()
+				return err
+			}
+			if !f.missingWait {
+				if err := dequeue(); err != nil {
+					return err
+				}
+			}
+			ya := f.yForAdd(inY.Buffers(), k)
+			if err := c.Add(f.addDType(t.DType), zw, xb, ya, f.addCount(t, cnt)); err != nil {
+				return err
+			}
+			if f.missingWait {
+				if err := dequeue(); err != nil {
+					return err
+				}
+			}
+			f.convert(c, t.DType, zw, xb, ya, cnt)
+			if err := outZ.EnQue(zb); err != nil {
+				return err
+			}
+			if err := inX.FreeTensor(xl); err != nil {
+				return err
+			}
+			if err := inY.FreeTensor(yl); err != nil {
+				return err
+			}
+			// CopyOut: MTE3 takes z, stores it and frees it for V.
+			zo, err := outZ.DeQue()
+			if err != nil {
+				return err
+			}
+			if err := copyOut(zgm, base+gi, zw, f.outCount(t, g, cnt, size, align)); err != nil {
+				return err
+			}
+			if err := f.afterStore(c, x, g, zw, cnt); err != nil {
+				return err
+			}
+			if err := outZ.FreeTensor(zo); err != nil {
+				return err
+			}
+			prevZ = zw
 		}
 		return nil
 	}

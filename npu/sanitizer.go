@@ -1,0 +1,324 @@
+package npu
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The sanitizer holds a kernel in SyncExplicit mode to its own
+// synchronisation, as CANN's msSanitizer and NVIDIA's compute-sanitizer
+// (racecheck, initcheck, synccheck) do on hardware. A sequential emulator
+// computes the right numbers whatever the synchronisation, so these bugs
+// (a missing wait after a copy in, a ping-pong buffer overwritten while
+// its store drains) are otherwise invisible until they fail
+// intermittently on the device.
+//
+// Happens-before between pipes is tracked with vector clocks: every pipe
+// knows, per other pipe, how many of its instructions are ordered before
+// its own next one (through SetFlag/WaitFlag, the queue hand-off and
+// PipeBarrier). Every local-memory granule (the space's alignment: 32 B
+// in UB and L1) remembers its last writer and, per pipe, its last reader.
+// An access is then checked:
+//
+//   - RAW: a read of bytes whose writer on another pipe is not ordered
+//     before it (read before the producing pipe signalled);
+//   - WAR / WAW: a write over bytes another pipe still reads or writes;
+//   - uninit: a read of bytes no instruction (nor the kernel on the host,
+//     through a view) wrote since the allocation;
+//   - gm-overlap: two cores of one launch writing the same GM bytes;
+//   - deadlock / flag: a WaitFlag, DeQue or AllocTensor that would wait
+//     forever, an event set and never waited for.
+//
+// Each finding names the core, the pipe, the buffer and byte range and
+// the two instructions. A launch returns its findings on its Cost
+// (Cost.Findings); the emulator backend reports them as failures of the
+// check "sanitizer", as it does guard-band hits. Implicit-mode cores are
+// not checked: their order is derived from their data flow.
+
+// Finding kinds.
+const (
+	KindRAW       = "RAW"
+	KindWAR       = "WAR"
+	KindWAW       = "WAW"
+	KindUninit    = "uninit"
+	KindGMOverlap = "gm-overlap"
+	KindDeadlock  = "deadlock"
+	KindFlag      = "flag-mismatch"
+)
+
+// Finding is one sanitizer finding.
+type Finding struct {
+	Kind string `json:"kind"`
+	Core int    `json:"core"`
+	Pipe Pipe   `json:"-"`
+	// Buffer is the local buffer (space and offset) or GM tensor, Lo and
+	// Hi the byte range within it.
+	Buffer string `json:"buffer,omitempty"`
+	Lo     int    `json:"lo"`
+	Hi     int    `json:"hi"`
+	// Inst is the instruction that made the access, Other the one it
+	// conflicts with (empty for uninit and deadlock findings).
+	Inst    string `json:"inst,omitempty"`
+	Other   string `json:"other,omitempty"`
+	Message string `json:"message"`
+}
+
+// String returns the finding's message.
+func (f Finding) String() string { return f.Message }
+
+// maxFindings caps the findings of one block: a missing wait in a tile
+// loop would otherwise report every tile.
+const maxFindings = 16
+
+// finding records f unless one of its kind on the same pipe, buffer and
+// instruction pair was recorded already.
+func (c *Core) finding(f Finding) {
+	s := &c.sch
+	if len(s.findings) >= maxFindings {
+		return
+	}
+	for _, g := range s.findings {
+		if g.Kind == f.Kind && g.Pipe == f.Pipe && g.Buffer == f.Buffer && opName(g.Inst) == opName(f.Inst) && opName(g.Other) == opName(f.Other) && (f.Inst != "" || g.Message == f.Message) {
+			return
+		}
+	}
+	s.findings = append(s.findings, f)
+}
+
+// opName strips the sequence number from an instruction's name.
+func opName(inst string) string {
+	if i := strings.LastIndexByte(inst, '#'); i >= 0 {
+		return inst[:i]
+	}
+	return inst
+}
+
+type sanitizerKey struct{}
+
+// WithSanitizer returns a context under which launches check explicit-mode
+// kernels (on, the default) or skip the checks (off: a benchmark that
+// wants only the cycles).
+func WithSanitizer(ctx context.Context, on bool) context.Context {
+	return context.WithValue(ctx, sanitizerKey{}, on)
+}
+
+func sanitizerOn(ctx context.Context) bool {
+	on, ok := ctx.Value(sanitizerKey{}).(bool)
+	return !ok || on
+}
+
+// cell is the shadow of one granule of local memory: the instruction
+// (index + 1 into the block's log) that last wrote it, 0 for never,
+// hostWrite for the kernel's host code; and per pipe the last reader.
+type cell struct {
+	w int32
+	r [numPipes]int32
+}
+
+// hostWrite marks a granule the kernel wrote on the host through a view:
+// ordered with every pipe (the scalar unit issues in program order).
+const hostWrite = -1
+
+// shadowOf returns the shadow cells of space sp, at least n of them.
+func (c *Core) shadowOf(sp Space, n int) []cell {
+	sh := c.shadow[sp]
+	if len(sh) < n {
+		sh = append(sh, make([]cell, n-len(sh))...)
+		c.shadow[sp] = sh
+	}
+	return sh
+}
+
+// granules returns b's bytes [lo, lo+n) as a granule range of its space.
+func (c *Core) granules(b *Buffer, lo, n int) (first, last int) {
+	g := c.mem[b.space].align
+	n = min(n, len(b.data)-lo)
+	if n <= 0 {
+		return 0, 0
+	}
+	return (b.off + lo) / g, (b.off + lo + n + g - 1) / g
+}
+
+// shadowReset marks b never written (at allocation).
+func (c *Core) shadowReset(b *Buffer) {
+	first, last := c.granules(b, 0, len(b.data))
+	clear(c.shadowOf(b.space, last)[first:last])
+}
+
+// scalarWrites marks the buffers the kernel viewed since the last
+// instruction as written by the host code where nothing wrote them yet:
+// the bytes a kernel sets through a view count as initialised.
+func (c *Core) scalarWrites() {
+	for _, b := range c.sch.viewed {
+		if !b.live {
+			continue
+		}
+		first, last := c.granules(b, 0, len(b.data))
+		sh := c.shadowOf(b.space, last)
+		for k := first; k < last; k++ {
+			if sh[k].w == 0 {
+				sh[k].w = hostWrite
+			}
+		}
+	}
+}
+
+// hazard accumulates one kind of conflict over an access's granules.
+type hazard struct {
+	on          bool
+	first, last int
+	other       int32
+}
+
+func (h *hazard) add(k int, other int32) {
+	if !h.on {
+		*h = hazard{on: true, first: k, last: k, other: other}
+		return
+	}
+	h.last = k
+}
+
+// shadowAccess checks access o of instruction idx against the shadow and
+// records it.
+func (c *Core) shadowAccess(idx int32, o operand) {
+	s := &c.sch
+	b := o.b
+	first, last := c.granules(b, o.lo, o.n)
+	if first == last {
+		return
+	}
+	sh := c.shadowOf(b.space, last)
+	in := s.insts[idx]
+	p := in.p
+	vc := &s.vc[p]
+	var raw, waw, war, uninit hazard
+	for k := first; k < last; k++ {
+		cl := &sh[k]
+		if o.read {
+			switch {
+			case cl.w == 0 && !o.anon:
+				uninit.add(k, -1)
+			case cl.w > 0:
+				if w := s.insts[cl.w-1]; w.p != p && vc[w.p] < w.seq {
+					raw.add(k, cl.w-1)
+				}
+			}
+		}
+		if o.write {
+			if cl.w > 0 {
+				if w := s.insts[cl.w-1]; w.p != p && vc[w.p] < w.seq {
+					waw.add(k, cl.w-1)
+				}
+			}
+			for q, r := range cl.r {
+				if r > 0 && Pipe(q) != p && vc[q] < s.insts[r-1].seq {
+					war.add(k, r-1)
+				}
+			}
+			cl.w = idx + 1
+			cl.r = [numPipes]int32{}
+		}
+		if o.read {
+			cl.r[p] = idx + 1
+		}
+	}
+	for _, h := range []struct {
+		kind string
+		h    hazard
+		verb string
+	}{{KindRAW, raw, "reads before the producer signalled:"}, {KindWAR, war, "overwrites while another pipe still reads:"},
+		{KindWAW, waw, "overwrites an unsynchronised write of"}, {KindUninit, uninit, "reads local memory never written"}} {
+		if !h.h.on {
+			continue
+		}
+		g := c.mem[b.space].align
+		lo, hi := max(h.h.first*g-b.off, o.lo), min((h.h.last+1)*g-b.off, o.lo+o.n, len(b.data))
+		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: lo, Hi: hi, Inst: in.String()}
+		if h.h.other >= 0 {
+			f.Other = s.insts[h.h.other].String()
+			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s %s (%s buffer at %#x, bytes [%d, %d))", h.kind, c.BlockIdx, p, f.Inst, h.verb, f.Other, b.space, b.off, lo, hi)
+		} else {
+			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s (%s buffer at %#x, bytes [%d, %d))", h.kind, c.BlockIdx, p, f.Inst, h.verb, b.space, b.off, lo, hi)
+		}
+		c.finding(f)
+	}
+}
+
+// mergeFindings keeps the first finding of each kind, pipe and
+// instruction pair over a launch's blocks (in block order) and says in
+// its message how many more it stands for: one missing wait in a tile
+// loop of 48 cores is one bug.
+func mergeFindings(fs []Finding) []Finding {
+	var out []Finding
+	var more []int
+	for _, f := range fs {
+		i := slices.IndexFunc(out, func(g Finding) bool {
+			return g.Kind == f.Kind && g.Pipe == f.Pipe && opName(g.Inst) == opName(f.Inst) && opName(g.Other) == opName(f.Other) &&
+				(f.Inst != "" || afterColon(g.Message) == afterColon(f.Message))
+		})
+		if i >= 0 {
+			more[i]++
+			continue
+		}
+		out = append(out, f)
+		more = append(more, 0)
+	}
+	for i, n := range more {
+		if n > 0 {
+			out[i].Message += fmt.Sprintf(" (and %d more like it)", n)
+		}
+	}
+	return out
+}
+
+// afterColon is a message without its leading "core N ...:" part.
+func afterColon(s string) string {
+	if _, rest, ok := strings.Cut(s, ":"); ok {
+		return rest
+	}
+	return s
+}
+
+// gmRange is one GM write of an explicit core: bytes [lo, hi) of the
+// tensor data at key.
+type gmRange struct {
+	key    uintptr
+	lo, hi int
+	inst   instInfo
+	core   int
+}
+
+// gmOverlaps reports GM bytes written by two cores of one launch.
+func gmOverlaps(ws []gmRange) []Finding {
+	if len(ws) < 2 {
+		return nil
+	}
+	slices.SortFunc(ws, func(a, b gmRange) int {
+		switch {
+		case a.key != b.key:
+			if a.key < b.key {
+				return -1
+			}
+			return 1
+		case a.lo != b.lo:
+			return a.lo - b.lo
+		}
+		return a.core - b.core
+	})
+	var out []Finding
+	act := ws[0]
+	for _, w := range ws[1:] {
+		if w.key == act.key && w.lo < act.hi && w.core != act.core && len(out) < maxFindings {
+			lo, hi := w.lo, min(w.hi, act.hi)
+			out = append(out, Finding{Kind: KindGMOverlap, Core: w.core, Pipe: w.inst.p, Buffer: "GM", Lo: lo, Hi: hi,
+				Inst: w.inst.String(), Other: act.inst.String(),
+				Message: fmt.Sprintf("%s: core %d %s and core %d %s both write GM bytes [%d, %d) of one tensor in one launch", KindGMOverlap, w.core, w.inst, act.core, act.inst, lo, hi)})
+		}
+		if w.key != act.key || w.hi > act.hi {
+			act = w
+		}
+	}
+	return out
+}
