@@ -220,7 +220,8 @@ func dimsLegal(op ops.Op, dims map[string]int) bool {
 }
 
 // draw makes one candidate case: every param at a random value (its
-// default a third of the time), every dim drawn, a dist and a case seed.
+// default a third of the time), every dim drawn, made legal by the op's
+// Fit when it has one (ops.CaseFitter), a dist and a case seed.
 func (g *Generator) draw() ops.Case {
 	c := ops.Case{Op: g.op.Name(), Params: ops.Params{}, Dims: map[string]int{}, Labels: []string{"explore", "op:" + g.op.Name()}}
 	for _, p := range g.op.ParamSpecs() {
@@ -246,6 +247,16 @@ func (g *Generator) draw() ops.Case {
 			// A small multiple of the other dim (GQA: Hq = h·groups).
 			c.Dims[d.Name] = max(c.Dims[d.MultipleOf], 1) * []int{1, 1, 2, 3, 4, 8}[g.rng.IntN(6)]
 		}
+	}
+	if f, ok := g.op.(ops.CaseFitter); ok {
+		f.Fit(c.Params, c.Dims, func(name string) int {
+			for _, d := range specs {
+				if d.Name == name {
+					return g.size(d, false)
+				}
+			}
+			return 1
+		})
 	}
 	dists := g.op.Dists()
 	c.Dist = dists[g.rng.IntN(len(dists))]

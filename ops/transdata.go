@@ -424,3 +424,54 @@ func (op transData) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 	}
 	return map[string]*bound.Expected{"y": bound.NewExactFrom(y.Len(), pl.d, copyNumerics, y.Float64sFrom)}, nil
 }
+
+// Fit makes a drawn transdata case legal (CaseFitter): an illegal pair
+// keeps its source and takes one of the source's legal destinations; the
+// extent params and dims of the other pair family are removed; the dims
+// the pair needs are drawn when missing; and a set extent param becomes
+// its dim too, so that an extent drawn from its Examples (C0 − 1, C0,
+// C0 + 1, …) is the case's size, as Generate requires.
+func (transData) Fit(p Params, dims map[string]int, size func(dim string) int) {
+	src, dst := p["src_format"], p["dst_format"]
+	if src == "" {
+		src = FormatNCHW
+	}
+	if dst == "" {
+		dst = FormatNC1HWC0
+	}
+	if !slices.Contains(transDataPairs, [2]string{src, dst}) {
+		var partners []string
+		for _, pr := range transDataPairs {
+			if pr[0] == src {
+				partners = append(partners, pr[1])
+			}
+		}
+		if len(partners) == 0 {
+			return // an unknown source: Validate names it
+		}
+		p["dst_format"] = partners[max(slices.Index(transDataFormats, dst), 0)%len(partners)]
+	}
+	nd := src == FormatND || src == FormatFractalNZ
+	own, other := []string{"n", "c", "h", "w"}, []string{"b", "m", "k"}
+	if nd {
+		own, other = []string{"m", "k"}, []string{"n", "c", "h", "w"}
+	}
+	for _, name := range other {
+		delete(dims, name)
+	}
+	for _, name := range []string{"c", "m", "k"} {
+		if (name == "c") == nd {
+			delete(p, name)
+		}
+	}
+	for _, name := range own {
+		if _, ok := dims[name]; !ok {
+			dims[name] = size(name)
+		}
+	}
+	for _, name := range []string{"c", "m", "k"} {
+		if n, err := strconv.Atoi(p[name]); err == nil && n > 0 {
+			dims[name] = n
+		}
+	}
+}
