@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -24,10 +23,26 @@ import (
 // running maximum M, Z ← Z·exp(M − M') + Z_p·exp(m_p − M') and likewise N,
 // which is exact in exact arithmetic and never overflows. out = RN16(N/Z).
 //
-// Host side, items are spread over the cores by LPT (longest processing
-// time first: items sorted by context length, each to the least loaded
-// core), or statically (item i to core i mod blockDim) as an option; the
-// modeled cost's LoadBalance shows the difference on skewed length mixes.
+// A partition's (m_p, Z_p, N_p) depends on its own positions only, and the
+// combine is a left fold over the partitions in position order; so the
+// partitions of one item may be computed on different cores (flash-
+// decoding's split over the context, the seed's Cluster pattern) and the
+// output bits stay those of one core folding them in turn, provided the
+// fold runs in the same order with the same arithmetic. A split item's
+// first piece folds its partitions and writes the running (M, Z, N) to a
+// GM workspace; every later piece writes each partition's (m_p, Z_p, N_p);
+// after the barrier (daSyncAll) one core folds them in order and stores
+// the output. Host side, the pieces are spread over the cores by LPT
+// (longest processing time first, on the cost model's estimate of each
+// piece), with the core count and the split chosen for the least
+// estimated makespan (decodeAttentionPlan); or statically (whole item i to
+// core i mod blockDim) as an option, the baseline LPT is measured against.
+//
+// A head size whose query row, K row and output row do not fit the UB
+// together (D past ~32k for fp16) is tiled over D: the q·k accumulators
+// carry over the D chunks (one fp32 accumulator per score, i ascending,
+// as untiled), and N_p, the combine and the output stream chunk by chunk;
+// every sum keeps its order, so the bits are those of the untiled layout.
 
 // The core schedules of decode_attention.
 const (
@@ -38,23 +53,51 @@ const (
 // DecodeAttentionOptions overrides the tiling; zero fields take the
 // default.
 type DecodeAttentionOptions struct {
-	BlockDim     int    // cores (default min(AI cores, items))
+	BlockDim     int    // cores (default: the least estimated makespan, up to min(AI cores, vector cores))
 	PartitionLen int    // context positions per partition (default from UB)
 	Schedule     string // ScheduleLPT (default) or ScheduleStatic
 }
 
 // daItem is one work item: query heads [q0, q0+nq) of batch entry b over
-// kv head kvh of sequence seq, n positions.
-type daItem struct{ b, seq, kvh, q0, nq, n int }
+// kv head kvh of sequence seq, n positions (the context loop's length).
+// parts is its partition count; a split item (ws ≥ 0) has its first
+// piece ending at partition first and its workspace records at float
+// offset ws, nq·(D+2) floats each (record 0 the first piece's running
+// state, record k−first+1 partition k's partial).
+type daItem struct {
+	b, seq, kvh, q0, nq, n int
+	parts, first, ws       int
+}
+
+// split reports whether the item's partitions are computed by several
+// pieces and combined after the barrier.
+func (it daItem) split() bool { return it.ws >= 0 }
+
+// daPiece is partitions [k0, k1) of item item: a phase-1 unit of work.
+type daPiece struct{ item, k0, k1 int }
+
+// daUnit is a phase-2 unit of work: columns [c0, c1) of query head h
+// (of the item's nq) of split item item. The fold of N is element-wise
+// and that of M and Z cheap, so a long context's combine is spread over
+// cores by columns, each core folding the scalars itself.
+type daUnit struct{ item, h, c0, c1 int }
 
 // DecodeAttentionTiling is the host-side tiling.
 type DecodeAttentionTiling struct {
 	BlockDim     int
 	PartitionLen int
 	Schedule     string
-	items        []daItem
-	cores        [][]int // item indices per core
-	heads        int     // query heads of the largest item (the UB's query buffer)
+	// DChunk is the head-size columns one pass over a K or V tile holds:
+	// D, unless D is tiled.
+	DChunk  int
+	items   []daItem
+	pieces  []daPiece
+	cores   [][]int // piece indices per core (phase 1)
+	units   []daUnit
+	combine [][]int // combine unit indices per core (phase 2, after the barrier)
+	wsLen   int     // workspace floats
+	rbBytes int     // UB staging of records in phase 1 (0: no item is split)
+	heads   int     // query heads of the largest item (the UB's query buffer)
 }
 
 // DecodePartitionLen is the default partition: the double-buffered K and V
@@ -74,6 +117,12 @@ func daUBBytes(prof npu.Profile, d, esz, p, grp int) int {
 	return roundUp(max(grp*d*2, 1), a) + roundUp(max(p*d*esz, 1), a) + roundUp(max(p*4, 1), a) + roundUp(max(d*2, 1), a)
 }
 
+// daTiledPartition is the partition length of the D-tiled layout: what
+// DecodePartitionLen gives any D past the UB (its quotient is 0 there), so
+// a profile whose UB holds the untiled layout partitions the same way and
+// the bits agree.
+const daTiledPartition = 16
+
 // decodeLayout is the partition length and the query heads per work item
 // that fit the UB. DecodePartitionLen and whole GQA groups when they fit
 // (the layout every D up to a few thousand takes); else, when the group's
@@ -81,16 +130,21 @@ func daUBBytes(prof npu.Profile, d, esz, p, grp int) int {
 // items of as many query heads as fill half the UB (each head's attention
 // is computed alone, so the split changes only the cost: K and V are read
 // once per item); then the longest partition that fits beside them, a
-// multiple of 16 while one fits. A UB that cannot hold one query row, a
-// K row and its scale and the output row is an error naming ub_bytes.
+// multiple of 16 while one fits. When even one query row, a K row and its
+// scale and the output row do not fit, D is tiled (daDChunk): items of
+// one query head, partitions of daTiledPartition positions. A UB that
+// cannot hold one column of that is an error naming ub_bytes.
 func decodeLayout(prof npu.Profile, d, esz, grp int) (p, heads int, err error) {
 	p = DecodePartitionLen(prof, d)
 	if daUBBytes(prof, d, esz, p, grp) <= prof.UBBytes {
 		return p, grp, nil
 	}
 	if daUBBytes(prof, d, esz, 1, 1) > prof.UBBytes {
-		return 0, 0, fmt.Errorf("decode_attention: d %d needs %d bytes of UB (a query row, a K row and its scale, the output row); ub_bytes is %d",
-			d, daUBBytes(prof, d, esz, 1, 1), prof.UBBytes)
+		if daUBBytes(prof, 1, esz, 1, 1) > prof.UBBytes {
+			return 0, 0, fmt.Errorf("decode_attention: d %d needs %d bytes of UB for one column (a query element, a K element and its scale, an output element); ub_bytes is %d",
+				d, daUBBytes(prof, 1, esz, 1, 1), prof.UBBytes)
+		}
+		return daTiledPartition, 1, nil
 	}
 	heads = grp
 	if daUBBytes(prof, d, esz, 1, grp) > prof.UBBytes {
@@ -111,48 +165,23 @@ func decodeLayout(prof npu.Profile, d, esz, grp int) (p, heads int, err error) {
 	return p, heads, nil
 }
 
-// newDecodeAttentionTiling computes the tiling of the items on prof, with
-// partitions of part positions (decodeLayout) unless opt says otherwise.
-func newDecodeAttentionTiling(prof npu.Profile, d, part int, items []daItem, opt DecodeAttentionOptions) (DecodeAttentionTiling, error) {
-	t := DecodeAttentionTiling{PartitionLen: part, Schedule: ScheduleLPT, items: items}
-	if opt.PartitionLen > 0 {
-		t.PartitionLen = opt.PartitionLen
+// daDChunk is the head-size columns per pass for partitions of p
+// positions and items of heads query heads: d when the untiled layout
+// fits, else the widest chunk (a multiple of 16 while one fits) whose
+// query, tile, scales and output fit the UB. 0: not even one column.
+func daDChunk(prof npu.Profile, d, esz, p, heads int) int {
+	if daUBBytes(prof, d, esz, p, heads) <= prof.UBBytes {
+		return d
 	}
-	if opt.Schedule != "" {
-		if opt.Schedule != ScheduleLPT && opt.Schedule != ScheduleStatic {
-			return t, fmt.Errorf("decode_attention: schedule %q (want %s or %s)", opt.Schedule, ScheduleLPT, ScheduleStatic)
-		}
-		t.Schedule = opt.Schedule
+	a := prof.UBAlign()
+	dc := (prof.UBBytes - roundUp(p*4, a) - 3*a) / (heads*2 + p*esz + 2)
+	if dc >= 16 {
+		dc = dc / 16 * 16
 	}
-	t.BlockDim = min(prof.AICores, prof.VectorCores, max(len(items), 1))
-	if opt.BlockDim > 0 {
-		t.BlockDim = min(opt.BlockDim, prof.VectorCores)
+	for dc > 0 && daUBBytes(prof, dc, esz, p, heads) > prof.UBBytes {
+		dc--
 	}
-	t.cores = make([][]int, t.BlockDim)
-	cost := func(it daItem) int { return it.nq*it.n + 64 } // positions × heads, plus a fixed setup
-	if t.Schedule == ScheduleStatic {
-		for i := range items {
-			t.cores[i%t.BlockDim] = append(t.cores[i%t.BlockDim], i)
-		}
-		return t, nil
-	}
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cost(items[b]) - cost(items[a]) })
-	load := make([]int, t.BlockDim)
-	for _, i := range order {
-		c := 0
-		for k := range load {
-			if load[k] < load[c] {
-				c = k
-			}
-		}
-		load[c] += cost(items[i])
-		t.cores[c] = append(t.cores[c], i)
-	}
-	return t, nil
+	return min(dc, d)
 }
 
 // DecodeAttentionKernel is decode_attention's KernelFunc.
@@ -166,16 +195,21 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 		return nil, nil, err
 	}
 	f := newDecodeAttentionFaults(npu.FaultsFrom(ctx))
+	prof := dev.Profile()
 	q := in["q"]
 	b, hq := q.Shape[0], q.Shape[1]
 	grp := hq / g.H
 	lens := in["seq_lens"].I32()
+	var bt []int32
+	if g.Paged {
+		bt = in["block_tables"].I32()
+	}
 	heads := f.headGroups(hq, g.H)
 	esz := 2
 	if g.Int8 {
 		esz = 1
 	}
-	part, perItem, err := decodeLayout(dev.Profile(), g.D, esz, grp)
+	part, perItem, err := decodeLayout(prof, g.D, esz, grp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,23 +217,26 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 	// than the context) is one partition all the same, and would only
 	// size the K and V tiles by the UB rather than by the input.
 	part = min(part, roundUp(max(g.L, 1), 16))
+	opt := variantOptions[DecodeAttentionOptions](ctx)
+	if opt.PartitionLen > 0 {
+		part = opt.PartitionLen
+	}
 	var items []daItem
 	for bb, s := range in["seq_ids"].I32() {
 		n := 0
 		if s >= 0 {
-			n = int(lens[s])
+			n = f.contextLen(g, bt, int(s), int(lens[s]))
 		}
 		for _, hg := range heads {
 			for q0 := 0; q0 < hg.nq; q0 += perItem { // a group too large for the UB: several items
-				items = append(items, daItem{b: bb, seq: int(s), kvh: hg.kvh, q0: hg.q0 + q0, nq: min(perItem, hg.nq-q0), n: n})
+				items = append(items, daItem{b: bb, seq: int(s), kvh: hg.kvh, q0: hg.q0 + q0, nq: min(perItem, hg.nq-q0), n: n, ws: -1})
 			}
 		}
 	}
-	t, err := newDecodeAttentionTiling(dev.Profile(), g.D, part, items, variantOptions[DecodeAttentionOptions](ctx))
+	t, err := newDecodeAttentionTiling(prof, g, f, bt, part, min(perItem, grp), items, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	t.heads = min(perItem, grp)
 	out, err := npu.NewGuardedOutput("out", tensor.Float16, b, hq, g.D)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
@@ -208,15 +245,55 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 		return map[string]*tensor.Tensor{"out": out.Tensor()}, dev.ZeroCost(), nil
 	}
 	sigma := float32(ops.DecodeScale(p, g.D))
-	cost, err := dev.Launch(ctx, t.BlockDim, decodeAttentionDevice(g, f, t, in, out, sigma, hq))
+	var ws *tensor.Tensor
+	if t.wsLen > 0 {
+		if ws, err = dev.Workspace(tensor.Float32, t.wsLen); err != nil {
+			return nil, nil, fmt.Errorf("%s: partials workspace: %w", op, err)
+		}
+	}
+	k := daKernel{g: g, f: f, t: t, in: in, out: out, ws: ws, sigma: sigma, hq: hq}
+	cost, err := dev.Launch(ctx, t.BlockDim, k.partials)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if ws != nil {
+		if cost, err = daSyncAll(ctx, dev, cost, k); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	res := map[string]*tensor.Tensor{"out": out.Tensor()}
 	if err := npu.CheckGuards(out); err != nil {
 		return res, cost, fmt.Errorf("%s: %w", op, err)
 	}
 	return res, cost, nil
+}
+
+// daKernel is one launch's device code and its operands.
+type daKernel struct {
+	g     ops.KVGeom
+	f     decodeAttentionFaults
+	t     DecodeAttentionTiling
+	in    map[string]*tensor.Tensor
+	out   *npu.GuardedOutput
+	ws    *tensor.Tensor // partial records of split items (nil: none)
+	sigma float32
+	hq    int
+}
+
+// partials is the first phase: each core computes its pieces, storing
+// the outputs of whole items and the records of split ones.
+func (k daKernel) partials(c *npu.Core) error {
+	w, err := newDACore(c, k.g, k.t)
+	if err != nil {
+		return err
+	}
+	for _, pc := range k.t.cores[c.BlockIdx] {
+		c.BeginTile()
+		if err := w.piece(c, k, k.t.pieces[pc]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // daRun is a run of consecutive cache rows: positions [pos, pos+n) at
@@ -227,31 +304,40 @@ type daRun struct{ pos, row, n int }
 // fp32 registers of the item in flight, allocated once per launch so the
 // loops over items and partitions allocate nothing.
 type daCore struct {
-	hq              int // query heads per batch entry
-	qb, kb, ksb, ob *npu.Buffer
-	qf              []float32   // the item's query heads, cast to fp32
-	tf              []float32   // the loaded K or V tile after Cast / dequantisation
-	sc              [][]float32 // per query head: the partition's scores, then exp(s − m_p)
-	nacc, np        [][]float32 // per query head: running numerator N, the partition's N_p
-	mRun, zRun      []float32   // per query head: running maximum M and sum Z
-	partF           []float32   // per query head: the partition's exp(m_p − M′)
-	runs            []daRun
+	d, dc               int // head size, head-size columns per pass
+	qb, kb, ksb, ob, rb *npu.Buffer
+	pend, pendSlot      int         // records staged in rb, and the slot of the first
+	qf                  []float32   // the item's query heads, cast to fp32
+	tf                  []float32   // the loaded K or V tile after Cast / dequantisation
+	sc                  [][]float32 // per query head: the partition's scores, then exp(s − m_p)
+	nacc, np            [][]float32 // per query head: running numerator N, the partition's N_p
+	npc                 [][]float32 // per query head: the D chunk of np in flight
+	mRun, zRun          []float32   // per query head: running maximum M and sum Z
+	mp, zp              []float32   // per query head: the partition's m_p and Z_p
+	runs                []daRun
 }
 
-// newDACore allocates a core's working set for partitions of P
-// positions and items of up to grp query heads of hq a batch entry.
-func newDACore(c *npu.Core, g ops.KVGeom, P, grp, hq int) (*daCore, error) {
-	d := g.D
+// newDACore allocates a core's working set for t's partitions and items;
+// rb, a workspace record's staging buffer, only when t splits items.
+func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, error) {
+	d, dc, grp, P := g.D, t.DChunk, t.heads, t.PartitionLen
 	align := c.Profile().UBAlign()
 	esz := 2
 	if g.Int8 {
 		esz = 1
 	}
-	w := &daCore{hq: hq}
-	for _, a := range []struct {
+	w := &daCore{d: d, dc: dc}
+	bufs := []struct {
 		b     **npu.Buffer
 		bytes int
-	}{{&w.qb, grp * d * 2}, {&w.kb, P * d * esz}, {&w.ksb, P * 4}, {&w.ob, d * 2}} {
+	}{{&w.qb, grp * dc * 2}, {&w.kb, P * dc * esz}, {&w.ksb, P * 4}, {&w.ob, dc * 2}}
+	if t.rbBytes > 0 {
+		bufs = append(bufs, struct {
+			b     **npu.Buffer
+			bytes int
+		}{&w.rb, t.rbBytes})
+	}
+	for _, a := range bufs {
 		b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
 		if err != nil {
 			return nil, err
@@ -259,124 +345,226 @@ func newDACore(c *npu.Core, g ops.KVGeom, P, grp, hq int) (*daCore, error) {
 		*a.b = b
 	}
 	w.qf = make([]float32, grp*d)
-	w.sc, w.nacc, w.np = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
+	w.sc, w.nacc, w.np, w.npc = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
 	for i := range grp {
 		w.nacc[i], w.np[i] = make([]float32, d), make([]float32, d)
 	}
-	w.mRun, w.zRun, w.partF = make([]float32, grp), make([]float32, grp), make([]float32, grp)
+	w.mRun, w.zRun, w.mp, w.zp = make([]float32, grp), make([]float32, grp), make([]float32, grp), make([]float32, grp)
 	return w, nil
 }
 
-func decodeAttentionDevice(g ops.KVGeom, f decodeAttentionFaults, t DecodeAttentionTiling, in map[string]*tensor.Tensor, out *npu.GuardedOutput, sigma float32, hq int) npu.Kernel {
-	return func(c *npu.Core) error {
-		w, err := newDACore(c, g, t.PartitionLen, t.heads, hq)
-		if err != nil {
+// daRecordBytes is one workspace record of nq query heads of head size
+// d: per head m, Z and N, fp32.
+func daRecordBytes(nq, d int) int { return nq * (d + 2) * 4 }
+
+// piece computes partitions [k0, k1) of its item: the whole item folds
+// them and stores the output; the first piece of a split item folds them
+// and writes the running state as the item's record 0; a later piece
+// writes each partition's partial as its own record.
+func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
+	it := k.t.items[pc.item]
+	d, nq, P := k.g.D, it.nq, k.t.PartitionLen
+	qoff := (it.b*k.hq + it.q0) * d
+	if pc.k1 > pc.k0 {
+		if err := w.loadQ(c, k.in["q"], qoff, nq, d); err != nil {
 			return err
 		}
-		for _, it := range t.cores[c.BlockIdx] {
-			c.BeginTile()
-			if err := w.item(c, g, f, t.PartitionLen, in, out, sigma, t.items[it]); err != nil {
+		if !it.split() && w.dc == d { // a split item's q is clobbered after the barrier (daSyncAll), when no piece reads it any more
+			if err := k.f.qInPlace(c, k.in["q"], qoff, w.qb, w.qf[:nq*d], k.sigma); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-}
-
-// item computes one work item: its query heads' attention over the
-// context, partition by partition, then normalises and stores them.
-func (w *daCore) item(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, P int, in map[string]*tensor.Tensor, out *npu.GuardedOutput, sigma float32, item daItem) error {
-	d, nq := g.D, item.nq
-	var bt []int32
-	if g.Paged {
-		bt = in["block_tables"].I32()
-	}
-	n := f.contextLen(g, bt, item.seq, item.n)
-	qoff := (item.b*w.hq + item.q0) * d
-	if n > 0 {
-		if err := c.DataCopyPadIn(w.qb, in["q"], qoff, nq*d); err != nil {
-			return err
-		}
-		tensor.F16ToF32s(w.qf[:nq*d], w.qb.F16()[:nq*d])
-		if err := f.qInPlace(c, in["q"], qoff, w.qb, w.qf[:nq*d], sigma); err != nil {
-			return err
 		}
 	}
 	for h := range nq {
 		w.mRun[h], w.zRun[h] = float32(math.Inf(-1)), 0
 		clear(w.nacc[h])
 	}
-	for p0 := 0; p0 < n; p0 += P {
-		p1 := min(n, p0+P)
-		w.fit(p1-p0, d)
-		w.runs = w.runs[:0]
-		for pos := p0; pos < p1; pos++ {
-			r := f.row(g, bt, item.seq, pos)
-			if k := len(w.runs) - 1; k >= 0 && w.runs[k].row+w.runs[k].n == r {
-				w.runs[k].n++
-				continue
-			}
-			w.runs = append(w.runs, daRun{pos: pos, row: r, n: 1})
+	for kk := pc.k0; kk < pc.k1; kk++ {
+		p0 := kk * P
+		if err := w.partition(c, k, it, p0, min(it.n, p0+P)); err != nil {
+			return err
 		}
-		// scores: q·Kᵀ on the cube, σ on the vector unit
-		for _, r := range w.runs {
-			if err := w.load(c, g, f, in, "k_cache", "k_scale", r, item.kvh, true); err != nil {
+		if it.split() && pc.k0 > 0 {
+			if err := w.stageRecord(c, k.ws, it, kk-it.first+1, w.mp, w.zp, w.np); err != nil {
 				return err
 			}
-			daScores(w.sc[:nq], r.pos-p0, w.qf[:nq*d], w.tf[:r.n*d], d, sigma)
-			c.ChargeCube(nq, d, r.n, !g.Int8)
-		}
-		// softmax of the partition on the vector unit
-		m := p1 - p0
-		for h := range nq {
-			w.softmax(f, h, m)
-		}
-		c.ChargeVector(nq * m * 4 * 4) // max, sub, exp, sum
-		// weighted sum of V rows
-		for _, r := range w.runs {
-			if err := w.load(c, g, f, in, "v_cache", "v_scale", r, item.kvh, false); err != nil {
-				return err
-			}
-			daWeightedSum(w.np[:nq], w.sc[:nq], r.pos-p0, w.tf[:r.n*d])
-			c.ChargeCube(nq, r.n, d, !g.Int8)
+			continue
 		}
 		for h := range nq {
-			nacc, np, pf := w.nacc[h][:d], w.np[h][:d], w.partF[h]
-			for i := range nacc {
-				nacc[i] += float32(np[i] * pf)
-			}
+			w.fold(k.f, h, w.mp[h], w.zp[h], w.np[h][:d])
 		}
 		c.ChargeVector(nq * d * 4 * 2)
 	}
-	// normalise and store
-	num := c.Profile().Numerics
-	for h := range nq {
-		o := w.ob.F16()[:d]
-		for i := range d {
-			v := float32(0)
-			if n > 0 {
-				v = w.nacc[h][i] / w.zRun[h]
-			}
-			// Every output is arithmetic (exp, sums, the division): a NaN
-			// is the default NaN, whichever the host's float32 made.
-			o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
-		}
-		c.ChargeVector(d * 4)
-		if err := c.DataCopyPadOut(out.GM(), out.Base()+qoff+h*d, w.ob, d); err != nil {
+	if !it.split() {
+		return w.store(c, k, qoff, nq, it.n > 0)
+	}
+	if pc.k0 == 0 {
+		if err := w.stageRecord(c, k.ws, it, 0, w.mRun, w.zRun, w.nacc); err != nil {
 			return err
+		}
+	}
+	return w.flushRecords(c, k.ws, it)
+}
+
+// loadQ copies the nq query heads at qoff into UB, D chunk by D chunk
+// when D is tiled, and casts them to fp32 into w.qf.
+func (w *daCore) loadQ(c *npu.Core, q *tensor.Tensor, qoff, nq, d int) error {
+	if w.dc == d {
+		if err := c.DataCopyPadIn(w.qb, q, qoff, nq*d); err != nil {
+			return err
+		}
+		tensor.F16ToF32s(w.qf[:nq*d], w.qb.F16()[:nq*d])
+		return nil
+	}
+	for h := range nq {
+		for d0 := 0; d0 < d; d0 += w.dc {
+			n := min(w.dc, d-d0)
+			if err := c.DataCopyPadIn(w.qb, q, qoff+h*d+d0, n); err != nil {
+				return err
+			}
+			tensor.F16ToF32s(w.qf[h*d+d0:h*d+d0+n], w.qb.F16()[:n])
 		}
 	}
 	return nil
 }
 
-// fit grows the partition's scratch (w.tf, w.sc) to m positions of d
+// stageRecord stages the item's record slot in rb: per query head m[h],
+// z[h] and n[h] (D values). Consecutive slots gather in rb and leave in
+// one store when it is full (flushRecords), not one DMA a partition.
+func (w *daCore) stageRecord(c *npu.Core, ws *tensor.Tensor, it daItem, slot int, m, z []float32, n [][]float32) error {
+	d := len(n[0])
+	size := it.nq * (d + 2)
+	if w.pend > 0 && (w.pendSlot+w.pend != slot || (w.pend+1)*size*4 > w.rb.Len()) {
+		if err := w.flushRecords(c, ws, it); err != nil {
+			return err
+		}
+	}
+	if w.pend == 0 {
+		w.pendSlot = slot
+	}
+	rec := w.rb.F32()[w.pend*size : (w.pend+1)*size]
+	for h := range it.nq {
+		r := rec[h*(d+2) : (h+1)*(d+2)]
+		r[0], r[1] = m[h], z[h]
+		copy(r[2:], n[h][:d])
+	}
+	w.pend++
+	return nil
+}
+
+// flushRecords stores the records staged in rb.
+func (w *daCore) flushRecords(c *npu.Core, ws *tensor.Tensor, it daItem) error {
+	if w.pend == 0 {
+		return nil
+	}
+	size := it.nq * (w.d + 2)
+	n := w.pend
+	w.pend = 0
+	return c.DataCopyPadOut(ws, it.ws+w.pendSlot*size, w.rb, n*size)
+}
+
+// store normalises the item's running sums and stores its output rows
+// (zero rows for an empty context), D chunk by D chunk.
+func (w *daCore) store(c *npu.Core, k daKernel, qoff, nq int, nonEmpty bool) error {
+	d := k.g.D
+	num := c.Profile().Numerics
+	for h := range nq {
+		for d0 := 0; d0 < d; d0 += w.dc {
+			n := min(w.dc, d-d0)
+			o := w.ob.F16()[:n]
+			for i := range n {
+				v := float32(0)
+				if nonEmpty {
+					v = w.nacc[h][d0+i] / w.zRun[h]
+				}
+				// Every output is arithmetic (exp, sums, the division): a NaN
+				// is the default NaN, whichever the host's float32 made.
+				o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
+			}
+			c.ChargeVector(n * 4)
+			if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff+h*d+d0, w.ob, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// partition computes positions [p0, p1) of the item: per query head the
+// partition's maximum w.mp, sum w.zp and numerator w.np, which depend on
+// these positions alone.
+func (w *daCore) partition(c *npu.Core, k daKernel, it daItem, p0, p1 int) error {
+	g, f := k.g, k.f
+	d, nq, dc := g.D, it.nq, w.dc
+	var bt []int32
+	if g.Paged {
+		bt = k.in["block_tables"].I32()
+	}
+	w.fit(p1-p0, dc)
+	w.runs = w.runs[:0]
+	for pos := p0; pos < p1; pos++ {
+		r := f.row(g, bt, it.seq, pos)
+		if j := len(w.runs) - 1; j >= 0 && w.runs[j].row+w.runs[j].n == r {
+			w.runs[j].n++
+			continue
+		}
+		w.runs = append(w.runs, daRun{pos: pos, row: r, n: 1})
+	}
+	// scores: q·Kᵀ on the cube (accumulated over the D chunks), σ on the
+	// vector unit
+	for _, r := range w.runs {
+		if err := w.loadScales(c, k, "k_scale", r, it.kvh); err != nil {
+			return err
+		}
+		for d0 := 0; d0 < d; d0 += dc {
+			d1 := min(d, d0+dc)
+			if err := w.loadTile(c, k, "k_cache", r, it.kvh, d0, d1, true); err != nil {
+				return err
+			}
+			daScores(w.sc[:nq], r.pos-p0, w.qf[:nq*d], d, d0, w.tf[:r.n*(d1-d0)], d1-d0, k.sigma, d0 == 0, d1 == d)
+			c.ChargeCube(nq, d1-d0, r.n, !g.Int8)
+		}
+	}
+	// softmax of the partition on the vector unit
+	m := p1 - p0
+	if d == 0 { // no column: every score is an empty sum
+		for h := range nq {
+			clear(w.sc[h][:m])
+		}
+	}
+	for h := range nq {
+		w.partSoftmax(f, h, m)
+		clear(w.np[h])
+	}
+	c.ChargeVector(nq * m * 4 * 4) // max, sub, exp, sum
+	// weighted sum of V rows, D chunk by D chunk
+	for _, r := range w.runs {
+		if err := w.loadScales(c, k, "v_scale", r, it.kvh); err != nil {
+			return err
+		}
+		for d0 := 0; d0 < d; d0 += dc {
+			d1 := min(d, d0+dc)
+			if err := w.loadTile(c, k, "v_cache", r, it.kvh, d0, d1, false); err != nil {
+				return err
+			}
+			for h := range nq {
+				w.npc[h] = w.np[h][d0:d1]
+			}
+			daWeightedSum(w.npc[:nq], w.sc[:nq], r.pos-p0, w.tf[:r.n*(d1-d0)])
+			c.ChargeCube(nq, r.n, d1-d0, !g.Int8)
+		}
+	}
+	return nil
+}
+
+// fit grows the partition's scratch (w.tf, w.sc) to m positions of dc
 // values: a partition holds up to PartitionLen positions (thousands for a
 // small d), but a short context far fewer, and scratch sized for the
 // longest would be allocated by every block of every launch (800 KB an
 // exec of FuzzDecodeAttention's seeds).
-func (w *daCore) fit(m, d int) {
-	if len(w.tf) < m*d {
-		w.tf = make([]float32, m*d)
+func (w *daCore) fit(m, dc int) {
+	if len(w.tf) < m*dc {
+		w.tf = make([]float32, m*dc)
 	}
 	for h := range w.sc {
 		if len(w.sc[h]) < m {
@@ -385,28 +573,35 @@ func (w *daCore) fit(m, d int) {
 	}
 }
 
-// load copies the K or V rows of run r (kv head kvh) and, for int8, their
-// scales into UB, and casts them to fp32 into w.tf on the vector unit
-// (fp16: exact; int8: RN32(code·scale)). isK says which scale applies.
-func (w *daCore) load(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, in map[string]*tensor.Tensor, cache, scale string, r daRun, kvh int, isK bool) error {
-	d := g.D
-	if err := c.DataCopy2DIn(w.kb, in[cache], g.H*d, r.row, kvh*d, r.n, d, d, r.n); err != nil {
+// loadScales copies the int8 dequantisation scales of run r (kv head
+// kvh) into UB; nothing for an fp16 cache.
+func (w *daCore) loadScales(c *npu.Core, k daKernel, scale string, r daRun, kvh int) error {
+	if !k.g.Int8 {
+		return nil
+	}
+	return c.DataCopy2DIn(w.ksb, k.f.scaleSource(k.in, scale), k.g.H, r.row, kvh, r.n, 1, 1, r.n)
+}
+
+// loadTile copies columns [d0, d1) of the K or V rows of run r (kv head
+// kvh) into UB and casts them to fp32 into w.tf on the vector unit (fp16:
+// exact; int8: RN32(code·scale), the scales loaded by loadScales). isK
+// says which scale applies.
+func (w *daCore) loadTile(c *npu.Core, k daKernel, cache string, r daRun, kvh, d0, d1 int, isK bool) error {
+	g, wd := k.g, d1-d0
+	if err := c.DataCopy2DIn(w.kb, k.in[cache], g.H*g.D, r.row, kvh*g.D+d0, r.n, wd, wd, r.n); err != nil {
 		return err
 	}
-	n := r.n * d
+	n := r.n * wd
 	if !g.Int8 {
 		tensor.F16ToF32s(w.tf[:n], w.kb.F16()[:n])
 		c.ChargeVector(n * 2)
 		return nil
 	}
-	if err := c.DataCopy2DIn(w.ksb, f.scaleSource(in, scale), g.H, r.row, kvh, r.n, 1, 1, r.n); err != nil {
-		return err
-	}
 	codes, scales := w.kb.I8()[:n], w.ksb.F32()[:r.n]
 	for j, s := range scales {
-		s = f.dequantScale(isK, s)
-		row := w.tf[j*d : (j+1)*d]
-		for i, q := range codes[j*d : (j+1)*d] {
+		s = k.f.dequantScale(isK, s)
+		row := w.tf[j*wd : (j+1)*wd]
+		for i, q := range codes[j*wd : (j+1)*wd] {
 			row[i] = float32(q) * s
 		}
 	}
@@ -414,10 +609,10 @@ func (w *daCore) load(c *npu.Core, g ops.KVGeom, f decodeAttentionFaults, in map
 	return nil
 }
 
-// softmax turns query head h's m scores of the partition into
-// exp(s − m_p), and folds the partition's maximum and sum into the running
-// M and Z (rescaling N), leaving exp(m_p − M′) for the combine of N_p.
-func (w *daCore) softmax(f decodeAttentionFaults, h, m int) {
+// partSoftmax turns query head h's m scores of the partition into
+// exp(s − m_p), leaving the partition's maximum in w.mp[h] and the sum of
+// the exponentials in w.zp[h].
+func (w *daCore) partSoftmax(f decodeAttentionFaults, h, m int) {
 	sc := w.sc[h][:m]
 	mp := float32(math.Inf(-1))
 	for _, s := range sc {
@@ -430,57 +625,95 @@ func (w *daCore) softmax(f decodeAttentionFaults, h, m int) {
 		sc[j] = e
 		zp += e
 	}
+	w.mp[h], w.zp[h] = mp, zp
+}
+
+// fold folds one partition's (or piece's) maximum mp, sum zp and
+// numerator np into query head h's running M, Z and N: the flash-decoding
+// combine, the same arithmetic whichever core computed the partition.
+func (w *daCore) fold(f decodeAttentionFaults, h int, mp, zp float32, np []float32) {
+	a, bsc := w.foldScalars(f, h, mp, zp)
+	daFoldN(w.nacc[h][:len(np)], np, a, bsc)
+}
+
+// foldScalars folds a partition's mp and zp into query head h's running
+// M and Z and returns the factors N and N_p are rescaled by: exp(M − M′)
+// (0 while M is −∞: nothing folded yet) and exp(m_p − M′).
+func (w *daCore) foldScalars(f decodeAttentionFaults, h int, mp, zp float32) (a, bsc float32) {
 	mNew := f.maxSubtracted(max(w.mRun[h], mp))
-	a, bsc := f.rescale(float32(math.Exp(float64(w.mRun[h]-mNew))), float32(math.Exp(float64(mp-mNew))))
+	a, bsc = f.rescale(float32(math.Exp(float64(w.mRun[h]-mNew))), float32(math.Exp(float64(mp-mNew))))
 	if w.mRun[h] == float32(math.Inf(-1)) {
 		a = 0
 	}
 	w.zRun[h] = float32(w.zRun[h]*a) + float32(zp*bsc)
-	nacc := w.nacc[h]
-	for i := range nacc {
-		nacc[i] *= a
-	}
-	w.mRun[h], w.partF[h] = mNew, bsc
-	clear(w.np[h])
+	w.mRun[h] = mNew
+	return a, bsc
 }
 
-// daScores sets sc[h][off+j] = σ·(q_h · k_j) for every query head h (q
-// holds them, d values each) and every row j of the tile k: fp32 products
-// summed i ascending in one fp32 accumulator per score, as the cube's
-// accumulator does. Four keys share each pass over a query head, and the
-// four keys' rows stay in cache across all heads.
-func daScores(sc [][]float32, off int, q, k []float32, d int, sigma float32) {
-	n := len(k) / d
+// daFoldN sets nacc ← RN32(nacc·a) + RN32(np·bsc), element by element.
+func daFoldN(nacc, np []float32, a, bsc float32) {
+	nacc = nacc[:len(np)]
+	for i, v := range np {
+		nacc[i] = float32(nacc[i]*a) + float32(v*bsc)
+	}
+}
+
+// daScores adds q_h · k_j over columns [d0, d0+wd) to the scores
+// sc[h][off+j] of every query head h (q holds them, qld values each) and
+// every row j of the tile k (wd values each): fp32 products summed i
+// ascending in one fp32 accumulator per score, as the cube's accumulator
+// does, starting from 0 on the first D chunk and from the chunk before's
+// sum otherwise, scaled by sigma after the last. Four keys share each
+// pass over a query head, and the four keys' rows stay in cache across all
+// heads.
+func daScores(sc [][]float32, off int, q []float32, qld, d0 int, k []float32, wd int, sigma float32, first, last bool) {
+	if wd == 0 {
+		return
+	}
+	n := len(k) / wd
 	j := 0
 	for ; j+4 <= n; j += 4 {
-		k0 := k[j*d : (j+1)*d]
-		k1 := k[(j+1)*d : (j+2)*d]
-		k2 := k[(j+2)*d : (j+3)*d]
-		k3 := k[(j+3)*d : (j+4)*d]
+		k0 := k[j*wd : (j+1)*wd]
+		k1 := k[(j+1)*wd : (j+2)*wd]
+		k2 := k[(j+2)*wd : (j+3)*wd]
+		k3 := k[(j+3)*wd : (j+4)*wd]
 		for h, s := range sc {
-			qr := q[h*d : (h+1)*d]
+			qr := q[h*qld+d0 : h*qld+d0+wd]
 			k0, k1, k2, k3 := k0[:len(qr)], k1[:len(qr)], k2[:len(qr)], k3[:len(qr)]
+			o := s[off+j : off+j+4]
 			var a0, a1, a2, a3 float32
+			if !first {
+				a0, a1, a2, a3 = o[0], o[1], o[2], o[3]
+			}
 			for i, qv := range qr {
 				a0 += float32(qv * k0[i])
 				a1 += float32(qv * k1[i])
 				a2 += float32(qv * k2[i])
 				a3 += float32(qv * k3[i])
 			}
-			o := s[off+j : off+j+4]
-			o[0], o[1], o[2], o[3] = a0*sigma, a1*sigma, a2*sigma, a3*sigma
+			if last {
+				o[0], o[1], o[2], o[3] = a0*sigma, a1*sigma, a2*sigma, a3*sigma
+			} else {
+				o[0], o[1], o[2], o[3] = a0, a1, a2, a3
+			}
 		}
 	}
 	for ; j < n; j++ {
-		kr := k[j*d : (j+1)*d]
+		kr := k[j*wd : (j+1)*wd]
 		for h, s := range sc {
-			qr := q[h*d : (h+1)*d]
+			qr := q[h*qld+d0 : h*qld+d0+wd]
 			kr := kr[:len(qr)]
 			var acc float32
+			if !first {
+				acc = s[off+j]
+			}
 			for i, qv := range qr {
 				acc += float32(qv * kr[i])
 			}
-			s[off+j] = acc * sigma
+			if last {
+				acc *= sigma
+			}
+			s[off+j] = acc
 		}
 	}
 }
