@@ -84,6 +84,12 @@ func legalCases() []legalCase {
 		// failed; a GQA group of 2048 query heads never fitted.
 		{op: "decode_attention", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 1, "hq": 1, "h": 1, "d": 5459, "l": 2}, kernel: DecodeAttentionKernel, seed: 4},
 		{op: "decode_attention", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 1, "hq": 1024, "h": 1, "d": 128, "l": 3}, kernel: DecodeAttentionKernel, seed: 5},
+		// decode_attention held a query row, a K row and the output row
+		// whole: d = 32753 (fp16) and 39313 (int8) failed naming
+		// ub_bytes; D is tiled now. Two partitions of 16 positions (on
+		// both profiles), so the fold runs too.
+		{op: "decode_attention", params: ops.Params{}, dims: map[string]int{"b": 1, "s": 1, "hq": 2, "h": 1, "d": 32753, "l": 20}, kernel: DecodeAttentionKernel, seed: 8},
+		{op: "decode_attention", params: ops.Params{"cache_dtype": ops.KVInt8, "layout": ops.KVPaged}, dims: map[string]int{"b": 2, "s": 2, "hq": 1, "h": 1, "d": 39313, "l": 18, "bs": 8}, kernel: DecodeAttentionKernel, seed: 9},
 		// gemm24's epilogue took the UB its meta panels needed: every
 		// output block of 176×176 or more failed (run gemm24 at
 		// 2048×2048×2048; this is the smallest K of the same tiling).
