@@ -255,8 +255,10 @@ type Core struct {
 	bufN  int      // 1 or 2, see SetBufferNum
 	tiles int      // BeginTile calls
 	slab  []Buffer // Buffers not yet handed out (newBuffer)
-	cow   *CopyOnWrite
-	sch   sched
+	// queSlab are TQues not yet handed out (newQue).
+	queSlab []TQue
+	cow     *CopyOnWrite
+	sch     sched
 	// shadow is the sanitizer's record of each local memory (explicit
 	// mode), scratch the span unions of finishSched; both are reused.
 	shadow  [numSpaces][]cell

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // The sanitizer holds a kernel in SyncExplicit mode to its own
@@ -115,6 +116,13 @@ func sanitizerOn(ctx context.Context) bool {
 type cell struct {
 	w int32
 	r [numPipes]int32
+	_ int32 // pads the cell to 32 bytes, compared as four words (sameCell)
+}
+
+// sameCell reports whether two cells hold the same history.
+func sameCell(a, b *cell) bool {
+	x, y := (*[4]uint64)(unsafe.Pointer(a)), (*[4]uint64)(unsafe.Pointer(b))
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3]
 }
 
 // hostWrite marks a granule the kernel wrote on the host through a view:
@@ -172,6 +180,14 @@ type hazard struct {
 	other       int32
 }
 
+// extend continues the hazard over granule k when the granule before it
+// had it (a run of equal granules).
+func (h *hazard) extend(k int) {
+	if h.on && h.last == k-1 {
+		h.last = k
+	}
+}
+
 func (h *hazard) add(k int, other int32) {
 	if !h.on {
 		*h = hazard{on: true, first: k, last: k, other: other}
@@ -194,8 +210,20 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 	p := in.p
 	vc := &s.vc[p]
 	var raw, waw, war, uninit hazard
+	// A run of granules with the same history (a buffer written whole by
+	// one copy) is checked once: the first of the run decides for all.
+	var prev, upd cell
 	for k := first; k < last; k++ {
 		cl := &sh[k]
+		if k > first && sameCell(cl, &prev) {
+			raw.extend(k)
+			waw.extend(k)
+			war.extend(k)
+			uninit.extend(k)
+			*cl = upd
+			continue
+		}
+		prev = *cl
 		if o.read {
 			switch {
 			case cl.w == 0 && !o.anon:
@@ -223,6 +251,7 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 		if o.read {
 			cl.r[p] = idx + 1
 		}
+		upd = *cl
 	}
 	for _, h := range []struct {
 		kind string

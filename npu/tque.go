@@ -17,14 +17,35 @@ import "fmt"
 type TQue struct {
 	c        *Core
 	src, dst Pipe
-	bufs     []*Buffer
-	state    []queState
-	freed    []event // per slot: the consumer's FreeTensor, when freed valid
-	freedOK  []bool
-	enq      []event // per slot: the producer's EnQue
-	fifo     []int   // enqueued slots, oldest first
-	next     int     // the slot AllocTensor tries first (round robin)
+	n        int // buffers
+	bufs     [MaxQueBuffers]*Buffer
+	state    [MaxQueBuffers]queState
+	freed    [MaxQueBuffers]event // per slot: the consumer's FreeTensor, when freedOK
+	freedOK  [MaxQueBuffers]bool
+	enq      [MaxQueBuffers]event // per slot: the producer's EnQue
+	fifo     [MaxQueBuffers]int   // enqueued slots, oldest first, from head
+	head     int
+	queued   int
+	next     int // the slot AllocTensor tries first (round robin)
 	name     string
+}
+
+// MaxQueBuffers is the most buffers a TQue holds (Ascend C's BUFFER_NUM
+// is 1 or 2 in practice).
+const MaxQueBuffers = 4
+
+// queSlab is how many TQues a core allocates at a time (newQue).
+const queSlab = 8
+
+// newQue returns a TQue no one has held, from the core's slab, so that a
+// launch of many blocks allocates a few slabs, not a queue per block.
+func (c *Core) newQue() *TQue {
+	if len(c.queSlab) == 0 {
+		c.queSlab = make([]TQue, queSlab)
+	}
+	q := &c.queSlab[0]
+	c.queSlab = c.queSlab[1:]
+	return q
 }
 
 type queState uint8
@@ -42,26 +63,26 @@ func (c *Core) NewTQue(name string, src, dst Pipe, num, bytes int) (*TQue, error
 	if src >= numPipes || dst >= numPipes || src == dst {
 		return nil, fmt.Errorf("NewTQue %s: pipes %s → %s", name, src, dst)
 	}
-	if num < 1 {
-		return nil, fmt.Errorf("NewTQue %s: %d buffers, want at least 1", name, num)
+	if num < 1 || num > MaxQueBuffers {
+		return nil, fmt.Errorf("NewTQue %s: %d buffers, want 1 to %d", name, num, MaxQueBuffers)
 	}
-	q := &TQue{c: c, src: src, dst: dst, name: name,
-		state: make([]queState, num), freed: make([]event, num), freedOK: make([]bool, num), enq: make([]event, num)}
-	for range num {
+	q := c.newQue()
+	q.c, q.src, q.dst, q.name, q.n = c, src, dst, name, num
+	for i := range num {
 		b, err := c.AllocUB(bytes)
 		if err != nil {
 			return nil, fmt.Errorf("NewTQue %s: %w", name, err)
 		}
-		q.bufs = append(q.bufs, b)
+		q.bufs[i] = b
 	}
 	return q, nil
 }
 
 // Buffers returns the queue's buffers, slot by slot.
-func (q *TQue) Buffers() []*Buffer { return q.bufs }
+func (q *TQue) Buffers() []*Buffer { return q.bufs[:q.n] }
 
 func (q *TQue) slot(b *Buffer) int {
-	for i, x := range q.bufs {
+	for i, x := range q.bufs[:q.n] {
 		if x == b {
 			return i
 		}
@@ -79,7 +100,7 @@ func (q *TQue) deadlock(msg string) error {
 // AllocTensor returns the next free buffer of the queue for the producer
 // to fill; the producer pipe waits until the consumer freed it.
 func (q *TQue) AllocTensor() (*Buffer, error) {
-	n := len(q.bufs)
+	n := q.n
 	for k := range n {
 		i := (q.next + k) % n
 		if q.state[i] != slotFree {
@@ -106,18 +127,20 @@ func (q *TQue) EnQue(b *Buffer) error {
 	}
 	q.state[i] = slotQueued
 	q.enq[i] = q.c.eventOf(q.src, q.dst, i)
-	q.fifo = append(q.fifo, i)
+	q.fifo[(q.head+q.queued)%MaxQueBuffers] = i
+	q.queued++
 	return nil
 }
 
 // DeQue returns the oldest enqueued buffer; the consumer pipe waits for
 // its EnQue.
 func (q *TQue) DeQue() (*Buffer, error) {
-	if len(q.fifo) == 0 {
+	if q.queued == 0 {
 		return nil, q.deadlock(fmt.Sprintf("DeQue of an empty queue (consumer %s waits forever)", q.dst))
 	}
-	i := q.fifo[0]
-	q.fifo = q.fifo[1:]
+	i := q.fifo[q.head]
+	q.head = (q.head + 1) % MaxQueBuffers
+	q.queued--
 	q.state[i] = slotDeq
 	q.c.wait(q.enq[i])
 	return q.bufs[i], nil
