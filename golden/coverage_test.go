@@ -230,7 +230,7 @@ func (b dense24) Run(ctx context.Context, op string, p ops.Params, in map[string
 		return b.Backend.Run(ctx, op, p, in)
 	}
 	av, am, bm := in["a_values"], in["a_meta"], in["b"]
-	m, k := av.Shape[0], bm.Shape[0]
+	m, k := av.Shape[0], 4*am.Shape[1] // b may be FRACTAL_NZ: K from a_meta
 	a := tensor.MustNew(av.DType, m, k)
 	for i := range m {
 		for g := range k / 4 {
@@ -248,7 +248,14 @@ func (b dense24) Run(ctx context.Context, op string, p ops.Params, in map[string
 			gin[name] = t
 		}
 	}
-	out, meas, err := b.Backend.Run(ctx, "gemm", ops.Params{"mode": p["mode"], "accumulate": p["accumulate"]}, gin)
+	// gemm takes b and out in the layout gemm24 was given them in.
+	gp := ops.Params{"mode": p["mode"], "accumulate": p["accumulate"], "m": fmt.Sprint(m), "k": fmt.Sprint(k)}
+	for _, name := range []string{"format_b", "format_out", "n"} {
+		if v, ok := p[name]; ok {
+			gp[name] = v
+		}
+	}
+	out, meas, err := b.Backend.Run(ctx, "gemm", gp, gin)
 	if err != nil {
 		return nil, nil, err
 	}

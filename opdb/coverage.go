@@ -303,6 +303,16 @@ func compressNaNs(p ops.Params, in map[string]*tensor.Tensor) (int, error) {
 // finite there, and a kernel that multiplies the decompressed dense
 // matrix (0·inf = NaN) gives NaN.
 func gemm24PrunedNonFinite(p ops.Params, in map[string]*tensor.Tensor) (int, error) {
+	if cfg, err := ops.ParseGEMM24(p); err == nil && !cfg.Layout.ND() {
+		// An NZ b: the rule is about its values, read as ND.
+		m, k, n, err := ops.GEMM24Shape(p, in)
+		if err != nil {
+			return 0, err
+		}
+		if _, in, err = ops.GEMMLayoutToND(p, in, cfg.Layout, m, k, n); err != nil {
+			return 0, err
+		}
+	}
 	av, am, b := in["a_values"], in["a_meta"], in["b"]
 	if av == nil || am == nil || b == nil || len(b.Shape) != 2 || len(av.Shape) != 2 {
 		return 0, fmt.Errorf("gemm24: inputs a_values, a_meta, b missing or not matrices")

@@ -50,6 +50,10 @@ var gemmVariants = []kernels.Variant{
 //     16×16×16, cancellation on 8×64×8;
 //   - a long K (16×512×16) where accumulation error dominates;
 //   - special values again under the saturate numerics profile;
+//   - operands in FRACTAL_NZ (gemmNZLayouts: a different mix of NZ
+//     operands per mode, the extents m, k, n set, none a multiple of 16),
+//     on 33×47×17 uniform, and for fp32 and int8 with a C term (c in the
+//     layout of out);
 //   - as recipes (large, stored as hashes): K = 4097 on 17×33, m = 1025
 //     under blocked16, and, for some modes, more output tiles than twice
 //     the cores (gemmTilesShape).
@@ -89,6 +93,12 @@ func gemmGolden() []ops.Case {
 		add("cancel", [3]int{8, 64, 8}, ops.DistCancel, nil, false)
 		add("longk", [3]int{16, 512, 16}, ops.DistUniform, nil, false)
 		add("special", [3]int{16, 16, 16}, ops.DistSpecial, nil, true)
+		lay := gemmNZLayouts[mode.Name]
+		nz := ops.Params{"format_a": lay[0], "format_b": lay[1], "format_out": lay[2], "m": "33", "k": "47", "n": "17"}
+		if mode.Name == "fp32" || mode.Int8() {
+			nz["beta"] = "0.5"
+		}
+		add("nz-"+gemmNZTag(lay), [3]int{33, 47, 17}, ops.DistUniform, nz, false)
 		// The large classes, as recipes (docs/golden.md): K in the
 		// thousands, and m ≥ 1024 under blocked16, every dimension one past
 		// a multiple of 16 or 32 (a remainder in every tile and K slice).
@@ -108,6 +118,28 @@ func gemmGolden() []ops.Case {
 		}
 	}
 	return out
+}
+
+// gemmNZLayouts are the formats of a, b and out of each mode's NZ golden
+// case: between them every operand is NZ and ND somewhere, and every mode
+// has an NZ operand.
+var gemmNZLayouts = map[string][3]string{
+	"fp32":          {ops.FormatFractalNZ, ops.FormatND, ops.FormatFractalNZ},
+	"fp16_fp32acc":  {ops.FormatFractalNZ, ops.FormatFractalNZ, ops.FormatFractalNZ},
+	"fp16":          {ops.FormatND, ops.FormatFractalNZ, ops.FormatND},
+	"bf16_fp32acc":  {ops.FormatFractalNZ, ops.FormatFractalNZ, ops.FormatND},
+	"int8_int32acc": {ops.FormatND, ops.FormatFractalNZ, ops.FormatFractalNZ},
+}
+
+// gemmNZTag names the NZ operands of a layout: a, b, o (out) in order.
+func gemmNZTag(lay [3]string) string {
+	tag := ""
+	for i, f := range lay {
+		if f == ops.FormatFractalNZ {
+			tag += string("abo"[i])
+		}
+	}
+	return tag
 }
 
 // GEMMDualPolicy is the policy of the deepk cases. The dual benchmark is

@@ -38,7 +38,7 @@ var gemm24Variants = []kernels.Variant{
 // gemm24Golden: per mode, a shape off every fractal edge under both
 // accumulate models, special and large values, and a long K; in fp16,
 // isolated infinities in b at pruned positions; names are
-// <mode>_<dist>_<M>x<K>x<N>_<accumulate>.
+// <mode>_<dist>_<M>x<K>x<N>_<accumulate>; and b and out in FRACTAL_NZ.
 func gemm24Golden() []ops.Case {
 	const op = "gemm24"
 	var out []ops.Case
@@ -60,6 +60,11 @@ func gemm24Golden() []ops.Case {
 			add(ops.DistPrunedInf, 16, 64, 16, ops.GEMMSequential)
 		}
 		add(ops.DistUniform, 16, 512, 16, ops.GEMMBlocked16)
+		// b and out in FRACTAL_NZ, N = 17 (two fractal columns of fp16,
+		// one of int8's 32), m = 33, k = 52: a remainder in every fractal.
+		out = append(out, ops.NewCase(op, mode+"_nz-bo_33x52x17_sequential",
+			ops.Params{"mode": mode, "accumulate": ops.GEMMSequential, "format_b": ops.FormatFractalNZ, "format_out": ops.FormatFractalNZ, "n": "17"},
+			map[string]int{"m": 33, "k": 52, "n": 17}, ops.DistUniform, "mode:"+mode, "dist:"+ops.DistUniform, "layout:FRACTAL_NZ"))
 		// Recipes (large, stored as hashes; docs/golden.md): K in the
 		// thousands, and m ≥ 1024, with a remainder in every dimension.
 		add(ops.DistUniform, 17, 4100, 33, ops.GEMMSequential)

@@ -127,6 +127,9 @@ type GEMMConfig struct {
 	Alpha      float64
 	Beta       float64
 	Accumulate string // GEMMSequential or GEMMBlocked16
+	// Layout is the operands' formats and the extent params
+	// (gemm_layout.go); all ND by default.
+	Layout GEMMLayout
 }
 
 // ParseGEMM validates p (filling defaults) and returns it in typed form.
@@ -144,7 +147,7 @@ func parseGEMMValidating(p Params) (GEMMConfig, error) {
 	if err != nil {
 		return GEMMConfig{}, err
 	}
-	cfg := GEMMConfig{Accumulate: v["accumulate"]}
+	cfg := GEMMConfig{Accumulate: v["accumulate"], Layout: layoutOf(v)}
 	for _, m := range gemmModes {
 		if m.Name == v["mode"] {
 			cfg.Mode = m
@@ -186,6 +189,31 @@ func parseCanonicalGEMM(p Params) (cfg GEMMConfig, ok bool) {
 			} else {
 				cfg.Beta = x
 			}
+		case "format_a", "format_b", "format_out":
+			if v != FormatND && v != FormatFractalNZ {
+				return cfg, false
+			}
+			switch k {
+			case "format_a":
+				cfg.Layout.A = v
+			case "format_b":
+				cfg.Layout.B = v
+			default:
+				cfg.Layout.Out = v
+			}
+		case "m", "k", "n":
+			x, err := strconv.Atoi(v)
+			if err != nil || x < 0 || x > tensor.MaxElements || strconv.Itoa(x) != v {
+				return cfg, false
+			}
+			switch k {
+			case "m":
+				cfg.Layout.M = x
+			case "k":
+				cfg.Layout.K = x
+			default:
+				cfg.Layout.N = x
+			}
 		default:
 			return cfg, false
 		}
@@ -211,7 +239,7 @@ var gemmDefaults = func() GEMMConfig {
 func (gemm) Name() string { return "gemm" }
 
 func (gemm) Doc() string {
-	return "out = alpha·(A·B) + beta·C (int8: dequantised with scale_a, scale_b); five precision modes, sequential or blocked16 accumulation"
+	return "out = alpha·(A·B) + beta·C (int8: dequantised with scale_a, scale_b); five precision modes, sequential or blocked16 accumulation; a, b, out (and c) ND or FRACTAL_NZ"
 }
 
 func (gemm) ParamSpecs() []ParamSpec {
@@ -219,7 +247,7 @@ func (gemm) ParamSpecs() []ParamSpec {
 	for i, m := range gemmModes {
 		names[i] = m.Name
 	}
-	return []ParamSpec{
+	return append([]ParamSpec{
 		{Name: "mode", Default: gemmDefaultMode, Values: names,
 			Doc: "precision (in/acc/out): fp32 fp32/fp32/fp32, fp16_fp32acc fp16/fp32/fp16, fp16 fp16/fp16/fp16, bf16_fp32acc bf16/fp32/bf16, int8_int32acc int8/int32/fp16 with fp32 scale_a, scale_b"},
 		{Name: "alpha", Default: "1", Doc: "finite scalar multiplying A·B (rounded to the epilogue format)",
@@ -228,7 +256,7 @@ func (gemm) ParamSpecs() []ParamSpec {
 			Examples: []string{"1", "-1", "0.5", "0.1", "2", "-0.25", "1e-4", "1000"}},
 		{Name: "accumulate", Default: GEMMSequential, Values: []string{GEMMSequential, GEMMBlocked16},
 			Doc: "sequential: acc ← RN(acc + a_k·b_k), k ascending; blocked16: acc ← RN(acc + exact 16-wide block sum)"},
-	}
+	}, gemmLayoutSpecs(true, []string{"m", "k", "n"})...)
 }
 
 func (gemm) DimSpecs() []DimSpec {
@@ -269,6 +297,9 @@ func (op gemm) Validate(p Params) (Params, error) {
 		}
 		v[name] = strconv.FormatFloat(x, 'g', -1, 64)
 	}
+	if err := validateLayout(op, v, []string{"m", "k", "n"}); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -303,16 +334,25 @@ func (op gemm) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 	if err := checkDist(op, g.Dist); err != nil {
 		return nil, err
 	}
-	var dims [3]int
-	for i, name := range []string{"m", "k", "n"} {
-		v, err := dim(op, g, name)
-		if err != nil {
-			return nil, err
-		}
-		dims[i] = v
-	}
-	m, k, n := dims[0], dims[1], dims[2]
 	cfg := gemmConfig(p)
+	l := cfg.Layout
+	c0In, c0Out := TransDataC0(cfg.Mode.In), TransDataC0(cfg.Mode.Out)
+	mF, mU, nF, nU := []string{l.A}, []int{TransDataM0}, []string{l.B}, []int{c0In}
+	if cfg.Beta != 0 {
+		mF, mU, nF, nU = append(mF, l.Out), append(mU, TransDataM0), append(nF, l.Out), append(nU, c0Out)
+	}
+	m, err := genExtent(op, g, "m", l.M, mF, mU)
+	if err != nil {
+		return nil, err
+	}
+	k, err := genExtent(op, g, "k", l.K, []string{l.A, l.B}, []int{c0In, TransDataM0})
+	if err != nil {
+		return nil, err
+	}
+	n, err := genExtent(op, g, "n", l.N, nF, nU)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkGEMMSize(op, cfg, m, k, n); err != nil {
 		return nil, err
 	}
@@ -324,7 +364,6 @@ func (op gemm) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 		return t, nil
 	}
 	in := map[string]*tensor.Tensor{}
-	var err error
 	if g.Dist == DistCancel {
 		in["a"], in["b"], err = gemmCancel(rng, cfg.Mode.In, m, k, n)
 		if err != nil {
@@ -361,6 +400,9 @@ func (op gemm) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 			}
 			in[s.name] = t
 		}
+	}
+	if err := layOut(op, in, map[string]string{"a": l.A, "b": l.B, "c": l.Out}); err != nil {
+		return nil, err
 	}
 	return in, nil
 }
@@ -427,21 +469,31 @@ func GEMMDims(in map[string]*tensor.Tensor) (m, k, n int, err error) {
 }
 
 func (op gemm) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
-	m, k, n, err := gemmDims(op, in)
+	cfg := gemmConfig(p)
+	m, k, n, err := gemmShape(op, cfg, in)
 	if err != nil {
 		return nil, err
 	}
-	cfg := gemmConfig(p)
 	if err := checkGEMMSize(op, cfg, m, k, n); err != nil {
 		return nil, err
 	}
 	if c, ok := in["c"]; cfg.Beta != 0 && (!ok || c == nil) {
 		return nil, fmt.Errorf("%s: input %q is missing (required because beta=%s ≠ 0)", op.Name(), "c", p["beta"])
 	}
+	l := cfg.Layout
 	specs := []TensorSpec{
-		{Name: "a", DType: cfg.Mode.In, Shape: []int{m, k}},
-		{Name: "b", DType: cfg.Mode.In, Shape: []int{k, n}},
-		{Name: "c", DType: cfg.Mode.Out, Shape: []int{m, n}, Optional: cfg.Beta == 0},
+		{Name: "a", DType: cfg.Mode.In, Shape: operandShape(l.A, m, k, cfg.Mode.In)},
+		{Name: "b", DType: cfg.Mode.In, Shape: operandShape(l.B, k, n, cfg.Mode.In)},
+		{Name: "c", DType: cfg.Mode.Out, Shape: operandShape(l.Out, m, n, cfg.Mode.Out), Optional: cfg.Beta == 0},
+	}
+	if !l.ND() {
+		operands := []layoutOperand{{"a", l.A, "format_a", m, k}, {"b", l.B, "format_b", k, n}}
+		if cfg.Beta != 0 {
+			operands = append(operands, layoutOperand{"c", l.Out, "format_out", m, n})
+		}
+		if err := checkLayoutPadding(op, in, operands, specs); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Mode.Int8() {
 		for _, s := range []struct {
@@ -459,9 +511,10 @@ func (op gemm) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, err
 }
 
 func (op gemm) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
-	m, _, n, err := gemmDims(op, in)
+	cfg := gemmConfig(p)
+	m, _, n, err := gemmShape(op, cfg, in)
 	if err != nil {
 		return nil, err
 	}
-	return []TensorSpec{{Name: "out", DType: gemmConfig(p).Mode.Out, Shape: []int{m, n}}}, nil
+	return []TensorSpec{{Name: "out", DType: cfg.Mode.Out, Shape: operandShape(cfg.Layout.Out, m, n, cfg.Mode.Out)}}, nil
 }

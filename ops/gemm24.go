@@ -43,7 +43,9 @@ func ParseGEMM24(p Params) (GEMMConfig, error) {
 	if err != nil {
 		return GEMMConfig{}, err
 	}
-	return ParseGEMM(Params{"mode": v["mode"], "accumulate": v["accumulate"]})
+	cfg, err := ParseGEMM(Params{"mode": v["mode"], "accumulate": v["accumulate"]})
+	cfg.Layout = layoutOf(v)
+	return cfg, err
 }
 
 func (gemm24) Name() string { return "gemm24" }
@@ -52,13 +54,23 @@ func (gemm24) Doc() string {
 	return "2:4 structured-sparse GEMM: out = A·B with A as sparse24_prune's values and meta (only kept k multiplied); fp16_fp32acc or int8_int32acc"
 }
 
+// ParamSpecs: b and out take FRACTAL_NZ like gemm's; n is needed when b
+// is NZ and N is not a multiple of its C0 (M and K come from a_values and
+// a_meta). There is no format_a (Validate refuses one other than ND,
+// naming it): a is sparse24_prune's output, the kept values [M,K/2] with
+// their 2:4 metadata [M,K/4], a compressed matrix in the sparse cube's own
+// index format (each meta byte names the kept positions of one group of
+// four values of its row). An NZ a_values would spread a row's groups
+// over fractal columns that a_meta, one byte per group in row order, no
+// longer lines up with, and Ascend's sparse matmul takes the compressed a
+// and its index from the compression tool as they are.
 func (gemm24) ParamSpecs() []ParamSpec {
-	return []ParamSpec{
+	return append([]ParamSpec{
 		{Name: "mode", Default: "fp16_fp32acc", Values: gemm24Modes,
 			Doc: "precision (in/acc/out): fp16_fp32acc fp16/fp32/fp16, int8_int32acc int8/int32/fp16 with fp32 scale_a, scale_b"},
 		{Name: "accumulate", Default: GEMMSequential, Values: []string{GEMMSequential, GEMMBlocked16},
 			Doc: "sequential: acc ← RN(acc + a_k·b_k) over the kept k ascending; blocked16: one rounding per 16-wide block of K"},
-	}
+	}, gemmLayoutSpecs(false, []string{"n"})...)
 }
 
 func (gemm24) DimSpecs() []DimSpec {
@@ -84,25 +96,48 @@ func (gemm24) Dists() []string {
 // pruned positions (see gemm24.Dists).
 const DistPrunedInf = "prunedinf"
 
-func (op gemm24) Validate(p Params) (Params, error) { return validate(op, p) }
+func (op gemm24) Validate(p Params) (Params, error) {
+	if f, ok := p["format_a"]; ok {
+		if f != FormatND {
+			return nil, fmt.Errorf("%s: param %q: invalid value %q: a stays ND (sparse24_prune's values and their 2:4 meta are the sparse cube's own format); only format_b and format_out take %s",
+				op.Name(), "format_a", f, FormatFractalNZ)
+		}
+		// ND is what a is: accepted, and left out of the canonical form.
+		p = p.Clone()
+		delete(p, "format_a")
+	}
+	v, err := validate(op, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateLayout(op, v, []string{"n"}); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
 
 func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 	if err := checkDist(op, g.Dist); err != nil {
 		return nil, err
 	}
-	var dims [3]int
-	for i, name := range []string{"m", "k", "n"} {
+	var dims [2]int
+	for i, name := range []string{"m", "k"} {
 		v, err := dim(op, g, name)
 		if err != nil {
 			return nil, err
 		}
 		dims[i] = v
 	}
-	m, k, n := dims[0], dims[1], dims[2]
+	m, k := dims[0], dims[1]
 	if k%4 != 0 {
 		return nil, fmt.Errorf("%s: generation size \"k\" = %d is not a multiple of 4", op.Name(), k)
 	}
 	cfg, err := ParseGEMM24(p)
+	if err != nil {
+		return nil, err
+	}
+	l := cfg.Layout
+	n, err := genExtent(op, g, "n", l.N, []string{l.B}, []int{TransDataC0(cfg.Mode.In)})
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +179,9 @@ func (op gemm24) Generate(p Params, g Gen) (map[string]*tensor.Tensor, error) {
 			}
 			in[s.name] = t
 		}
+	}
+	if err := layOut(op, in, map[string]string{"b": l.B}); err != nil {
+		return nil, err
 	}
 	return in, nil
 }
@@ -228,17 +266,56 @@ func gemm24Dims(op Op, in map[string]*tensor.Tensor) (m, k, n int, err error) {
 	return in["a_values"].Shape[0], b.Shape[0], b.Shape[1], nil
 }
 
+// gemm24Shape is gemm24Dims in cfg's layout: M from a_values, K from
+// a_meta (4 per byte) and b, N from b (or the param n).
+func gemm24Shape(op Op, cfg GEMMConfig, in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	l := cfg.Layout
+	if l.B == FormatND && l.N == 0 {
+		return gemm24Dims(op, in)
+	}
+	for _, name := range []string{"a_values", "a_meta", "b"} {
+		if in[name] == nil {
+			return 0, 0, 0, fmt.Errorf("%s: input %q is missing", op.Name(), name)
+		}
+	}
+	meta := in["a_meta"]
+	if len(meta.Shape) != 2 || len(in["a_values"].Shape) != 2 {
+		return 0, 0, 0, fmt.Errorf("%s: inputs \"a_values\" %v and \"a_meta\" %v: want matrices", op.Name(), in["a_values"].Shape, meta.Shape)
+	}
+	bR, bC, err := operandCarriers(op, "b", "format_b", l.B, in["b"], cfg.Mode.In)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if k, err = resolveExtent(op, "k", 0, []gemmCarrier{{tensor: "a_meta", v: 4 * meta.Shape[1]}, bR}); err != nil {
+		return 0, 0, 0, err
+	}
+	if n, err = resolveExtent(op, "n", l.N, []gemmCarrier{bC}); err != nil {
+		return 0, 0, 0, err
+	}
+	return in["a_values"].Shape[0], k, n, nil
+}
+
+// GEMM24Shape returns M, K, N of a gemm24 case in any layout (GEMM24Dims
+// reads an ND b only).
+func GEMM24Shape(p Params, in map[string]*tensor.Tensor) (m, k, n int, err error) {
+	cfg, err := ParseGEMM24(p)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return gemm24Shape(gemm24{}, cfg, in)
+}
+
 // GEMM24Dims returns M, K, N of a gemm24 input set.
 func GEMM24Dims(in map[string]*tensor.Tensor) (m, k, n int, err error) {
 	return gemm24Dims(gemm24{}, in)
 }
 
 func (op gemm24) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
-	m, k, n, err := gemm24Dims(op, in)
+	cfg, err := ParseGEMM24(p)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ParseGEMM24(p)
+	m, k, n, err := gemm24Shape(op, cfg, in)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +325,10 @@ func (op gemm24) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, e
 	specs := []TensorSpec{
 		{Name: "a_values", DType: cfg.Mode.In, Shape: []int{m, k / 2}},
 		{Name: "a_meta", DType: tensor.Uint8, Shape: []int{m, k / 4}},
-		{Name: "b", DType: cfg.Mode.In, Shape: []int{k, n}},
+		{Name: "b", DType: cfg.Mode.In, Shape: operandShape(cfg.Layout.B, k, n, cfg.Mode.In)},
+	}
+	if err := checkLayoutPadding(op, in, []layoutOperand{{"b", cfg.Layout.B, "format_b", k, n}}, specs); err != nil {
+		return nil, err
 	}
 	if meta := in["a_meta"]; meta.DType == tensor.Uint8 && meta.SameShape(specs[1].Shape) {
 		if err := CheckMeta24(op.Name(), "a_meta", meta); err != nil {
@@ -271,21 +351,46 @@ func (op gemm24) Inputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, e
 }
 
 func (op gemm24) Outputs(p Params, in map[string]*tensor.Tensor) ([]TensorSpec, error) {
-	m, _, n, err := gemm24Dims(op, in)
+	cfg, err := ParseGEMM24(p)
 	if err != nil {
 		return nil, err
 	}
-	return []TensorSpec{{Name: "out", DType: tensor.Float16, Shape: []int{m, n}}}, nil
+	m, _, n, err := gemm24Shape(op, cfg, in)
+	if err != nil {
+		return nil, err
+	}
+	return []TensorSpec{{Name: "out", DType: tensor.Float16, Shape: operandShape(cfg.Layout.Out, m, n, tensor.Float16)}}, nil
 }
 
 // Expect: the float64 sparse product (reference.Gemm24Into, kept k only)
 // and gemm's bound (gemmEval.rows, as gemm's Expect) for K/2 products per
 // output.
+//
+// In another layout, b is converted to ND and an NZ out's Expected is the
+// ND one mapped through the layout (padding +0 exactly), as for gemm.
 func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
 	}
 	cfg, _ := ParseGEMM24(p)
+	if l := cfg.Layout; !l.ND() {
+		m, k, n, err := gemm24Shape(op, cfg, in)
+		if err != nil {
+			return nil, err
+		}
+		pND, inND, err := GEMMLayoutToND(p, in, l, m, k, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		e, err := op.Expect(pND, inND, num)
+		if err != nil {
+			return nil, err
+		}
+		if l.Out == FormatFractalNZ {
+			e["out"] = nzExpected(e["out"], m, n, tensor.Float16, num)
+		}
+		return e, nil
+	}
 	m, k, n, _ := gemm24Dims(op, in)
 	keep := MetaKeep(in["a_meta"])
 	vals, b := in["a_values"].Float64s(), in["b"].Float64s()

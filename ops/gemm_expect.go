@@ -4,6 +4,7 @@ package ops
 // outcome (gemm_bound.go), whole or a block of rows at a time.
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -16,8 +17,49 @@ import (
 // Expect computes the float64 reference and, per element, the set of
 // results every legal implementation of the evaluation model may return,
 // whatever its summation order or tiling (the bound is derived in gemm_bound.go).
+//
+// In another layout (gemm_layout.go) the NZ operands are converted to ND,
+// the ND problem is judged, and an NZ out's Expected is the ND one mapped
+// through the layout, each padding element +0 exactly.
 func (op gemm) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
-	return op.expect(p, in, num, false)
+	return op.expectLayout(p, in, num, false)
+}
+
+// expectLayout is Expect (interval as for expect) in any layout.
+func (op gemm) expectLayout(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, interval bool) (map[string]*bound.Expected, error) {
+	if l := gemmConfig(p).Layout; !l.ND() {
+		pND, inND, m, n, err := op.toND(p, in)
+		if err != nil {
+			return nil, err
+		}
+		e, err := op.expect(pND, inND, num, interval)
+		if err != nil {
+			return nil, err
+		}
+		if l.Out == FormatFractalNZ {
+			e["out"] = nzExpected(e["out"], m, n, gemmConfig(p).Mode.Out, num)
+		}
+		return e, nil
+	}
+	return op.expect(p, in, num, interval)
+}
+
+// toND checks in against p and returns the case's ND form
+// (GEMMLayoutToND) and its M and N.
+func (op gemm) toND(p Params, in map[string]*tensor.Tensor) (Params, map[string]*tensor.Tensor, int, int, error) {
+	if err := CheckInputs(op, p, in); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	cfg := gemmConfig(p)
+	m, k, n, err := gemmShape(op, cfg, in)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	pND, inND, err := GEMMLayoutToND(p, in, cfg.Layout, m, k, n)
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("%s: %w", op.Name(), err)
+	}
+	return pND, inND, m, n, nil
 }
 
 // expect is Expect; interval makes every element take the interval path
@@ -93,7 +135,25 @@ func gemmBlockRows(m, n, tensorBytes int) int {
 // (gemmBlockRows), one Expected reused for every block: the blocks,
 // concatenated, are Expect's bit for bit
 // (TestGEMMExpectBlocksMatchesExpect).
+//
+// In another layout: an ND out's blocks are those of the ND problem; an NZ
+// out is one block (Expect's), its rows being spread over every fractal
+// column.
 func (op gemm) ExpectBlocks(p Params, in map[string]*tensor.Tensor, num tensor.Numerics, yield func(output string, e *bound.Expected) error) error {
+	if l := gemmConfig(p).Layout; !l.ND() {
+		if l.Out == FormatFractalNZ {
+			e, err := op.Expect(p, in, num)
+			if err != nil {
+				return err
+			}
+			return yield("out", e["out"])
+		}
+		pND, inND, _, _, err := op.toND(p, in)
+		if err != nil {
+			return err
+		}
+		return op.ExpectBlocks(pND, inND, num, yield)
+	}
 	g, err := op.newExpecter(p, in, num, false)
 	if err != nil {
 		return err

@@ -10,12 +10,18 @@ import (
 // path (no fastElement), for ops_test's agreement test over the golden
 // cases (package golden imports ops, so that test cannot live here).
 func GEMMExpectInterval(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
-	return gemm{}.expect(p, in, num, true)
+	return gemm{}.expectLayout(p, in, num, true)
 }
 
 // GEMMFastElements counts the elements of a gemm case that Expect takes
 // on the fast path, so that the agreement test can show it compared some.
 func GEMMFastElements(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (int, error) {
+	if !gemmConfig(p).Layout.ND() {
+		var err error
+		if p, in, _, _, err = (gemm{}).toND(p, in); err != nil {
+			return 0, err
+		}
+	}
 	m, k, n, err := GEMMDims(in)
 	if err != nil {
 		return 0, err

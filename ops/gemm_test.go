@@ -34,7 +34,8 @@ func TestGEMMValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Params{"mode": "fp16_fp32acc", "alpha": "1", "beta": "0", "accumulate": "sequential"}
+	want := Params{"mode": "fp16_fp32acc", "alpha": "1", "beta": "0", "accumulate": "sequential",
+		"format_a": "ND", "format_b": "ND", "format_out": "ND", "m": "0", "k": "0", "n": "0"}
 	if p.String() != want.String() {
 		t.Fatalf("gemm: Validate({}) = %v, want %v", p, want)
 	}

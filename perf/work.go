@@ -138,7 +138,7 @@ func gemmWork(p ops.Params, in map[string]*tensor.Tensor, out []ops.TensorSpec) 
 	if err != nil {
 		return Work{}, err
 	}
-	m, k, n, err := ops.GEMMDims(in)
+	m, k, n, err := ops.GEMMShape(p, in)
 	if err != nil {
 		return Work{}, err
 	}
@@ -152,7 +152,7 @@ func gemm24Work(p ops.Params, in map[string]*tensor.Tensor, out []ops.TensorSpec
 	if err != nil {
 		return Work{}, err
 	}
-	m, k, n, err := ops.GEMM24Dims(in)
+	m, k, n, err := ops.GEMM24Shape(p, in)
 	if err != nil {
 		return Work{}, err
 	}

@@ -58,6 +58,16 @@ const (
 	// the any-order bound (γ_K·S is large for K in the thousands) but is
 	// systematic: only the dual benchmark sees it.
 	FaultGEMMSplitKPartialsLow npu.Fault = "gemm/split-k-partials-in-out-dtype"
+	// FaultGEMMNZReadAsND: an NZ operand (format_a, format_b or c under
+	// format_out = FRACTAL_NZ) is read with the ND stride, its bytes taken
+	// as the row-major matrix: the format flag is not passed down to the
+	// copy. Only NZ inputs show it.
+	FaultGEMMNZReadAsND npu.Fault = "gemm/nz-operand-read-as-nd"
+	// FaultGEMMNZLastRowDropped: the NZ store's row count is M/16 fractal
+	// rows, rounded down: the rows of the last, partial row fractal (the
+	// real ones and its +0 padding) are never stored. Only an NZ out with M
+	// not a multiple of 16 shows it.
+	FaultGEMMNZLastRowDropped npu.Fault = "gemm/nz-last-fractal-row-dropped"
 )
 
 // GEMMSplitK is the K above which the faults of a split-K path
@@ -79,6 +89,8 @@ var GEMMFaults = []FaultInfo{
 	{FaultGEMMSplitKLost, "gemm", "split-K reduction loses the last K partial (K > 4096 only)"},
 	{FaultGEMMCOverwritten, "gemm", "result also stored over input C (in-place epilogue left on)"},
 	{FaultGEMMSplitKPartialsLow, "gemm", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
+	{FaultGEMMNZReadAsND, "gemm", "FRACTAL_NZ operand read with the ND stride (NZ inputs only)"},
+	{FaultGEMMNZLastRowDropped, "gemm", "NZ out: the last partial row fractal never stored (M not a multiple of 16)"},
 }
 
 // gemmFaults is gemm's fault plan for one launch: which of its catalogue
@@ -91,6 +103,7 @@ type gemmFaults struct {
 	lastKDropped, scalesSwapped, paddingRowsStored  bool
 	paddingLeaks, secondTileMisplaced, splitKLost   bool
 	cOverwritten, splitKPartialsLow                 bool
+	nzReadAsND, nzLastRowDropped                    bool
 }
 
 func newGEMMFaults(fs npu.Faults) gemmFaults {
@@ -108,7 +121,19 @@ func newGEMMFaults(fs npu.Faults) gemmFaults {
 		splitKLost:          fs.Has(FaultGEMMSplitKLost),
 		cOverwritten:        fs.Has(FaultGEMMCOverwritten),
 		splitKPartialsLow:   fs.Has(FaultGEMMSplitKPartialsLow),
+		nzReadAsND:          fs.Has(FaultGEMMNZReadAsND),
+		nzLastRowDropped:    fs.Has(FaultGEMMNZLastRowDropped),
 	}
+}
+
+// nzStoredRows is how many of the rows rows of a chunk starting at
+// output row r the NZ store writes: all of them, or under
+// nz-last-fractal-row-dropped none past the last whole row fractal of M.
+func (f gemmFaults) nzStoredRows(m, r, rows int) int {
+	if f.nzLastRowDropped {
+		return max(0, min(rows, m/16*16-r))
+	}
+	return rows
 }
 
 // readB is input b as the kernel reads it: transposed under a wrong

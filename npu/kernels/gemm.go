@@ -38,7 +38,8 @@ import (
 // fault is on.
 
 // GEMM runs gemm on dev with validated config cfg and inputs held to the
-// op contract (a, b, optional c, scale_a/scale_b for int8).
+// op contract (a, b, optional c, scale_a/scale_b for int8), a, b and c
+// ND; out in cfg.Layout.Out (GEMMKernel converts NZ inputs).
 func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[string]*tensor.Tensor, opt GEMMOptions) (*tensor.Tensor, *npu.Cost, error) {
 	if dev == nil {
 		return nil, nil, fmt.Errorf("gemm: nil device")
@@ -62,8 +63,9 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 		}
 		t.ScaleABcst, t.ScaleBBcst = sa.Len() == 1, sb.Len() == 1
 	}
+	t.OutNZ = cfg.Layout.Out == ops.FormatFractalNZ
 	if t.BlockDim == 0 {
-		out, err := tensor.New(t.OutDType, m, n)
+		out, err := emptyGEMMOut(t)
 		if err != nil {
 			return nil, nil, fmt.Errorf("gemm: %w", err)
 		}
@@ -71,7 +73,7 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	}
 	// out lives in GM between guard bands of whole rows: a store past
 	// either end lands in a guard and is reported, not lost.
-	out, err := npu.NewGuardedMatrix("out", t.OutDType, m, n)
+	out, err := newGEMMOut(t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
@@ -103,9 +105,9 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 		return nil, nil, fmt.Errorf("gemm: %w", err)
 	}
 	if err := npu.CheckGuards(out); err != nil {
-		return out.Tensor(), cost, fmt.Errorf("gemm: %w", err)
+		return gemmOutTensor(t, out), cost, fmt.Errorf("gemm: %w", err)
 	}
-	return out.Tensor(), cost, nil
+	return gemmOutTensor(t, out), cost, nil
 }
 
 // gemmKernel is the device side: one block per AI core. f is the
@@ -247,6 +249,15 @@ func GEMMKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[strin
 	if cfg.Beta == 0 {
 		// c is not read when beta = 0.
 		in = withoutKey(in, "c")
+	}
+	if !cfg.Layout.ND() {
+		m, k, n, err := ops.GEMMShape(vp, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		if in, err = gemmInputsND(in, gemmNZOperands(cfg.Layout, m, k, n), newGEMMFaults(npu.FaultsFrom(ctx))); err != nil {
+			return nil, nil, fmt.Errorf("gemm: %w", err)
+		}
 	}
 	out, cost, err := GEMM(ctx, dev, cfg, in, variantOptions[GEMMOptions](ctx))
 	if err != nil {

@@ -115,20 +115,33 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 	if err := ops.CheckInputs(ops.GEMM24, vp, in); err != nil {
 		return nil, nil, err
 	}
-	m, k, n, _ := ops.GEMM24Dims(in)
+	m, k, n, err := ops.GEMM24Shape(vp, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	// An NZ b is converted to ND on the host (gemm_layout.go).
+	nz := gemmNZOperands(ops.GEMMLayout{B: cfg.Layout.B}, m, k, n)
+	if in, err = gemmInputsND(in, nz, gemmFaults{}); err != nil {
+		return nil, nil, fmt.Errorf("gemm24: %w", err)
+	}
 	t, err := NewGEMM24Tiling(dev.Profile(), cfg, m, k, n, variantOptions[GEMM24Options](ctx))
 	if err != nil {
 		return nil, nil, err
 	}
+	t.OutNZ = cfg.Layout.Out == ops.FormatFractalNZ
 	var sa, sb *tensor.Tensor
 	if t.Int8 {
 		sa, sb = in["scale_a"], in["scale_b"]
 		t.ScaleABcst, t.ScaleBBcst = sa.Len() == 1, sb.Len() == 1
 	}
 	if t.BlockDim == 0 {
-		return map[string]*tensor.Tensor{"out": tensor.MustNew(t.OutDType, m, n)}, dev.ZeroCost(), nil
+		out, err := emptyGEMMOut(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gemm24: %w", err)
+		}
+		return map[string]*tensor.Tensor{"out": out}, dev.ZeroCost(), nil
 	}
-	out, err := npu.NewGuardedMatrix("out", t.OutDType, m, n)
+	out, err := newGEMMOut(t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: %w", err)
 	}
@@ -147,7 +160,7 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 		return nil, nil, fmt.Errorf("gemm24: %w", err)
 	}
 	f.afterLaunch(npu.HostWrite(ctx, in["a_meta"]))
-	res := map[string]*tensor.Tensor{"out": out.Tensor()}
+	res := map[string]*tensor.Tensor{"out": gemmOutTensor(t, out)}
 	if err := npu.CheckGuards(out); err != nil {
 		return res, cost, fmt.Errorf("gemm24: %w", err)
 	}

@@ -124,8 +124,11 @@ func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffe
 		if err := core.Cast(t.OutDType, tensor.Float32, outUB, accUB, n); err != nil {
 			return err
 		}
-		storeRows, srcLd := f.storeRows(rows, r0, mr, mc, t.ChunkRows), f.storeStride(nc, nr)
-		if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, storeRows, nr, outUB, srcLd); err != nil {
+		if t.OutNZ {
+			if err := storeNZ(core, f, t, outUB, accUB, out, m0, r0, n0, rows, mr, nr, nc); err != nil {
+				return err
+			}
+		} else if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, f.storeRows(rows, r0, mr, mc, t.ChunkRows), nr, outUB, f.storeStride(nc, nr)); err != nil {
 			return err
 		}
 		if cc := f.storeOverC(c); cc != nil {

@@ -44,6 +44,7 @@ type GEMMTiling struct {
 	ScaleABcst bool // scale_a is [1]
 	ScaleBBcst bool // scale_b is [1]
 	ReverseK   bool `json:"reverse_k,omitempty"` // K panels and slices in descending order
+	OutNZ      bool `json:"out_nz,omitempty"`    // out (and c) in FRACTAL_NZ (gemm_layout.go)
 }
 
 // GEMMOptions overrides the tiling; zero fields take the default. Base

@@ -26,6 +26,17 @@ int fault_on(const char *name);
 double round_half_away(double x, int p, int emin);
 void clobber_input(const nv_case *c, const char *name, const void *data, size_t bytes);
 
+/* FRACTAL_NZ operands of gemm and gemm24 (gemm.c): an ND [rows, cols]
+ * matrix of elements of size bytes held as [ceil(cols/C0), ceil(rows/16),
+ * 16, C0], C0 = 32/size, padding +0. nz_is reports whether the param
+ * names FRACTAL_NZ; nz_gather returns the floats of the ND matrix an NZ
+ * one holds (f: its elements widened, in NZ order); nz_scatter lays out
+ * ND bytes as NZ (zeroed padding) and sets shape. */
+int nz_is(const nv_case *c, const char *param_name);
+size_t nz_at(size_t r, size_t col, size_t m1, size_t c0); /* element (r, col) of an NZ matrix of m1 row fractals */
+float *nz_gather(const float *f, size_t rows, size_t cols, size_t size);
+void *nz_scatter(const void *nd, size_t rows, size_t cols, size_t size, long shape[4]);
+
 /* one kernel per op, in <op>.c */
 void vector_add(nv_case *c);
 void gemm(nv_case *c);

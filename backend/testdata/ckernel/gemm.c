@@ -80,13 +80,31 @@ void gemm(nv_case *c) {
 	nv_array a, b, cm = {0}, sa = {0}, sb = {0};
 	nv_read_input(c, "a", mode->in, &a);
 	nv_read_input(c, "b", mode->in, &b);
-	if (a.ndim != 2 || b.ndim != 2 || a.shape[1] != b.shape[0]) nv_die(1, "gemm: a must be [M,K] and b [K,N]");
-	size_t M = (size_t)a.shape[0], K = (size_t)a.shape[1], N = (size_t)b.shape[1];
-	float *cf = NULL;
+	/* Layouts: a, b and out (c follows out) ND or FRACTAL_NZ; the
+	 * logical M, K, N from the params m, k, n when set, else from an ND
+	 * operand, else an NZ operand's padded extent. */
+	const int nza = nz_is(c, "format_a"), nzb = nz_is(c, "format_b"), nzo = nz_is(c, "format_out");
+	if (a.ndim != (nza ? 4 : 2) || b.ndim != (nzb ? 4 : 2)) nv_die(1, "gemm: a and b must be [M,K] and [K,N] (4-D when FRACTAL_NZ)");
 	if (beta != 0) {
 		nv_read_input(c, "c", mode->out, &cm);
-		if (cm.ndim != 2 || (size_t)cm.shape[0] != M || (size_t)cm.shape[1] != N) nv_die(1, "gemm: c must be [M,N]");
+		if (cm.ndim != (nzo ? 4 : 2)) nv_die(1, "gemm: c must be [M,N] (4-D when format_out is FRACTAL_NZ)");
+	}
+	size_t M = (size_t)atol(param(c, "m", "0")), K = (size_t)atol(param(c, "k", "0")), N = (size_t)atol(param(c, "n", "0"));
+	const size_t c0in = 32 / a.itemsize;
+	if (!M) M = !nza ? (size_t)a.shape[0] : beta != 0 && !nzo ? (size_t)cm.shape[0] : (size_t)a.shape[1] * 16;
+	if (!K) K = !nza ? (size_t)a.shape[1] : !nzb ? (size_t)b.shape[0] : (size_t)a.shape[0] * c0in;
+	if (!N) N = !nzb ? (size_t)b.shape[1] : beta != 0 && !nzo ? (size_t)cm.shape[1] : (size_t)b.shape[0] * c0in;
+	if (!nza && ((size_t)a.shape[0] != M || (size_t)a.shape[1] != K)) nv_die(1, "gemm: a must be [M,K]");
+	if (!nzb && ((size_t)b.shape[0] != K || (size_t)b.shape[1] != N)) nv_die(1, "gemm: b must be [K,N]");
+	float *cf = NULL;
+	if (beta != 0) {
+		if (!nzo && ((size_t)cm.shape[0] != M || (size_t)cm.shape[1] != N)) nv_die(1, "gemm: c must be [M,N]");
 		cf = load_f32(&cm, mode->out);
+		if (nzo) {
+			float *nd = nz_gather(cf, M, N, cm.itemsize);
+			free(cf);
+			cf = nd;
+		}
 	}
 	if (int8) {
 		nv_read_input(c, "scale_a", "<f4", &sa);
@@ -95,6 +113,16 @@ void gemm(nv_case *c) {
 		if (sb.count != 1 && sb.count != N) nv_die(1, "gemm: scale_b must be [N] or [1]");
 	}
 	float *af = load_f32(&a, mode->in), *bf = load_f32(&b, mode->in);
+	if (nza) {
+		float *nd = nz_gather(af, M, K, a.itemsize);
+		free(af);
+		af = nd;
+	}
+	if (nzb) {
+		float *nd = nz_gather(bf, K, N, b.itemsize);
+		free(bf);
+		bf = nd;
+	}
 	float *acc = malloc(LANES * N * sizeof(float) + 1);
 	_Float16 *acc16 = malloc(LANES * N * sizeof(_Float16) + 1);
 	int64_t *iacc = malloc(N * sizeof(int64_t) + 1);
@@ -173,8 +201,15 @@ void gemm(nv_case *c) {
 		else ((_Float16 *)out)[i] = store_f16(v, &c->numerics);
 	}
 	double t1 = nv_now_ns();
-	long shape[2] = {(long)M, (long)N};
-	nv_write_output(c, "out", mode->out, 2, shape, out);
+	if (nzo) {
+		long shape[4];
+		void *nz = nz_scatter(out, M, N, !strcmp(mode->out, "<f4") ? 4 : 2, shape);
+		nv_write_output(c, "out", mode->out, 4, shape, nz);
+		free(nz);
+	} else {
+		long shape[2] = {(long)M, (long)N};
+		nv_write_output(c, "out", mode->out, 2, shape, out);
+	}
 	nv_add_kernel_ns(c, t1 - t0);
 	if (fault_on("clobber")) {
 		size_t osz = !strcmp(mode->out, "<f4") ? 4 : 2, ob = M * N * osz, ab = M * K * a.itemsize;
@@ -188,4 +223,31 @@ void gemm(nv_case *c) {
 	free(iacc);
 	free(res);
 	free(out);
+}
+
+/* The FRACTAL_NZ layout (ckernel.h): element (r, c) at ((c/C0·M1 +
+ * r/16)·16 + r%16)·C0 + c%C0. */
+size_t nz_at(size_t r, size_t col, size_t m1, size_t c0) {
+	return ((col / c0 * m1 + r / 16) * 16 + r % 16) * c0 + col % c0;
+}
+
+int nz_is(const nv_case *c, const char *param_name) { return !strcmp(param(c, param_name, "ND"), "FRACTAL_NZ"); }
+
+float *nz_gather(const float *f, size_t rows, size_t cols, size_t size) {
+	size_t c0 = 32 / size, m1 = (rows + 15) / 16;
+	float *nd = malloc(rows * cols * sizeof(float) + 1);
+	if (!nd) nv_die(1, "out of memory");
+	for (size_t r = 0; r < rows; r++)
+		for (size_t col = 0; col < cols; col++) nd[r * cols + col] = f[nz_at(r, col, m1, c0)];
+	return nd;
+}
+
+void *nz_scatter(const void *nd, size_t rows, size_t cols, size_t size, long shape[4]) {
+	size_t c0 = 32 / size, m1 = (rows + 15) / 16, k1 = (cols + c0 - 1) / c0;
+	unsigned char *nz = calloc(k1 * m1 * 16 * c0 * size + 1, 1);
+	if (!nz) nv_die(1, "out of memory");
+	for (size_t r = 0; r < rows; r++)
+		for (size_t col = 0; col < cols; col++) memcpy(nz + nz_at(r, col, m1, c0) * size, (const unsigned char *)nd + (r * cols + col) * size, size);
+	shape[0] = (long)k1, shape[1] = (long)m1, shape[2] = 16, shape[3] = (long)c0;
+	return nz;
 }

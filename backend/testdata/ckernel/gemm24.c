@@ -28,6 +28,21 @@ void gemm24(nv_case *c) {
 	nv_read_input(c, "a_values", in, &av);
 	nv_read_input(c, "a_meta", "|u1", &am);
 	nv_read_input(c, "b", in, &b);
+	/* b ND [K,N], or FRACTAL_NZ (format_b) with K from a_meta and N from
+	 * the param n (0: the padded extent); out ND or FRACTAL_NZ. */
+	const int nzb = nz_is(c, "format_b"), nzo = nz_is(c, "format_out");
+	unsigned char *bnd = NULL;
+	if (nzb) {
+		if (b.ndim != 4 || am.ndim != 2) nv_die(1, "gemm24: b must be FRACTAL_NZ [N1,K1,16,C0] and a_meta [M,K/4]");
+		size_t K = 4 * (size_t)am.shape[1], N = (size_t)atol(param(c, "n", "0")), m1 = (size_t)b.shape[1], c0 = (size_t)b.shape[3];
+		if (!N) N = (size_t)b.shape[0] * c0;
+		bnd = malloc(K * N * b.itemsize + 1);
+		if (!bnd) nv_die(1, "out of memory");
+		for (size_t r = 0; r < K; r++)
+			for (size_t col = 0; col < N; col++)
+				memcpy(bnd + (r * N + col) * b.itemsize, (const unsigned char *)b.data + nz_at(r, col, m1, c0) * b.itemsize, b.itemsize);
+		b.data = bnd, b.ndim = 2, b.shape[0] = (long)K, b.shape[1] = (long)N, b.count = K * N;
+	}
 	if (b.ndim != 2 || b.shape[0] % 4 != 0) nv_die(1, "gemm24: b must be [K,N] with K a multiple of 4");
 	size_t K = (size_t)b.shape[0], N = (size_t)b.shape[1];
 	if (av.ndim != 2 || (size_t)av.shape[1] != K / 2) nv_die(1, "gemm24: a_values must be [M,K/2]");
@@ -82,9 +97,17 @@ void gemm24(nv_case *c) {
 			out[i * N + j] = store_f16((acc[j] + acc[N + j]) + (acc[2 * N + j] + acc[3 * N + j]), &c->numerics);
 	}
 	double t1 = nv_now_ns();
-	long shape[2] = {(long)M, (long)N};
-	nv_write_output(c, "out", "<f2", 2, shape, out);
+	if (nzo) {
+		long shape[4];
+		void *nz = nz_scatter(out, M, N, 2, shape);
+		nv_write_output(c, "out", "<f2", 4, shape, nz);
+		free(nz);
+	} else {
+		long shape[2] = {(long)M, (long)N};
+		nv_write_output(c, "out", "<f2", 2, shape, out);
+	}
 	nv_add_kernel_ns(c, t1 - t0);
+	free(bnd);
 	free(row);
 	free(acc);
 	free(iacc);
