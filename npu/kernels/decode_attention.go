@@ -464,23 +464,35 @@ func (w *daCore) flushRecords(c *npu.Core, ws *tensor.Tensor, it daItem) error {
 }
 
 // store normalises the item's running sums and stores its output rows
-// (zero rows for an empty context), D chunk by D chunk.
+// (zero rows for an empty context). Untiled, the nq rows are adjacent in
+// out and leave in one store, staged in the query buffer (q is in w.qf
+// by then); with D tiled, D chunk by D chunk through the output buffer.
 func (w *daCore) store(c *npu.Core, k daKernel, qoff, nq int, nonEmpty bool) error {
 	d := k.g.D
 	num := c.Profile().Numerics
+	norm := func(o []float16.Float16, h, d0 int) {
+		for i := range o {
+			v := float32(0)
+			if nonEmpty {
+				v = w.nacc[h][d0+i] / w.zRun[h]
+			}
+			// Every output is arithmetic (exp, sums, the division): a NaN
+			// is the default NaN, whichever the host's float32 made.
+			o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
+		}
+	}
+	if w.dc == d {
+		o := w.qb.F16()[:nq*d]
+		for h := range nq {
+			norm(o[h*d:(h+1)*d], h, 0)
+		}
+		c.ChargeVector(nq * d * 4)
+		return c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff, w.qb, nq*d)
+	}
 	for h := range nq {
 		for d0 := 0; d0 < d; d0 += w.dc {
 			n := min(w.dc, d-d0)
-			o := w.ob.F16()[:n]
-			for i := range n {
-				v := float32(0)
-				if nonEmpty {
-					v = w.nacc[h][d0+i] / w.zRun[h]
-				}
-				// Every output is arithmetic (exp, sums, the division): a NaN
-				// is the default NaN, whichever the host's float32 made.
-				o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
-			}
+			norm(w.ob.F16()[:n], h, d0)
 			c.ChargeVector(n * 4)
 			if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff+h*d+d0, w.ob, n); err != nil {
 				return err

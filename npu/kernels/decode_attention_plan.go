@@ -96,9 +96,11 @@ func (e daEstimate) partitions(it daItem) []int64 {
 	return out
 }
 
-// store is the cycles of normalising and storing an item's output rows.
+// store is the cycles of normalising and storing an item's output rows
+// (one store: the plan never splits a D-tiled item, whose rows leave in
+// chunks, and those are priced alike).
 func (e daEstimate) store(nq int) int64 {
-	return int64(nq) * (e.vec(e.g.D*4) + e.dma(e.g.D*2))
+	return e.vec(nq*e.g.D*4) + e.dma(nq*e.g.D*2)
 }
 
 // records is the cycles of storing n records of nq heads from a staging
