@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/backend/emulator"
 	"github.com/npuverify/npuverify/golden"
 	"github.com/npuverify/npuverify/harness"
@@ -57,12 +58,18 @@ func TestMutationScore(t *testing.T) {
 		}
 	}
 	// The faults that leave z right are caught by the checks that exist
-	// for them: the guard bands and the inputs-unchanged check are part of
-	// the default checks.
+	// for them: the guard bands, the inputs-unchanged check and the
+	// sanitizer (synchronisation faults, bit-identical in program order)
+	// are part of the default checks.
+	sanitizer := backend.CheckSanitizer + "(kernel)"
 	wantCheck := map[npu.Fault]string{
 		kernels.FaultVectorAddWritePastEnd:  harness.CheckGuardBand + "(z)",
 		kernels.FaultVectorAddInputModified: harness.CheckInputsUnchanged + "(x)",
 		kernels.FaultGEMMPaddingRowsStored:  harness.CheckGuardBand + "(out)",
+		kernels.FaultVectorAddMissingWait:   sanitizer,
+		kernels.FaultVectorAddPingPongReuse: sanitizer,
+		kernels.FaultVectorAddWholeTileAdd:  sanitizer,
+		kernels.FaultKVUpdateMissingWait:    sanitizer,
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {

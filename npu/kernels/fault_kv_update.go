@@ -36,6 +36,12 @@ const (
 	// v row is stored over its row of the input activations x as well
 	// (outputs right, x clobbered for every later reader of it).
 	FaultKVUpdateXOverwritten npu.Fault = "kv_update/x-overwritten-in-place"
+	// FaultKVUpdateMissingWait: the cube multiplies each weight panel
+	// without waiting for its copy into UB (the SetFlag/WaitFlag<MTE2, M>
+	// pair after the load is missing): on the device it may read the
+	// previous panel's bytes. The emulator computes in program order, so
+	// only the sanitizer (RAW) shows it.
+	FaultKVUpdateMissingWait npu.Fault = "kv_update/missing-wait-after-weight-load"
 )
 
 // KVUpdateFaults is kv_update's fault catalogue.
@@ -48,6 +54,7 @@ var KVUpdateFaults = []FaultInfo{
 	{FaultKVUpdatePageIndexUint16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
 	{FaultKVUpdateWrittenWrong, "kv_update", "written flag set for full sequences"},
 	{FaultKVUpdateXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
+	{FaultKVUpdateMissingWait, "kv_update", "cube reads the x row and weight panel without waiting for their copy in (missing WaitFlag<MTE2, M>)"},
 }
 
 // kvUpdateFaults is kv_update's fault plan for one launch: which of its
@@ -59,6 +66,7 @@ var KVUpdateFaults = []FaultInfo{
 type kvUpdateFaults struct {
 	paddingSlot0, blockBoundary, scaleWrongToken, seqLensStale bool
 	fullOverwritten, pageIndexU16, writtenWrong, xOverwritten  bool
+	missingWait                                                bool // a sync fault: only the sanitizer sees it
 }
 
 func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
@@ -71,6 +79,7 @@ func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
 		pageIndexU16:    fs.Has(FaultKVUpdatePageIndexUint16),
 		writtenWrong:    fs.Has(FaultKVUpdateWrittenWrong),
 		xOverwritten:    fs.Has(FaultKVUpdateXOverwritten),
+		missingWait:     fs.Has(FaultKVUpdateMissingWait),
 	}
 }
 

@@ -152,6 +152,83 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		if g.Paged {
 			bt = in["block_tables"].I32()
 		}
+		// Explicit synchronisation (npu.SyncExplicit), which the sanitizer
+		// holds the kernel to. The buffers are single: per head, MTE2 loads
+		// the x row and the weight panels (each panel after the cube read
+		// the one before: evWFree), the cube multiplies each panel once it
+		// landed (evIn), V rounds (and quantises) the accumulators once
+		// the cube is done (evCube) into the output rows once the previous
+		// head's stores have read them (evOutFree), and MTE3 stores them
+		// once V is done (evStore). evWFree and evOutFree start set (the
+		// buffers start free) and are taken once more at the end, so every
+		// set is waited for.
+		const evWFree, evIn, evCube, evStore, evOutFree = 0, 1, 2, 3, 4
+		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+			return err
+		}
+		c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+		c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
+		head := func(b, h int, s int32, row int, kv kvNames) error {
+			src := (b*g.H + h) * d
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
+			if s < 0 {
+				clear(ob.Bytes())
+			} else {
+				c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+				if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
+					return err
+				}
+				clear(acc)
+				for k0 := 0; k0 < d; k0 += kt {
+					rows := min(kt, d-k0)
+					if k0 > 0 {
+						c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+					}
+					if err := c.DataCopyPadIn(wb, in[kv.w], (h*d+k0)*d, rows*d); err != nil {
+						return err
+					}
+					if !f.missingWait {
+						c.SetFlag(npu.PipeMTE2, npu.PipeM, evIn)
+						c.WaitFlag(npu.PipeMTE2, npu.PipeM, evIn)
+					}
+					kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb.F16()[:rows*d])
+					c.ChargeCube(1, rows, d, true)
+					c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+				}
+				c.SetFlag(npu.PipeM, npu.PipeV, evCube)
+				c.WaitFlag(npu.PipeM, npu.PipeV, evCube)
+				kvRoundRow(c, acc, ob.F16()[:d])
+			}
+			quantised := g.Int8 && row >= 0
+			var sc float32
+			if quantised {
+				sc = kvQuantise(c, c.Profile().Numerics, ob.F16()[:d], qb.I8()[:d])
+			}
+			c.SetFlag(npu.PipeV, npu.PipeMTE3, evStore)
+			c.WaitFlag(npu.PipeV, npu.PipeMTE3, evStore)
+			if s >= 0 && f.overX(kv.w) {
+				if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
+					return err
+				}
+			}
+			if err := c.DataCopyPadOut(outs[kv.newName].GM(), outs[kv.newName].Base()+src, ob, d); err != nil {
+				return err
+			}
+			if row < 0 {
+				return nil
+			}
+			dst := (row*g.H + h) * d
+			cache := outs[kv.cache]
+			if !quantised {
+				return c.DataCopyPadOut(cache.GM(), cache.Base()+dst, ob, d)
+			}
+			sb.F32()[0] = sc
+			if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
+				return err
+			}
+			si := f.scaleIndex(row, h, g.H)
+			return c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1)
+		}
 		for b := c.BlockIdx; b < len(rowOf); b += blockDim {
 			c.BeginTile()
 			s := ids[b]
@@ -165,56 +242,14 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 			row = f.skippedRow(g, bt, lens, int(s), row)
 			flag = f.written(flag, int(s))
-			for _, kv := range []struct{ w, newName, cache, scale string }{
+			for _, kv := range []kvNames{
 				{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
 			} {
 				for h := range g.H {
-					src := (b*g.H + h) * d
-					if s < 0 {
-						clear(ob.Bytes())
-					} else {
-						if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
-							return err
-						}
-						clear(acc)
-						for k0 := 0; k0 < d; k0 += kt {
-							rows := min(kt, d-k0)
-							if err := c.DataCopyPadIn(wb, in[kv.w], (h*d+k0)*d, rows*d); err != nil {
-								return err
-							}
-							kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb.F16()[:rows*d])
-						}
-						kvRound(c, acc, ob.F16()[:d])
-						if f.overX(kv.w) {
-							if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
-								return err
-							}
-						}
-					}
-					if err := c.DataCopyPadOut(outs[kv.newName].GM(), outs[kv.newName].Base()+src, ob, d); err != nil {
+					if err := head(b, h, s, row, kv); err != nil {
 						return err
 					}
-					if row < 0 {
-						continue
-					}
-					dst := (row*g.H + h) * d
-					cache := outs[kv.cache]
-					if !g.Int8 {
-						if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, ob, d); err != nil {
-							return err
-						}
-						continue
-					}
-					num := c.Profile().Numerics
-					sc := kvQuantise(c, num, ob.F16()[:d], qb.I8()[:d])
-					sb.F32()[0] = sc
-					if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
-						return err
-					}
-					si := f.scaleIndex(row, h, g.H)
-					if err := c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1); err != nil {
-						return err
-					}
+					c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
 				}
 			}
 			sb.U8()[0] = flag
@@ -228,8 +263,25 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 				}
 			}
 		}
+		c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+		c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
 		return nil
 	}
+}
+
+// kvNames names a projection's weight, its new rows, its cache and its
+// int8 scales.
+type kvNames struct{ w, newName, cache, scale string }
+
+// kvRoundRow rounds the fp32 accumulators of one projected row to fp16
+// into out, as kvRound does, charging only the vector instruction: the
+// kernel charges the cube panel by panel.
+func kvRoundRow(c *npu.Core, acc []float32, out []float16.Float16) {
+	num := c.Profile().Numerics
+	for j, a := range acc {
+		out[j] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(a)), tensor.Float16))) // a NaN sum: the default NaN
+	}
+	c.ChargeVector(len(acc) * 4)
 }
 
 // kvUBRows is the UB a kv_update block holds besides its weight panel:
@@ -291,12 +343,8 @@ func kvAccumulate(acc, wf []float32, x, w []float16.Float16) {
 // it) and the cast.
 func kvRound(c *npu.Core, acc []float32, out []float16.Float16) {
 	d := len(acc)
-	num := c.Profile().Numerics
-	for j, a := range acc {
-		out[j] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(a)), tensor.Float16))) // a NaN sum: the default NaN
-	}
 	c.ChargeCube(1, d, d, true)
-	c.ChargeVector(d * 4)
+	kvRoundRow(c, acc, out)
 }
 
 // kvQuantise is the vector unit's symmetric per-row int8 quantisation of
