@@ -205,6 +205,17 @@ func daAfterBarrier(prof npu.Profile, first, second *npu.Cost) *npu.Cost {
 		out.Overlap = (first.Overlap*w1 + second.Overlap*w2) / (w1 + w2)
 	}
 	out.UBReuse = npu.UBReuse(out.UBLoadBytes, out.UBReadBytes)
+	// Any other list the launches report (findings, events) is the two
+	// phases' together.
+	o, a, b := reflect.ValueOf(out).Elem(), reflect.ValueOf(first).Elem(), reflect.ValueOf(second).Elem()
+	for f := range o.NumField() {
+		if name := o.Type().Field(f).Name; o.Field(f).Kind() != reflect.Slice || name == "CoreCycles" || name == "Cores" {
+			continue
+		}
+		if a.Field(f).Len()+b.Field(f).Len() > 0 {
+			o.Field(f).Set(reflect.AppendSlice(reflect.AppendSlice(reflect.MakeSlice(o.Field(f).Type(), 0, a.Field(f).Len()+b.Field(f).Len()), a.Field(f)), b.Field(f)))
+		}
+	}
 	return out
 }
 
