@@ -137,6 +137,17 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 	if kernel == nil {
 		return nil, fmt.Errorf("launch: nil kernel")
 	}
+	workers := min(blockDim, runtime.GOMAXPROCS(0))
+	if ctx.Value(serialKey{}) != nil {
+		workers = 1
+	}
+	return d.launch(ctx, kind, blockDim, kernel, workers, nil)
+}
+
+// launch runs blockDim blocks of kernel on workers goroutines (each
+// claiming the next block) and derives the Cost; done, when not nil, is
+// told each block's end.
+func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel, workers int, done func(int)) (*Cost, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
@@ -167,6 +178,9 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 			}
 			c.begin(i)
 			errs[i] = c.run(kernel)
+			if done != nil {
+				done(i)
+			}
 			costs[i] = c.finish()
 			if len(c.sch.findings) > 0 {
 				finds[i] = slices.Clone(c.sch.findings)
@@ -178,10 +192,6 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 				traces[i] = c.sch.trace
 			}
 		}
-	}
-	workers := min(blockDim, runtime.GOMAXPROCS(0))
-	if ctx.Value(serialKey{}) != nil {
-		workers = 1
 	}
 	var wg sync.WaitGroup
 	for range workers - 1 {
