@@ -22,7 +22,7 @@ import (
 	"github.com/npuverify/npuverify/safefile"
 )
 
-const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--merge [--allow-partial] FILE.json...] [--backend B] [--op OP]... [--profile P] [--timeout D]"
+const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision MxKxN|off] [--attention on|off] [--decoding on|off] [--layout on|off] [--merge [--allow-partial] FILE.json...] [--backend B] [--op OP]... [--profile P] [--timeout D]"
 
 // cmdReport writes DIR/report.md, DIR/report.json and DIR/report.html (by
 // default) on the embedded default cases. Without --merge it runs them
@@ -32,8 +32,8 @@ const reportSynopsis = "report [--out DIR] [--format md,json,html] [--precision 
 // which gives the report the unsharded run would. The experiments (package
 // experiments) run here either way: the GEMM precision-mode table on the
 // backend, the attention-quality table (float64) and the
-// incremental-decoding comparison (the emulator's cost model on the device
-// profile). None of them comes from case results, so a merged report has
+// incremental-decoding comparison and the cost of layout (the emulator's
+// cost model on the device profile). None of them comes from case results, so a merged report has
 // them as the unsharded one does; package report only renders what they
 // return. Progress goes to stderr when it is a terminal; the last line on
 // stdout names the files written. The exit code is check's: the report is
@@ -46,6 +46,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	precision := fs.String("precision", "512x512x512", "size of the GEMM precision-mode table, or off")
 	attention := fs.String("attention", "on", "attention error and cache bytes saved against keep_ratio under KV compression: on or off")
 	decoding := fs.String("decoding", "on", "modeled cycles of incremental decoding against full recompute, 512 to 8K context: on or off")
+	layout := fs.String("layout", "on", "modeled cycles and GM bytes of a GEMM fed ND against FRACTAL_NZ and a bias add over NCHW against NC1HWC0: on or off")
 	merge := fs.Bool("merge", false, "render the result files of check --json (e.g. its shards) given as arguments instead of running the cases")
 	allowPartial := fs.Bool("allow-partial", false, "with --merge, render a run some of whose shards or cases are missing (marked partial) instead of refusing it")
 	var opNames multiFlag
@@ -79,7 +80,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	pcfg.Timeout = dev.timeout
-	for _, f := range []struct{ name, v string }{{"attention", *attention}, {"decoding", *decoding}} {
+	for _, f := range []struct{ name, v string }{{"attention", *attention}, {"decoding", *decoding}, {"layout", *layout}} {
 		if f.v != "on" && f.v != "off" {
 			return usageErr(where, "--%s %q: want on or off", f.name, f.v)
 		}
@@ -147,7 +148,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			flag string
 			v    *string
 			off  string
-		}{{"precision", precision, "off"}, {"attention", attention, "off"}, {"decoding", decoding, "off"}} {
+		}{{"precision", precision, "off"}, {"attention", attention, "off"}, {"decoding", decoding, "off"}, {"layout", layout, "off"}} {
 			if !asked[s.flag] && *s.v != s.off {
 				*s.v = s.off
 				skipped = append(skipped, s.flag)
@@ -174,7 +175,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := addModelSections(rep, prof, *attention == "on", *decoding == "on"); err != nil {
+	if err := addModelSections(rep, prof, *attention == "on", *decoding == "on", *layout == "on"); err != nil {
 		return harnessErr(where, err)
 	}
 	intr.finish()
@@ -208,9 +209,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// addModelSections inserts the attention-quality table and the
-// incremental-decoding comparison after the performance checklist.
-func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding bool) error {
+// addModelSections inserts the attention-quality table, the
+// incremental-decoding comparison and the cost of layout after the
+// performance checklist.
+func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding, layout bool) error {
 	after := "performance"
 	if attention {
 		s, err := experiments.AttentionQuality(experiments.DefaultAttentionConfig())
@@ -224,6 +226,16 @@ func addModelSections(rep *report.Report, prof npu.Profile, attention, decoding 
 	}
 	if decoding {
 		tab, err := experiments.IncrementalVsRecompute(context.Background(), prof, experiments.DefaultDecodingConfig())
+		if err != nil {
+			return err
+		}
+		if err := rep.InsertAfter(after, tab); err != nil {
+			return err
+		}
+		after = tab.Key()
+	}
+	if layout {
+		tab, err := experiments.LayoutCost(context.Background(), prof, experiments.DefaultLayoutConfig())
 		if err != nil {
 			return err
 		}
