@@ -31,8 +31,8 @@ import (
 // fold runs in the same order with the same arithmetic. A split item's
 // first piece folds its partitions and writes the running (M, Z, N) to a
 // GM workspace; every later piece writes each partition's (m_p, Z_p, N_p);
-// after the barrier (daSyncAll) one core folds them in order and stores
-// the output. Host side, the pieces are spread over the cores by LPT
+// after SyncAll (a cooperative launch) the cores fold them in order, a
+// column range of one head each, and store the output. Host side, the pieces are spread over the cores by LPT
 // (longest processing time first, on the cost model's estimate of each
 // piece), with the core count and the split chosen for the least
 // estimated makespan (decodeAttentionPlan); or statically (whole item i to
@@ -252,14 +252,14 @@ func DecodeAttentionKernel(ctx context.Context, dev *npu.Device, p ops.Params, i
 		}
 	}
 	k := daKernel{g: g, f: f, t: t, in: in, out: out, ws: ws, sigma: sigma, hq: hq}
-	cost, err := dev.Launch(ctx, t.BlockDim, k.partials)
+	var cost *npu.Cost
+	if ws == nil {
+		cost, err = dev.Launch(ctx, t.BlockDim, k.partials)
+	} else {
+		cost, err = dev.LaunchCooperative(ctx, npu.VectorCore, t.BlockDim, k.splitKernel)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if ws != nil {
-		if cost, err = daSyncAll(ctx, dev, cost, k); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", op, err)
-		}
 	}
 	res := map[string]*tensor.Tensor{"out": out.Tensor()}
 	if err := npu.CheckGuards(out); err != nil {
@@ -278,6 +278,19 @@ type daKernel struct {
 	ws    *tensor.Tensor // partial records of split items (nil: none)
 	sigma float32
 	hq    int
+}
+
+// splitKernel is the kernel of a launch that splits items: the pieces,
+// the barrier, the combine.
+func (k daKernel) splitKernel(c *npu.Core) error {
+	if err := k.partials(c); err != nil {
+		return err
+	}
+	c.ResetUB() // the pieces' working set; the combine allocates its own
+	if err := c.SyncAll(); err != nil {
+		return err
+	}
+	return k.combineItems(c)
 }
 
 // partials is the first phase: each core computes its pieces, storing
@@ -369,7 +382,7 @@ func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
 		if err := w.loadQ(c, k.in["q"], qoff, nq, d); err != nil {
 			return err
 		}
-		if !it.split() && w.dc == d { // a split item's q is clobbered after the barrier (daSyncAll), when no piece reads it any more
+		if !it.split() && w.dc == d { // a split item's q is clobbered after SyncAll, when no piece reads it any more
 			if err := k.f.qInPlace(c, k.in["q"], qoff, w.qb, w.qf[:nq*d], k.sigma); err != nil {
 				return err
 			}

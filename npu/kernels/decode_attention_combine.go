@@ -1,44 +1,16 @@
 package kernels
 
 import (
-	"context"
-	"math"
-	"reflect"
-
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/tensor"
 	"github.com/x448/float16"
 )
 
 // decode_attention's cross-core combine: the second phase of a launch
-// whose items were split over cores. On the device it follows a SyncAll
-// in the same kernel (every core's records are in GM before any core
-// reads another's); the emulator has no barrier yet, so daSyncAll runs
-// the second phase as a second launch after the first has finished, and
-// prices the pair as one kernel with a barrier between its phases
-// (daAfterBarrier). The records' GM writes and reads are ordinary DMA and
-// count as GM traffic and cycles like any other.
-
-// daSyncAll is where the barrier goes: it runs the combine phase of k
-// after the partials phase whose cost is first, and returns the cost of
-// both. Once npu offers SyncAll, partials and combine become one kernel
-// with the barrier between them, and this function a call to it.
-func daSyncAll(ctx context.Context, dev *npu.Device, first *npu.Cost, k daKernel) (*npu.Cost, error) {
-	n := 0
-	for c, items := range k.t.combine {
-		if len(items) > 0 {
-			n = c + 1
-		}
-	}
-	if n == 0 {
-		return first, nil
-	}
-	second, err := dev.Launch(ctx, n, k.combineItems)
-	if err != nil {
-		return nil, err
-	}
-	return daAfterBarrier(dev.Profile(), first, second), nil
-}
+// whose items were split over cores, after SyncAll (every core's records
+// are in GM before any core reads another's). The records' GM writes and
+// reads are ordinary DMA and count as GM traffic and cycles like any
+// other.
 
 // combineItems is the combine phase on one core: for each combine unit
 // it was given (a column range of one query head of a split item), the
@@ -144,87 +116,4 @@ func (k daKernel) combineItems(c *npu.Core) error {
 // at least 1.
 func daCombineRows(room, align, cw, recs int) int {
 	return max(1, min(recs, (room-2*align)/((cw+2)*4)))
-}
-
-// daAfterBarrier is the cost of a kernel whose phases first and second
-// are separated by a barrier across its cores: the makespan is first's
-// plus second's (no core starts the second phase before every core ends
-// the first); each core's cycles are its busy cycles in both phases, so
-// the load balance (min over max) counts a core waiting at the barrier as
-// idle, not as busy. Counters add up core by core (every int64 counter of
-// npu.CoreCost, the UB peak taken as the larger); the derived figures
-// follow npu's definitions (vector and cube utilisation over the launched
-// cores and the makespan, UB reuse over the summed UB counters), the
-// overlap as the phases' overlaps weighted by their overlappable cycles
-// (min of DMA and compute, summed over cores).
-func daAfterBarrier(prof npu.Profile, first, second *npu.Cost) *npu.Cost {
-	n := max(first.BlockDim, second.BlockDim)
-	cores := make([]npu.CoreCost, n)
-	for _, ph := range []*npu.Cost{first, second} {
-		for i := range ph.Cores {
-			dst, src := reflect.ValueOf(&cores[i]).Elem(), reflect.ValueOf(ph.Cores[i])
-			for f := range dst.NumField() {
-				if dst.Field(f).Kind() != reflect.Int64 {
-					continue
-				}
-				a, b := dst.Field(f).Int(), src.Field(f).Int()
-				if dst.Type().Field(f).Name == "UBPeakBytes" {
-					dst.Field(f).SetInt(max(a, b))
-				} else {
-					dst.Field(f).SetInt(a + b)
-				}
-			}
-		}
-	}
-	out := &npu.Cost{Device: first.Device, BlockDim: n, Cycles: first.Cycles + second.Cycles, CoreCycles: make([]int64, n), Cores: cores, LoadBalance: 1}
-	out.Seconds = float64(out.Cycles) / prof.ClockHz()
-	minC := int64(math.MaxInt64)
-	var vec, cube float64
-	for i, cc := range cores {
-		out.CoreCycles[i] = cc.Cycles
-		minC = min(minC, cc.Cycles)
-		out.GMBytesIn += cc.GMBytesIn
-		out.GMBytesOut += cc.GMBytesOut
-		out.UBPeakBytes = max(out.UBPeakBytes, cc.UBPeakBytes)
-		out.UBLoadBytes += cc.UBLoadBytes
-		out.UBReadBytes += cc.UBReadBytes
-		out.UBOutBytes += cc.UBOutBytes
-		vec += float64(cc.VectorCycles)
-		if cc.CubeMACs > 0 {
-			cube += float64(cc.CubeCycles) * float64(cc.CubeUsefulMACs) / float64(cc.CubeMACs)
-		}
-	}
-	if out.Cycles > 0 {
-		busy := float64(out.Cycles) * float64(n)
-		out.VectorUtil = vec / busy
-		out.CubeUtil = cube / busy
-		out.LoadBalance = float64(minC) / float64(out.Cycles)
-	}
-	w1, w2 := daOverlappable(first), daOverlappable(second)
-	if w1+w2 > 0 {
-		out.Overlap = (first.Overlap*w1 + second.Overlap*w2) / (w1 + w2)
-	}
-	out.UBReuse = npu.UBReuse(out.UBLoadBytes, out.UBReadBytes)
-	// Any other list the launches report (findings, events) is the two
-	// phases' together.
-	o, a, b := reflect.ValueOf(out).Elem(), reflect.ValueOf(first).Elem(), reflect.ValueOf(second).Elem()
-	for f := range o.NumField() {
-		if name := o.Type().Field(f).Name; o.Field(f).Kind() != reflect.Slice || name == "CoreCycles" || name == "Cores" {
-			continue
-		}
-		if a.Field(f).Len()+b.Field(f).Len() > 0 {
-			o.Field(f).Set(reflect.AppendSlice(reflect.AppendSlice(reflect.MakeSlice(o.Field(f).Type(), 0, a.Field(f).Len()+b.Field(f).Len()), a.Field(f)), b.Field(f)))
-		}
-	}
-	return out
-}
-
-// daOverlappable is a launch's cycles that DMA and compute could share:
-// per core the lesser of the two, summed.
-func daOverlappable(c *npu.Cost) float64 {
-	var w float64
-	for _, cc := range c.Cores {
-		w += float64(min(cc.DMACycles, cc.VectorCycles+cc.CubeCycles))
-	}
-	return w
 }
