@@ -32,6 +32,11 @@ const (
 	// to the nibble layout a_meta is consumed in) writes its result back
 	// over the input a_meta after the launch.
 	FaultGEMM24MetaRewrittenInPlace npu.Fault = "gemm24/meta-rewritten-in-place"
+	// FaultGEMM24NZLastRowDropped: gemm's nz-last-fractal-row-dropped in
+	// gemm24's NZ store (format_out = FRACTAL_NZ): the rows of the last,
+	// partial row fractal are never stored. Only an NZ out with M not a
+	// multiple of 16 shows it.
+	FaultGEMM24NZLastRowDropped npu.Fault = "gemm24/nz-last-fractal-row-dropped"
 )
 
 // GEMM24Faults is gemm24's fault catalogue.
@@ -42,6 +47,7 @@ var GEMM24Faults = []FaultInfo{
 	{FaultGEMM24SplitKLost, "gemm24", "split-K reduction loses the last K partial (K > 4096 only)"},
 	{FaultGEMM24SplitKPartialsLow, "gemm24", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
 	{FaultGEMM24MetaRewrittenInPlace, "gemm24", "meta reordered in place in the input a_meta"},
+	{FaultGEMM24NZLastRowDropped, "gemm24", "NZ out: the last partial row fractal never stored (M not a multiple of 16)"},
 }
 
 // gemm24Faults is gemm24's fault plan for one launch (GEMM24Kernel builds
@@ -50,6 +56,7 @@ var GEMM24Faults = []FaultInfo{
 type gemm24Faults struct {
 	metaBitsSwapped, secondIgnored, groupOffset bool
 	splitKLost, splitKPartialsLow, metaInPlace  bool
+	nzLastRowDropped                            bool
 }
 
 func newGEMM24Faults(fs npu.Faults) gemm24Faults {
@@ -61,6 +68,7 @@ func newGEMM24Faults(fs npu.Faults) gemm24Faults {
 		splitKLost:        fs.Has(FaultGEMM24SplitKLost),
 		splitKPartialsLow: fs.Has(FaultGEMM24SplitKPartialsLow),
 		metaInPlace:       fs.Has(FaultGEMM24MetaRewrittenInPlace),
+		nzLastRowDropped:  fs.Has(FaultGEMM24NZLastRowDropped),
 	}
 }
 
@@ -85,9 +93,10 @@ func (f gemm24Faults) decodeGroup(b uint8, g int) (uint8, uint8) {
 }
 
 // gemm is the part of gemm's fault plan gemm24 shares: the split-K hooks
-// (skipsPanel, panelDone) of its panel loop, and the epilogue's.
+// (skipsPanel, panelDone) of its panel loop, and the epilogue's (the NZ
+// store's nzStoredRows).
 func (f gemm24Faults) gemm() gemmFaults {
-	return gemmFaults{splitKLost: f.splitKLost, splitKPartialsLow: f.splitKPartialsLow}
+	return gemmFaults{splitKLost: f.splitKLost, splitKPartialsLow: f.splitKPartialsLow, nzLastRowDropped: f.nzLastRowDropped}
 }
 
 // afterLaunch runs on the host after the launch: under

@@ -43,8 +43,9 @@ func TestGEMMNZMatchesND(t *testing.T) {
 	}
 }
 
-// TestGEMMNZFaultsFail: each NZ fault of gemm's catalogue changes the NZ
-// out of a case it names (M not a multiple of 16, NZ inputs).
+// TestGEMMNZFaultsFail: each NZ fault of gemm's and gemm24's catalogues
+// changes the NZ out of a case it names (M not a multiple of 16, NZ
+// inputs).
 func TestGEMMNZFaultsFail(t *testing.T) {
 	dev := npu.MustNewDevice(npu.Ascend910B())
 	q := ops.Params{"format_a": "FRACTAL_NZ", "format_b": "FRACTAL_NZ", "format_out": "FRACTAL_NZ", "m": "17", "k": "40", "n": "9"}
@@ -73,6 +74,25 @@ func TestGEMMNZFaultsFail(t *testing.T) {
 		}
 		if same {
 			t.Errorf("gemm %v seed=%d: fault %s: out unchanged, want it to differ", vq, seed, fault)
+		}
+	}
+	q24 := ops.Params{"format_b": "FRACTAL_NZ", "format_out": "FRACTAL_NZ", "n": "9"}
+	in24, err := ops.GEMM24.Generate(q24, ops.Gen{Dims: map[string]int{"m": 17, "k": 40, "n": 9}, Dist: ops.DistUniform, Seed: seed})
+	if err != nil {
+		t.Fatalf("gemm24 %v seed=%d: Generate: %v", q24, seed, err)
+	}
+	good24, _, err := GEMM24Kernel(context.Background(), dev, q24, in24)
+	if err != nil {
+		t.Fatalf("gemm24 %v seed=%d: %v", q24, seed, err)
+	}
+	ctx := npu.WithFaults(context.Background(), npu.NewFaults(FaultGEMM24NZLastRowDropped))
+	if got, _, err := GEMM24Kernel(ctx, dev, q24, in24); err == nil {
+		same := true
+		for i := range good24["out"].Len() {
+			same = same && got["out"].Bits(i) == good24["out"].Bits(i)
+		}
+		if same {
+			t.Errorf("gemm24 %v seed=%d: fault %s: out unchanged, want it to differ", q24, seed, FaultGEMM24NZLastRowDropped)
 		}
 	}
 }
