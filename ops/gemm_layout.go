@@ -402,3 +402,21 @@ type layoutOperand struct {
 	name, format, param string
 	rows, cols          int
 }
+
+// Fit makes a drawn gemm case legal (CaseFitter): an extent param m, k or
+// n drawn non-zero becomes the dim of its name, so the operands are made
+// at the size it says (one that differs from an ND operand's own size is
+// an input error): drawn apart, about 7 gemm draws in 8 were discarded.
+func (gemm) Fit(p Params, dims map[string]int, _ func(string) int) { fitExtents(p, dims) }
+
+// Fit makes a drawn gemm24 case legal, as gemm's Fit does for its n.
+func (gemm24) Fit(p Params, dims map[string]int, _ func(string) int) { fitExtents(p, dims) }
+
+// fitExtents sets each dim m, k, n to its extent param when that is set.
+func fitExtents(p Params, dims map[string]int) {
+	for _, name := range []string{"m", "k", "n"} {
+		if n, err := strconv.Atoi(p[name]); err == nil && n > 0 {
+			dims[name] = n
+		}
+	}
+}
