@@ -111,12 +111,29 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 				return err
 			}
 		}
+		// Explicit synchronisation, held by the sanitizer: ping-pong
+		// buffers q = 0, 1, event id q per buffer. MTE2 fills wUB[q] once V
+		// is done with it (V→MTE2), V prunes once the copy landed
+		// (MTE2→V) into vUB[q] and mUB[q] once their stores drained
+		// (MTE3→V), MTE3 stores once V is done (V→MTE3). The freeing
+		// events start set and are taken once more at the end.
+		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+			return err
+		}
+		for q := range 2 {
+			c.SetFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, q)
+		}
 		for q, s := 0, g0; s < g1; q, s = q^1, s+tile {
 			c.BeginTile()
 			n := min(tile, g1-s)
+			c.WaitFlag(npu.PipeV, npu.PipeMTE2, q)
 			if err := c.DataCopyPadIn(wUB[q], w, f.gmOffset(4*s), 4*n); err != nil {
 				return err
 			}
+			c.SetFlag(npu.PipeMTE2, npu.PipeV, q)
+			c.WaitFlag(npu.PipeMTE2, npu.PipeV, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, q)
 			src, dv, dm := wUB[q].F16(), vUB[q].F16(), mUB[q].U8()
 			var kept [][2]int
 			for g := 0; g < n; g++ {
@@ -133,12 +150,20 @@ func Sparse24PruneKernel(ctx context.Context, dev *npu.Device, p ops.Params, in 
 			}
 			// |w|, three compare-and-select passes, the gather, the pack.
 			c.VectorWork(8 * n * 6)
+			c.SetFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeV, npu.PipeMTE3, q)
+			c.WaitFlag(npu.PipeV, npu.PipeMTE3, q)
 			if err := c.DataCopyPadOut(vals.GM(), vals.Base()+f.gmOffset(2*s), vUB[q], 2*n); err != nil {
 				return err
 			}
 			if err := c.DataCopyPadOut(meta.GM(), meta.Base()+f.gmOffset(s), mUB[q], n); err != nil {
 				return err
 			}
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, q)
+		}
+		for q := range 2 {
+			c.WaitFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, q)
 		}
 		return nil
 	})
