@@ -115,11 +115,11 @@ func biasAdd(ctx context.Context, dev *npu.Device, cfg LayoutConfig, frac bool) 
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6c61796f7574)) // "layout"
 	x := tensor.MustNew(tensor.Float16, units*unit)
 	for i := range x.Len() {
-		x.SetFloat64(i, rng.Float64()*2-1, tensor.Numerics{})
+		x.SetFloat64(i, float64(rng.Float64()*2)-1, tensor.Numerics{})
 	}
 	bias := tensor.MustNew(tensor.Float16, chans)
 	for i := range min(cfg.C, chans) {
-		bias.SetFloat64(i, rng.Float64()*2-1, tensor.Numerics{})
+		bias.SetFloat64(i, float64(rng.Float64()*2)-1, tensor.Numerics{})
 	}
 	y := tensor.MustNew(tensor.Float16, units*unit)
 	blockDim := min(units, dev.Profile().VectorCores)
