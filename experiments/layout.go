@@ -113,13 +113,17 @@ func biasAdd(ctx context.Context, dev *npu.Device, cfg LayoutConfig, frac bool) 
 		units, unit, chans = cfg.N*c1, hw*c0, c1*c0 // a slab per (n, c1); padding channels' bias 0
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6c61796f7574)) // "layout"
-	x := tensor.MustNew(tensor.Float16, units*unit)
-	for i := range x.Len() {
-		x.SetFloat64(i, float64(rng.Float64()*2)-1, tensor.Numerics{})
+	x, err := ops.Fill(rng, ops.DistUniform, tensor.Float16, units*unit)
+	if err != nil {
+		return nil, fmt.Errorf("layout study: bias add: %w", err)
 	}
-	bias := tensor.MustNew(tensor.Float16, chans)
-	for i := range min(cfg.C, chans) {
-		bias.SetFloat64(i, float64(rng.Float64()*2)-1, tensor.Numerics{})
+	bias := tensor.MustNew(tensor.Float16, chans) // padding channels stay +0
+	b, err := ops.Fill(rng, ops.DistUniform, tensor.Float16, min(cfg.C, chans))
+	if err != nil {
+		return nil, fmt.Errorf("layout study: bias add: %w", err)
+	}
+	for i := range b.Len() {
+		bias.SetBits(i, b.Bits(i))
 	}
 	y := tensor.MustNew(tensor.Float16, units*unit)
 	blockDim := min(units, dev.Profile().VectorCores)
