@@ -71,8 +71,11 @@ func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int,
 		d := ((row0+r)*ld + col0) * size
 		copy(gm[d:d+cols*size], src.data[r*srcLd*size:])
 	}
-	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
-	c.chargeDMA(false, rows*cols*size, op, gmDMA(gm, lo, max(lo, hi), true), rd(src, 0, srcLd*rows*size))
+	// The block's rows, each cols elements, ld apart: two cores writing
+	// column blocks of the same rows do not overlap.
+	g := gmDMA(gm, (row0*ld+col0)*size, (row0*ld+col0+cols)*size, true)
+	g.rows, g.stride = rows, ld*size
+	c.chargeDMA(false, rows*cols*size, op, g, rd(src, 0, srcLd*rows*size))
 	c.cost.UBOutBytes += int64(rows * cols * size)
 	return nil
 }

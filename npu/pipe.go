@@ -89,11 +89,13 @@ func rd(b *Buffer, lo, n int) operand { return operand{b: b, lo: lo, n: n, read:
 func wr(b *Buffer, lo, n int) operand { return operand{b: b, lo: lo, n: n, write: true} }
 
 // gmAccess is an instruction's GM access: bytes [lo, hi) of the tensor
-// whose data starts at key; key 0 means none.
+// whose data starts at key, and for a 2-D copy rows more such ranges,
+// each stride bytes after the one before; key 0 means none.
 type gmAccess struct {
-	key    uintptr
-	lo, hi int
-	write  bool
+	key          uintptr
+	lo, hi       int
+	write        bool
+	rows, stride int
 }
 
 // gmKey identifies a GM tensor's data (after copy-on-write resolution).
@@ -265,10 +267,13 @@ func (c *Core) issue(p Pipe, op string, cyc int64, gm gmAccess, ops ...operand) 
 				c.shadowAccess(idx, o)
 			}
 			if gm.key != 0 && gm.write {
-				if n := len(s.gmWrites); n > 0 && s.gmWrites[n-1].key == gm.key && s.gmWrites[n-1].hi == gm.lo {
-					s.gmWrites[n-1].hi = gm.hi
-				} else {
-					s.gmWrites = append(s.gmWrites, gmRange{key: gm.key, lo: gm.lo, hi: gm.hi, inst: s.insts[idx], core: c.BlockIdx})
+				for r := range max(gm.rows, 1) {
+					lo, hi := gm.lo+r*gm.stride, gm.hi+r*gm.stride
+					if n := len(s.gmWrites); n > 0 && s.gmWrites[n-1].key == gm.key && s.gmWrites[n-1].hi == lo {
+						s.gmWrites[n-1].hi = hi
+					} else {
+						s.gmWrites = append(s.gmWrites, gmRange{key: gm.key, lo: lo, hi: hi, inst: s.insts[idx], core: c.BlockIdx})
+					}
 				}
 			}
 		}

@@ -222,3 +222,41 @@ func TestSanitizerUninit(t *testing.T) {
 		}
 	}
 }
+
+// TestSanitizerGMColumnBlocks: two cores storing the two column halves of
+// the same rows with 2-D copies write disjoint bytes (each row's range,
+// not the block's bounding range, is compared); the same half twice is
+// an overlap.
+func TestSanitizerGMColumnBlocks(t *testing.T) {
+	d := newDev(t, unitProfile())
+	const rows, cols = 4, 16 // fp32: each half-row is 32 bytes
+	for _, same := range []bool{false, true} {
+		z := tensor.MustNew(tensor.Float32, rows*cols)
+		cost, err := d.Launch(bg, 2, func(c *Core) error {
+			if err := c.SetSyncMode(SyncExplicit); err != nil {
+				return err
+			}
+			o, _ := c.AllocUB(4 * rows * cols / 2)
+			if err := c.Duplicate(tensor.Float32, o, 1, rows*cols/2); err != nil {
+				return err
+			}
+			c.SetFlag(PipeV, PipeMTE3, 0)
+			c.WaitFlag(PipeV, PipeMTE3, 0)
+			col0 := c.BlockIdx * cols / 2
+			if same {
+				col0 = 0
+			}
+			return c.DataCopy2DOut(z, cols, 0, col0, rows, cols/2, o, cols/2)
+		})
+		if err != nil {
+			t.Fatalf("2-D column blocks same=%v: %v", same, err)
+		}
+		want := ""
+		if same {
+			want = KindGMOverlap
+		}
+		if got := findingKinds(cost.Findings); got != want {
+			t.Errorf("2-D column blocks same=%v: got findings %q (%v) want %q", same, got, cost.Findings, want)
+		}
+	}
+}

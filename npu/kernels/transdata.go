@@ -131,20 +131,46 @@ func TransDataKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[
 				return err
 			}
 		}
+		// Explicit synchronisation, held by the sanitizer: ping-pong
+		// buffers q = 0, 1, event id q per buffer. A tile starts once
+		// buffer q's last reads are done (V and MTE3 → MTE2, MTE3 → V);
+		// within it the copy in hands over to V (tdSync.loaded) and V to
+		// the copy out (tdSync.computed). The freeing events start set
+		// and are taken once more at the end.
+		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+			return err
+		}
+		for q := range 2 {
+			c.SetFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeMTE3, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, q)
+		}
 		for qi, it := range items {
 			q := qi & 1
 			c.BeginTile()
+			c.WaitFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeMTE2, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, q)
+			sy := tdSync{c, q}
 			o, rest := it/(g.c1*tilesPerSlab), it%(g.c1*tilesPerSlab)
 			s, r0 := rest/tilesPerSlab, rest%tilesPerSlab*tile
 			var err error
 			if g.toFrac {
-				err = transDataToFrac(c, g, f, x, y, o, s, r0, tile, inUB[q], outUB[q])
+				err = transDataToFrac(c, sy, g, f, x, y, o, s, r0, tile, inUB[q], outUB[q])
 			} else {
-				err = transDataFromFrac(c, g, x, y, o, s, r0, tile, inUB[q], outUB[q])
+				err = transDataFromFrac(c, sy, g, x, y, o, s, r0, tile, inUB[q], outUB[q])
 			}
 			if err != nil {
 				return err
 			}
+			c.SetFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeMTE3, npu.PipeMTE2, q)
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, q)
+		}
+		for q := range 2 {
+			c.WaitFlag(npu.PipeV, npu.PipeMTE2, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeMTE2, q)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, q)
 		}
 		return nil
 	})
@@ -240,9 +266,26 @@ func transDataTiling(p ops.Params, x *tensor.Tensor, f transDataFaults) (transDa
 	return g, dstShape, nil
 }
 
+// tdSync is the hand-off of one tile on ping-pong buffer q: the copy in
+// to V (loaded), V to the copy out (computed).
+type tdSync struct {
+	c *npu.Core
+	q int
+}
+
+func (s tdSync) loaded() {
+	s.c.SetFlag(npu.PipeMTE2, npu.PipeV, s.q)
+	s.c.WaitFlag(npu.PipeMTE2, npu.PipeV, s.q)
+}
+
+func (s tdSync) computed() {
+	s.c.SetFlag(npu.PipeV, npu.PipeMTE3, s.q)
+	s.c.WaitFlag(npu.PipeV, npu.PipeMTE3, s.q)
+}
+
 // transDataToFrac converts one tile toward the fractal format: rows
 // r0…r0+T of slab s (channels s·C0…) of outer index o.
-func transDataToFrac(c *npu.Core, g transDataGeom, f transDataFaults, x *tensor.Tensor, y *npu.GuardedOutput, o, s, r0, tile int, inB, outB *npu.Buffer) error {
+func transDataToFrac(c *npu.Core, sy tdSync, g transDataGeom, f transDataFaults, x *tensor.Tensor, y *npu.GuardedOutput, o, s, r0, tile int, inB, outB *npu.Buffer) error {
 	tileRows := min(tile, g.rowsPad-r0)
 	valid := max(0, min(tileRows, g.realRows-r0))
 	cs := min(g.c0, g.ch-s*g.c0)
@@ -252,12 +295,16 @@ func transDataToFrac(c *npu.Core, g transDataGeom, f transDataFaults, x *tensor.
 		if err := c.DataCopy2DIn(inB, x, g.rows, o*g.ch+s*g.c0, r0, cs, valid, tileRows, g.c0); err != nil {
 			return err
 		}
+		sy.loaded()
 		transposeBytes(outB.Bytes(), inB.Bytes(), g.c0, tileRows, g.size)
 		c.VectorWork(tileRows * g.c0 * g.size)
 	} else if err := c.DataCopy2DIn(outB, x, g.ch, o*g.rows+r0, s*g.c0, valid, cs, g.c0, tileRows); err != nil {
 		return err
+	} else {
+		sy.loaded()
 	}
 	f.garbagePadding(outB, stale, valid, cs, tileRows, g.c0, g.size)
+	sy.computed()
 	if g.pad {
 		return c.DataCopyPadOut(y.GM(), y.Base()+g.fracOff(o, s, r0), outB, tileRows*g.c0)
 	}
@@ -266,7 +313,7 @@ func transDataToFrac(c *npu.Core, g transDataGeom, f transDataFaults, x *tensor.
 
 // transDataFromFrac converts one tile back from the fractal format: the
 // real rows of the tile are copied in, the real channels out.
-func transDataFromFrac(c *npu.Core, g transDataGeom, x *tensor.Tensor, y *npu.GuardedOutput, o, s, r0, tile int, inB, outB *npu.Buffer) error {
+func transDataFromFrac(c *npu.Core, sy tdSync, g transDataGeom, x *tensor.Tensor, y *npu.GuardedOutput, o, s, r0, tile int, inB, outB *npu.Buffer) error {
 	valid := min(tile, g.realRows-r0)
 	cs := min(g.c0, g.ch-s*g.c0)
 	if valid <= 0 || cs <= 0 {
@@ -279,12 +326,15 @@ func transDataFromFrac(c *npu.Core, g transDataGeom, x *tensor.Tensor, y *npu.Gu
 	if err := load(inB, x, g.fracOff(o, s, r0), valid*g.c0); err != nil {
 		return err
 	}
+	sy.loaded()
 	if !g.transposed {
+		sy.computed()
 		return c.DataCopy2DOut(y.GM(), g.ch, y.BaseRow()+o*g.rows+r0, s*g.c0, valid, cs, inB, g.c0)
 	}
 	// [valid × C0] → [C0 × valid]; the first cs rows go out.
 	transposeBytes(outB.Bytes(), inB.Bytes(), valid, g.c0, g.size)
 	c.VectorWork(valid * g.c0 * g.size)
+	sy.computed()
 	return c.DataCopy2DOut(y.GM(), g.rows, y.BaseRow()+o*g.ch+s*g.c0, r0, cs, valid, outB, valid)
 }
 
