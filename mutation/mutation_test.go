@@ -63,13 +63,14 @@ func TestMutationScore(t *testing.T) {
 	// are part of the default checks.
 	sanitizer := backend.CheckSanitizer + "(kernel)"
 	wantCheck := map[npu.Fault]string{
-		kernels.FaultVectorAddWritePastEnd:  harness.CheckGuardBand + "(z)",
-		kernels.FaultVectorAddInputModified: harness.CheckInputsUnchanged + "(x)",
-		kernels.FaultGEMMPaddingRowsStored:  harness.CheckGuardBand + "(out)",
-		kernels.FaultVectorAddMissingWait:   sanitizer,
-		kernels.FaultVectorAddPingPongReuse: sanitizer,
-		kernels.FaultVectorAddWholeTileAdd:  sanitizer,
-		kernels.FaultKVUpdateMissingWait:    sanitizer,
+		kernels.FaultVectorAddWritePastEnd:     harness.CheckGuardBand + "(z)",
+		kernels.FaultVectorAddInputModified:    harness.CheckInputsUnchanged + "(x)",
+		kernels.FaultGEMMPaddingRowsStored:     harness.CheckGuardBand + "(out)",
+		kernels.FaultVectorAddMissingWait:      sanitizer,
+		kernels.FaultVectorAddPingPongReuse:    sanitizer,
+		kernels.FaultVectorAddWholeTileAdd:     sanitizer,
+		kernels.FaultKVUpdateMissingWait:       sanitizer,
+		kernels.FaultTransDataMissingStoreWait: sanitizer,
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {

@@ -29,6 +29,12 @@ const (
 	// right for N = 1 (and when C is a multiple of C0), wrong for every
 	// later batch.
 	FaultTransDataBatchStride npu.Fault = "transdata/batch-stride-unpadded"
+	// FaultTransDataMissingStoreWait: the copy out of a tile does not
+	// wait for the tile's producer (the SetFlag/WaitFlag<V, MTE3> pair
+	// before the store is missing): on the device MTE3 may store the
+	// buffer before the transpose (or the copy in) finished. Right bits
+	// in program order; only the sanitizer (RAW) shows it.
+	FaultTransDataMissingStoreWait npu.Fault = "transdata/missing-wait-before-store"
 )
 
 // TransDataFaults is transdata's fault catalogue.
@@ -39,12 +45,14 @@ var TransDataFaults = []FaultInfo{
 	{FaultTransDataHWSwapped, "transdata", "H and W swapped in the output shape"},
 	{FaultTransDataLastRowDropped, "transdata", "last partial 16-row fractal block of FRACTAL_NZ dropped"},
 	{FaultTransDataBatchStride, "transdata", "per-batch stride of the fractal side unpadded: wrong only when N > 1"},
+	{FaultTransDataMissingStoreWait, "transdata", "copy out issued without waiting for the tile's transpose (missing WaitFlag<V, MTE3>)"},
 }
 
 // transDataFaults is transdata's fault plan for one launch. The zero
 // value is the correct kernel.
 type transDataFaults struct {
 	padGarbage, c1OffByOne, c0FP16, hwSwapped, lastRowDropped, batchStride bool
+	noStoreWait                                                            bool // a sync fault: only the sanitizer sees it
 }
 
 func newTransDataFaults(fs npu.Faults) transDataFaults {
@@ -55,6 +63,7 @@ func newTransDataFaults(fs npu.Faults) transDataFaults {
 		hwSwapped:      fs.Has(FaultTransDataHWSwapped),
 		lastRowDropped: fs.Has(FaultTransDataLastRowDropped),
 		batchStride:    fs.Has(FaultTransDataBatchStride),
+		noStoreWait:    fs.Has(FaultTransDataMissingStoreWait),
 	}
 }
 

@@ -151,7 +151,7 @@ func TransDataKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[
 			c.WaitFlag(npu.PipeV, npu.PipeMTE2, q)
 			c.WaitFlag(npu.PipeMTE3, npu.PipeMTE2, q)
 			c.WaitFlag(npu.PipeMTE3, npu.PipeV, q)
-			sy := tdSync{c, q}
+			sy := tdSync{c, q, f.noStoreWait}
 			o, rest := it/(g.c1*tilesPerSlab), it%(g.c1*tilesPerSlab)
 			s, r0 := rest/tilesPerSlab, rest%tilesPerSlab*tile
 			var err error
@@ -271,6 +271,8 @@ func transDataTiling(p ops.Params, x *tensor.Tensor, f transDataFaults) (transDa
 type tdSync struct {
 	c *npu.Core
 	q int
+	// noStoreWait drops the V → MTE3 hand-off (a fault's).
+	noStoreWait bool
 }
 
 func (s tdSync) loaded() {
@@ -279,6 +281,9 @@ func (s tdSync) loaded() {
 }
 
 func (s tdSync) computed() {
+	if s.noStoreWait {
+		return
+	}
 	s.c.SetFlag(npu.PipeV, npu.PipeMTE3, s.q)
 	s.c.WaitFlag(npu.PipeV, npu.PipeMTE3, s.q)
 }
