@@ -14,6 +14,10 @@ type CoreCost struct {
 	DMABusyCycles     int64 `json:"dma_busy_cycles"`
 	ComputeBusyCycles int64 `json:"compute_busy_cycles"`
 	OverlapCycles     int64 `json:"overlap_cycles"`
+	// BarrierWaitCycles are the cycles the core spent at SyncAll waiting
+	// for the last core to arrive: part of Cycles, not work, so
+	// Cost.LoadBalance leaves them out.
+	BarrierWaitCycles int64 `json:"barrier_wait_cycles,omitempty"`
 	GMBytesIn         int64 `json:"gm_bytes_in"`
 	GMBytesOut        int64 `json:"gm_bytes_out"`
 	VectorBytes       int64 `json:"vector_bytes"` // bytes processed by vector instructions
@@ -44,7 +48,7 @@ type Cost struct {
 	VectorUtil  float64 `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
 	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)
 	Overlap     float64 `json:"overlap"`       // DMA/compute overlap: cycles both busy / min(DMA busy, compute busy), summed over cores, in [0,1]
-	LoadBalance float64 `json:"load_balance"`  // min/max core cycles over launched cores, 1 when balanced
+	LoadBalance float64 `json:"load_balance"`  // min/max over launched cores of cycles less barrier waits (CoreCost.BarrierWaitCycles), 1 when balanced
 	// UBReuse is the fraction of compute's reads of UB served without a
 	// fresh GM load: 1 − UBLoadBytes / UBReadBytes, clamped to [0, 1], and
 	// 0 when compute reads no UB (UBReadBytes = 0; a judge must look at

@@ -510,12 +510,16 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 	}
 	cost.CoreCycles = make([]int64, len(cores))
 	cost.Cores = cores
-	minC := int64(math.MaxInt64)
+	// Balance is of the cycles a core works: a core that waits at SyncAll
+	// for a slower one ends when it does, and counting the wait would make
+	// every cooperative launch look balanced.
+	minW, maxW := int64(math.MaxInt64), int64(0)
 	var vec, hidden, overlappable, cube float64
 	for i, cc := range cores {
 		cost.CoreCycles[i] = cc.Cycles
 		cost.Cycles = max(cost.Cycles, cc.Cycles)
-		minC = min(minC, cc.Cycles)
+		w := cc.Cycles - cc.BarrierWaitCycles
+		minW, maxW = min(minW, w), max(maxW, w)
 		cost.GMBytesIn += cc.GMBytesIn
 		cost.GMBytesOut += cc.GMBytesOut
 		cost.UBPeakBytes = max(cost.UBPeakBytes, cc.UBPeakBytes)
@@ -536,7 +540,7 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 		busy := float64(cost.Cycles) * float64(len(cores))
 		cost.VectorUtil = vec / busy
 		cost.CubeUtil = cube / busy
-		cost.LoadBalance = float64(minC) / float64(cost.Cycles)
+		cost.LoadBalance = float64(minW) / float64(max(maxW, 1))
 	}
 	if overlappable > 0 {
 		cost.Overlap = min(1, hidden/overlappable)

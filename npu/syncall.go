@@ -140,6 +140,7 @@ func (c *Core) SyncAll() error {
 		t = max(t, f)
 	}
 	r := b.wait(c.BlockIdx, t)
+	c.cost.BarrierWaitCycles += max(r-t, 0)
 	var vc [numPipes]int32
 	for q := range numPipes {
 		for p := range numPipes {

@@ -87,3 +87,27 @@ func TestSyncAll(t *testing.T) {
 		t.Errorf("SyncAll in a plain launch: got %v want an error naming the cooperative launch", err)
 	}
 }
+
+// TestSyncAllBalanceIsOfWork: a core that waits at SyncAll for a slower
+// one ends with it, but the wait is not work: LoadBalance is the least
+// over the most of each core's cycles less its barrier wait, so one core
+// with ten times the vector work of the other gives about 0.1, where the
+// end times alone gave 1.
+func TestSyncAllBalanceIsOfWork(t *testing.T) {
+	d := newDev(t, unitProfile())
+	cost, err := d.LaunchCooperative(bg, VectorCore, 2, func(c *Core) error {
+		c.ChargeVector(map[int]int{0: 1 << 16, 1: 1 << 12}[c.BlockIdx])
+		return c.SyncAll()
+	})
+	if err != nil {
+		t.Fatalf("syncall balance: %v", err)
+	}
+	fast, slow := cost.Cores[1], cost.Cores[0]
+	if fast.Cycles != slow.Cycles || slow.BarrierWaitCycles != 0 || fast.BarrierWaitCycles <= 0 {
+		t.Errorf("syncall balance: got cores %+v, %+v / want both ending together, core 1 waiting for core 0", slow, fast)
+	}
+	want := float64(fast.Cycles-fast.BarrierWaitCycles) / float64(slow.Cycles-slow.BarrierWaitCycles)
+	if cost.LoadBalance != want || want > 0.2 {
+		t.Errorf("syncall balance: got LoadBalance %v / want %v (work 2^12 bytes against 2^16), not the end times' 1", cost.LoadBalance, want)
+	}
+}
