@@ -54,6 +54,7 @@ func LayoutCost(ctx context.Context, prof npu.Profile, cfg LayoutConfig) (*repor
 		"The emulator prices an NZ out's store as contiguous fractal-row bursts, but charges an NZ input's GM → L1 copy as the ND operand's strided copy (it has no L1 load of an NZ operand yet), so the GEMM rows differ by the store side only.",
 		fmt.Sprintf("Bias add: y = x + bias[c] over fp16 x %d×%d×%d×%d, NCHW (a plane of %d values per channel) against NC1HWC0 (C0 = 16: %d slabs of %d values, %d padding channels).",
 			cfg.N, cfg.C, cfg.H, cfg.W, cfg.H*cfg.W, cfg.N*((cfg.C+15)/16), cfg.H*cfg.W*16, (cfg.C+15)/16*16-cfg.C),
+		"A copy is charged by its bursts (its contiguous GM runs, one per row of a strided copy), each moving the whole 32-byte GM blocks it touches: GM bursts counts them.",
 	}}
 	for _, f := range []string{ops.FormatND, ops.FormatFractalNZ} {
 		cost, err := layoutGEMM(ctx, dev, m, k, n, f, cfg.Seed)
@@ -82,7 +83,7 @@ func layoutRow(workload, layout string, c *npu.Cost) report.LayoutRow {
 	for _, cc := range c.Cores {
 		dma += cc.DMACycles
 	}
-	return report.LayoutRow{Workload: workload, Layout: layout, Cycles: c.Cycles, GMBytesIn: c.GMBytesIn, GMBytesOut: c.GMBytesOut, DMACycles: dma}
+	return report.LayoutRow{Workload: workload, Layout: layout, Cycles: c.Cycles, GMBytesIn: c.GMBytesIn, GMBytesOut: c.GMBytesOut, GMBursts: c.GMBursts, DMACycles: dma}
 }
 
 // layoutGEMM runs gemm with every operand in format f.

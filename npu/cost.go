@@ -20,8 +20,11 @@ type CoreCost struct {
 	BarrierWaitCycles int64 `json:"barrier_wait_cycles,omitempty"`
 	GMBytesIn         int64 `json:"gm_bytes_in"`
 	GMBytesOut        int64 `json:"gm_bytes_out"`
-	VectorBytes       int64 `json:"vector_bytes"` // bytes processed by vector instructions
-	CubeMACs          int64 `json:"cube_macs"`    // multiply-accumulates issued (including fractal padding)
+	// GMBursts are the contiguous GM runs the core's copies moved (a
+	// strided copy is one per row); each moves whole GM blocks.
+	GMBursts    int64 `json:"gm_bursts"`
+	VectorBytes int64 `json:"vector_bytes"` // bytes processed by vector instructions
+	CubeMACs    int64 `json:"cube_macs"`    // multiply-accumulates issued (including fractal padding)
 	// CubeUsefulMACs are the multiply-accumulates of the problem itself
 	// (excluding fractal padding); CubeUtil weighs CubeCycles by
 	// CubeUsefulMACs/CubeMACs.
@@ -44,6 +47,7 @@ type Cost struct {
 	CoreCycles  []int64 `json:"core_cycles"`   // per core
 	GMBytesIn   int64   `json:"gm_bytes_in"`   // summed over cores
 	GMBytesOut  int64   `json:"gm_bytes_out"`  // summed over cores
+	GMBursts    int64   `json:"gm_bursts"`     // contiguous GM runs copied, summed over cores (CoreCost.GMBursts)
 	UBPeakBytes int64   `json:"ub_peak_bytes"` // max over cores
 	VectorUtil  float64 `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
 	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)

@@ -19,10 +19,13 @@
 // core's pipes (pipe.go) with a fixed duration:
 //
 //   - DMA (GM↔local, pipes MTE2 in and MTE3 out): DMALatencyCycles +
-//     ceil(gm_bytes / share) per transfer, where share = HBM bandwidth /
+//     ceil(burst_bytes / share) per transfer, where share = HBM bandwidth /
 //     clock / cores of the kind, in bytes per cycle (1600/1.8/48 ≈ 18.5
-//     B/cycle per vector core on ascend910b, so ceil(0.054·bytes)).
-//     Only the bytes read from or written to GM count, not UB padding.
+//     B/cycle per vector core on ascend910b, so ceil(0.054·bytes)), and
+//     burst_bytes are the whole GM blocks (ub_block_bytes) each of the
+//     transfer's bursts touches: one burst for a contiguous copy, one per
+//     row for a strided one (dmaBursts). GMBytesIn/Out count the bytes
+//     read from or written to GM, not UB padding nor whole blocks.
 //   - Vector (pipe V): VectorIssueCycles + ceil(bytes /
 //     VectorBytesPerCycle) per instruction, bytes = elements · element
 //     size.
@@ -422,16 +425,51 @@ func (c *Core) Counters() CoreCost {
 	return cc
 }
 
+// dmaBursts is what a transfer costs GM: its contiguous runs (bursts),
+// each moving the whole GM blocks (ub_block_bytes) it touches.
+type dmaBursts struct {
+	n     int64 // bursts
+	bytes int64 // the blocks' bytes
+}
+
+// bursts1D is one contiguous run of n bytes from GM byte start.
+func (c *Core) bursts1D(start, n int) dmaBursts {
+	return c.burstsOf(start, n, n, 1)
+}
+
+// burstsOf is rows runs of rowBytes bytes, stride bytes apart, from GM
+// byte start: one run when they are contiguous (stride = rowBytes).
+func (c *Core) burstsOf(start, rowBytes, stride, rows int) dmaBursts {
+	if rows <= 0 || rowBytes <= 0 {
+		return dmaBursts{}
+	}
+	if stride == rowBytes {
+		rowBytes, rows = rowBytes*rows, 1
+	}
+	blk := c.prof.UBBlockBytes
+	var b dmaBursts
+	for r := range rows {
+		s := start + r*stride
+		b.n++
+		b.bytes += int64(((s+rowBytes+blk-1)/blk - s/blk) * blk)
+	}
+	return b
+}
+
 // chargeDMA counts one GM transfer of gmBytes (in: GM→local, on MTE2;
-// out: on MTE3) named op that accesses local operand loc and GM range gm,
-// schedules it and returns its cycles: DMALatencyCycles + ceil(gmBytes /
-// per-core share).
-func (c *Core) chargeDMA(in bool, gmBytes int, op string, gm gmAccess, loc operand) int64 {
+// out: on MTE3) in bursts b, named op, that accesses local operand loc and
+// GM range gm, schedules it and returns its cycles: DMALatencyCycles +
+// ceil(b.bytes / per-core share). A burst moves whole GM blocks, so a
+// strided copy of short rows (an NCHW channel's plane, an ND matrix's
+// panel) costs the blocks each row touches, and an aligned contiguous
+// copy exactly its bytes.
+func (c *Core) chargeDMA(in bool, gmBytes int, b dmaBursts, op string, gm gmAccess, loc operand) int64 {
 	if gmBytes == 0 {
 		return 0
 	}
-	cyc := int64(c.prof.DMALatencyCycles) + ceilCycles(float64(gmBytes)/c.dev.dmaRate[c.kind])
+	cyc := int64(c.prof.DMALatencyCycles) + ceilCycles(float64(b.bytes)/c.dev.dmaRate[c.kind])
 	c.cost.DMACycles += cyc
+	c.cost.GMBursts += b.n
 	if in {
 		c.cost.GMBytesIn += int64(gmBytes)
 		c.issue(PipeMTE2, op, cyc, gm, loc)
@@ -522,6 +560,7 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 		minW, maxW = min(minW, w), max(maxW, w)
 		cost.GMBytesIn += cc.GMBytesIn
 		cost.GMBytesOut += cc.GMBytesOut
+		cost.GMBursts += cc.GMBursts
 		cost.UBPeakBytes = max(cost.UBPeakBytes, cc.UBPeakBytes)
 		cost.UBLoadBytes += cc.UBLoadBytes
 		cost.UBReadBytes += cc.UBReadBytes

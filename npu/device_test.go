@@ -144,7 +144,9 @@ func TestZeroCost(t *testing.T) {
 }
 
 // TestDMACost checks one transfer on ascend910b against the closed form
-// 500 + ceil(bytes·48·1.8/1600) = 500 + ceil(bytes·54/1000).
+// 500 + ceil(B·48·1.8/1600) = 500 + ceil(B·54/1000), B the bytes of the
+// 32-byte GM blocks the burst touches (500 bytes from offset 0: 16 blocks,
+// 512 bytes), and one burst.
 func TestDMACost(t *testing.T) {
 	d := newDev(t, Ascend910B())
 	for _, bytes := range []int{32, 500, 1000, 32768, 65536, 196608} {
@@ -159,10 +161,10 @@ func TestDMACost(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dma bytes=%d: %v", bytes, err)
 		}
-		want := int64(500 + (bytes*54+999)/1000)
+		want := int64(500 + (roundUp(bytes, 32)*54+999)/1000)
 		cc := cost.Cores[0]
-		if cost.Cycles != want || cc.DMACycles != want || cc.GMBytesIn != int64(bytes) || cost.GMBytesIn != int64(bytes) {
-			t.Errorf("dma bytes=%d: got cycles %d dma %d gm_in %d want %d, %d, %d", bytes, cost.Cycles, cc.DMACycles, cc.GMBytesIn, want, want, bytes)
+		if cost.Cycles != want || cc.DMACycles != want || cc.GMBytesIn != int64(bytes) || cost.GMBytesIn != int64(bytes) || cost.GMBursts != 1 {
+			t.Errorf("dma bytes=%d: got cycles %d dma %d gm_in %d bursts %d want %d, %d, %d, 1", bytes, cost.Cycles, cc.DMACycles, cc.GMBytesIn, cost.GMBursts, want, want, bytes)
 		}
 		if math.Abs(cost.Seconds-float64(want)/1.8e9) > 1e-18 {
 			t.Errorf("dma bytes=%d: got seconds %g want %g", bytes, cost.Seconds, float64(want)/1.8e9)
@@ -292,7 +294,7 @@ func TestLoadBalanceCost(t *testing.T) {
 	}
 	want := &Cost{
 		Device: "unit", BlockDim: 3, Cycles: 64, Seconds: 64e-9, CoreCycles: []int64{64, 32, 32},
-		GMBytesIn: 128, UBPeakBytes: 64, LoadBalance: 0.5,
+		GMBytesIn: 128, GMBursts: 3, UBPeakBytes: 64, LoadBalance: 0.5,
 		UBLoadBytes: 128, // loaded, never read: UBReuse stays 0
 	}
 	got := *cost
@@ -345,7 +347,7 @@ func TestLaunchBlockStartsFresh(t *testing.T) {
 		t.Fatalf("launch blockDim=48: got %v want nil", err)
 	}
 	for i, cc := range cost.Cores {
-		want := CoreCost{Cycles: 32, DMACycles: 32, DMABusyCycles: 32, GMBytesIn: 32, UBPeakBytes: int64(32 * (1 + i%4)), UBLoadBytes: 32}
+		want := CoreCost{Cycles: 32, DMACycles: 32, DMABusyCycles: 32, GMBytesIn: 32, GMBursts: 1, UBPeakBytes: int64(32 * (1 + i%4)), UBLoadBytes: 32}
 		if cc != want {
 			t.Errorf("launch blockDim=48: block %d: got %+v want %+v", i, cc, want)
 		}

@@ -14,8 +14,9 @@ import (
 // of elements at any offset; the local side is padded to the block.
 //
 // Each copy is one DMA transfer: it adds its GM bytes to GMBytesIn or
-// GMBytesOut and DMALatencyCycles + ceil(bytes / per-core HBM share)
-// cycles to DMACycles and to the current tile's in or out stage. A copy of
+// GMBytesOut, one burst to GMBursts, and DMALatencyCycles + ceil(B /
+// per-core HBM share) cycles, B the bytes of the GM blocks the burst
+// touches, to DMACycles and to the current tile's in or out stage. A copy of
 // zero elements is free. Copies into UB or L1 are allowed; copies out are
 // from UB. A copy into UB adds its GM bytes to UBLoadBytes, a copy out
 // to UBOutBytes (Cost.UBReuse). A copy in is an instruction on pipe MTE2,
@@ -73,7 +74,7 @@ func (c *Core) copyIn(op string, dst *Buffer, src *tensor.Tensor, off, n int, pa
 	}
 	copy(dst.data, gm[off*size:off*size+bytes])
 	clear(dst.data[bytes:local])
-	c.chargeDMA(true, bytes, op, gmDMA(gm, off*size, off*size+bytes, false), wr(dst, 0, local))
+	c.chargeDMA(true, bytes, c.bursts1D(off*size, bytes), op, gmDMA(gm, off*size, off*size+bytes, false), wr(dst, 0, local))
 	if space == UB {
 		c.cost.UBLoadBytes += int64(bytes)
 	}
@@ -99,7 +100,7 @@ func (c *Core) copyOut(op string, dst *tensor.Tensor, off int, src *Buffer, n in
 		return nil
 	}
 	copy(gm[off*size:off*size+bytes], src.data)
-	c.chargeDMA(false, bytes, op, gmDMA(gm, off*size, off*size+bytes, true), rd(src, 0, bytes))
+	c.chargeDMA(false, bytes, c.bursts1D(off*size, bytes), op, gmDMA(gm, off*size, off*size+bytes, true), rd(src, 0, bytes))
 	c.cost.UBOutBytes += int64(bytes)
 	return nil
 }

@@ -45,7 +45,7 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 		}
 	}
 	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
-	c.chargeDMA(true, rows*cols*size, op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
+	c.chargeDMA(true, rows*cols*size, c.burstsOf(lo, cols*size, ld*size, rows), op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
 	if dst.space == UB {
 		c.cost.UBLoadBytes += int64(rows * cols * size)
 	}
@@ -75,7 +75,7 @@ func (c *Core) DataCopy2DOut(dst *tensor.Tensor, ld, row0, col0, rows, cols int,
 	// column blocks of the same rows do not overlap.
 	g := gmDMA(gm, (row0*ld+col0)*size, (row0*ld+col0+cols)*size, true)
 	g.rows, g.stride = rows, ld*size
-	c.chargeDMA(false, rows*cols*size, op, g, rd(src, 0, srcLd*rows*size))
+	c.chargeDMA(false, rows*cols*size, c.burstsOf((row0*ld+col0)*size, cols*size, ld*size, rows), op, g, rd(src, 0, srcLd*rows*size))
 	c.cost.UBOutBytes += int64(rows * cols * size)
 	return nil
 }

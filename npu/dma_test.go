@@ -149,9 +149,12 @@ func TestDataCopyPad(t *testing.T) {
 			}
 			cc := core.Counters()
 			gm := int64(c.n * size)
+			// Each copy is one burst of the 32-byte GM blocks it touches:
+			// in from element c.off, out to element at.
 			dma := int64(0)
 			if c.n > 0 {
-				dma = 2 * int64(500+(c.n*size*54+999)/1000)
+				blocks := func(start int) int { return ((start+c.n*size+31)/32 - start/32) * 32 }
+				dma = int64(500+(blocks(c.off*size)*54+999)/1000) + int64(500+(blocks(at*size)*54+999)/1000)
 			}
 			if cc.GMBytesIn != gm || cc.GMBytesOut != gm || cc.DMACycles != dma {
 				t.Errorf("DataCopyPad dtype=%s n=%d: got gm in %d out %d dma %d want %d, %d, %d",
@@ -161,6 +164,46 @@ func TestDataCopyPad(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("DataCopyPad dtype=%s off=%d n=%d: %v", c.dt, c.off, c.n, err)
+		}
+	}
+}
+
+// TestStridedDMABursts: a 2-D copy is one burst per row, each moving the
+// 32-byte GM blocks it touches, unless its rows are whole rows of the
+// matrix (contiguous: one burst). On ascend910b (500 + ceil(B·54/1000)
+// cycles for B bytes of blocks): 8 rows of 10 fp16 (20 B) from column 3 of
+// a 64-column matrix touch one or two blocks each; 8 whole rows of 64 fp16
+// are one burst of 1024 B.
+func TestStridedDMABursts(t *testing.T) {
+	d := newDev(t, Ascend910B())
+	m := tensor.MustNew(tensor.Float16, 8*64)
+	for _, c := range []struct {
+		col0, cols int
+		bursts     int64
+	}{{3, 10, 8}, {0, 64, 1}, {0, 16, 8}} {
+		cost, err := d.Launch(bg, 1, func(core *Core) error {
+			b, err := core.AllocUB(8 * 64 * 2)
+			if err != nil {
+				return err
+			}
+			return core.DataCopy2DIn(b, m, 64, 0, c.col0, 8, c.cols, c.cols, 8)
+		})
+		if err != nil {
+			t.Fatalf("strided dma col0=%d cols=%d: %v", c.col0, c.cols, err)
+		}
+		blocks := 0
+		if c.bursts == 1 {
+			blocks = (8*c.cols*2 + 31) / 32 * 32
+		} else {
+			for r := range 8 {
+				s := (r*64 + c.col0) * 2
+				blocks += ((s+c.cols*2+31)/32 - s/32) * 32
+			}
+		}
+		want := int64(500 + (blocks*54+999)/1000)
+		if cost.GMBursts != c.bursts || cost.Cycles != want || cost.GMBytesIn != int64(8*c.cols*2) {
+			t.Errorf("strided dma col0=%d cols=%d: got bursts %d cycles %d gm_in %d / want %d, %d (%d bytes of blocks), %d",
+				c.col0, c.cols, cost.GMBursts, cost.Cycles, cost.GMBytesIn, c.bursts, want, blocks, 8*c.cols*2)
 		}
 	}
 }

@@ -15,6 +15,10 @@ type LayoutRow struct {
 	// a dimension is not a multiple of its fractal).
 	GMBytesIn  int64 `json:"gm_bytes_in"`
 	GMBytesOut int64 `json:"gm_bytes_out"`
+	// GMBursts are the contiguous GM runs the launch's copies moved (a
+	// strided copy is one per row, each charged the 32-byte blocks it
+	// touches): what a plain layout's short rows cost.
+	GMBursts int64 `json:"gm_bursts"`
 	// DMACycles is the launch's DMA busy cycles summed over its cores.
 	DMACycles int64 `json:"dma_cycles"`
 }
@@ -42,9 +46,9 @@ func (t *LayoutTable) Markdown(w io.Writer) error {
 	for _, n := range t.Notes {
 		fmt.Fprintf(ew, "%s ", n)
 	}
-	fmt.Fprintf(ew, "\n\n| workload | layout | cycles | GM bytes in | GM bytes out | DMA cycles (all cores) |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(ew, "\n\n| workload | layout | cycles | GM bytes in | GM bytes out | GM bursts | DMA cycles (all cores) |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range t.Rows {
-		fmt.Fprintf(ew, "| %s | %s | %d | %d | %d | %d |\n", cell(r.Workload), cell(r.Layout), r.Cycles, r.GMBytesIn, r.GMBytesOut, r.DMACycles)
+		fmt.Fprintf(ew, "| %s | %s | %d | %d | %d | %d | %d |\n", cell(r.Workload), cell(r.Layout), r.Cycles, r.GMBytesIn, r.GMBytesOut, r.GMBursts, r.DMACycles)
 	}
 	fmt.Fprintln(ew)
 	return ew.err
