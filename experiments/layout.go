@@ -51,7 +51,7 @@ func LayoutCost(ctx context.Context, prof npu.Profile, cfg LayoutConfig) (*repor
 	}
 	tab := &report.LayoutTable{Device: prof.Name, Notes: []string{
 		fmt.Sprintf("GEMM %d×%d×%d fp16_fp32acc: a, b and out ND, then all three FRACTAL_NZ (the same product; the NZ out holds the same bits laid out).", m, k, n),
-		"The emulator prices an NZ out's store as contiguous fractal-row bursts, but charges an NZ input's GM → L1 copy as the ND operand's strided copy (it has no L1 load of an NZ operand yet), so the GEMM rows differ by the store side only.",
+		"An NZ operand's GM → L1 load is a burst per column fractal of whole 32-byte fractal rows and an NZ out's store contiguous fractal-row bursts, where ND takes a burst per row; the model charges the 32-byte blocks a burst touches and no overhead per burst, so at a shape whose rows are whole blocks, as this one, the layouts cost the same cycles and differ in the bursts they take.",
 		fmt.Sprintf("Bias add: y = x + bias[c] over fp16 x %d×%d×%d×%d, NCHW (a plane of %d values per channel) against NC1HWC0 (C0 = 16: %d slabs of %d values, %d padding channels).",
 			cfg.N, cfg.C, cfg.H, cfg.W, cfg.H*cfg.W, cfg.N*((cfg.C+15)/16), cfg.H*cfg.W*16, (cfg.C+15)/16*16-cfg.C),
 		"A copy is charged by its bursts (its contiguous GM runs, one per row of a strided copy), each moving the whole 32-byte GM blocks it touches: GM bursts counts them.",

@@ -39,6 +39,13 @@ type GMMatrix struct {
 	// zeroFree reports that the matrix holds no ±0, so that the cube's
 	// zero-skipping paths never skip on a tile of it (see mmadGer).
 	zeroFree bool
+	// NZ reports that the operand lies in GM as FRACTAL_NZ (32-byte C0
+	// lanes, 16-row fractals), as Ascend's matmul consumes it. T holds
+	// its ND form, which the cube reads (the same values, so the bits do
+	// not depend on the layout), and LoadL1 charges each block as read
+	// from the NZ form: a burst per column fractal of whole fractal rows,
+	// not a burst per row.
+	NZ bool
 }
 
 // NewGMMatrix scans a 2-D fp16, bf16, fp32 or int8 tensor.
@@ -123,7 +130,8 @@ type L1Tile struct {
 
 // LoadL1 DMAs the [rows × cols] block at (row0, col0) of src into t as a
 // [tileRows × tileCols] tile, zero-padded (DataCopy2DIn: one transfer of
-// rows·cols elements), and decodes it into the tile's view.
+// rows·cols elements; of the block's whole fractal rows when src.NZ), and
+// decodes it into the tile's view.
 func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows, tileCols int) error {
 	if t == nil || t.Buf == nil || t.Buf.space != L1 {
 		return fmt.Errorf("LoadL1: tile buffer must be in L1")
@@ -131,7 +139,7 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 	if src == nil {
 		return fmt.Errorf("LoadL1: nil source")
 	}
-	if err := c.DataCopy2DIn(t.Buf, src.T, src.Cols, row0, col0, rows, cols, tileCols, tileRows); err != nil {
+	if err := c.copy2DIn("DataCopy2DIn", t.Buf, src.T, src.Cols, row0, col0, rows, cols, tileCols, tileRows, src.NZ); err != nil {
 		return err
 	}
 	t.DType, t.Rows, t.Cols = src.T.DType, tileRows, tileCols

@@ -19,7 +19,15 @@ import (
 // cols..dstLd−1 and rows rows..dstRows−1. One DMA transfer; only
 // rows·cols elements count as GM bytes.
 func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, rows, cols, dstLd, dstRows int) error {
-	const op = "DataCopy2DIn"
+	return c.copy2DIn("DataCopy2DIn", dst, src, ld, row0, col0, rows, cols, dstLd, dstRows, false)
+}
+
+// copy2DIn is DataCopy2DIn; nz charges the copy as the block's read from
+// the FRACTAL_NZ form of src ([ceil(cols/C0), ceil(rows/16), 16, C0], C0
+// = 32 bytes): one burst per column fractal the block touches, of its
+// rows' whole 32-byte fractal rows (padding lanes included), where ND
+// takes a burst per row.
+func (c *Core) copy2DIn(op string, dst *Buffer, src *tensor.Tensor, ld, row0, col0, rows, cols, dstLd, dstRows int, nz bool) error {
 	if dst == nil || (dst.space != UB && dst.space != L1) {
 		return fmt.Errorf("%s: dst must be a UB or L1 buffer", op)
 	}
@@ -45,9 +53,16 @@ func (c *Core) DataCopy2DIn(dst *Buffer, src *tensor.Tensor, ld, row0, col0, row
 		}
 	}
 	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
-	c.chargeDMA(true, rows*cols*size, c.burstsOf(lo, cols*size, ld*size, rows), op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
+	gmBytes, bursts := rows*cols*size, c.burstsOf(lo, cols*size, ld*size, rows)
+	if nz && rows > 0 && cols > 0 {
+		c0 := 32 / size
+		lanes := (col0+cols-1)/c0 - col0/c0 + 1 // column fractals touched
+		gmBytes = lanes * rows * 32
+		bursts = dmaBursts{n: int64(lanes), bytes: int64(gmBytes)}
+	}
+	c.chargeDMA(true, gmBytes, bursts, op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
 	if dst.space == UB {
-		c.cost.UBLoadBytes += int64(rows * cols * size)
+		c.cost.UBLoadBytes += int64(gmBytes)
 	}
 	return nil
 }

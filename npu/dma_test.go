@@ -1,6 +1,7 @@
 package npu
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -205,5 +206,52 @@ func TestStridedDMABursts(t *testing.T) {
 			t.Errorf("strided dma col0=%d cols=%d: got bursts %d cycles %d gm_in %d / want %d, %d (%d bytes of blocks), %d",
 				c.col0, c.cols, cost.GMBursts, cost.Cycles, cost.GMBytesIn, c.bursts, want, blocks, 8*c.cols*2)
 		}
+	}
+}
+
+// TestLoadL1NZBursts: an operand that lies in GM as FRACTAL_NZ is loaded
+// a burst per column fractal (C0 = 16 fp16 lanes) of the block's whole
+// 32-byte fractal rows, padding lanes included, where an ND operand takes
+// a burst per row of the block's own bytes: a 20 × 40 block from column 8
+// touches lanes 0, 1 and 2 (3 bursts of 20 fractal rows, 1920 bytes)
+// against 20 bursts of 80 bytes; the tile's values are the same.
+func TestLoadL1NZBursts(t *testing.T) {
+	src := tensor.MustNew(tensor.Float16, 40, 64)
+	for i := range src.Len() {
+		src.SetBits(i, uint64(0x3C00+i%512))
+	}
+	var tiles [2][]float32
+	for i, nz := range []bool{false, true} {
+		dev := MustNewDevice(Ascend910B())
+		cost, err := dev.LaunchOn(t.Context(), AICore, 1, func(c *Core) error {
+			l1, err := c.Alloc(L1, 32*48*2)
+			if err != nil {
+				return err
+			}
+			g, err := NewGMMatrix(src)
+			if err != nil {
+				return err
+			}
+			g.NZ = nz
+			tile := L1Tile{Buf: l1}
+			if err := c.LoadL1(&tile, g, 4, 8, 20, 40, 32, 48); err != nil {
+				return err
+			}
+			tiles[i] = append([]float32(nil), tile.f...)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("LoadL1 nz=%v: %v", nz, err)
+		}
+		bursts, bytes := int64(20), int64(20*40*2)
+		if nz {
+			bursts, bytes = 3, 3*20*32
+		}
+		if cost.GMBursts != bursts || cost.GMBytesIn != bytes {
+			t.Errorf("LoadL1 nz=%v 20x40 block at (4, 8) of fp16 40x64: got bursts %d gm_in %d / want %d, %d", nz, cost.GMBursts, cost.GMBytesIn, bursts, bytes)
+		}
+	}
+	if !slices.Equal(tiles[0], tiles[1]) {
+		t.Errorf("LoadL1 20x40 block at (4, 8): the NZ tile's values differ from the ND tile's")
 	}
 }

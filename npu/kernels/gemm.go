@@ -97,6 +97,9 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	if errB != nil {
 		return nil, nil, fmt.Errorf("gemm: input \"b\": %w", errB)
 	}
+	// NZ operands are loaded into L1 as Ascend's matmul loads them: a
+	// burst per column fractal, not per row (npu.GMMatrix.NZ).
+	ga.NZ, gb.NZ = cfg.Layout.A == ops.FormatFractalNZ, cfg.Layout.B == ops.FormatFractalNZ
 	// The SIMD multiply-then-add path is the sequential fp32 model when
 	// every product is exact in fp32 and B is finite (see npu.MmadParams).
 	exact32 := t.AccDType == tensor.Float32 && !t.Blocked && npu.Exact32Operands(ga, gb)

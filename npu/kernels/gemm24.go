@@ -154,6 +154,7 @@ func GEMM24Kernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[str
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemm24: input \"b\": %w", err)
 	}
+	gb.NZ = cfg.Layout.B == ops.FormatFractalNZ // loaded a burst per column fractal
 	f := newGEMM24Faults(npu.FaultsFrom(ctx))
 	cost, err := dev.LaunchOn(ctx, npu.AICore, t.BlockDim, gemm24Kernel(t, f, ga, in["a_meta"], gb, sa, sb, out))
 	if err != nil {
