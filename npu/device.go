@@ -128,17 +128,26 @@ func (d *Device) Launch(ctx context.Context, blockDim int, kernel Kernel) (*Cost
 	return d.LaunchOn(ctx, VectorCore, blockDim, kernel)
 }
 
+// checkLaunch holds a launch's arguments to the profile: a core kind,
+// 1 ≤ blockDim ≤ the profile's cores of that kind, a kernel.
+func (d *Device) checkLaunch(kind CoreKind, blockDim int, kernel Kernel) error {
+	if kind != VectorCore && kind != AICore {
+		return fmt.Errorf("launch: invalid core kind %d", kind)
+	}
+	if n := d.prof.Cores(kind); blockDim < 1 || blockDim > n {
+		return fmt.Errorf("launch: blockDim %d out of range [1, %d] (%s cores of %s)", blockDim, n, kind, d.prof.Name)
+	}
+	if kernel == nil {
+		return fmt.Errorf("launch: nil kernel")
+	}
+	return nil
+}
+
 // LaunchOn is Launch on cores of the given kind (1 ≤ blockDim ≤ the
 // profile's count of that kind).
 func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel) (*Cost, error) {
-	if kind != VectorCore && kind != AICore {
-		return nil, fmt.Errorf("launch: invalid core kind %d", kind)
-	}
-	if n := d.prof.Cores(kind); blockDim < 1 || blockDim > n {
-		return nil, fmt.Errorf("launch: blockDim %d out of range [1, %d] (%s cores of %s)", blockDim, n, kind, d.prof.Name)
-	}
-	if kernel == nil {
-		return nil, fmt.Errorf("launch: nil kernel")
+	if err := d.checkLaunch(kind, blockDim, kernel); err != nil {
+		return nil, err
 	}
 	workers := min(blockDim, runtime.GOMAXPROCS(0))
 	if ctx.Value(serialKey{}) != nil {

@@ -161,14 +161,8 @@ func (c *Core) SyncAll() error {
 // every block runs on a goroutine of its own (a SyncAll waits for all of
 // them), with the same costs, findings and trace as LaunchOn.
 func (d *Device) LaunchCooperative(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel) (*Cost, error) {
-	if kind != VectorCore && kind != AICore {
-		return nil, fmt.Errorf("launch: invalid core kind %d", kind)
-	}
-	if n := d.prof.Cores(kind); blockDim < 1 || blockDim > n {
-		return nil, fmt.Errorf("launch: blockDim %d out of range [1, %d] (%s cores of %s)", blockDim, n, kind, d.prof.Name)
-	}
-	if kernel == nil {
-		return nil, fmt.Errorf("launch: nil kernel")
+	if err := d.checkLaunch(kind, blockDim, kernel); err != nil {
+		return nil, err
 	}
 	b := newBarrier(blockDim)
 	ctx = context.WithValue(ctx, barrierKey{}, b)
