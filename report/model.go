@@ -402,8 +402,17 @@ func (m *Merged) String() string {
 var ErrIncomplete = errors.New("incomplete run")
 
 // ErrEmpty is wrapped by Merge's error when the files hold no case at
-// all: an empty result is nothing to pass.
+// all: an empty result is nothing to pass. Explore's results are the
+// exception: their cases are its findings, and a search that found
+// nothing is its result (MetaCommand CommandExplore).
 var ErrEmpty = errors.New("no case to report")
+
+// MetaCommand is the meta key naming the command that wrote a result
+// file, and CommandExplore its value for `npuverify explore`.
+const (
+	MetaCommand    = "command"
+	CommandExplore = "npuverify explore"
+)
 
 // perFile are the meta keys that differ between the files of one run and
 // are bookkeeping, not facts about the report: Merge checks them and
@@ -462,7 +471,7 @@ func Merge(rs []*Results, names []string, allowPartial bool) (*Results, *Merged,
 			info.Missing = append(info.Missing, s)
 		}
 	}
-	if info.Cases == 0 {
+	if info.Cases == 0 && shared[MetaCommand] != CommandExplore {
 		return nil, info, fmt.Errorf("%s: %w: an empty result is not a pass", info, ErrEmpty)
 	}
 	if !info.Complete() {

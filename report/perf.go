@@ -33,9 +33,9 @@ type Target struct {
 }
 
 // interCoreNote is why inter-core traffic is 0 for every case with a cost.
-const interCoreNote = "0 % for every kernel: the emulated device has no inter-core channel, shared local memory or barrier " +
-	"(npu.Device.LaunchOn runs each block on its own core with its own UB, L1 and L0, and blocks cannot wait for one another), " +
-	"so no kernel can move a byte from one core to another; every byte a core uses comes from GM by its own DMA, counted as GM traffic"
+const interCoreNote = "0 % for every kernel: the emulated device has no inter-core channel or shared local memory " +
+	"(each block runs on its own core with its own UB, L1 and L0; blocks of a cooperative launch meet only at SyncAll), " +
+	"so no kernel can move a byte from one core to another but through GM (decode_attention's split contexts: partial records written, then read after the barrier), by its own DMA, counted as GM traffic"
 
 // ubReuseNote is how UB reuse is measured.
 const ubReuseNote = "1 − (GM bytes DMA'd into UB) / (bytes compute reads from UB), per case summed over cores " +

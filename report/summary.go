@@ -165,6 +165,11 @@ func (s *Summary) Markdown(w io.Writer) error {
 	fmt.Fprint(ew, ".\n\n")
 	fmt.Fprintf(ew, "%s\n\n", verdictNote)
 	m := s.Matrix()
+	if len(m.Ops) == 0 {
+		// No case: a merged explore that found nothing.
+		fmt.Fprint(ew, "No case to tabulate by op and dtype/mode.\n\n")
+		return ew.err
+	}
 	fmt.Fprintln(ew, "Verdicts by op and dtype/mode: cases passing, and the worst bound tightness (max |err|/bound over the outputs; above 1 is out of bound).")
 	fmt.Fprintln(ew)
 	fmt.Fprintf(ew, "| op | %s |\n", strings.Join(m.Variants, " | "))

@@ -146,7 +146,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	printFindings(stdout, rep, b.Name(), dev.backend, *out)
-	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, "command": "npuverify explore", "seed": strconv.FormatUint(*seed, 10), "ops": strings.Join(rep.Ops, ",")}
+	meta := map[string]string{"backend": b.Name(), "profile": prof.Name, report.MetaCommand: report.CommandExplore, "seed": strconv.FormatUint(*seed, 10), "ops": strings.Join(rep.Ops, ",")}
 	if *jsonOut != "" {
 		js := exploreJSON{Meta: meta, Cases: []report.Case{}, Explore: rep}
 		for _, f := range rep.Findings {

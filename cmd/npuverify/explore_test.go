@@ -66,6 +66,14 @@ func TestExploreEmulatorFindsNothing(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &r) != nil || r.Explore == nil || r.Explore.Cases == 0 || len(r.Cases) != 0 {
 		t.Errorf("explore --json: %v; got %s, want a summary with cases run and no finding", err, b)
 	}
+	// A search that found nothing is a result to report, not an empty
+	// check run (which merge refuses): report --merge renders it.
+	rep := filepath.Join(t.TempDir(), "report")
+	wantCLI(t, exitPass, []string{"0 cases"}, "report", "--merge", "--out", rep, "--format", "md", "--precision", "off", "--attention", "off", "--decoding", "off", "--layout", "off", js)
+	md, err := os.ReadFile(filepath.Join(rep, "report.md"))
+	if err != nil || !strings.Contains(string(md), "No case to tabulate") || strings.Contains(string(md), "| op |  |") {
+		t.Errorf("report --merge %s (explore, no finding): %v; want a report saying there is no case to tabulate, no empty table:\n%s", js, err, md)
+	}
 }
 
 // TestExploreFindsWritesReplays: a planted bug is found (exit 1), shrunk

@@ -103,7 +103,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "merged %s\n", merged)
 		res.Cases = slices.DeleteFunc(res.Cases, func(c report.Case) bool { return !only.has(c.ID) })
-		if len(res.Cases) == 0 {
+		if len(res.Cases) == 0 && res.Meta[report.MetaCommand] != report.CommandExplore {
 			return inputErr(where, fmt.Errorf("--merge: none of the %d merged cases is of --op %s: %w", merged.Cases, strings.Join(only, ", "), report.ErrEmpty))
 		}
 	} else {
