@@ -1,0 +1,490 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
+)
+
+// The device side of one decode_attention core: its working set, the
+// pieces and partitions it runs, and the online-softmax arithmetic that
+// folds them (DecodeAttentionKernel and the tiling are in
+// decode_attention.go, the cross-core combine in
+// decode_attention_combine.go).
+
+// daRun is a run of consecutive cache rows: positions [pos, pos+n) at
+// rows [row, row+n).
+type daRun struct{ pos, row, n int }
+
+// daCore is one core's working set: its UB buffers and the vector unit's
+// fp32 registers of the item in flight, allocated once per launch so the
+// loops over items and partitions allocate nothing.
+type daCore struct {
+	d, dc               int // head size, head-size columns per pass
+	qb, kb, ksb, ob, rb *npu.Buffer
+	pend, pendSlot      int         // records staged in rb, and the slot of the first
+	qf                  []float32   // the item's query heads, cast to fp32
+	tf                  []float32   // the loaded K or V tile after Cast / dequantisation
+	sc                  [][]float32 // per query head: the partition's scores, then exp(s − m_p)
+	nacc, np            [][]float32 // per query head: running numerator N, the partition's N_p
+	npc                 [][]float32 // per query head: the D chunk of np in flight
+	mRun, zRun          []float32   // per query head: running maximum M and sum Z
+	mp, zp              []float32   // per query head: the partition's m_p and Z_p
+	runs                []daRun
+}
+
+// newDACore allocates a core's working set for t's partitions and items;
+// rb, a workspace record's staging buffer, only when t splits items.
+func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, error) {
+	d, dc, grp, P := g.D, t.DChunk, t.heads, t.PartitionLen
+	align := c.Profile().UBAlign()
+	esz := 2
+	if g.Int8 {
+		esz = 1
+	}
+	w := &daCore{d: d, dc: dc}
+	bufs := []struct {
+		b     **npu.Buffer
+		bytes int
+	}{{&w.qb, grp * dc * 2}, {&w.kb, P * dc * esz}, {&w.ksb, P * 4}, {&w.ob, dc * 2}}
+	if t.rbBytes > 0 {
+		bufs = append(bufs, struct {
+			b     **npu.Buffer
+			bytes int
+		}{&w.rb, t.rbBytes})
+	}
+	for _, a := range bufs {
+		b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
+		if err != nil {
+			return nil, err
+		}
+		*a.b = b
+	}
+	w.qf = make([]float32, grp*d)
+	w.sc, w.nacc, w.np, w.npc = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
+	for i := range grp {
+		w.nacc[i], w.np[i] = make([]float32, d), make([]float32, d)
+	}
+	w.mRun, w.zRun, w.mp, w.zp = make([]float32, grp), make([]float32, grp), make([]float32, grp), make([]float32, grp)
+	return w, nil
+}
+
+// daRecordBytes is one workspace record of nq query heads of head size
+// d: per head m, Z and N, fp32.
+func daRecordBytes(nq, d int) int { return nq * (d + 2) * 4 }
+
+// piece computes partitions [k0, k1) of its item: the whole item folds
+// them and stores the output; the first piece of a split item folds them
+// and writes the running state as the item's record 0; a later piece
+// writes each partition's partial as its own record.
+func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
+	it := k.t.items[pc.item]
+	d, nq, P := k.g.D, it.nq, k.t.PartitionLen
+	qoff := (it.b*k.hq + it.q0) * d
+	if pc.k1 > pc.k0 {
+		if err := w.loadQ(c, k.in["q"], qoff, nq, d); err != nil {
+			return err
+		}
+		if !it.split() && w.dc == d { // a split item's q is clobbered after SyncAll, when no piece reads it any more
+			if err := k.f.qInPlace(c, k.in["q"], qoff, w.qb, w.qf[:nq*d], k.sigma); err != nil {
+				return err
+			}
+		}
+	}
+	for h := range nq {
+		w.mRun[h], w.zRun[h] = float32(math.Inf(-1)), 0
+		clear(w.nacc[h])
+	}
+	for kk := pc.k0; kk < pc.k1; kk++ {
+		p0 := kk * P
+		if err := w.partition(c, k, it, p0, min(it.n, p0+P)); err != nil {
+			return err
+		}
+		if it.split() && pc.k0 > 0 {
+			if err := w.stageRecord(c, k.ws, it, kk-it.first+1, w.mp, w.zp, w.np); err != nil {
+				return err
+			}
+			continue
+		}
+		for h := range nq {
+			w.fold(k.f, h, w.mp[h], w.zp[h], w.np[h][:d])
+		}
+		c.ChargeVector(nq * d * 4 * 2)
+	}
+	if !it.split() {
+		return w.store(c, k, qoff, nq, it.n > 0)
+	}
+	if pc.k0 == 0 {
+		if err := w.stageRecord(c, k.ws, it, 0, w.mRun, w.zRun, w.nacc); err != nil {
+			return err
+		}
+	}
+	return w.flushRecords(c, k.ws, it)
+}
+
+// loadQ copies the nq query heads at qoff into UB, D chunk by D chunk
+// when D is tiled, and casts them to fp32 into w.qf.
+func (w *daCore) loadQ(c *npu.Core, q *tensor.Tensor, qoff, nq, d int) error {
+	if w.dc == d {
+		if err := c.DataCopyPadIn(w.qb, q, qoff, nq*d); err != nil {
+			return err
+		}
+		tensor.F16ToF32s(w.qf[:nq*d], w.qb.F16()[:nq*d])
+		return nil
+	}
+	for h := range nq {
+		for d0 := 0; d0 < d; d0 += w.dc {
+			n := min(w.dc, d-d0)
+			if err := c.DataCopyPadIn(w.qb, q, qoff+h*d+d0, n); err != nil {
+				return err
+			}
+			tensor.F16ToF32s(w.qf[h*d+d0:h*d+d0+n], w.qb.F16()[:n])
+		}
+	}
+	return nil
+}
+
+// stageRecord stages the item's record slot in rb: per query head m[h],
+// z[h] and n[h] (D values). Consecutive slots gather in rb and leave in
+// one store when it is full (flushRecords), not one DMA a partition.
+func (w *daCore) stageRecord(c *npu.Core, ws *tensor.Tensor, it daItem, slot int, m, z []float32, n [][]float32) error {
+	d := len(n[0])
+	size := it.nq * (d + 2)
+	if w.pend > 0 && (w.pendSlot+w.pend != slot || (w.pend+1)*size*4 > w.rb.Len()) {
+		if err := w.flushRecords(c, ws, it); err != nil {
+			return err
+		}
+	}
+	if w.pend == 0 {
+		w.pendSlot = slot
+	}
+	rec := w.rb.F32()[w.pend*size : (w.pend+1)*size]
+	for h := range it.nq {
+		r := rec[h*(d+2) : (h+1)*(d+2)]
+		r[0], r[1] = m[h], z[h]
+		copy(r[2:], n[h][:d])
+	}
+	w.pend++
+	return nil
+}
+
+// flushRecords stores the records staged in rb.
+func (w *daCore) flushRecords(c *npu.Core, ws *tensor.Tensor, it daItem) error {
+	if w.pend == 0 {
+		return nil
+	}
+	size := it.nq * (w.d + 2)
+	n := w.pend
+	w.pend = 0
+	return c.DataCopyPadOut(ws, it.ws+w.pendSlot*size, w.rb, n*size)
+}
+
+// store normalises the item's running sums and stores its output rows
+// (zero rows for an empty context). Untiled, the nq rows are adjacent in
+// out and leave in one store, staged in the query buffer (q is in w.qf
+// by then); with D tiled, D chunk by D chunk through the output buffer.
+func (w *daCore) store(c *npu.Core, k daKernel, qoff, nq int, nonEmpty bool) error {
+	d := k.g.D
+	num := c.Profile().Numerics
+	norm := func(o []float16.Float16, h, d0 int) {
+		for i := range o {
+			v := float32(0)
+			if nonEmpty {
+				v = w.nacc[h][d0+i] / w.zRun[h]
+			}
+			// Every output is arithmetic (exp, sums, the division): a NaN
+			// is the default NaN, whichever the host's float32 made.
+			o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v)), tensor.Float16)))
+		}
+	}
+	if w.dc == d {
+		o := w.qb.F16()[:nq*d]
+		for h := range nq {
+			norm(o[h*d:(h+1)*d], h, 0)
+		}
+		c.ChargeVector(nq * d * 4)
+		return c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff, w.qb, nq*d)
+	}
+	for h := range nq {
+		for d0 := 0; d0 < d; d0 += w.dc {
+			n := min(w.dc, d-d0)
+			norm(w.ob.F16()[:n], h, d0)
+			c.ChargeVector(n * 4)
+			if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff+h*d+d0, w.ob, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// partition computes positions [p0, p1) of the item: per query head the
+// partition's maximum w.mp, sum w.zp and numerator w.np, which depend on
+// these positions alone.
+func (w *daCore) partition(c *npu.Core, k daKernel, it daItem, p0, p1 int) error {
+	g, f := k.g, k.f
+	d, nq, dc := g.D, it.nq, w.dc
+	var bt []int32
+	if g.Paged {
+		bt = k.in["block_tables"].I32()
+	}
+	w.fit(p1-p0, dc)
+	w.runs = w.runs[:0]
+	for pos := p0; pos < p1; pos++ {
+		r := f.row(g, bt, it.seq, pos)
+		if j := len(w.runs) - 1; j >= 0 && w.runs[j].row+w.runs[j].n == r {
+			w.runs[j].n++
+			continue
+		}
+		w.runs = append(w.runs, daRun{pos: pos, row: r, n: 1})
+	}
+	// scores: q·Kᵀ on the cube (accumulated over the D chunks), σ on the
+	// vector unit
+	for _, r := range w.runs {
+		if err := w.loadScales(c, k, "k_scale", r, it.kvh); err != nil {
+			return err
+		}
+		for d0 := 0; d0 < d; d0 += dc {
+			d1 := min(d, d0+dc)
+			if err := w.loadTile(c, k, "k_cache", r, it.kvh, d0, d1, true); err != nil {
+				return err
+			}
+			daScores(w.sc[:nq], r.pos-p0, w.qf[:nq*d], d, d0, w.tf[:r.n*(d1-d0)], d1-d0, k.sigma, d0 == 0, d1 == d)
+			c.ChargeCube(nq, d1-d0, r.n, !g.Int8)
+		}
+	}
+	// softmax of the partition on the vector unit
+	m := p1 - p0
+	if d == 0 { // no column: every score is an empty sum
+		for h := range nq {
+			clear(w.sc[h][:m])
+		}
+	}
+	for h := range nq {
+		w.partSoftmax(f, h, m)
+		clear(w.np[h])
+	}
+	c.ChargeVector(nq * m * 4 * 4) // max, sub, exp, sum
+	// weighted sum of V rows, D chunk by D chunk
+	for _, r := range w.runs {
+		if err := w.loadScales(c, k, "v_scale", r, it.kvh); err != nil {
+			return err
+		}
+		for d0 := 0; d0 < d; d0 += dc {
+			d1 := min(d, d0+dc)
+			if err := w.loadTile(c, k, "v_cache", r, it.kvh, d0, d1, false); err != nil {
+				return err
+			}
+			for h := range nq {
+				w.npc[h] = w.np[h][d0:d1]
+			}
+			daWeightedSum(w.npc[:nq], w.sc[:nq], r.pos-p0, w.tf[:r.n*(d1-d0)])
+			c.ChargeCube(nq, r.n, d1-d0, !g.Int8)
+		}
+	}
+	return nil
+}
+
+// fit grows the partition's scratch (w.tf, w.sc) to m positions of dc
+// values: a partition holds up to PartitionLen positions (thousands for a
+// small d), but a short context far fewer, and scratch sized for the
+// longest would be allocated by every block of every launch (800 KB an
+// exec of FuzzDecodeAttention's seeds).
+func (w *daCore) fit(m, dc int) {
+	if len(w.tf) < m*dc {
+		w.tf = make([]float32, m*dc)
+	}
+	for h := range w.sc {
+		if len(w.sc[h]) < m {
+			w.sc[h] = make([]float32, m)
+		}
+	}
+}
+
+// loadScales copies the int8 dequantisation scales of run r (kv head
+// kvh) into UB; nothing for an fp16 cache.
+func (w *daCore) loadScales(c *npu.Core, k daKernel, scale string, r daRun, kvh int) error {
+	if !k.g.Int8 {
+		return nil
+	}
+	return c.DataCopy2DIn(w.ksb, k.f.scaleSource(k.in, scale), k.g.H, r.row, kvh, r.n, 1, 1, r.n)
+}
+
+// loadTile copies columns [d0, d1) of the K or V rows of run r (kv head
+// kvh) into UB and casts them to fp32 into w.tf on the vector unit (fp16:
+// exact; int8: RN32(code·scale), the scales loaded by loadScales). isK
+// says which scale applies.
+func (w *daCore) loadTile(c *npu.Core, k daKernel, cache string, r daRun, kvh, d0, d1 int, isK bool) error {
+	g, wd := k.g, d1-d0
+	if err := c.DataCopy2DIn(w.kb, k.in[cache], g.H*g.D, r.row, kvh*g.D+d0, r.n, wd, wd, r.n); err != nil {
+		return err
+	}
+	n := r.n * wd
+	if !g.Int8 {
+		tensor.F16ToF32s(w.tf[:n], w.kb.F16()[:n])
+		c.ChargeVector(n * 2)
+		return nil
+	}
+	codes, scales := w.kb.I8()[:n], w.ksb.F32()[:r.n]
+	for j, s := range scales {
+		s = k.f.dequantScale(isK, s)
+		row := w.tf[j*wd : (j+1)*wd]
+		for i, q := range codes[j*wd : (j+1)*wd] {
+			row[i] = float32(q) * s
+		}
+	}
+	c.ChargeVector(n * 4)
+	return nil
+}
+
+// partSoftmax turns query head h's m scores of the partition into
+// exp(s − m_p), leaving the partition's maximum in w.mp[h] and the sum of
+// the exponentials in w.zp[h].
+func (w *daCore) partSoftmax(f decodeAttentionFaults, h, m int) {
+	sc := w.sc[h][:m]
+	mp := float32(math.Inf(-1))
+	for _, s := range sc {
+		mp = max(mp, s)
+	}
+	mp = f.maxSubtracted(mp)
+	var zp float32
+	for j, s := range sc {
+		e := float32(math.Exp(float64(s - mp)))
+		sc[j] = e
+		zp += e
+	}
+	w.mp[h], w.zp[h] = mp, zp
+}
+
+// fold folds one partition's (or piece's) maximum mp, sum zp and
+// numerator np into query head h's running M, Z and N: the flash-decoding
+// combine, the same arithmetic whichever core computed the partition.
+func (w *daCore) fold(f decodeAttentionFaults, h int, mp, zp float32, np []float32) {
+	a, bsc := w.foldScalars(f, h, mp, zp)
+	daFoldN(w.nacc[h][:len(np)], np, a, bsc)
+}
+
+// foldScalars folds a partition's mp and zp into query head h's running
+// M and Z and returns the factors N and N_p are rescaled by: exp(M − M′)
+// (0 while M is −∞: nothing folded yet) and exp(m_p − M′).
+func (w *daCore) foldScalars(f decodeAttentionFaults, h int, mp, zp float32) (a, bsc float32) {
+	mNew := f.maxSubtracted(max(w.mRun[h], mp))
+	a, bsc = f.rescale(float32(math.Exp(float64(w.mRun[h]-mNew))), float32(math.Exp(float64(mp-mNew))))
+	if w.mRun[h] == float32(math.Inf(-1)) {
+		a = 0
+	}
+	w.zRun[h] = float32(w.zRun[h]*a) + float32(zp*bsc)
+	w.mRun[h] = mNew
+	return a, bsc
+}
+
+// daFoldN sets nacc ← RN32(nacc·a) + RN32(np·bsc), element by element.
+func daFoldN(nacc, np []float32, a, bsc float32) {
+	nacc = nacc[:len(np)]
+	for i, v := range np {
+		nacc[i] = float32(nacc[i]*a) + float32(v*bsc)
+	}
+}
+
+// daScores adds q_h · k_j over columns [d0, d0+wd) to the scores
+// sc[h][off+j] of every query head h (q holds them, qld values each) and
+// every row j of the tile k (wd values each): fp32 products summed i
+// ascending in one fp32 accumulator per score, as the cube's accumulator
+// does, starting from 0 on the first D chunk and from the chunk before's
+// sum otherwise, scaled by sigma after the last. Four keys share each
+// pass over a query head, and the four keys' rows stay in cache across all
+// heads.
+func daScores(sc [][]float32, off int, q []float32, qld, d0 int, k []float32, wd int, sigma float32, first, last bool) {
+	if wd == 0 {
+		return
+	}
+	n := len(k) / wd
+	j := 0
+	for ; j+4 <= n; j += 4 {
+		k0 := k[j*wd : (j+1)*wd]
+		k1 := k[(j+1)*wd : (j+2)*wd]
+		k2 := k[(j+2)*wd : (j+3)*wd]
+		k3 := k[(j+3)*wd : (j+4)*wd]
+		for h, s := range sc {
+			qr := q[h*qld+d0 : h*qld+d0+wd]
+			k0, k1, k2, k3 := k0[:len(qr)], k1[:len(qr)], k2[:len(qr)], k3[:len(qr)]
+			o := s[off+j : off+j+4]
+			var a0, a1, a2, a3 float32
+			if !first {
+				a0, a1, a2, a3 = o[0], o[1], o[2], o[3]
+			}
+			for i, qv := range qr {
+				a0 += float32(qv * k0[i])
+				a1 += float32(qv * k1[i])
+				a2 += float32(qv * k2[i])
+				a3 += float32(qv * k3[i])
+			}
+			if last {
+				o[0], o[1], o[2], o[3] = a0*sigma, a1*sigma, a2*sigma, a3*sigma
+			} else {
+				o[0], o[1], o[2], o[3] = a0, a1, a2, a3
+			}
+		}
+	}
+	for ; j < n; j++ {
+		kr := k[j*wd : (j+1)*wd]
+		for h, s := range sc {
+			qr := q[h*qld+d0 : h*qld+d0+wd]
+			kr := kr[:len(qr)]
+			var acc float32
+			if !first {
+				acc = s[off+j]
+			}
+			for i, qv := range qr {
+				acc += float32(qv * kr[i])
+			}
+			if last {
+				acc *= sigma
+			}
+			s[off+j] = acc
+		}
+	}
+}
+
+// daWeightedSum adds Σ_j e_j·v_j over the rows j of the tile v to each
+// query head's partition numerator np[h], with e_j = sc[h][off+j]: fp32
+// products added to each element in row order (j ascending), four rows
+// per pass.
+func daWeightedSum(np, sc [][]float32, off int, v []float32) {
+	if len(np) == 0 {
+		return
+	}
+	d := len(np[0])
+	n := len(v) / d
+	j := 0
+	for ; j+4 <= n; j += 4 {
+		v0 := v[j*d : (j+1)*d]
+		v1 := v[(j+1)*d : (j+2)*d]
+		v2 := v[(j+2)*d : (j+3)*d]
+		v3 := v[(j+3)*d : (j+4)*d]
+		for h, acc := range np {
+			e := sc[h][off+j : off+j+4]
+			e0, e1, e2, e3 := e[0], e[1], e[2], e[3]
+			v0, v1, v2, v3 := v0[:len(acc)], v1[:len(acc)], v2[:len(acc)], v3[:len(acc)]
+			for i, a := range acc {
+				a = float32(a + float32(e0*v0[i]))
+				a = float32(a + float32(e1*v1[i]))
+				a = float32(a + float32(e2*v2[i]))
+				acc[i] = float32(a + float32(e3*v3[i]))
+			}
+		}
+	}
+	for ; j < n; j++ {
+		vr := v[j*d : (j+1)*d]
+		for h, acc := range np {
+			e := sc[h][off+j]
+			vr := vr[:len(acc)]
+			for i := range acc {
+				acc[i] += float32(e * vr[i])
+			}
+		}
+	}
+}
