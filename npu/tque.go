@@ -39,14 +39,7 @@ const queSlab = 8
 
 // newQue returns a TQue no one has held, from the core's slab, so that a
 // launch of many blocks allocates a few slabs, not a queue per block.
-func (c *Core) newQue() *TQue {
-	if len(c.queSlab) == 0 {
-		c.queSlab = make([]TQue, queSlab)
-	}
-	q := &c.queSlab[0]
-	c.queSlab = c.queSlab[1:]
-	return q
-}
+func (c *Core) newQue() *TQue { return fromSlab(&c.queSlab, queSlab) }
 
 type queState uint8
 

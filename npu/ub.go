@@ -241,13 +241,17 @@ const bufferSlab = 32
 // slab, never one handed out before, so that a stale Buffer of an earlier
 // block stays dead ("used after Free/Reset") rather than coming back to
 // life as a later allocation.
-func (c *Core) newBuffer() *Buffer {
-	if len(c.slab) == 0 {
-		c.slab = make([]Buffer, bufferSlab)
+func (c *Core) newBuffer() *Buffer { return fromSlab(&c.slab, bufferSlab) }
+
+// fromSlab returns the next element of *slab, never handed out before,
+// refilling it with n fresh ones when it is used up.
+func fromSlab[T any](slab *[]T, n int) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, n)
 	}
-	b := &c.slab[0]
-	c.slab = c.slab[1:]
-	return b
+	e := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return e
 }
 
 func (a *arena) free(b *Buffer) error {

@@ -189,33 +189,10 @@ func parseCanonicalGEMM(p Params) (cfg GEMMConfig, ok bool) {
 			} else {
 				cfg.Beta = x
 			}
-		case "format_a", "format_b", "format_out":
-			if v != FormatND && v != FormatFractalNZ {
-				return cfg, false
-			}
-			switch k {
-			case "format_a":
-				cfg.Layout.A = v
-			case "format_b":
-				cfg.Layout.B = v
-			default:
-				cfg.Layout.Out = v
-			}
-		case "m", "k", "n":
-			x, err := strconv.Atoi(v)
-			if err != nil || x < 0 || x > tensor.MaxElements || strconv.Itoa(x) != v {
-				return cfg, false
-			}
-			switch k {
-			case "m":
-				cfg.Layout.M = x
-			case "k":
-				cfg.Layout.K = x
-			default:
-				cfg.Layout.N = x
-			}
 		default:
-			return cfg, false
+			if !cfg.Layout.set(k, v) {
+				return cfg, false
+			}
 		}
 	}
 	i := slices.IndexFunc(gemmModes, func(m GEMMMode) bool { return m.Name == mode })

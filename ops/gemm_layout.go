@@ -83,17 +83,49 @@ func validateLayout(op Op, v Params, extents []string) error {
 // layoutOf reads validated params into a GEMMLayout.
 func layoutOf(v Params) GEMMLayout {
 	l := GEMMLayout{A: FormatND, B: FormatND, Out: FormatND}
-	for name, at := range map[string]*string{"format_a": &l.A, "format_b": &l.B, "format_out": &l.Out} {
+	for _, name := range []string{"format_a", "format_b", "format_out", "m", "k", "n"} {
 		if s, ok := v[name]; ok {
-			*at = s
-		}
-	}
-	for name, at := range map[string]*int{"m": &l.M, "k": &l.K, "n": &l.N} {
-		if s, ok := v[name]; ok {
-			*at, _ = strconv.Atoi(s)
+			l.set(name, s)
 		}
 	}
 	return l
+}
+
+// set sets the field of layout param name from its value in Validate's
+// canonical form; false when name is no layout param or v is not
+// canonical (a format other than ND and FRACTAL_NZ, an extent not a
+// plain integer in [0, MaxElements]).
+func (l *GEMMLayout) set(name, v string) bool {
+	switch name {
+	case "format_a", "format_b", "format_out":
+		if v != FormatND && v != FormatFractalNZ {
+			return false
+		}
+		switch name {
+		case "format_a":
+			l.A = v
+		case "format_b":
+			l.B = v
+		default:
+			l.Out = v
+		}
+	case "m", "k", "n":
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 0 || x > tensor.MaxElements || strconv.Itoa(x) != v {
+			return false
+		}
+		switch name {
+		case "m":
+			l.M = x
+		case "k":
+			l.K = x
+		default:
+			l.N = x
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // GEMMNZShape is the FRACTAL_NZ shape of an ND [rows, cols] matrix of
@@ -407,14 +439,18 @@ type layoutOperand struct {
 // n drawn non-zero becomes the dim of its name, so the operands are made
 // at the size it says (one that differs from an ND operand's own size is
 // an input error): drawn apart, about 7 gemm draws in 8 were discarded.
-func (gemm) Fit(p Params, dims map[string]int, _ func(string) int) { fitExtents(p, dims) }
+func (gemm) Fit(p Params, dims map[string]int, _ func(string) int) {
+	fitExtents(p, dims, "m", "k", "n")
+}
 
 // Fit makes a drawn gemm24 case legal, as gemm's Fit does for its n.
-func (gemm24) Fit(p Params, dims map[string]int, _ func(string) int) { fitExtents(p, dims) }
+func (gemm24) Fit(p Params, dims map[string]int, _ func(string) int) { fitExtents(p, dims, "n") }
 
-// fitExtents sets each dim m, k, n to its extent param when that is set.
-func fitExtents(p Params, dims map[string]int) {
-	for _, name := range []string{"m", "k", "n"} {
+// fitExtents sets the dim of each extent param named to the param's value
+// when that is set (non-zero): an op that takes an extent as a param
+// generates its tensors at that size.
+func fitExtents(p Params, dims map[string]int, names ...string) {
+	for _, name := range names {
 		if n, err := strconv.Atoi(p[name]); err == nil && n > 0 {
 			dims[name] = n
 		}

@@ -469,9 +469,5 @@ func (transData) Fit(p Params, dims map[string]int, size func(dim string) int) {
 			dims[name] = size(name)
 		}
 	}
-	for _, name := range []string{"c", "m", "k"} {
-		if n, err := strconv.Atoi(p[name]); err == nil && n > 0 {
-			dims[name] = n
-		}
-	}
+	fitExtents(p, dims, "c", "m", "k")
 }
