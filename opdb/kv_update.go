@@ -29,10 +29,12 @@ var KVUpdate = Register(&Info{
 })
 
 // kvUpdateVariants: every batch entry on one core (another schedule), and
-// on three.
+// on three; single-buffered (one x row, weight panel and output row: other
+// events, as correct, which the sanitizer must not flag).
 var kvUpdateVariants = []kernels.Variant{
 	{Name: "one-core", Op: "kv_update", Options: kernels.KVUpdateOptions{BlockDim: 1}},
 	{Name: "three-cores", Op: "kv_update", Options: kernels.KVUpdateOptions{BlockDim: 3}},
+	{Name: "single-buffer", Op: "kv_update", Options: kernels.KVUpdateOptions{BufferNum: 1}},
 }
 
 // kvLayouts are the four (layout, cache dtype) pairs.

@@ -28,6 +28,11 @@ import (
 type KVUpdateOptions struct {
 	// BlockDim is the number of cores (default: min(cube cores, B)).
 	BlockDim int
+	// BufferNum is the ping-pong depth, 1 or 2 (the default): a
+	// single-buffered kernel loads the next panel only once the cube is
+	// done with the last, slower but just as correct, and its events must
+	// satisfy the sanitizer as well.
+	BufferNum int
 }
 
 // KVUpdateKernel is kv_update's KernelFunc.
@@ -41,6 +46,13 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 		return nil, nil, err
 	}
 	opt := variantOptions[KVUpdateOptions](ctx)
+	if opt.BufferNum < 0 || opt.BufferNum > 2 {
+		return nil, nil, fmt.Errorf("%s: BufferNum %d out of range [1, 2]", op, opt.BufferNum)
+	}
+	bufNum := 2
+	if opt.BufferNum > 0 {
+		bufNum = opt.BufferNum
+	}
 	x := in["x"]
 	b := x.Shape[0]
 	prof := dev.Profile()
@@ -90,7 +102,7 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	if b == 0 {
 		cost = dev.ZeroCost()
 	} else {
-		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, newKVUpdateFaults(npu.FaultsFrom(ctx)), in, outs, rowOf, blockDim))
+		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, newKVUpdateFaults(npu.FaultsFrom(ctx)), in, outs, rowOf, blockDim, bufNum))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -109,7 +121,7 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 
 // kvUpdateDevice is the device side: core c owns batch entries c,
 // c+blockDim, … (every entry costs the same).
-func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim int) npu.Kernel {
+func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim, bufNum int) npu.Kernel {
 	return func(c *npu.Core) error {
 		d := g.D
 		// With no kv heads no row is projected: the row buffers and the
@@ -120,92 +132,115 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			rowD = 0
 		}
 		align := c.Profile().UBAlign()
-		xb, err := c.AllocUB(roundUp(rowD*2, align))
-		if err != nil {
-			return err
-		}
-		ob, err := c.AllocUB(roundUp(rowD*2, align)) // fp16 row
-		if err != nil {
-			return err
-		}
-		qb, err := c.AllocUB(roundUp(rowD, align)) // int8 row
-		if err != nil {
-			return err
-		}
-		sb, err := c.AllocUB(align) // scale / seq_len / flag
-		if err != nil {
-			return err
-		}
-		kt := 0
+		kt, nb := 0, 1
 		if rowD > 0 {
-			if kt, err = kvPanelRows(c.Profile(), rowD); err != nil {
+			var err error
+			if kt, nb, err = kvPanelLayout(c.Profile(), rowD, bufNum); err != nil {
 				return err
 			}
 		}
-		wb, err := c.AllocUB(roundUp(kt*rowD*2, align))
+		// nb copies of every buffer a head writes or a load fills, so the
+		// next panel's and the next head's loads, the cube and the stores
+		// of the head before run at once (ping-pong; nb = 1 where the UB
+		// holds only one set, or where the variant asks for it).
+		var xb, ob, qb, sb, wb [2]*npu.Buffer
+		for i := range nb {
+			for _, a := range []struct {
+				b     **npu.Buffer
+				bytes int
+			}{{&xb[i], rowD * 2}, {&ob[i], rowD * 2}, {&qb[i], rowD}, {&sb[i], 1}, {&wb[i], kt * rowD * 2}} {
+				b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
+				if err != nil {
+					return err
+				}
+				*a.b = b
+			}
+		}
+		fb, err := c.AllocUB(align) // seq_len / written flag
 		if err != nil {
 			return err
 		}
-		acc, wf := make([]float32, rowD), make([]float32, kt*rowD)
+		var acc [2][]float32 // the cube's fp32 accumulators (L0C), one per head in flight
+		for i := range nb {
+			acc[i] = make([]float32, rowD)
+		}
+		wf := make([]float32, kt*rowD)
 		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
 		var bt []int32
 		if g.Paged {
 			bt = in["block_tables"].I32()
 		}
 		// Explicit synchronisation (npu.SyncExplicit), which the sanitizer
-		// holds the kernel to. The buffers are single: per head, MTE2 loads
-		// the x row and the weight panels (each panel after the cube read
-		// the one before: evWFree), the cube multiplies each panel once it
-		// landed (evIn), V rounds (and quantises) the accumulators once
-		// the cube is done (evCube) into the output rows once the previous
-		// head's stores have read them (evOutFree), and MTE3 stores them
-		// once V is done (evStore). evWFree and evOutFree start set (the
-		// buffers start free) and are taken once more at the end, so every
-		// set is waited for.
-		const evWFree, evIn, evCube, evStore, evOutFree = 0, 1, 2, 3, 4
+		// holds the kernel to, with one event id per ping-pong slot: panel
+		// slot q alternates panel by panel, head slot o head by head. MTE2
+		// loads head o's x row once the cube is done with xb[o] (evXFree)
+		// and each weight panel into wb[q] once the cube is done with it
+		// (evWFree); the cube multiplies a panel once it landed (evIn) into
+		// accumulator o once V has read it out (evAccFree); V rounds (and
+		// quantises) once the cube is done (evCube) into ob[o] and qb[o]
+		// once their stores drained (evOutFree); MTE3 stores once V is
+		// done (evStore). So the loads of head h+1 run under the cube, V
+		// and stores of head h. The freeing events start set (the buffers
+		// start free) and are taken once more at the end, so every set is
+		// waited for.
+		const evWFree, evXFree = 0, 2 // M → MTE2: + q, + o
+		const evIn, evCube, evStore, evOutFree, evAccFree = 0, 0, 0, 0, 0
 		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
 			return err
 		}
-		c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree)
-		c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
+		if err := c.SetBufferNum(nb); err != nil {
+			return err
+		}
+		for i := range nb {
+			c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree+i)
+			c.SetFlag(npu.PipeM, npu.PipeMTE2, evXFree+i)
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree+i)
+			c.SetFlag(npu.PipeV, npu.PipeM, evAccFree+i)
+		}
+		q, o := 0, 0
 		head := func(b, h int, s int32, row int, kv kvNames) error {
 			src := (b*g.H + h) * d
-			c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
-			if s < 0 {
-				clear(ob.Bytes())
-			} else {
-				c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+			ob, qb, sb := ob[o], qb[o], sb[o]
+			if s >= 0 {
+				xb, acc := xb[o], acc[o]
+				c.WaitFlag(npu.PipeM, npu.PipeMTE2, evXFree+o)
 				if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
 					return err
 				}
+				c.WaitFlag(npu.PipeV, npu.PipeM, evAccFree+o)
 				clear(acc)
 				for k0 := 0; k0 < d; k0 += kt {
 					rows := min(kt, d-k0)
-					if k0 > 0 {
-						c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
-					}
-					if err := c.DataCopyPadIn(wb, in[kv.w], (h*d+k0)*d, rows*d); err != nil {
+					c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree+q)
+					if err := c.DataCopyPadIn(wb[q], in[kv.w], (h*d+k0)*d, rows*d); err != nil {
 						return err
 					}
 					if !f.missingWait {
-						c.SetFlag(npu.PipeMTE2, npu.PipeM, evIn)
-						c.WaitFlag(npu.PipeMTE2, npu.PipeM, evIn)
+						c.SetFlag(npu.PipeMTE2, npu.PipeM, evIn+q)
+						c.WaitFlag(npu.PipeMTE2, npu.PipeM, evIn+q)
 					}
-					kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb.F16()[:rows*d])
+					kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb[q].F16()[:rows*d])
 					c.ChargeCube(1, rows, d, true)
-					c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree)
+					c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree+q)
+					q = (q + 1) % nb
 				}
-				c.SetFlag(npu.PipeM, npu.PipeV, evCube)
-				c.WaitFlag(npu.PipeM, npu.PipeV, evCube)
+				c.SetFlag(npu.PipeM, npu.PipeMTE2, evXFree+o)
+				c.SetFlag(npu.PipeM, npu.PipeV, evCube+o)
+				c.WaitFlag(npu.PipeM, npu.PipeV, evCube+o)
+				c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
 				kvRoundRow(c, acc, ob.F16()[:d])
+				c.SetFlag(npu.PipeV, npu.PipeM, evAccFree+o)
+			} else {
+				c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
+				clear(ob.Bytes())
 			}
 			quantised := g.Int8 && row >= 0
 			var sc float32
 			if quantised {
 				sc = kvQuantise(c, c.Profile().Numerics, ob.F16()[:d], qb.I8()[:d])
 			}
-			c.SetFlag(npu.PipeV, npu.PipeMTE3, evStore)
-			c.WaitFlag(npu.PipeV, npu.PipeMTE3, evStore)
+			c.SetFlag(npu.PipeV, npu.PipeMTE3, evStore+o)
+			c.WaitFlag(npu.PipeV, npu.PipeMTE3, evStore+o)
 			if s >= 0 && f.overX(kv.w) {
 				if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
 					return err
@@ -249,22 +284,27 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 					if err := head(b, h, s, row, kv); err != nil {
 						return err
 					}
-					c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
+					c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
+					o = (o + 1) % nb
 				}
 			}
-			sb.U8()[0] = flag
-			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, sb, 1); err != nil {
+			fb.U8()[0] = flag
+			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, fb, 1); err != nil {
 				return err
 			}
 			if rowOf[b] >= 0 && f.bumpsSeqLen() {
-				sb.I32()[0] = lens[s] + 1
-				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), sb, 1); err != nil {
+				fb.I32()[0] = lens[s] + 1
+				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), fb, 1); err != nil {
 					return err
 				}
 			}
 		}
-		c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree)
-		c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree)
+		for i := range nb {
+			c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree+i)
+			c.WaitFlag(npu.PipeM, npu.PipeMTE2, evXFree+i)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+i)
+			c.WaitFlag(npu.PipeV, npu.PipeM, evAccFree+i)
+		}
 		return nil
 	}
 }
@@ -284,31 +324,44 @@ func kvRoundRow(c *npu.Core, acc []float32, out []float16.Float16) {
 	c.ChargeVector(len(acc) * 4)
 }
 
-// kvUBRows is the UB a kv_update block holds besides its weight panel:
-// the x row and the fp16 output row (2·D bytes each), the int8 row (D)
-// and one block for a scale, seq_len or flag, each rounded to the UB
-// alignment.
+// kvUBRows is the UB a kv_update block holds besides its weight panel,
+// per ping-pong slot: the x row and the fp16 output row (2·D bytes each),
+// the int8 row (D) and one block for a scale, each rounded to the UB
+// alignment; and once, one block for a seq_len or flag.
 func kvUBRows(prof npu.Profile, d int) int {
 	align := prof.UBAlign()
 	return 2*roundUp(d*2, align) + roundUp(d, align) + align
 }
 
 // kvPanelRows is how many rows of a D×D weight matrix one UB panel holds
-// beside the row buffers: all D when they fit (one load per head, as
-// before), else the most that fit, so that any D whose rows fit runs,
-// with w streamed through UB k-panel by k-panel (Ascend C's K tiling of a
-// matrix-vector product). Each panel continues the same fp32 accumulators
-// in k order, so the bits do not depend on the panel size. A UB that
-// cannot hold the rows and one weight row is an error naming ub_bytes.
+// beside the row buffers, single-buffered: all D when they fit, else the
+// most that fit, so that any D whose rows fit runs, with w streamed
+// through UB k-panel by k-panel (Ascend C's K tiling of a matrix-vector
+// product). Each panel continues the same fp32 accumulators in k order,
+// so the bits do not depend on the panel size. A UB that cannot hold the
+// rows and one weight row is an error naming ub_bytes.
 func kvPanelRows(prof npu.Profile, d int) (int, error) {
+	kt, _, err := kvPanelLayout(prof, d, 1)
+	return kt, err
+}
+
+// kvPanelLayout is the panel rows and the ping-pong slots (1 or 2) of a
+// block: with bufNum 2 (the default), two sets of row buffers and two
+// panels of the most rows that fit beside them, so the next panel loads
+// while the cube multiplies this one; one set where the UB cannot hold two
+// sets and a weight row each (a D near the UB's limit still runs, single
+// buffered, as before).
+func kvPanelLayout(prof npu.Profile, d, bufNum int) (kt, nb int, err error) {
 	align := prof.UBAlign()
-	free := prof.UBBytes - kvUBRows(prof, d)
-	kt := min(d, free/align*align/(d*2))
-	if kt < 1 {
-		return 0, fmt.Errorf("kv_update: d %d needs %d bytes of UB (the x, output and int8 rows and one weight row); ub_bytes is %d",
-			d, kvUBRows(prof, d)+roundUp(d*2, align), prof.UBBytes)
+	for nb = max(bufNum, 1); nb >= 1; nb-- {
+		free := prof.UBBytes - nb*kvUBRows(prof, d) - align
+		kt = min(d, free/nb/align*align/(d*2))
+		if kt >= 1 {
+			return kt, nb, nil
+		}
 	}
-	return kt, nil
+	return 0, 0, fmt.Errorf("kv_update: d %d needs %d bytes of UB (the x, output and int8 rows and one weight row); ub_bytes is %d",
+		d, kvUBRows(prof, d)+align+roundUp(d*2, align), prof.UBBytes)
 }
 
 // kvProject is the cube's 1×D by D×D product in one panel: kvAccumulate
