@@ -77,6 +77,16 @@ type CheckOptions struct {
 	StepTimeout time.Duration
 	// Progress, when set, receives one line per case as it finishes.
 	Progress io.Writer
+	// Observe, when set, is called as each case's first run on the
+	// backend starts (after its inputs are loaded and held to the
+	// contract; a case that never reaches the backend is not observed),
+	// with the case's ID: the run goes under the context it returns, and
+	// done, when not nil, is called as soon as that run returns, whatever
+	// its outcome. It is how a caller traces a case (npu.WithTrace) one
+	// at a time per job, without Check knowing of traces. Under Repeat
+	// only the first run is observed (the emulator's schedule is the same
+	// on every run). It is called from the jobs' goroutines concurrently.
+	Observe func(ctx context.Context, id string) (runCtx context.Context, done func())
 }
 
 // budgetCheck is the verdict on one performance budget, as the report
@@ -357,7 +367,15 @@ func runRepeated(ctx context.Context, r *harness.Outcome, b backend.Backend, pc 
 	var first, report *harness.Result
 	differs := map[string]bool{}
 	for k := 1; k <= n; k++ {
-		res, err := harness.RunPrepared(ctx, b, pc, hopt)
+		runCtx, done := ctx, func() {}
+		if k == 1 && opt.Observe != nil {
+			var d func()
+			if runCtx, d = opt.Observe(ctx, r.ID); d != nil {
+				done = d
+			}
+		}
+		res, err := harness.RunPrepared(runCtx, b, pc, hopt)
+		done()
 		if err != nil {
 			if n > 1 {
 				return nil, fmt.Errorf("run %d of %d: %w", k, n, err)

@@ -320,7 +320,7 @@ func (c *Core) begin(idx int) {
 	}
 	var tr *coreTrace
 	if c.trace != nil {
-		tr = &coreTrace{}
+		tr = c.trace.newCoreTrace(c.BlockDim)
 	}
 	c.sch.reset(c.san, tr)
 }

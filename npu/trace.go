@@ -1,13 +1,23 @@
 package npu
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
+	"strconv"
 	"sync"
 )
+
+// DefaultTraceLimit is the number of events (instruction spans and
+// flows) a Trace from NewTrace keeps. A trace is held in memory until it
+// is written, about 48 bytes an event here and about 150 bytes of JSON
+// on disk, so the limit bounds both: 1<<19 events are some 25 MiB in
+// memory and 80 MiB of JSON, past which Perfetto itself grows slow. The
+// events past the limit are counted, not kept (Dropped), and the file
+// says so.
+const DefaultTraceLimit = 1 << 19
 
 // Trace collects the schedules of the launches run under it (WithTrace)
 // and writes them as Chrome trace event JSON, which Perfetto
@@ -18,16 +28,36 @@ import (
 // event also carries its cycles in args (start, end) so a reader can
 // check the schedule without rounding. Launches follow one another on
 // the time axis.
+//
+// A trace keeps at most its limit of events (NewTrace: DefaultTraceLimit),
+// compactly, and renders the JSON only when written; the events it drops
+// are chosen deterministically (by launch, block and issue order), so the
+// same run always keeps the same events.
 type Trace struct {
-	mu     sync.Mutex
-	events []traceEvent
-	offset int64 // cycles of the launches so far
-	flowID int
-	named  map[int]bool // cores whose tracks are named
+	mu       sync.Mutex
+	spans    []traceSpan // every launch's, core set, offset applied
+	flows    []traceRecFlow
+	cores    int   // tracks are named for cores [0, cores)
+	offset   int64 // cycles of the launches so far
+	launches int
+	mhz      float64 // the first launch's clock
+	limit    int
+	dropped  int64
 }
 
-// NewTrace returns an empty trace.
-func NewTrace() *Trace { return &Trace{} }
+// NewTrace returns an empty trace that keeps at most DefaultTraceLimit
+// events.
+func NewTrace() *Trace { return NewTraceLimit(DefaultTraceLimit) }
+
+// NewTraceLimit returns an empty trace that keeps at most limit events
+// (spans and flows; limit ≤ 0 means DefaultTraceLimit): a caller tracing
+// many runs at once holds each one's memory to what it can afford.
+func NewTraceLimit(limit int) *Trace {
+	if limit <= 0 {
+		limit = DefaultTraceLimit
+	}
+	return &Trace{limit: limit}
+}
 
 type traceKey struct{}
 
@@ -42,32 +72,23 @@ func traceFrom(ctx context.Context) *Trace {
 	return t
 }
 
-// traceEvent is one Chrome trace event.
-type traceEvent struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat,omitempty"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  *float64       `json:"dur,omitempty"`
-	Pid  int            `json:"pid"`
-	Tid  int            `json:"tid"`
-	ID   int            `json:"id,omitempty"`
-	BP   string         `json:"bp,omitempty"`
-	Args map[string]any `json:"args,omitempty"`
-}
-
 // coreTrace is one block's spans, marks and flows, in cycles from the
-// launch's start.
+// launch's start. It keeps at most limit spans and limit marks (a block
+// cannot add more to its trace than the whole trace keeps); the rest
+// are counted in dropped.
 type coreTrace struct {
-	spans []traceSpan
-	marks []traceSpan // SetFlag / EnQue / FreeTensor points (zero length)
-	flows []traceFlow
+	spans   []traceSpan
+	marks   []traceSpan // SetFlag / EnQue / FreeTensor points (zero length)
+	flows   []traceFlow
+	limit   int
+	dropped int64
 }
 
 type traceSpan struct {
-	p          Pipe
 	op         string
 	start, end int64
+	core       int32
+	p          Pipe
 }
 
 type traceFlow struct {
@@ -76,68 +97,247 @@ type traceFlow struct {
 	t    int64
 }
 
+// traceRecFlow is a flow as the trace keeps it: from pipe src at cycle
+// from to pipe dst at cycle to, on one core.
+type traceRecFlow struct {
+	from, to int64
+	core     int32
+	src, dst Pipe
+}
+
+// blockLimit is how many spans (and marks, and flows) one block of a
+// launch of blockDim blocks may record: the trace's limit shared by the
+// blocks, so that the blocks' traces of a launch in flight, before
+// addLaunch takes what the trace keeps, hold at most about three times
+// the limit (at least 64 of each a block).
+func (t *Trace) blockLimit(blockDim int) int {
+	limit := t.limit
+	if limit <= 0 {
+		limit = DefaultTraceLimit
+	}
+	return max(limit/max(blockDim, 1), 64)
+}
+
 func (t *coreTrace) span(p Pipe, op string, start, end int64) {
+	if t.limit > 0 && len(t.spans) >= t.limit {
+		t.dropped++
+		return
+	}
 	t.spans = append(t.spans, traceSpan{p: p, op: op, start: start, end: end})
 }
 
+// mark records a zero-length point a flow may start from and returns its
+// index, or -1 when the block's limit is reached: no flow starts there,
+// and the flow it would have started is counted as dropped here (every
+// SetFlag and EnQue is waited on once in a kernel that does not hang).
 func (t *coreTrace) mark(p Pipe, op string, at int64) int32 {
+	if t.limit > 0 && len(t.marks) >= t.limit {
+		t.dropped++
+		return -1
+	}
 	t.marks = append(t.marks, traceSpan{p: p, op: op, start: at, end: at})
 	return int32(len(t.marks) - 1)
 }
 
 func (t *coreTrace) flow(mark int32, dst Pipe, at int64) {
+	if t.limit > 0 && len(t.flows) >= t.limit {
+		t.dropped++
+		return
+	}
 	t.flows = append(t.flows, traceFlow{mark: mark, dst: dst, t: at})
 }
 
+// newCoreTrace returns the trace of one block of a launch of blockDim
+// blocks under t.
+func (t *Trace) newCoreTrace(blockDim int) *coreTrace {
+	return &coreTrace{limit: t.blockLimit(blockDim)}
+}
+
 // addLaunch appends one launch's blocks (by block index) to the trace,
-// after the launches before it, at clock mhz.
+// after the launches before it, at clock mhz. Blocks are taken in index
+// order, each block's spans then flows in issue order, until the trace's
+// limit: the events kept do not depend on how the blocks were scheduled
+// on the host.
 func (t *Trace) addLaunch(blocks []*coreTrace, cycles int64, mhz float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	us := func(cyc int64) float64 { return float64(t.offset+cyc) / mhz }
+	if t.launches == 0 {
+		t.mhz = mhz
+	}
+	t.launches++
+	limit := t.limit
+	if limit <= 0 {
+		limit = DefaultTraceLimit
+	}
+	room := func() bool { return len(t.spans)+len(t.flows) < limit }
 	for core, ct := range blocks {
 		if ct == nil {
 			continue
 		}
-		if !t.named[core] {
-			if t.named == nil {
-				t.named = map[int]bool{}
-			}
-			t.named[core] = true
-			t.events = append(t.events, traceEvent{Name: "process_name", Ph: "M", Pid: core, Args: map[string]any{"name": fmt.Sprintf("core %d", core)}})
-			for p := range numPipes {
-				t.events = append(t.events, traceEvent{Name: "thread_name", Ph: "M", Pid: core, Tid: int(p), Args: map[string]any{"name": p.String()}})
-			}
-		}
+		t.cores = max(t.cores, core+1)
+		t.dropped += ct.dropped
 		for _, s := range ct.spans {
-			d := float64(s.end-s.start) / mhz
-			t.events = append(t.events, traceEvent{Name: s.op, Cat: s.p.String(), Ph: "X", Ts: us(s.start), Dur: &d, Pid: core, Tid: int(s.p),
-				Args: map[string]any{"start": t.offset + s.start, "end": t.offset + s.end}})
+			if !room() {
+				t.dropped++
+				continue
+			}
+			t.spans = append(t.spans, traceSpan{op: s.op, start: t.offset + s.start, end: t.offset + s.end, core: int32(core), p: s.p})
 		}
 		for _, f := range ct.flows {
+			if !room() {
+				t.dropped++
+				continue
+			}
 			m := ct.marks[f.mark]
-			t.flowID++
-			t.events = append(t.events,
-				traceEvent{Name: "event", Cat: "flow", Ph: "s", Ts: us(m.start), Pid: core, Tid: int(m.p), ID: t.flowID, Args: map[string]any{"cycle": t.offset + m.start}},
-				traceEvent{Name: "event", Cat: "flow", Ph: "f", BP: "e", Ts: us(f.t), Pid: core, Tid: int(f.dst), ID: t.flowID, Args: map[string]any{"cycle": t.offset + f.t}})
+			t.flows = append(t.flows, traceRecFlow{from: t.offset + m.start, to: t.offset + f.t, core: int32(core), src: m.p, dst: f.dst})
 		}
 	}
 	t.offset += cycles
 }
 
-// WriteJSON writes the trace as a Chrome trace event JSON object.
+// TraceSpan is one instruction of a traced schedule: the block (core)
+// and pipe that ran it, its name, and its cycles [Start, End) counted
+// from the start of the trace's first launch.
+type TraceSpan struct {
+	Core       int
+	Pipe       Pipe
+	Op         string
+	Start, End int64
+}
+
+// Spans returns the instructions the trace kept, launch by launch, each
+// launch's by block and then issue order. The slice is the caller's.
+func (t *Trace) Spans() []TraceSpan {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]TraceSpan, len(t.spans))
+	for i, s := range t.spans {
+		out[i] = TraceSpan{Core: int(s.core), Pipe: s.p, Op: s.op, Start: s.start, End: s.end}
+	}
+	return out
+}
+
+// Cycles is the length of the traced schedule: the modelled cycles of
+// its launches, one after the other.
+func (t *Trace) Cycles() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.offset
+}
+
+// Launches is the number of launches traced.
+func (t *Trace) Launches() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.launches
+}
+
+// Dropped is the number of events (spans and flows) past the trace's
+// limit, counted but not kept.
+func (t *Trace) Dropped() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dropped
+}
+
+// Limit is the number of events the trace keeps at most.
+func (t *Trace) Limit() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.limit
+}
+
+// traceEvent is one Chrome trace event as written.
+type traceEvent struct {
+	Name string   `json:"name"`
+	Cat  string   `json:"cat,omitempty"`
+	Ph   string   `json:"ph"`
+	Ts   float64  `json:"ts"`
+	Dur  *float64 `json:"dur,omitempty"`
+	Pid  int      `json:"pid"`
+	Tid  int      `json:"tid"`
+	ID   int      `json:"id,omitempty"`
+	BP   string   `json:"bp,omitempty"`
+	Args any      `json:"args,omitempty"`
+}
+
+type nameArgs struct {
+	Name string `json:"name"`
+}
+
+type spanArgs struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+type flowArgs struct {
+	Cycle int64 `json:"cycle"`
+}
+
+// WriteJSON writes the trace as a Chrome trace event JSON object: the
+// track names (a process per core, a thread per pipe), the spans, then
+// the flows. When events were dropped, "otherData" says how many and
+// the limit. The events are encoded one at a time, so writing costs no
+// more memory than the trace holds.
 func (t *Trace) WriteJSON(w io.Writer) error {
 	t.mu.Lock()
-	ev := slices.Clone(t.events)
-	t.mu.Unlock()
-	if ev == nil {
-		ev = []traceEvent{}
+	defer t.mu.Unlock()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	mhz := t.mhz
+	if !(mhz > 0) {
+		mhz = 1
 	}
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(struct {
-		TraceEvents     []traceEvent `json:"traceEvents"`
-		DisplayTimeUnit string       `json:"displayTimeUnit"`
-	}{ev, "ns"}); err != nil {
+	us := func(cyc int64) float64 { return float64(cyc) / mhz }
+	first := true
+	enc := func(e traceEvent) error {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		bw.WriteByte('\n')
+		_, err = bw.Write(b)
+		return err
+	}
+	if err := func() error {
+		bw.WriteString(`{"traceEvents":[`)
+		for core := range t.cores {
+			if err := enc(traceEvent{Name: "process_name", Ph: "M", Pid: core, Args: nameArgs{fmt.Sprintf("core %d", core)}}); err != nil {
+				return err
+			}
+			for p := range numPipes {
+				if err := enc(traceEvent{Name: "thread_name", Ph: "M", Pid: core, Tid: int(p), Args: nameArgs{p.String()}}); err != nil {
+					return err
+				}
+			}
+		}
+		for _, s := range t.spans {
+			d := float64(s.end-s.start) / mhz
+			if err := enc(traceEvent{Name: s.op, Cat: s.p.String(), Ph: "X", Ts: us(s.start), Dur: &d, Pid: int(s.core), Tid: int(s.p),
+				Args: spanArgs{s.start, s.end}}); err != nil {
+				return err
+			}
+		}
+		for i, f := range t.flows {
+			id := i + 1
+			if err := enc(traceEvent{Name: "event", Cat: "flow", Ph: "s", Ts: us(f.from), Pid: int(f.core), Tid: int(f.src), ID: id, Args: flowArgs{f.from}}); err != nil {
+				return err
+			}
+			if err := enc(traceEvent{Name: "event", Cat: "flow", Ph: "f", BP: "e", Ts: us(f.to), Pid: int(f.core), Tid: int(f.dst), ID: id, Args: flowArgs{f.to}}); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("\n],\"displayTimeUnit\":\"ns\"")
+		if t.dropped > 0 {
+			fmt.Fprintf(bw, `,"otherData":{"dropped_events":%s,"event_limit":%s,"note":"the trace keeps its first %s events (launch, block, then issue order); the schedule's cycles count every instruction"}`,
+				strconv.FormatInt(t.dropped, 10), strconv.Itoa(t.limit), strconv.Itoa(t.limit))
+		}
+		bw.WriteString("}\n")
+		return bw.Flush()
+	}(); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
 	return nil

@@ -338,5 +338,5 @@ func badInputCatalogue() []badInput {
 		{name: "exec/check: timeout", store: vectorCase, files: map[string][]byte{"{dir}/kernel.sh": sh("sleep 30")},
 			args: with(checkStore, "--backend", "exec:{dir}/kernel.sh", "--timeout", "1s"), code: 3,
 			want: []string{"npuverify: check: {id}: ", "backend exec:{dir}/kernel.sh", "timed out after 1s; killed its process group"}},
-	}, append(append(append(append(append(append(storeBadInputs(), deviceBadInputs()...), execBadInputs()...), mergeBadInputs()...), smallBadInputs()...), transdataBadInputs()...), resultsBadInputs()...)...)
+	}, append(append(append(append(append(append(append(storeBadInputs(), deviceBadInputs()...), execBadInputs()...), mergeBadInputs()...), smallBadInputs()...), transdataBadInputs()...), resultsBadInputs()...), traceBadInputs()...)...)
 }

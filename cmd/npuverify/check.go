@@ -18,7 +18,7 @@ import (
 	"github.com/npuverify/npuverify/verify"
 )
 
-const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--run REGEX] [--policy P] [--shard I/N] [--jobs N] [--repeat N] [--json FILE] [--junit FILE] [--timeout D] [--baseline FILE.json [--max-slowdown P%]] [--min-efficiency E] [--device FILE.json]"
+const checkSynopsis = "check [--golden DIR] [--backend B] [--profile P] [--op OP] [--run REGEX] [--policy P] [--shard I/N] [--jobs N] [--repeat N] [--json FILE] [--junit FILE] [--trace DIR] [--timeout D] [--baseline FILE.json [--max-slowdown P%]] [--min-efficiency E] [--device FILE.json]"
 
 // cmdCheck verifies golden cases against a backend: a table on stdout
 // (case, verdict, policy, tightness, cycles), then the failure reports and,
@@ -40,6 +40,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 1, "run each case N times; outputs that differ bitwise between runs are NONDETERMINISTIC")
 	jsonOut := fs.String("json", "", "also write the results as JSON to FILE")
 	junitOut := fs.String("junit", "", "also write the results as JUnit XML to FILE")
+	traceOut := fs.String("trace", "", "write each case's emulator schedule to DIR/<op>/<case>.json as Chrome trace events (open in ui.perfetto.dev): a track per core and pipe, a span per instruction; DIR is made if missing")
 	var dev deviceFlags
 	dev.register(fs)
 	var perfF perfFlags
@@ -59,6 +60,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if *repeat < 1 {
 		return usageErr(where, "--repeat %d: want at least 1", *repeat)
+	}
+	if *traceOut != "" && dev.backend != "emulator" {
+		return usageErr(where, "--trace: only the emulator backend has a schedule to trace, not %s", dev.backend)
 	}
 	opt := golden.CheckOptions{Op: *opName, Run: *runRE, Policy: *policy, Jobs: *jobs, Repeat: *repeat}
 	var bazelStatus string
@@ -92,6 +96,14 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkResultFiles(where, *dir, resultFile{flag: "--json", path: *jsonOut}, resultFile{flag: "--junit", path: *junitOut}); err != nil {
 		return err
+	}
+	var traces *traceDir
+	if *traceOut != "" {
+		traces = &traceDir{dir: *traceOut}
+		if err := traces.prepare(where, *dir, store, opt, resultFile{flag: "--json", path: *jsonOut}, resultFile{flag: "--junit", path: *junitOut}); err != nil {
+			return err
+		}
+		opt.Observe = traces.observe
 	}
 	if *shard == "" && opt.Shards > 0 {
 		if msg, empty := emptyBazelShard(store, opt); empty {
@@ -133,6 +145,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if len(nondet) > 0 {
 		fmt.Fprintf(stdout, "\nNondeterministic (outputs that differ between the %d runs of a case):\n\n%s\n", opt.Repeat, strings.Join(nondet, "\n"))
 	}
+	if s := traces.summary(); s != "" {
+		fmt.Fprintf(stdout, "\n%s\n", s)
+	}
 	fmt.Fprintf(stdout, "\n%s%s (backend %s, profile %s, store %s)\n", summaryLine(results), repeatSummary(results, opt.Repeat), b.Name(), prof.Name, store.Where())
 	if writeErr != nil {
 		if intr.signal() != 0 {
@@ -143,6 +158,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := intr.err(where, fmt.Sprintf("%d cases done, running kernels killed", len(results))); err != nil {
 		return err
+	}
+	if err := traces.failure(); err != nil {
+		return resultWriteErr(where, code, err)
 	}
 	if code != 0 {
 		return failed{code}
