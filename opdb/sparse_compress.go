@@ -30,11 +30,15 @@ var SparseCompress = Register(&Info{
 // selection algorithm (may differ inside the tie band), another core
 // split, and the chunked path (scores spilled to GM, radix select) forced
 // at every L in chunks of 64 tokens, so that the false-alarm runs take it
-// on every case, not only on the recipe past the UB.
+// on every case, not only on the recipe past the UB; and both paths
+// single-buffered (other events, as correct: the sanitizer must not flag
+// them).
 var sparseCompressVariants = []kernels.Variant{
 	{Name: "selection-algorithm", Op: "sparse_compress", Options: kernels.SparseCompressOptions{Pairwise: true}},
 	{Name: "core-split", Op: "sparse_compress", Options: kernels.SparseCompressOptions{BlockDim: 3}},
 	{Name: "chunked-selection", Op: "sparse_compress", Options: kernels.SparseCompressOptions{ChunkTokens: 64}},
+	{Name: "chunked-single-buffer", Op: "sparse_compress", Options: kernels.SparseCompressOptions{ChunkTokens: 48, BufferNum: 1}},
+	{Name: "single-buffer", Op: "sparse_compress", Options: kernels.SparseCompressOptions{BufferNum: 1}},
 }
 
 // sparseCompressGolden: the edge and adversarial cases of the issue.
@@ -63,7 +67,8 @@ func sparseCompressGolden() []ops.Case {
 	// (8 B per token with the indices) and one row buffer fill the 192 KiB
 	// UB. l_past_2e16: 70000 tokens, past 2^16 (a 16-bit index wraps), on
 	// the chunked path (scores spilled to a GM workspace, radix select in
-	// chunks of 7808 tokens: 9 chunks a head).
+	// chunks of 6720 tokens, room left for a second score buffer: 11
+	// chunks a head).
 	add("longest_l", ops.DistUniform, 3, 24572, 8, "0.5", "4")
 	out[len(out)-1].Recipe = true
 	add("l_past_2e16", ops.DistUniform, 2, 70000, 8, "0.25", "4")

@@ -31,6 +31,10 @@ type SparseCompressOptions struct {
 	BlockDim    int
 	Pairwise    bool
 	ChunkTokens int
+	// BufferNum is the ping-pong depth of the tile and score buffers, 1 or
+	// 2 (the default): single-buffered, a copy in waits for the reads of
+	// the tile before, slower and just as correct.
+	BufferNum int
 }
 
 // SparseCompressKernel is sparse_compress's KernelFunc.
@@ -44,6 +48,13 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 		return nil, nil, err
 	}
 	opt := variantOptions[SparseCompressOptions](ctx)
+	if opt.BufferNum < 0 || opt.BufferNum > 2 {
+		return nil, nil, fmt.Errorf("sparse_compress: BufferNum %d out of range [1, 2]", opt.BufferNum)
+	}
+	bufNum := 2
+	if opt.BufferNum > 0 {
+		bufNum = opt.BufferNum
+	}
 	k, v := in["k"], in["v"]
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	keep := sparseCompressKeep(l, cfg.KeepRatio, cfg.Sinks)
@@ -77,15 +88,17 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 			return nil, nil, fmt.Errorf("sparse_compress: score workspace: %w", err)
 		}
 		cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
-			s, err := newSCChunked(c, f, k, v, ws, outs, keep, cfg.Sinks, chunk, piece, opt.Pairwise)
+			s, err := newSCChunked(c, f, k, v, ws, outs, keep, cfg.Sinks, chunk, piece, bufNum, opt.Pairwise)
 			if err != nil {
 				return err
 			}
 			for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
+				c.BeginTile()
 				if err := s.head(hh); err != nil {
 					return err
 				}
 			}
+			s.e.drain()
 			return nil
 		})
 		if err != nil {
@@ -94,50 +107,7 @@ func SparseCompressKernel(ctx context.Context, dev *npu.Device, p ops.Params, in
 		return outs, cost, nil
 	}
 	cost, err := dev.Launch(ctx, blockDim, func(c *npu.Core) error {
-		scores := make([]float32, l) // UB score array
-		if _, err := c.AllocUB(l * 8); err != nil {
-			return fmt.Errorf("head scores of L=%d tokens: %w", l, err)
-		}
-		rowUB, err := c.AllocUB(max(d*2, 1))
-		if err != nil {
-			return err
-		}
-		for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
-			for t := 0; t < l; t++ {
-				if err := c.DataCopyPadIn(rowUB, k, (hh*l+t)*d, d); err != nil {
-					return err
-				}
-				scores[t] = importance32(f, rowUB.F16()[:d], opt.Pairwise)
-			}
-			c.VectorWork(l * d * 4 * 2)
-			sel := select32(f, scores, cfg.Sinks, keep, opt.Pairwise)
-			c.VectorWork(l * 8 * max(1, bitsLen(l)))
-			src := f.kSourceHead(hh, h)
-			oh := f.outHead(hh, c.BlockIdx)
-			if oh != hh {
-				clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
-			}
-			for t, i := range sel {
-				outs["indices"].I32()[oh*keep+t] = int32(i)
-				outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
-				for _, kv := range []struct {
-					in  *tensor.Tensor
-					out string
-					hd  int
-				}{{k, "k_out", src}, {v, "v_out", hh}} {
-					if err := c.DataCopyPadIn(rowUB, kv.in, (kv.hd*l+i)*d, d); err != nil {
-						return err
-					}
-					if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, rowUB, d); err != nil {
-						return err
-					}
-				}
-			}
-			if err := f.compactK(c, k, outs["k_out"], rowUB, d, hh, oh, l, keep, d); err != nil {
-				return err
-			}
-		}
-		return nil
+		return scInUB(c, f, k, v, outs, keep, cfg.Sinks, bufNum, opt.Pairwise)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sparse_compress: %w", err)

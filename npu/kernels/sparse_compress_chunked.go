@@ -47,14 +47,15 @@ func sparseCompressFitsUB(p npu.Profile, l, d int) bool {
 }
 
 // sparseCompressChunk is the chunked path's tokens per chunk: the most
-// that fit the UB with a chunk's k rows (2d bytes a token), scores and
-// indices (4 + 4) and mask (1), beside the histogram, one row buffer and
-// a block of rounding per buffer; a multiple of 32 tokens when there is
-// room, so that every full chunk's copies are whole UB blocks.
+// that fit the UB with a chunk's k rows (2d bytes a token), two score
+// buffers (ping-pong, 4 + 4), indices (4) and mask (1), beside the
+// histogram, one row buffer and a block of rounding per buffer; a
+// multiple of 32 tokens when there is room, so that every full chunk's
+// copies are whole UB blocks.
 func sparseCompressChunk(p npu.Profile, d int) int {
 	a := p.UBAlign()
-	free := p.UBBytes - scHistBins*4 - roundUpTo(max(d*2, 1), a) - 4*a
-	c := free / (2*d + 9)
+	free := p.UBBytes - scHistBins*4 - roundUpTo(max(d*2, 1), a) - 5*a
+	c := free / (2*d + 13)
 	if c >= 32 {
 		c = c / 32 * 32
 	}
@@ -104,18 +105,32 @@ type scChunked struct {
 	piece                int // row elements per UB copy: d, or less for rows longer than the UB holds
 	pairwise             bool
 	xs                   []float32 // long rows: one piece's squares
-	rows, scores, idx    *npu.Buffer
-	mask, hist, row      *npu.Buffer
+	rows                 [2]*npu.Buffer
+	scores               [2]*npu.Buffer
+	idx, mask, hist, row *npu.Buffer
+	nRows, nScores       int // buffers of rows and scores: 2 (ping-pong) where the UB holds them
+	q, qs                int // the rows and scores buffers the next fill takes
+	e                    *scFlags
 }
+
+// Event ids of the chunked path's buffers (scFlags): rows and scores
+// take their slot's id plus these.
+const (
+	scIDRows   = 0
+	scIDScores = 2
+	scIDIdx    = 4
+	scIDMask   = 5
+	scIDRow    = 6
+)
 
 // newSCChunked allocates the core's UB buffers; the UB's capacity errors
 // say which does not fit.
 // A piece less than d selects the long-row layout (sparseCompressPiece):
 // no chunk of k rows, and every row streamed through the row buffer.
-func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk, piece int, pairwise bool) (*scChunked, error) {
+func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk, piece, bufNum int, pairwise bool) (*scChunked, error) {
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	s := &scChunked{c: c, f: f, k: k, v: v, ws: ws, outs: outs, h: h, l: l, d: d, keep: keep, sinks: sinks,
-		chunk: chunk, wsOff: c.BlockIdx * l, piece: min(piece, d), pairwise: pairwise}
+		chunk: chunk, wsOff: c.BlockIdx * l, piece: min(piece, d), pairwise: pairwise, nRows: 1, nScores: 1, e: &scFlags{c: c}}
 	rowsBytes := chunk * d * 2
 	if s.piece < d {
 		s.xs = make([]float32, s.piece)
@@ -126,7 +141,7 @@ func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, 
 		bytes int
 		what  string
 	}{
-		{&s.rows, rowsBytes, "k rows"}, {&s.scores, chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
+		{&s.rows[0], rowsBytes, "k rows"}, {&s.scores[0], chunk * 4, "scores"}, {&s.idx, chunk * 4, "indices"},
 		{&s.mask, chunk, "mask"}, {&s.hist, scHistBins * 4, "histogram"}, {&s.row, max(s.piece*2, 1), "row"},
 	} {
 		if b.bytes < 0 {
@@ -138,36 +153,98 @@ func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, 
 		}
 		*b.buf = buf
 	}
+	// The second score buffer (sparseCompressChunk leaves room for it at
+	// the default chunk), then the second rows buffer where the UB still
+	// holds it: ping-pong; else that buffer is single.
+	a := c.Profile().UBAlign()
+	fits := func(n int) bool { return n > 0 && c.Used(npu.UB)+roundUpTo(n, a) <= c.Profile().UBBytes }
+	if bufNum > 1 && fits(chunk*4) {
+		b, err := c.AllocUB(chunk * 4)
+		if err != nil {
+			return nil, err
+		}
+		s.scores[1], s.nScores = b, 2
+	}
+	if bufNum > 1 && rowsBytes > 0 && fits(rowsBytes) {
+		b, err := c.AllocUB(rowsBytes)
+		if err != nil {
+			return nil, err
+		}
+		s.rows[1], s.nRows = b, 2
+	}
+	if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+		return nil, err
+	}
+	if err := c.SetBufferNum(max(s.nRows, s.nScores)); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// fillScores takes the next score buffer for pipe p to write (V in the
+// importance pass, MTE2 reading the workspace back): its last reader
+// handed it back. It returns the buffer and its event id.
+func (s *scChunked) fillScores(p npu.Pipe) (*npu.Buffer, int) {
+	q := s.qs
+	s.qs = (s.qs + 1) % s.nScores
+	id := scIDScores + q
+	s.fill(p, id)
+	return s.scores[q], id
+}
+
+// fillRows takes the next rows buffer for MTE2 (importance's copy in, or
+// a run of kept rows in the final pass) and returns it and its event id.
+func (s *scChunked) fillRows() (*npu.Buffer, int) {
+	q := s.q
+	s.q = (s.q + 1) % s.nRows
+	s.fill(npu.PipeMTE2, scIDRows+q)
+	return s.rows[q], scIDRows + q
+}
+
+// fill makes pipe p, about to overwrite buffer id, take the free events
+// its readers on the other pipes set.
+func (s *scChunked) fill(p npu.Pipe, id int) {
+	for _, r := range []npu.Pipe{npu.PipeMTE2, npu.PipeV, npu.PipeMTE3} {
+		if r != p {
+			s.e.take(r, p, id)
+		}
+	}
 }
 
 // head runs head hh: importance to the workspace, the cut, the final pass.
 func (s *scChunked) head(hh int) error {
-	c, l, d := s.c, s.l, s.d
+	c, l, d, e := s.c, s.l, s.d, s.e
 	for t0 := 0; t0 < l; t0 += s.chunk {
 		n := min(s.chunk, l-t0)
+		sb, sid := s.fillScores(npu.PipeV)
 		if s.piece < d {
 			for t := range n {
 				sc, err := s.longImportance((hh*l + t0 + t) * d)
 				if err != nil {
 					return err
 				}
-				s.scores.F32()[t] = sc
+				sb.F32()[t] = sc
 			}
 		} else {
-			if err := c.DataCopyPadIn(s.rows, s.k, (hh*l+t0)*d, n*d); err != nil {
+			rb, rid := s.fillRows()
+			if err := c.DataCopyPadIn(rb, s.k, (hh*l+t0)*d, n*d); err != nil {
 				return err
 			}
-			sc, rows := s.scores.F32(), s.rows.F16()
+			e.handOff(npu.PipeMTE2, npu.PipeV, rid)
+			sc, rows := sb.F32(), rb.F16()
 			for t := range n {
 				sc[t] = importance32(s.f, rows[t*d:(t+1)*d], s.pairwise)
 			}
 			c.VectorWork(n * d * 4 * 2)
+			e.set(npu.PipeV, npu.PipeMTE2, rid)
 		}
-		if err := c.DataCopyPadOut(s.ws, s.wsOff+t0, s.scores, n); err != nil {
+		e.handOff(npu.PipeV, npu.PipeMTE3, sid)
+		if err := c.DataCopyPadOut(s.ws, s.wsOff+t0, sb, n); err != nil {
 			return err
 		}
+		e.set(npu.PipeMTE3, npu.PipeV, sid)
 	}
+	e.phase() // the scores are in the workspace; the radix reads them back
 	res := s.f.reservedSinks(min(s.sinks, l), s.keep, l)
 	need := s.keep - res
 	if need == 0 || need == l-res {
@@ -203,9 +280,11 @@ func (s *scChunked) longImportance(off int) (float32, error) {
 	var sum float32
 	for j0 := 0; j0 < d; j0 += s.piece {
 		n := min(s.piece, d-j0)
+		s.fill(npu.PipeMTE2, scIDRow)
 		if err := c.DataCopyPadIn(s.row, s.k, off+j0, n); err != nil {
 			return 0, err
 		}
+		s.e.handOff(npu.PipeMTE2, npu.PipeV, scIDRow)
 		xs := s.xs[:n]
 		for j, x := range s.row.F16()[:n] {
 			xs[j] = s.f.square(x.Float32())
@@ -221,22 +300,50 @@ func (s *scChunked) longImportance(off int) (float32, error) {
 			}
 		}
 		c.VectorWork(n * 4 * 2)
+		s.e.set(npu.PipeV, npu.PipeMTE2, scIDRow)
 	}
 	return sum / float32(d), nil
 }
 
 // copyRow copies the d elements of a row from src at element so to dst
 // at element do through buf, piece elements at a time (one copy when a
-// row fits buf).
+// row fits buf), synchronised on its own: every pipe done before each
+// copy in, the copy in handed to MTE3, every pipe done after. The
+// kernels copy through s.copyRow, which overlaps; this one is the
+// k-compacted-in-place fault's.
 func copyRow(c *npu.Core, buf *npu.Buffer, piece int, src *tensor.Tensor, so int, dst *tensor.Tensor, do, d int) error {
 	for j0 := 0; j0 < d; j0 += piece {
 		n := min(piece, d-j0)
+		c.PipeBarrier(npu.PipeAll)
 		if err := c.DataCopyPadIn(buf, src, so+j0, n); err != nil {
 			return err
 		}
+		c.SetFlag(npu.PipeMTE2, npu.PipeMTE3, scIDRow)
+		c.WaitFlag(npu.PipeMTE2, npu.PipeMTE3, scIDRow)
 		if err := c.DataCopyPadOut(dst, do+j0, buf, n); err != nil {
 			return err
 		}
+	}
+	c.PipeBarrier(npu.PipeAll)
+	return nil
+}
+
+// copyRow copies a row as copyRow does, through the row buffer, its copy
+// in after the last copy out of the buffer (a free event) and handed to
+// MTE3, so copies of consecutive rows overlap their stores.
+func (s *scChunked) copyRow(src *tensor.Tensor, so int, dst *tensor.Tensor, do int) error {
+	c, e := s.c, s.e
+	for j0 := 0; j0 < s.d; j0 += s.piece {
+		n := min(s.piece, s.d-j0)
+		s.fill(npu.PipeMTE2, scIDRow)
+		if err := c.DataCopyPadIn(s.row, src, so+j0, n); err != nil {
+			return err
+		}
+		e.handOff(npu.PipeMTE2, npu.PipeMTE3, scIDRow)
+		if err := c.DataCopyPadOut(dst, do+j0, s.row, n); err != nil {
+			return err
+		}
+		e.set(npu.PipeMTE3, npu.PipeMTE2, scIDRow)
 	}
 	return nil
 }
@@ -260,10 +367,12 @@ func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
 		c.VectorWork(scHistBins * 4)
 		for t0 := res; t0 < l; t0 += s.chunk {
 			n := min(s.chunk, l-t0)
-			if err := c.DataCopyPadIn(s.scores, s.ws, s.wsOff+t0, n); err != nil {
+			sb, sid := s.fillScores(npu.PipeMTE2)
+			if err := c.DataCopyPadIn(sb, s.ws, s.wsOff+t0, n); err != nil {
 				return 0, 0, 0, err
 			}
-			for _, x := range s.scores.F32()[:n] {
+			s.e.handOff(npu.PipeMTE2, npu.PipeV, sid)
+			for _, x := range sb.F32()[:n] {
 				key := s.f.selectKey(x)
 				if shift < 24 && key>>(shift+8) != cut>>(shift+8) {
 					continue
@@ -273,7 +382,9 @@ func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
 			for range 4 { // key map, prefix compare, digit extract, histogram update
 				c.VectorWork(n * 4)
 			}
+			s.e.set(npu.PipeV, npu.PipeMTE2, sid)
 		}
+		_ = s.hist.I32() // the scan's operand
 		b := scHistBins - 1
 		for ; b > 0 && int(hist[b]) < take; b-- {
 			take -= int(hist[b])
@@ -288,29 +399,41 @@ func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
 // final streams the tokens in index order: the first res are kept, a
 // candidate when kept(key) is 1 (its score is read back from the
 // workspace only when scored). Indices and mask leave a chunk at a time;
-// kept rows are copied as they are found.
+// kept rows are copied in runs of consecutive tokens (copyRun).
 func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error {
-	c, l, d := s.c, s.l, s.d
+	c, l, d, e := s.c, s.l, s.d, s.e
 	indices, mask := s.outs["indices"], s.outs["mask"]
 	src := s.f.kSourceHead(hh, s.h)
 	oh := s.f.outHead(hh, c.BlockIdx)
 	out, pending, carry := 0, 0, false
+	var run scRun // kept rows not yet copied: consecutive tokens
 	flush := func() error {
+		if pending == 0 {
+			return nil
+		}
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
 		err := c.DataCopyPadOut(indices, oh*s.keep+out-pending, s.idx, pending)
+		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		pending = 0
 		return err
 	}
 	for t0 := 0; t0 < l; t0 += s.chunk {
 		n := min(s.chunk, l-t0)
+		var sb *npu.Buffer
+		sid := 0
 		if scored && t0+n > res {
 			lo := max(t0, res)
-			if err := c.DataCopyPadIn(s.scores, s.ws, s.wsOff+lo, t0+n-lo); err != nil {
+			sb, sid = s.fillScores(npu.PipeMTE2)
+			if err := c.DataCopyPadIn(sb, s.ws, s.wsOff+lo, t0+n-lo); err != nil {
 				return err
 			}
+			e.handOff(npu.PipeMTE2, npu.PipeV, sid)
+			_ = sb.F32()  // the operand of the four instructions
 			for range 4 { // key map, compare > cut, compare == cut, index gather
 				c.VectorWork((t0 + n - lo) * 4)
 			}
 		}
+		e.take(npu.PipeMTE3, npu.PipeV, scIDMask)
 		m := s.mask.U8()[:n]
 		clear(m)
 		c.VectorWork(n)
@@ -322,7 +445,7 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 			if !keep {
 				key := uint32(0)
 				if scored {
-					key = s.f.selectKey(s.scores.F32()[t-max(t0, res)])
+					key = s.f.selectKey(sb.F32()[t-max(t0, res)])
 				}
 				keep = kept(key) == 1
 			}
@@ -334,17 +457,19 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 			} else {
 				carry = true
 			}
+			if pending == 0 {
+				e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
+			}
 			s.idx.I32()[pending] = int32(t)
 			pending++
 			out++
-			for _, kv := range []struct {
-				in  *tensor.Tensor
-				out string
-				hd  int
-			}{{s.k, "k_out", src}, {s.v, "v_out", hh}} {
-				if err := copyRow(c, s.row, s.piece, kv.in, (kv.hd*l+t)*d, s.outs[kv.out], (oh*s.keep+out-1)*d, d); err != nil {
+			if run.n > 0 && run.t+run.n == t && run.n < s.chunk && s.piece == d {
+				run.n++
+			} else {
+				if err := s.copyRun(run, hh, src, oh); err != nil {
 					return err
 				}
+				run = scRun{t: t, out: out - 1, n: 1}
 			}
 			if pending == s.chunk {
 				if err := flush(); err != nil {
@@ -352,9 +477,17 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				}
 			}
 		}
+		if sb != nil {
+			e.set(npu.PipeV, npu.PipeMTE2, sid)
+		}
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDMask)
 		if err := c.DataCopyPadOut(mask, oh*l+t0, s.mask, n); err != nil {
 			return err
 		}
+		e.set(npu.PipeMTE3, npu.PipeV, scIDMask)
+	}
+	if err := s.copyRun(run, hh, src, oh); err != nil {
+		return err
 	}
 	if out != s.keep {
 		return fmt.Errorf("head %d: selected %d tokens, want keep=%d", hh, out, s.keep)
@@ -363,4 +496,43 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 		return err
 	}
 	return s.f.compactK(c, s.k, s.outs["k_out"], s.row, s.piece, hh, oh, l, s.keep, d)
+}
+
+// scRun is a run of kept tokens [t, t+n), output rows [out, out+n).
+type scRun struct{ t, out, n int }
+
+// copyRun copies run r's k and v rows GM → UB → GM: the whole run in one
+// copy each way through a rows buffer (ping-pong: the next run's copy in
+// overlaps this one's copy out), or row by row through the row buffer in
+// the long-row layout.
+func (s *scChunked) copyRun(r scRun, hh, src, oh int) error {
+	if r.n == 0 {
+		return nil
+	}
+	c, l, d, e := s.c, s.l, s.d, s.e
+	for _, kv := range []struct {
+		in  *tensor.Tensor
+		out string
+		hd  int
+	}{{s.k, "k_out", src}, {s.v, "v_out", hh}} {
+		so, do := (kv.hd*l+r.t)*d, (oh*s.keep+r.out)*d
+		if s.piece < d {
+			for j := range r.n {
+				if err := s.copyRow(kv.in, so+j*d, s.outs[kv.out], do+j*d); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		rb, rid := s.fillRows()
+		if err := c.DataCopyPadIn(rb, kv.in, so, r.n*d); err != nil {
+			return err
+		}
+		e.handOff(npu.PipeMTE2, npu.PipeMTE3, rid)
+		if err := c.DataCopyPadOut(s.outs[kv.out], do, rb, r.n*d); err != nil {
+			return err
+		}
+		e.set(npu.PipeMTE3, npu.PipeMTE2, rid)
+	}
+	return nil
 }

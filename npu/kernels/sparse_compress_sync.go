@@ -1,0 +1,195 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/npuverify/npuverify/npu"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// sparse_compress's explicit synchronisation (npu.SyncExplicit), which the
+// sanitizer holds both paths to. Every UB buffer has an event id; a
+// consumer hands a buffer back to its next producer as soon as its last
+// read is issued (a free event, set eagerly: scFlags.set), and the
+// producer takes that event just before it overwrites the buffer
+// (scFlags.take), so the copy in of tile k+1 waits only for the reads of
+// the tile that last used its buffer, not for everything issued before
+// (the ping-pong pattern of sparse24_prune and transdata). A producer
+// hands a filled buffer over with a set and a wait in a row (handOff).
+// Between the phases of the chunked path (importance, radix passes,
+// final pass) the buffers change pipes and the scores come back from GM:
+// there every pending free event is taken and every pipe waits for every
+// other (scFlags.phase).
+
+// scFlags is a core's pending free events.
+type scFlags struct {
+	c    *npu.Core
+	pend []scFlag
+}
+
+type scFlag struct {
+	src, dst npu.Pipe
+	id       int
+}
+
+// set signals that pipe src is done with buffer id, for pipe dst.
+func (e *scFlags) set(src, dst npu.Pipe, id int) {
+	e.c.SetFlag(src, dst, id)
+	e.pend = append(e.pend, scFlag{src, dst, id})
+}
+
+// take makes pipe dst wait for the pending free event of buffer id from
+// src, if there is one: a buffer's first use in a phase has none (the
+// phase boundary ordered it).
+func (e *scFlags) take(src, dst npu.Pipe, id int) {
+	if i := slices.Index(e.pend, scFlag{src, dst, id}); i >= 0 {
+		e.pend = slices.Delete(e.pend, i, i+1)
+		e.c.WaitFlag(src, dst, id)
+	}
+}
+
+// handOff orders pipe dst after what pipe src has issued (the fill of a
+// buffer dst reads next).
+func (e *scFlags) handOff(src, dst npu.Pipe, id int) {
+	e.c.SetFlag(src, dst, id)
+	e.c.WaitFlag(src, dst, id)
+}
+
+// phase takes every pending event and orders every pipe after every
+// other: a buffer may change producer, and data stored to GM may be read
+// back, after it.
+func (e *scFlags) phase() {
+	e.drain()
+	e.c.PipeBarrier(npu.PipeAll)
+}
+
+// drain takes every pending event, so that none is left set when the
+// kernel ends.
+func (e *scFlags) drain() {
+	for _, f := range e.pend {
+		e.c.WaitFlag(f.src, f.dst, f.id)
+	}
+	e.pend = e.pend[:0]
+}
+
+// scTiles is how many tiles the in-UB path cuts a head's importance
+// pass into: the copy in of a tile overlaps the vector work of the one
+// before, so of V cycles of vector work V/n stay exposed, at the price
+// of one more DMA latency a tile; n = √(V / latency) minimises the sum.
+// At least 1, at most l.
+func scTiles(p npu.Profile, l, d int) int {
+	v := float64(l) * float64(d) * 8 / float64(p.VectorBytesPerCycle)
+	n := int(math.Round(math.Sqrt(v / float64(max(p.DMALatencyCycles, 1)))))
+	return max(1, min(n, l))
+}
+
+// scInUB is one core of the in-UB path, explicit: nb tile buffers kb of
+// tok rows each (ping-pong when nb is 2), event id q per buffer. Per head
+// MTE2 copies the rows in tile by tile into kb[q] once its last reader
+// handed it back, V computes the tile's importance into the score array
+// once the copy landed and hands kb[q] back; V selects; then the kept rows
+// go GM → kb[q] → GM in runs of consecutive indices (one copy in and one
+// out a run), MTE2 filling kb[q] while MTE3 drains kb[q^1].
+func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, bufNum int, pairwise bool) error {
+	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
+	a := c.Profile().UBAlign()
+	scb, err := c.AllocUB(l * 8)
+	if err != nil {
+		return fmt.Errorf("head scores of L=%d tokens: %w", l, err)
+	}
+	rowBytes := max(d*2, 1)
+	free := c.Profile().UBBytes - c.Used(npu.UB)
+	nb := bufNum
+	if free < nb*roundUp(rowBytes, a) {
+		nb = 1 // a UB that holds the scores and one row (sparseCompressFitsUB)
+	}
+	room := max(free/nb/a*a/rowBytes, 1) // rows per buffer, each buffer whole blocks
+	tok := min(room, ceilDiv(l, scTiles(c.Profile(), l, d)))
+	var kb [2]*npu.Buffer
+	for i := range nb {
+		if kb[i], err = c.AllocUB(tok * rowBytes); err != nil {
+			return err
+		}
+	}
+	if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+		return err
+	}
+	if err := c.SetBufferNum(nb); err != nil {
+		return err
+	}
+	e := &scFlags{c: c}
+	q := 0
+	// fill takes kb[q] for MTE2: its last reader, V or MTE3, handed it back.
+	fill := func() *npu.Buffer {
+		e.take(npu.PipeV, npu.PipeMTE2, q)
+		e.take(npu.PipeMTE3, npu.PipeMTE2, q)
+		return kb[q]
+	}
+	for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
+		c.BeginTile()
+		var scores []float32
+		for t0 := 0; t0 < l; t0 += tok {
+			n := min(tok, l-t0)
+			b := fill()
+			if err := c.DataCopyPadIn(b, k, (hh*l+t0)*d, n*d); err != nil {
+				return err
+			}
+			e.handOff(npu.PipeMTE2, npu.PipeV, q)
+			scores = scb.F32()[:l]
+			rows := b.F16()
+			for t := range n {
+				scores[t0+t] = importance32(f, rows[t*d:(t+1)*d], pairwise)
+			}
+			c.VectorWork(n * d * 4 * 2)
+			e.set(npu.PipeV, npu.PipeMTE2, q)
+			q = (q + 1) % nb
+		}
+		scores = scb.F32()[:l]
+		sel := select32(f, scores, sinks, keep, pairwise)
+		c.VectorWork(l * 8 * max(1, bitsLen(l)))
+		src := f.kSourceHead(hh, h)
+		oh := f.outHead(hh, c.BlockIdx)
+		if oh != hh {
+			clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
+		}
+		for t, i := range sel {
+			outs["indices"].I32()[oh*keep+t] = int32(i)
+			outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
+		}
+		// The kept rows, a run of consecutive indices (at most tok rows)
+		// a copy each way.
+		for t := 0; t < len(sel); {
+			n := 1
+			for t+n < len(sel) && n < tok && sel[t+n] == sel[t]+n {
+				n++
+			}
+			for _, kv := range []struct {
+				in  *tensor.Tensor
+				out string
+				hd  int
+			}{{k, "k_out", src}, {v, "v_out", hh}} {
+				b := fill()
+				if err := c.DataCopyPadIn(b, kv.in, (kv.hd*l+sel[t])*d, n*d); err != nil {
+					return err
+				}
+				e.handOff(npu.PipeMTE2, npu.PipeMTE3, q)
+				if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, b, n*d); err != nil {
+					return err
+				}
+				e.set(npu.PipeMTE3, npu.PipeMTE2, q)
+				q = (q + 1) % nb
+			}
+			t += n
+		}
+		if f.kInPlace {
+			e.phase() // the fault's copies go through kb[0] with their own barriers
+		}
+		if err := f.compactK(c, k, outs["k_out"], kb[0], d, hh, oh, l, keep, d); err != nil {
+			return err
+		}
+	}
+	e.drain()
+	return nil
+}
