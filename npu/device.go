@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -171,10 +170,9 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 	// its worker's previous block used, still in cache.
 	errs := make([]error, blockDim)
 	costs := make([]CoreCost, blockDim)
-	// Sanitizer findings and GM writes of explicit blocks, and the
-	// blocks' traces, by block (nil when there are none).
-	finds := make([][]Finding, blockDim)
-	writes := make([][]gmRange, blockDim)
+	// What each block hands the sanitizer, and the blocks' traces (nil
+	// when not tracing), by block.
+	san := make([]blockSan, blockDim)
 	var traces []*coreTrace
 	if traceFrom(ctx) != nil {
 		traces = make([]*coreTrace, blockDim)
@@ -194,12 +192,7 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 				done(i)
 			}
 			costs[i] = c.finish()
-			if len(c.sch.findings) > 0 {
-				finds[i] = slices.Clone(c.sch.findings)
-			}
-			if len(c.sch.gmWrites) > 0 {
-				writes[i] = slices.Clone(c.sch.gmWrites)
-			}
+			san[i] = c.sanResult()
 			if traces != nil {
 				traces[i] = c.sch.trace
 			}
@@ -220,7 +213,7 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 		}
 	}
 	cost := d.deriveCost(costs)
-	cost.Findings = mergeFindings(append(slices.Concat(finds...), gmOverlaps(slices.Concat(writes...))...))
+	cost.Findings = launchFindings(san)
 	if t := traceFrom(ctx); t != nil {
 		t.addLaunch(traces, cost.Cycles, d.prof.ClockHz()/1e6)
 	}

@@ -126,6 +126,7 @@ func (c *Core) checkGM(op, what string, t *tensor.Tensor, off, n int, write bool
 		t = c.cow.resolve(t, write)
 	}
 	gm, size := gmBytes(t)
+	c.sch.x.noteTensor(gm, t)
 	if size == 0 {
 		return nil, 0, fmt.Errorf("%s: %s tensor %s has no data", op, what, t)
 	}

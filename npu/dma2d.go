@@ -52,7 +52,7 @@ func (c *Core) copy2DIn(op string, dst *Buffer, src *tensor.Tensor, ld, row0, co
 			clear(d)
 		}
 	}
-	lo, hi := (row0*ld+col0)*size, ((row0+max(rows, 1)-1)*ld+col0+cols)*size
+	lo := (row0*ld + col0) * size
 	gmBytes, bursts := rows*cols*size, c.burstsOf(lo, cols*size, ld*size, rows)
 	if nz && rows > 0 && cols > 0 {
 		c0 := 32 / size
@@ -60,7 +60,12 @@ func (c *Core) copy2DIn(op string, dst *Buffer, src *tensor.Tensor, ld, row0, co
 		gmBytes = lanes * rows * 32
 		bursts = dmaBursts{n: int64(lanes), bytes: int64(gmBytes)}
 	}
-	c.chargeDMA(true, gmBytes, bursts, op, gmDMA(gm, lo, max(lo, hi), false), wr(dst, 0, dstLd*dstRows*size))
+	// The block's rows, each cols elements, ld apart (the cross-core
+	// check's ranges: a core reading one column block of rows another
+	// core writes other columns of does not race with it).
+	g := gmDMA(gm, lo, lo+cols*size, false)
+	g.rows, g.stride = rows, ld*size
+	c.chargeDMA(true, gmBytes, bursts, op, g, wr(dst, 0, dstLd*dstRows*size))
 	if dst.space == UB {
 		c.cost.UBLoadBytes += int64(gmBytes)
 	}

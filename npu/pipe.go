@@ -145,6 +145,8 @@ type sched struct {
 	findings []Finding
 	gmWrites []gmRange
 	trace    *coreTrace
+	// x is the block's side of the cross-core race check (xcore.go).
+	x xcoreState
 }
 
 // instInfo names one instruction of an explicit core: its op, pipe and
@@ -164,8 +166,10 @@ func (s *sched) reset(san bool, tr *coreTrace) {
 	for p := range spans {
 		spans[p] = spans[p][:0]
 	}
+	x := s.x
 	*s = sched{san: san, spans: spans, viewed: viewed, anon: anon, l0Fresh: l0f, l0Last: l0l,
-		events: events, insts: insts, gm: gm, gmWrites: gw, trace: tr}
+		events: events, insts: insts, gm: gm, gmWrites: gw, trace: tr, x: x}
+	s.x.reset(san)
 }
 
 // SetSyncMode declares how the block orders its pipes (SyncImplicit by
@@ -239,6 +243,10 @@ func (c *Core) issue(p Pipe, op string, cyc int64, gm gmAccess, ops ...operand) 
 	} else if cyc > 0 {
 		s.spans[p] = append(sp, start, end)
 	}
+	s.seq[p]++
+	if s.x.tracked && gm.key != 0 {
+		s.x.note(gm, instInfo{op: op, p: p, seq: s.seq[p]})
+	}
 	if s.mode == SyncImplicit {
 		for _, o := range ops {
 			if o.write {
@@ -257,7 +265,6 @@ func (c *Core) issue(p Pipe, op string, cyc int64, gm gmAccess, ops ...operand) 
 			}
 		}
 	} else {
-		s.seq[p]++
 		s.vc[p][p] = s.seq[p]
 		idx := int32(len(s.insts))
 		s.insts = append(s.insts, instInfo{op: op, p: p, seq: s.seq[p]})

@@ -29,14 +29,19 @@ import (
 //   - uninit: a read of bytes no instruction (nor the kernel on the host,
 //     through a view) wrote since the allocation;
 //   - gm-overlap: two cores of one launch writing the same GM bytes;
+//   - xcore-race: a read of GM bytes another core of the launch writes,
+//     with no SyncAll or cross-core flag ordering the two (xcore.go);
 //   - deadlock / flag: a WaitFlag, DeQue or AllocTensor that would wait
-//     forever, an event set and never waited for.
+//     forever, an event set and never waited for; across cores a barrier
+//     skipped or a cross-core flag never set (syncall.go, crossflag.go).
 //
 // Each finding names the core, the pipe, the buffer and byte range and
 // the two instructions. A launch returns its findings on its Cost
 // (Cost.Findings); the emulator backend reports them as failures of the
-// check "sanitizer", as it does guard-band hits. Implicit-mode cores are
-// not checked: their order is derived from their data flow.
+// check "sanitizer", as it does guard-band hits. Implicit-mode cores'
+// pipes are not checked: their order is derived from their data flow. The
+// cross-core check and the accumulator initcheck (sanitizer_acc.go) hold
+// both modes: no derived order makes those right.
 
 // Finding kinds.
 const (
@@ -350,4 +355,33 @@ func gmOverlaps(ws []gmRange) []Finding {
 		}
 	}
 	return out
+}
+
+// blockSan is what a finished block hands the launch's sanitizer: its
+// findings, its GM writes (explicit mode) and its cross-core records.
+type blockSan struct {
+	findings []Finding
+	writes   []gmRange
+	x        xcoreBlock
+}
+
+// sanResult clones the finished block's sanitizer state (the core goes
+// on to the launch's next block).
+func (c *Core) sanResult() blockSan {
+	s := &c.sch
+	return blockSan{findings: slices.Clone(s.findings), writes: slices.Clone(s.gmWrites), x: s.x.result(c.BlockIdx)}
+}
+
+// launchFindings are a launch's findings: each block's, the GM bytes two
+// blocks write and the cross-core races, merged.
+func launchFindings(bs []blockSan) []Finding {
+	var fs []Finding
+	var ws []gmRange
+	xs := make([]xcoreBlock, len(bs))
+	for i, b := range bs {
+		fs = append(fs, b.findings...)
+		ws = append(ws, b.writes...)
+		xs[i] = b.x
+	}
+	return mergeFindings(slices.Concat(fs, gmOverlaps(ws), xcoreRaces(xs)))
 }

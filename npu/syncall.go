@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,13 @@ type barrier struct {
 	// barriers release at once (the device would have hung already).
 	broken   bool
 	findings []Finding
+	// The cross-core clocks (xcore.go): acc joins the clocks of the
+	// current barrier's arrivals, joined is the last completed barrier's
+	// join (a fresh slice each time, read by its waiters), ended the join
+	// of the clocks of blocks that ended.
+	acc, joined, ended2 []int32
+	// flags are the cross-core flags of a mixed launch (crossflag.go).
+	flags flagState
 }
 
 func newBarrier(n int) *barrier {
@@ -46,28 +54,46 @@ func newBarrier(n int) *barrier {
 	return b
 }
 
-// wait is block idx's arrival at its next barrier at cycle t; it returns
-// the release cycle.
-func (b *barrier) wait(idx int, t int64) int64 {
+// wait is block idx's arrival at its next barrier at cycle t with clock
+// vc (nil: an arrival that orders nothing); it returns the release cycle
+// and the join of the arrivals' clocks (nil when the barrier is broken).
+func (b *barrier) wait(idx int, t int64, vc []int32) (int64, []int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.broken {
-		return t
+		return t, nil
 	}
 	gen := b.gen
 	b.passed[idx]++
 	b.arrived++
 	b.at = max(b.at, t)
+	b.acc = joinClock(b.acc, vc)
 	b.waiting = append(b.waiting, idx)
 	if b.arrived == b.live {
 		b.skipped()
 		b.complete()
-		return b.release
+		return b.release, b.joined
 	}
-	for b.gen == gen {
+	b.stuck()
+	for b.gen == gen && !b.broken {
 		b.cond.Wait()
 	}
-	return b.release
+	if b.gen == gen {
+		return t, nil
+	}
+	return b.release, b.joined
+}
+
+// joinClock returns the entry-wise maximum of acc and vc (acc grown as
+// needed).
+func joinClock(acc, vc []int32) []int32 {
+	for len(acc) < len(vc) {
+		acc = append(acc, 0)
+	}
+	for i, v := range vc {
+		acc[i] = max(acc[i], v)
+	}
+	return acc
 }
 
 // complete releases the current barrier (mu held).
@@ -75,8 +101,19 @@ func (b *barrier) complete() {
 	b.release = b.at
 	b.gen++
 	b.arrived, b.at = 0, 0
+	b.joined, b.acc = joinClock(b.acc, b.ended2), nil
 	b.waiting = b.waiting[:0]
 	b.cond.Broadcast()
+}
+
+// endClock folds the clock of a block that ended into every later
+// barrier's join: the emulator releases a barrier a block skipped when
+// that block ends, so what the block wrote is ordered before the release
+// (the skipped barrier is the deadlock finding, not also a race).
+func (b *barrier) endClock(vc []int32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ended2 = joinClock(b.ended2, vc)
 }
 
 // done records that block idx ended; if the blocks still running all
@@ -87,10 +124,13 @@ func (b *barrier) done(idx int) {
 	defer b.mu.Unlock()
 	b.live--
 	b.ended = append(b.ended, idx)
+	b.flags.sourceEnded(b, idx)
 	if b.arrived > 0 && b.arrived == b.live && !b.broken {
 		b.skipped()
 		b.complete()
+		return
 	}
+	b.stuck()
 }
 
 // skipped reports, when every running block waits at the current
@@ -99,7 +139,9 @@ func (b *barrier) done(idx int) {
 func (b *barrier) skipped() {
 	var gone []string
 	first := -1
-	for _, e := range b.ended {
+	// In block order: which of several skipping blocks ended first is
+	// the goroutines' timing, not the kernel's.
+	for _, e := range slices.Sorted(slices.Values(b.ended)) {
 		if b.passed[e] <= b.gen {
 			gone = append(gone, fmt.Sprint(e))
 			if first < 0 {
@@ -139,7 +181,8 @@ func (c *Core) SyncAll() error {
 	for _, f := range s.free {
 		t = max(t, f)
 	}
-	r := b.wait(c.BlockIdx, t)
+	r, joined := b.wait(c.BlockIdx, t, s.x.release(c.BlockIdx, c.BlockDim))
+	s.x.acquire(c.BlockDim, joined)
 	c.cost.BarrierWaitCycles += max(r-t, 0)
 	var vc [numPipes]int32
 	for q := range numPipes {
@@ -164,12 +207,58 @@ func (d *Device) LaunchCooperative(ctx context.Context, kind CoreKind, blockDim 
 	if err := d.checkLaunch(kind, blockDim, kernel); err != nil {
 		return nil, err
 	}
+	return d.launchCooperative(ctx, kind, blockDim, kernel, nil)
+}
+
+// launchCooperative runs a cooperative launch of blockDim blocks, of the
+// kinds mixed gives (nil: all of kind).
+func (d *Device) launchCooperative(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel, mixed *mixedLayout) (*Cost, error) {
 	b := newBarrier(blockDim)
+	b.flags.mixed = mixed
 	ctx = context.WithValue(ctx, barrierKey{}, b)
-	cost, err := d.launch(ctx, kind, blockDim, kernel, blockDim, func(i int) { b.done(i) })
+	run := func(c *Core) error {
+		if mixed != nil {
+			c.kind = mixed.kindOf(c.BlockIdx)
+		}
+		// The block's end is a release (barrier.endClock), before done
+		// tells the barrier it ended.
+		defer func() {
+			if c.sch.x.tracked {
+				b.endClock(c.sch.x.release(c.BlockIdx, c.BlockDim))
+			}
+		}()
+		return kernel(c)
+	}
+	cost, err := d.launch(ctx, kind, blockDim, run, blockDim, func(i int) { b.done(i) })
 	if err != nil {
 		return nil, err
 	}
-	cost.Findings = mergeFindings(append(cost.Findings, b.findings...))
+	// The barrier's findings were made by whichever goroutine came last:
+	// sorted, they do not depend on the order the blocks ran in.
+	slices.SortStableFunc(b.findings, func(x, y Finding) int {
+		if x.Core != y.Core {
+			return x.Core - y.Core
+		}
+		return strings.Compare(x.Message, y.Message)
+	})
+	cost.Findings = mergeFindings(slices.Concat(cost.Findings, b.findings, b.flags.unwaited()))
 	return cost, nil
+}
+
+// SyncAllSkipped is what the emulator runs for a kernel whose SyncAll is
+// missing, so that its numbers stay deterministic: the block waits on the
+// host for the others as SyncAll would (its later reads see what they
+// wrote before, the one interleaving a sequential emulator runs), but the
+// modelled device gets nothing of the barrier: no pipe waits, no cycles,
+// and no cross-core order, so every read of another core's data after it
+// is an xcore-race finding. It exists for fault variants (a cross-core
+// combine without its barrier); every block of the launch must call it
+// where the barrier would be, as SyncAll.
+func (c *Core) SyncAllSkipped() error {
+	b, _ := c.ctx.Value(barrierKey{}).(*barrier)
+	if b == nil {
+		return fmt.Errorf("SyncAllSkipped: not a cooperative launch (use Device.LaunchCooperative)")
+	}
+	b.wait(c.BlockIdx, 0, nil)
+	return nil
 }
