@@ -59,6 +59,9 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 	if p.UsefulK < 0 || p.UsefulK > kh || idxLd < kh {
 		return fmt.Errorf("%s: UsefulK %d outside [0, K/2=%d] or index stride %d < K/2", op, p.UsefulK, kh, idxLd)
 	}
+	if c.sch.mode == SyncImplicit { // an explicit core's check is the instruction's own (its dst operand)
+		c.accInit(op, dst, p.M*p.N*4, p.Init)
+	}
 	if p.Init {
 		clear(dst.data[:p.M*p.N*4])
 	}

@@ -76,6 +76,7 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	if err := c.checkBuf(op+": dst", dst, L0C, p.M*p.N*4); err != nil {
 		return err
 	}
+	c.accInit(op, dst, p.M*p.N*4, p.Init)
 	if p.Init {
 		clear(dst.data[:p.M*p.N*4])
 	}

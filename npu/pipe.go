@@ -248,6 +248,9 @@ func (c *Core) issue(p Pipe, op string, cyc int64, gm gmAccess, ops ...operand) 
 		s.x.note(gm, instInfo{op: op, p: p, seq: s.seq[p]})
 	}
 	if s.mode == SyncImplicit {
+		if s.san {
+			c.accViews()
+		}
 		for _, o := range ops {
 			if o.write {
 				o.b.wEnd = end

@@ -189,7 +189,7 @@ func (a *arena) alloc(c *Core, size int) (*Buffer, error) {
 	}
 	b := c.newBuffer()
 	*b = Buffer{core: c, space: a.space, off: off, data: a.mem[off : off+rounded : off+rounded], live: true, rEnd: a.retired}
-	if c.sch.mode == SyncExplicit && c.sch.san {
+	if c.sch.san && (c.sch.mode == SyncExplicit || a.space == L0C) { // L0C: the accumulator initcheck (sanitizer_acc.go)
 		c.shadowReset(b)
 	}
 	if eagerPoison {

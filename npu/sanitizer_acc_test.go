@@ -1,0 +1,94 @@
+package npu
+
+import (
+	"testing"
+
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// accKernel runs one 16×16×16 Mmad into a fresh L0C tile, starting from
+// +0 (init) or accumulating, after hold (nil: nothing) got at the tile.
+func accKernel(mode SyncMode, init bool, hold func(c *Core, l0c *Buffer) error) Kernel {
+	src := tensor.MustNew(tensor.Float16, 16, 16)
+	return func(c *Core) error {
+		if err := c.SetSyncMode(mode); err != nil {
+			return err
+		}
+		l1, _ := c.Alloc(L1, 16*16*2)
+		g, err := NewGMMatrix(src)
+		if err != nil {
+			return err
+		}
+		tile := L1Tile{Buf: l1}
+		if err := c.LoadL1(&tile, g, 0, 0, 16, 16, 16, 16); err != nil {
+			return err
+		}
+		a, _ := c.Alloc(L0A, 16*16*2)
+		b, _ := c.Alloc(L0B, 16*16*2)
+		at, bt := L0Tile{Buf: a}, L0Tile{Buf: b}
+		if mode == SyncExplicit {
+			c.SetFlag(PipeMTE2, PipeMTE1, 0)
+			c.WaitFlag(PipeMTE2, PipeMTE1, 0)
+		}
+		if err := c.LoadL0(&at, &tile, 0, 0, 16, 16); err != nil {
+			return err
+		}
+		if err := c.LoadL0(&bt, &tile, 0, 0, 16, 16); err != nil {
+			return err
+		}
+		if mode == SyncExplicit {
+			c.SetFlag(PipeMTE1, PipeM, 0)
+			c.WaitFlag(PipeMTE1, PipeM, 0)
+		}
+		l0c, _ := c.Alloc(L0C, 16*16*4)
+		if hold != nil {
+			if err := hold(c, l0c); err != nil {
+				return err
+			}
+		}
+		p := MmadParams{M: 16, K: 16, N: 16, UsefulM: 16, UsefulK: 16, UsefulN: 16, Acc: tensor.Float32, Init: init}
+		if err := c.Mmad(l0c, &at, &bt, p); err != nil {
+			return err
+		}
+		p.Init = false // a second step accumulates onto the first's sums
+		return c.Mmad(l0c, &at, &bt, p)
+	}
+}
+
+// TestSanitizerAccumulatorInit: an Mmad that accumulates onto an L0C tile
+// nothing wrote is an uninit finding naming the core, pipe M, the L0C
+// buffer and its bytes, in either sync mode, even when the tile holds
+// zeros (HoldsZeros: the numbers are right, as on a zero-filling
+// simulator); starting from +0, or from sums the kernel set through a
+// view, is clean.
+func TestSanitizerAccumulatorInit(t *testing.T) {
+	d := newDev(t, unitProfile())
+	for _, mode := range []SyncMode{SyncImplicit, SyncExplicit} {
+		for _, c := range []struct {
+			name string
+			init bool
+			hold func(c *Core, l0c *Buffer) error
+			want string
+		}{
+			{"init", true, nil, ""},
+			{"never initialised", false, nil, KindUninit},
+			{"zero-filled, never written", false, func(c *Core, l0c *Buffer) error { c.HoldsZeros(l0c); return nil }, KindUninit},
+			{"set through a view", false, func(_ *Core, l0c *Buffer) error { clear(l0c.F32()); return nil }, ""},
+		} {
+			cost, err := d.LaunchOn(bg, AICore, 1, accKernel(mode, c.init, c.hold))
+			if err != nil {
+				t.Fatalf("acc init mode=%d %s: %v", mode, c.name, err)
+			}
+			if got := findingKinds(cost.Findings); got != c.want {
+				t.Errorf("acc init mode=%d %s: got findings %q (%v) want %q", mode, c.name, got, cost.Findings, c.want)
+				continue
+			}
+			if c.want != "" {
+				f := cost.Findings[0]
+				if f.Core != 0 || f.Pipe != PipeM || f.Buffer != "L0C@0x0" || f.Lo != 0 || f.Hi != 16*16*4 || f.Inst != "M Mmad#1" {
+					t.Errorf("acc init mode=%d %s: got finding %+v want core 0, pipe M, L0C@0x0 [0, 1024), M Mmad#1", mode, c.name, f)
+				}
+			}
+		}
+	}
+}
