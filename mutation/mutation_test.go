@@ -71,6 +71,10 @@ func TestMutationScore(t *testing.T) {
 		kernels.FaultVectorAddWholeTileAdd:     sanitizer,
 		kernels.FaultKVUpdateMissingWait:       sanitizer,
 		kernels.FaultTransDataMissingStoreWait: sanitizer,
+
+		kernels.FaultDecodeAttentionCombineWithoutSyncAll: sanitizer,
+		kernels.FaultDecodeAttentionCoreSkipsSyncAll:      sanitizer,
+		kernels.FaultGEMMAccumulatorNotInitialised:        sanitizer,
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {

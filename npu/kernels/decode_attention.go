@@ -285,7 +285,7 @@ func (k daKernel) splitKernel(c *npu.Core) error {
 		return err
 	}
 	c.ResetUB() // the pieces' working set; the combine allocates its own
-	if err := c.SyncAll(); err != nil {
+	if err := k.f.barrier(c, len(k.t.combine[c.BlockIdx])); err != nil {
 		return err
 	}
 	return k.combineItems(c)

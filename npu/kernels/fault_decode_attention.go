@@ -38,6 +38,25 @@ const (
 	// attention itself uses the right scores; q is clobbered for every
 	// later reader).
 	FaultDecodeAttentionQScaledInPlace npu.Fault = "decode_attention/q-scaled-in-place"
+	// FaultDecodeAttentionCombineWithoutSyncAll: the flash-decoding
+	// combine reads the partitions' records with no SyncAll after the
+	// pieces that wrote them: on the device a combining core may read a
+	// record another core has not stored yet. The emulator runs the
+	// barrier's host wait only (npu.Core.SyncAllSkipped: the blocks still
+	// meet on the host, so the combine reads every record, the one
+	// interleaving a sequential emulator runs), and the modelled device
+	// none of its order: right numbers, deterministic, and only the
+	// sanitizer's cross-core check (xcore-race) shows it. Only a case that
+	// splits an item over cores has a combine.
+	FaultDecodeAttentionCombineWithoutSyncAll npu.Fault = "decode_attention/combine-without-syncall"
+	// FaultDecodeAttentionCoreSkipsSyncAll: a core with no combine unit
+	// returns before the SyncAll (an early `if (nothing to combine)
+	// return;` above the barrier): the device hangs, the other cores
+	// waiting forever. The emulator releases them when the core ends
+	// (it stored its records first, so the numbers are right) and reports
+	// the deadlock naming the core. Only a split case with a core that
+	// combines nothing shows it.
+	FaultDecodeAttentionCoreSkipsSyncAll npu.Fault = "decode_attention/core-skips-syncall"
 )
 
 // DecodeAttentionFaults is decode_attention's fault catalogue.
@@ -50,6 +69,8 @@ var DecodeAttentionFaults = []FaultInfo{
 	{FaultDecodeAttentionPageIndexUint16, "decode_attention", "page index truncated to 16 bits past 2^16 blocks"},
 	{FaultDecodeAttentionCombineWithoutRescale, "decode_attention", "flash-decoding partitions combined without exp(m_p − M) rescale"},
 	{FaultDecodeAttentionQScaledInPlace, "decode_attention", "q pre-scaled by 1/√D in place in its input buffer"},
+	{FaultDecodeAttentionCombineWithoutSyncAll, "decode_attention", "flash-decoding combine reads other cores' records with no SyncAll after the pieces"},
+	{FaultDecodeAttentionCoreSkipsSyncAll, "decode_attention", "a core with nothing to combine returns before SyncAll (the others wait forever)"},
 }
 
 // decodeAttentionFaults is decode_attention's fault plan for one launch:
@@ -62,6 +83,8 @@ type decodeAttentionFaults struct {
 	readsPastLen, gqaMod, noMaxSub, scaleDropped bool
 	vByKScale, pageIndexU16, combineNoRescale    bool
 	qScaledInPlace                               bool
+	// The synchronisation faults, which only the sanitizer sees.
+	combineNoBarrier, skipsBarrier bool
 }
 
 func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
@@ -74,7 +97,23 @@ func newDecodeAttentionFaults(fs npu.Faults) decodeAttentionFaults {
 		pageIndexU16:     fs.Has(FaultDecodeAttentionPageIndexUint16),
 		combineNoRescale: fs.Has(FaultDecodeAttentionCombineWithoutRescale),
 		qScaledInPlace:   fs.Has(FaultDecodeAttentionQScaledInPlace),
+		combineNoBarrier: fs.Has(FaultDecodeAttentionCombineWithoutSyncAll),
+		skipsBarrier:     fs.Has(FaultDecodeAttentionCoreSkipsSyncAll),
 	}
+}
+
+// barrier is the SyncAll between a split launch's pieces and its combine
+// on a core with units combine units: the barrier's host wait only under
+// combine-without-syncall, none on a core with nothing to combine under
+// core-skips-syncall (it then ends, its combine being empty).
+func (f decodeAttentionFaults) barrier(c *npu.Core, units int) error {
+	switch {
+	case f.combineNoBarrier:
+		return c.SyncAllSkipped()
+	case f.skipsBarrier && units == 0:
+		return nil
+	}
+	return c.SyncAll()
 }
 
 // daHeads is one group of query heads [q0, q0+nq) sharing kv head kvh.

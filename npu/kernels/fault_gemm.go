@@ -68,6 +68,15 @@ const (
 	// real ones and its +0 padding) are never stored. Only an NZ out with M
 	// not a multiple of 16 shows it.
 	FaultGEMMNZLastRowDropped npu.Fault = "gemm/nz-last-fractal-row-dropped"
+	// FaultGEMMAccumulatorNotInitialised: the first Mmad of an output
+	// block accumulates onto L0C instead of starting from +0
+	// (cmatrixInitVal left false), as a kernel does that counts on fresh
+	// L0C holding zeros: right on a simulator that zero-fills its
+	// memories, wrong on a device whose L0C holds the last tile's sums.
+	// The hook gives the tile those zeros (npu.Core.HoldsZeros) without a
+	// write, so the numbers are right and only the sanitizer's initcheck
+	// of the accumulating Mmad (uninit, L0C) shows it.
+	FaultGEMMAccumulatorNotInitialised npu.Fault = "gemm/accumulator-never-initialised"
 )
 
 // GEMMSplitK is the K above which the faults of a split-K path
@@ -91,6 +100,7 @@ var GEMMFaults = []FaultInfo{
 	{FaultGEMMSplitKPartialsLow, "gemm", "split-K partial sums kept in the 16-bit output dtype (K > 4096 only; inside the bound)"},
 	{FaultGEMMNZReadAsND, "gemm", "FRACTAL_NZ operand read with the ND stride (NZ inputs only)"},
 	{FaultGEMMNZLastRowDropped, "gemm", "NZ out: the last partial row fractal never stored (M not a multiple of 16)"},
+	{FaultGEMMAccumulatorNotInitialised, "gemm", "first Mmad of a block accumulates onto L0C never initialised (right only where L0C holds zeros)"},
 }
 
 // gemmFaults is gemm's fault plan for one launch: which of its catalogue
@@ -104,6 +114,7 @@ type gemmFaults struct {
 	paddingLeaks, secondTileMisplaced, splitKLost   bool
 	cOverwritten, splitKPartialsLow                 bool
 	nzReadAsND, nzLastRowDropped                    bool
+	accNotInit                                      bool // a sync fault: only the sanitizer sees it
 }
 
 func newGEMMFaults(fs npu.Faults) gemmFaults {
@@ -123,7 +134,20 @@ func newGEMMFaults(fs npu.Faults) gemmFaults {
 		splitKPartialsLow:   fs.Has(FaultGEMMSplitKPartialsLow),
 		nzReadAsND:          fs.Has(FaultGEMMNZReadAsND),
 		nzLastRowDropped:    fs.Has(FaultGEMMNZLastRowDropped),
+		accNotInit:          fs.Has(FaultGEMMAccumulatorNotInitialised),
 	}
+}
+
+// initAcc is the Init of an output block's Mmad (first: the block's
+// first, which starts from +0). Under accumulator-never-initialised it is
+// false, and the tile is given the zeros a zero-filling simulator holds
+// (without a write: the sanitizer sees the accumulating read).
+func (f gemmFaults) initAcc(core *npu.Core, l0c *npu.Buffer, first bool) bool {
+	if f.accNotInit && first {
+		core.HoldsZeros(l0c)
+		return false
+	}
+	return first
 }
 
 // nzStoredRows is how many of the rows rows of a chunk starting at

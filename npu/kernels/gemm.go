@@ -219,7 +219,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					p := npu.MmadParams{
 						M: mc, K: kb, N: nc, UsefulM: mr, UsefulN: nr,
 						UsefulK: max(0, min(kb, t.K-k0-kk)),
-						Acc:     f.accumulator(t.AccDType), Blocked: t.Blocked, Init: first, Exact32: exact32,
+						Acc:     f.accumulator(t.AccDType), Blocked: t.Blocked, Init: f.initAcc(core, l0c, first), Exact32: exact32,
 					}
 					if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
 						return err
