@@ -113,3 +113,39 @@ func TestReadNpyDeadline(t *testing.T) {
 		t.Errorf("ReadNpyFile(deadline in a minute): got %v, want nil", err)
 	}
 }
+
+// TestNpyFileDataBytes: the data bytes of a file ReadNpyFile reads, and
+// ReadNpyFile's error for one it refuses (a truncated file, a bf16 file
+// read without naming bf16), from the header alone.
+func TestNpyFileDataBytes(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.npy")
+	x := MustNew(Float16, 3, 5)
+	if err := WriteNpyFile(p, x); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := NpyFileDataBytes(p, 0, ReadOptions{}); err != nil || n != 30 {
+		t.Errorf("NpyFileDataBytes of a [3,5] fp16 file: got %d, %v, want 30, nil", n, err)
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, raw[:len(raw)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, want := ReadNpyFile(p, 0, ReadOptions{})
+	if _, err := NpyFileDataBytes(p, 0, ReadOptions{}); err == nil || want == nil || err.Error() != want.Error() {
+		t.Errorf("NpyFileDataBytes of a truncated file: got %v, want ReadNpyFile's %v", err, want)
+	}
+	b := filepath.Join(dir, "b.npy")
+	if err := WriteNpyFile(b, MustNew(BFloat16, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NpyFileDataBytes(b, 0, ReadOptions{}); err == nil {
+		t.Error("NpyFileDataBytes of a bf16 file read as any dtype: no error")
+	}
+	if n, err := NpyFileDataBytes(b, BFloat16, ReadOptions{}); err != nil || n != 8 {
+		t.Errorf("NpyFileDataBytes of a [4] bf16 file read as bf16: got %d, %v, want 8, nil", n, err)
+	}
+}

@@ -70,6 +70,27 @@ func ReadNpyFile(path string, want DType, opts ReadOptions) (*Tensor, error) {
 	return t, nil
 }
 
+// NpyFileDataBytes returns the data bytes of the named .npy file when
+// ReadNpyFile would accept its header (and the file's size matches it),
+// reading only the header: a caller can size what it readies for the
+// data without allocating anything for a file that would be refused.
+func NpyFileDataBytes(path string, want DType, opts ReadOptions) (int64, error) {
+	item := int64(8)
+	if want.Valid() {
+		item = int64(want.Size())
+	}
+	f, fi, err := safefile.Open(path, npyPrefixMax+maxNpyHeaderLen+int64(opts.maxElements())*item)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h, err := readNpyHeader(f, want, opts, fi.Size())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", safefile.Quote(path), err)
+	}
+	return int64(h.n) * int64(h.dtype.Size()), nil
+}
+
 // npyPrefixMax is the longest fixed prefix: magic, version and a 4-byte
 // header length.
 const npyPrefixMax = 6 + 2 + 4
@@ -79,73 +100,12 @@ const npyPrefixMax = 6 + 2 + 4
 // follows the header, which is checked before anything is allocated for
 // it.
 func readNpy(r io.Reader, want DType, opts ReadOptions, size int64) (*Tensor, error) {
-	if want != 0 && !want.Valid() {
-		return nil, fmt.Errorf("invalid requested dtype %d", uint8(want))
-	}
-	var pre [8]byte // magic, major, minor
-	if n, err := io.ReadFull(r, pre[:]); err != nil {
-		if n == 0 && errors.Is(err, io.EOF) {
-			return nil, errors.New("empty file: not a .npy file")
-		}
-		return nil, readErr(err, "truncated header: have %d bytes, not a .npy file", n)
-	}
-	if !bytes.Equal(pre[:6], npyMagic[:]) {
-		return nil, fmt.Errorf("not a .npy file (magic %q, want %q)", pre[:6], npyMagic[:])
-	}
-	major, minor := pre[6], pre[7]
-	lenSize := 4
-	switch {
-	case major == 1 && minor == 0:
-		lenSize = 2
-	case (major == 2 || major == 3) && minor == 0:
-	default:
-		return nil, fmt.Errorf("unsupported .npy format version %d.%d (want 1.0, 2.0 or 3.0)", major, minor)
-	}
-	var lenBytes [4]byte
-	lb := lenBytes[:lenSize]
-	if n, err := io.ReadFull(r, lb); err != nil {
-		return nil, readErr(err, "truncated header: have %d of %d header-length bytes", n, lenSize)
-	}
-	var hlen uint64
-	if lenSize == 2 {
-		hlen = uint64(binary.LittleEndian.Uint16(lb))
-	} else {
-		hlen = uint64(binary.LittleEndian.Uint32(lb))
-	}
-	if hlen > maxNpyHeaderLen {
-		return nil, fmt.Errorf("header length %d exceeds the limit of %d bytes", hlen, maxNpyHeaderLen)
-	}
-	hdr := make([]byte, hlen)
-	if n, err := io.ReadFull(r, hdr); err != nil {
-		return nil, readErr(err, "truncated header: have %d bytes, want %d", n, hlen)
-	}
-	h, err := parseNpyHeader(hdr)
+	h, err := readNpyHeader(r, want, opts, size)
 	if err != nil {
 		return nil, err
 	}
-	if h.fortran {
-		return nil, errors.New("fortran_order arrays are not supported")
-	}
-	d, err := npyDType(h.descr, want)
-	if err != nil {
-		return nil, err
-	}
-	n, err := numElements(h.shape, opts.maxElements())
-	if err != nil {
-		return nil, err
-	}
+	d, n, presize := h.dtype, h.n, h.presize
 	t := &Tensor{DType: d, Shape: h.shape}
-	want64 := int64(n) * int64(d.Size())
-	presize := false
-	if size >= 0 {
-		switch have := size - int64(8+lenSize) - int64(hlen); {
-		case have < want64:
-			return nil, fmt.Errorf("truncated data: have %d bytes, want %d", max(have, 0), want64)
-		case have > want64:
-			return nil, fmt.Errorf("trailing data: %d bytes after the %d data bytes of the shape", have-want64, want64)
-		}
-		presize = true // the stream holds exactly the data
-	}
 	rd := deadlineReader{r: r, deadline: opts.Deadline}
 	le := binary.LittleEndian
 	switch d {
@@ -192,6 +152,86 @@ func readNpy(r io.Reader, want DType, opts ReadOptions, size int64) (*Tensor, er
 		return nil, err
 	}
 	return t, nil
+}
+
+// npyHead is what a .npy stream's checked header says of its data.
+type npyHead struct {
+	dtype   DType
+	shape   []int
+	n       int  // elements
+	presize bool // the stream is known to hold exactly the data
+}
+
+// readNpyHeader reads and checks a .npy stream's prefix and header (see
+// readNpy), leaving r at the first data byte.
+func readNpyHeader(r io.Reader, want DType, opts ReadOptions, size int64) (npyHead, error) {
+	if want != 0 && !want.Valid() {
+		return npyHead{}, fmt.Errorf("invalid requested dtype %d", uint8(want))
+	}
+	var pre [8]byte // magic, major, minor
+	if n, err := io.ReadFull(r, pre[:]); err != nil {
+		if n == 0 && errors.Is(err, io.EOF) {
+			return npyHead{}, errors.New("empty file: not a .npy file")
+		}
+		return npyHead{}, readErr(err, "truncated header: have %d bytes, not a .npy file", n)
+	}
+	if !bytes.Equal(pre[:6], npyMagic[:]) {
+		return npyHead{}, fmt.Errorf("not a .npy file (magic %q, want %q)", pre[:6], npyMagic[:])
+	}
+	major, minor := pre[6], pre[7]
+	lenSize := 4
+	switch {
+	case major == 1 && minor == 0:
+		lenSize = 2
+	case (major == 2 || major == 3) && minor == 0:
+	default:
+		return npyHead{}, fmt.Errorf("unsupported .npy format version %d.%d (want 1.0, 2.0 or 3.0)", major, minor)
+	}
+	var lenBytes [4]byte
+	lb := lenBytes[:lenSize]
+	if n, err := io.ReadFull(r, lb); err != nil {
+		return npyHead{}, readErr(err, "truncated header: have %d of %d header-length bytes", n, lenSize)
+	}
+	var hlen uint64
+	if lenSize == 2 {
+		hlen = uint64(binary.LittleEndian.Uint16(lb))
+	} else {
+		hlen = uint64(binary.LittleEndian.Uint32(lb))
+	}
+	if hlen > maxNpyHeaderLen {
+		return npyHead{}, fmt.Errorf("header length %d exceeds the limit of %d bytes", hlen, maxNpyHeaderLen)
+	}
+	hdr := make([]byte, hlen)
+	if n, err := io.ReadFull(r, hdr); err != nil {
+		return npyHead{}, readErr(err, "truncated header: have %d bytes, want %d", n, hlen)
+	}
+	h, err := parseNpyHeader(hdr)
+	if err != nil {
+		return npyHead{}, err
+	}
+	if h.fortran {
+		return npyHead{}, errors.New("fortran_order arrays are not supported")
+	}
+	d, err := npyDType(h.descr, want)
+	if err != nil {
+		return npyHead{}, err
+	}
+	n, err := numElements(h.shape, opts.maxElements())
+	if err != nil {
+		return npyHead{}, err
+	}
+	want64 := int64(n) * int64(d.Size())
+	presize := false
+	if size >= 0 {
+		switch have := size - int64(8+lenSize) - int64(hlen); {
+		case have < want64:
+			return npyHead{}, fmt.Errorf("truncated data: have %d bytes, want %d", max(have, 0), want64)
+		case have > want64:
+			return npyHead{}, fmt.Errorf("trailing data: %d bytes after the %d data bytes of the shape", have-want64, want64)
+		}
+		presize = true // the stream holds exactly the data
+	}
+	return npyHead{dtype: d, shape: h.shape, n: n, presize: presize}, nil
 }
 
 // deadlineReader fails reads past its deadline (zero: none).

@@ -156,21 +156,29 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 }
 
 // growHeapForInputs readies the heap for a run on the --in files: three
-// times their bytes of huge-page memory (tensor.GrowHeapHuge), which the
-// inputs, the outputs and the reference's scratch then take. A fresh
-// 1024³ gemm's page faults went from about 4200 to 1200 and its CPU time
-// by a quarter, its peak resident memory unchanged (23.5 MiB); more
-// (five times the inputs) added 2 MiB of huge pages half used.
+// times their data bytes of huge-page memory (tensor.GrowHeapHuge), which
+// the inputs, the outputs and the reference's scratch then take. A fresh
+// 1024³ gemm's page faults went from about 4200 to 1200-1800 and its CPU
+// time by a quarter, its peak resident memory unchanged (23.5 MiB); more
+// (five times the inputs) added 2 MiB of huge pages half used. Only files
+// whose header readInput will accept count (tensor.NpyFileDataBytes reads
+// the header alone), so that an input refused costs no memory.
 func growHeapForInputs(inputs []string) {
 	total := int64(0)
 	for _, nf := range inputs {
-		if _, file, ok := strings.Cut(nf, "="); ok {
-			if fi, err := os.Stat(file); err == nil && fi.Mode().IsRegular() {
-				total += fi.Size()
-			}
+		_, file, ok := strings.Cut(nf, "=")
+		if !ok {
+			continue
+		}
+		n, err := tensor.NpyFileDataBytes(file, 0, tensor.ReadOptions{})
+		if err != nil {
+			n, err = tensor.NpyFileDataBytes(file, tensor.BFloat16, tensor.ReadOptions{})
+		}
+		if err == nil {
+			total += n
 		}
 	}
-	tensor.GrowHeapHuge(int(min(3*total, 1<<32)))
+	tensor.GrowHeapHuge(int(min(3*total, 1<<36)))
 }
 
 // readInput reads an .npy file as the dtype its header names; '<u2' data
