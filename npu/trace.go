@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
+	"slices"
 	"strconv"
 	"sync"
 )
 
 // DefaultTraceLimit is the number of events (instruction spans and
 // flows) a Trace from NewTrace keeps. A trace is held in memory until it
-// is written, about 48 bytes an event here and about 150 bytes of JSON
-// on disk, so the limit bounds both: 1<<19 events are some 25 MiB in
+// is written, 24 to 32 bytes an event here and about 150 bytes of JSON
+// on disk, so the limit bounds both: 1<<19 events are at most 16 MiB in
 // memory and 80 MiB of JSON, past which Perfetto itself grows slow. The
 // events past the limit are counted, not kept (Dropped), and the file
 // says so.
@@ -35,8 +37,10 @@ const DefaultTraceLimit = 1 << 19
 // same run always keeps the same events.
 type Trace struct {
 	mu       sync.Mutex
-	spans    []traceSpan // every launch's, core set, offset applied
+	spans    []traceRecSpan // every launch's, offset applied
 	flows    []traceRecFlow
+	names    []string // the instruction names spans index
+	nameIdx  map[string]uint16
 	cores    int   // tracks are named for cores [0, cores)
 	offset   int64 // cycles of the launches so far
 	launches int
@@ -75,20 +79,46 @@ func traceFrom(ctx context.Context) *Trace {
 // coreTrace is one block's spans, marks and flows, in cycles from the
 // launch's start. It keeps at most limit spans and limit marks (a block
 // cannot add more to its trace than the whole trace keeps); the rest
-// are counted in dropped.
+// are counted in dropped. Instruction names are indices into names, so
+// that the records hold no pointer (the garbage collector skips them,
+// and a span is 24 bytes).
 type coreTrace struct {
 	spans   []traceSpan
 	marks   []traceSpan // SetFlag / EnQue / FreeTensor points (zero length)
 	flows   []traceFlow
+	names   []string
+	last    uint16 // the index of the name used last
 	limit   int
 	dropped int64
 }
 
 type traceSpan struct {
-	op         string
+	start, end int64
+	op         uint16 // index into coreTrace.names
+	p          Pipe
+}
+
+// traceRecSpan is a span as the trace keeps it.
+type traceRecSpan struct {
 	start, end int64
 	core       int32
+	op         uint16 // index into Trace.names
 	p          Pipe
+}
+
+// name returns op's index in t.names, adding it when new. A block uses
+// a handful of names, mostly the last one again.
+func (t *coreTrace) name(op string) uint16 {
+	if int(t.last) < len(t.names) && t.names[t.last] == op {
+		return t.last
+	}
+	i := slices.Index(t.names, op)
+	if i < 0 {
+		t.names = append(t.names, op)
+		i = len(t.names) - 1
+	}
+	t.last = uint16(i)
+	return t.last
 }
 
 type traceFlow struct {
@@ -123,7 +153,7 @@ func (t *coreTrace) span(p Pipe, op string, start, end int64) {
 		t.dropped++
 		return
 	}
-	t.spans = append(t.spans, traceSpan{p: p, op: op, start: start, end: end})
+	t.spans = append(t.spans, traceSpan{p: p, op: t.name(op), start: start, end: end})
 }
 
 // mark records a zero-length point a flow may start from and returns its
@@ -135,7 +165,7 @@ func (t *coreTrace) mark(p Pipe, op string, at int64) int32 {
 		t.dropped++
 		return -1
 	}
-	t.marks = append(t.marks, traceSpan{p: p, op: op, start: at, end: at})
+	t.marks = append(t.marks, traceSpan{p: p, op: t.name(op), start: at, end: at})
 	return int32(len(t.marks) - 1)
 }
 
@@ -170,18 +200,39 @@ func (t *Trace) addLaunch(blocks []*coreTrace, cycles int64, mhz float64) {
 		limit = DefaultTraceLimit
 	}
 	room := func() bool { return len(t.spans)+len(t.flows) < limit }
+	n := 0
+	for _, ct := range blocks {
+		if ct != nil {
+			n += len(ct.spans) + len(ct.flows)
+		}
+	}
+	t.spans = slices.Grow(t.spans, min(n, max(limit-len(t.spans)-len(t.flows), 0)))
 	for core, ct := range blocks {
 		if ct == nil {
 			continue
 		}
 		t.cores = max(t.cores, core+1)
 		t.dropped += ct.dropped
+		// The block's name indices in the trace's table.
+		idx := make([]uint16, len(ct.names))
+		for i, name := range ct.names {
+			j, ok := t.nameIdx[name]
+			if !ok {
+				if t.nameIdx == nil {
+					t.nameIdx = map[string]uint16{}
+				}
+				j = uint16(len(t.names))
+				t.names = append(t.names, name)
+				t.nameIdx[name] = j
+			}
+			idx[i] = j
+		}
 		for _, s := range ct.spans {
 			if !room() {
 				t.dropped++
 				continue
 			}
-			t.spans = append(t.spans, traceSpan{op: s.op, start: t.offset + s.start, end: t.offset + s.end, core: int32(core), p: s.p})
+			t.spans = append(t.spans, traceRecSpan{start: t.offset + s.start, end: t.offset + s.end, core: int32(core), op: idx[s.op], p: s.p})
 		}
 		for _, f := range ct.flows {
 			if !room() {
@@ -208,13 +259,33 @@ type TraceSpan struct {
 // Spans returns the instructions the trace kept, launch by launch, each
 // launch's by block and then issue order. The slice is the caller's.
 func (t *Trace) Spans() []TraceSpan {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]TraceSpan, len(t.spans))
-	for i, s := range t.spans {
-		out[i] = TraceSpan{Core: int(s.core), Pipe: s.p, Op: s.op, Start: s.start, End: s.end}
+	var out []TraceSpan
+	for s := range t.All() {
+		out = append(out, s)
 	}
 	return out
+}
+
+// All yields the instructions the trace kept, in the order of Spans,
+// without copying them first (a large trace is not held twice). The
+// trace must not be added to while it yields.
+func (t *Trace) All() iter.Seq[TraceSpan] {
+	return func(yield func(TraceSpan) bool) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, s := range t.spans {
+			if !yield(TraceSpan{Core: int(s.core), Pipe: s.p, Op: t.names[s.op], Start: s.start, End: s.end}) {
+				return
+			}
+		}
+	}
+}
+
+// Len is how many instructions the trace kept.
+func (t *Trace) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.spans)
 }
 
 // Cycles is the length of the traced schedule: the modelled cycles of
@@ -316,7 +387,7 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 		}
 		for _, s := range t.spans {
 			d := float64(s.end-s.start) / mhz
-			if err := enc(traceEvent{Name: s.op, Cat: s.p.String(), Ph: "X", Ts: us(s.start), Dur: &d, Pid: int(s.core), Tid: int(s.p),
+			if err := enc(traceEvent{Name: t.names[s.op], Cat: s.p.String(), Ph: "X", Ts: us(s.start), Dur: &d, Pid: int(s.core), Tid: int(s.p),
 				Args: spanArgs{s.start, s.end}}); err != nil {
 				return err
 			}
