@@ -29,7 +29,7 @@ type HTMLSection interface {
 var sectionNames = map[string]string{
 	"summary": "Summary", "gemm_precision_modes": "GEMM precision modes", "performance": "Performance checklist",
 	"plots": "Plots", "cases": "Cases", "attention_quality": "Attention quality", "incremental_decoding": "Incremental decoding",
-	"throughput": "Kernel throughput", "layout_cost": "The cost of layout",
+	"throughput": "Kernel throughput", "layout_cost": "The cost of layout", "timelines": "Timelines",
 }
 
 // HTML writes the whole report as one self-contained HTML page: the title,

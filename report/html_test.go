@@ -41,12 +41,13 @@ func htmlReport(t *testing.T, cs []harness.Outcome) *Report {
 	}
 	r.Add(&AttentionQuality{Table: qt})
 	r.Add(decodingFixture())
+	r.Add(timelineFixture(t))
 	return r
 }
 
-// modelPlots are the figures of the attention-quality and decoding
-// sections, which every rendering of htmlReport must hold.
-var modelPlots = []string{"plot-attention-1", "plot-attention-2", "plot-decoding-1", "plot-decoding-2"}
+// modelPlots are the figures of the attention-quality, decoding and
+// timeline sections, which every rendering of htmlReport must hold.
+var modelPlots = []string{"plot-attention-1", "plot-attention-2", "plot-decoding-1", "plot-decoding-2", "timeline-gemm", "timeline-vector_add"}
 
 func htmlCases(t *testing.T) []harness.Outcome {
 	cs := cases(t)
@@ -89,7 +90,11 @@ func TestReportHTML(t *testing.T) {
 		if n.Type != html.ElementNode {
 			continue
 		}
-		count[n.Data]++
+		if n.Namespace == "svg" && n.Data == "title" {
+			count["svg title"]++ // a timeline row's tooltip, not the page's title
+		} else {
+			count[n.Data]++
+		}
 		for _, a := range n.Attr {
 			if a.Key == "id" {
 				if ids[a.Val] {

@@ -96,6 +96,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	defer intr.stop()
 	const killed = "running kernels killed, no report file replaced"
 	var res *report.Results
+	var traced *timelineTracer // the timelines drawn during the run
 	if *merge {
 		var merged *report.Merged
 		if res, merged, err = readShards(pos, *allowPartial); err != nil {
@@ -112,6 +113,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 			opt.Exact, opt.NoBudgets = golden.ExactNever, true
 		}
 		store := golden.Embedded().WithRecorder(emulator.Recorder())
+		if b.Name() == golden.ReferenceBackend {
+			traced = expectTimelines(store, opt)
+			opt.Observe = traced.observe
+		}
 		if p := newProgress(stderr, "npuverify report", only.count(store.Cases())); p != nil {
 			opt.Progress = p
 			defer p.Done()
@@ -176,6 +181,16 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err := addModelSections(rep, prof, *attention == "on", *decoding == "on", *layout == "on"); err != nil {
+		return harnessErr(where, err)
+	}
+	base := golden.CheckOptions{Numerics: prof.Numerics, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout}
+	if !recordingProfile(prof) {
+		base.Exact, base.NoBudgets = golden.ExactNever, true
+	}
+	if err := addTimelines(intr.ctx, rep, b, base, res.Cases, res.Meta["store"], traced); err != nil {
+		if err := intr.err(where, killed); err != nil {
+			return err
+		}
 		return harnessErr(where, err)
 	}
 	intr.finish()

@@ -71,7 +71,7 @@ func TestReportOnKernelOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"## GEMM precision modes", "## Attention quality", "## Incremental decoding"} {
+	for _, absent := range []string{"## GEMM precision modes", "## Attention quality", "## Incremental decoding", "## Timelines"} {
 		if strings.Contains(string(md), absent) {
 			t.Errorf("report --backend exec:K: report.md has a study section (%q), want none", absent)
 		}

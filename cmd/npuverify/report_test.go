@@ -63,7 +63,7 @@ func TestReportMergeEqualsUnsharded(t *testing.T) {
 			t.Errorf("%s: merged report (%d bytes) differs from the unsharded one (%d bytes) at byte %d", f, len(b), len(a), firstDiff(a, b))
 		}
 		// The sections the report command computes itself are in both.
-		for _, s := range []string{"attention_quality", "incremental_decoding"} {
+		for _, s := range []string{"attention_quality", "incremental_decoding", "timelines"} {
 			if f == "report.json" && !bytes.Contains(b, []byte(`"`+s+`": {`)) {
 				t.Errorf("%s: merged report lacks section %q", f, s)
 			}
