@@ -184,6 +184,12 @@ type Options struct {
 	// deadline, and an error the deadline caused ends "(timed out after
 	// Timeout)", so that an emulator stopped mid-launch says why.
 	Timeout time.Duration
+	// Ran, when set, is called with the backend's outputs, held to the
+	// contract, and its measurement once the backend has run, before the
+	// outputs are judged: the tensors Result.Outputs returns, which the
+	// judgement only reads and Ran must not change. run writes its output
+	// files from it while the outputs are judged.
+	Ran func(out map[string]*tensor.Tensor, meas *backend.Measurement)
 	// StepTimeout, when positive, bounds the harness's own long step on
 	// its own deadline: computing the reference and judging the outputs
 	// (pure float64 loops that take no context, so the run stops waiting
@@ -245,6 +251,9 @@ func runPrepared(ctx context.Context, b backend.Backend, pc *Prepared, opt Optio
 	ran, err := runBackend(ctx, b, pc)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Ran != nil {
+		opt.Ran(ran.out, ran.meas)
 	}
 	exp, vr, err := judgeWithin(ctx, pc, ran.out, num, policies, opt)
 	if err != nil {

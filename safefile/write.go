@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -54,9 +55,74 @@ type Target struct {
 // a full disk or a target that may not be replaced leaves every target as
 // it was. (A rename failing between two others, which only a file system
 // gone bad does, is reported naming what was replaced.) Every error
-// names its path.
-func WriteAll(targets []Target) (err error) {
+// names its path. It is Prepare followed by Commit.
+func WriteAll(targets []Target) error {
+	p, err := Prepare(targets)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// Pending is a set of targets rendered into fsynced temporary files beside
+// their paths, not yet in place: Commit puts them all in place, Abort
+// removes them. A caller can prepare its result files while it still
+// computes something that decides whether they are wanted (run renders
+// its outputs while it judges them: the fsync of tens of MiB is disk time
+// the judgement's computing hides).
+type Pending struct {
+	targets []Target
+	tmps    []string
+}
+
+// Prepare renders every target into its own new fsynced temporary file,
+// all at once (each on a goroutine of its own, so that their fsyncs
+// overlap), and returns them pending; on any error none is left, and the
+// error is the first failing target's in the order given, naming its path.
+// A target that may not be replaced (see Write) fails here, before it is
+// rendered, and again at Commit if it became so since.
+func Prepare(targets []Target) (*Pending, error) {
 	tmps := make([]string, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { tmps[i], errs[i] = writeTemp(t) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, t := range tmps {
+				if t != "" {
+					os.Remove(t)
+				}
+			}
+			return nil, fmt.Errorf("%s: %w", targets[i].Path, err)
+		}
+	}
+	return &Pending{targets: targets, tmps: tmps}, nil
+}
+
+// Abort removes the pending temporary files; the targets stay as they
+// were. It does nothing after Commit.
+func (p *Pending) Abort() {
+	for _, t := range p.tmps {
+		if t != "" {
+			os.Remove(t)
+		}
+	}
+	p.tmps = nil
+}
+
+// Commit renames every pending file into place, after checking again that
+// each target may be replaced (none is renamed unless all may), and fsyncs
+// their directories. On an error before the first rename every temporary
+// file is removed and every target is as it was.
+func (p *Pending) Commit() (err error) {
+	targets, tmps := p.targets, p.tmps
+	if tmps == nil && len(targets) > 0 {
+		return errors.New("safefile: Commit of aborted or committed files")
+	}
+	p.tmps = nil
 	defer func() {
 		if err != nil {
 			for _, t := range tmps {
@@ -66,11 +132,6 @@ func WriteAll(targets []Target) (err error) {
 			}
 		}
 	}()
-	for i, t := range targets {
-		if tmps[i], err = writeTemp(t); err != nil {
-			return fmt.Errorf("%s: %w", t.Path, err)
-		}
-	}
 	for _, t := range targets {
 		if _, err := replaceable(t.Path); err != nil {
 			return fmt.Errorf("%s: %w", t.Path, err)

@@ -147,3 +147,86 @@ func TestCheckTarget(t *testing.T) {
 		t.Errorf("CheckTarget(%s): left %v behind", ok, es)
 	}
 }
+
+// TestPrepareAbortCommit: prepared files change no target until Commit;
+// Abort leaves every target as it was and no temporary file; a target
+// that may no longer be replaced at Commit (here made a symbolic link
+// since) fails it, with nothing replaced and nothing left; a second
+// Commit is an error.
+func TestPrepareAbortCommit(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "cost.json")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	targets := []Target{{a, 0o644, text("new a\n")}, {b, 0o644, text("new b\n")}}
+	unchanged := func(when string) {
+		t.Helper()
+		for _, p := range []string{a, b} {
+			if got, _ := os.ReadFile(p); string(got) != "old\n" {
+				t.Errorf("%s: got %s = %q, want it left as %q", when, p, got, "old\n")
+			}
+		}
+	}
+
+	p, err := Prepare(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged("prepared")
+	if es := entries(t, dir); len(es) != 4 {
+		t.Errorf("prepared: directory holds %v, want the two targets and two temporary files", es)
+	}
+	p.Abort()
+	unchanged("aborted")
+	if es := entries(t, dir); len(es) != 2 {
+		t.Errorf("aborted: directory holds %v, want the two targets only", es)
+	}
+	if err := p.Commit(); err == nil {
+		t.Error("Commit after Abort: no error")
+	}
+
+	p, err = Prepare(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(); err == nil || !strings.Contains(err.Error(), b) {
+		t.Errorf("Commit over a target made a symbolic link since Prepare: got %v, want an error naming %s", err, b)
+	}
+	if got, _ := os.ReadFile(a); string(got) != "old\n" {
+		t.Errorf("failed Commit: got %s = %q, want it left as %q", a, got, "old\n")
+	}
+	if es := entries(t, dir); len(es) != 2 {
+		t.Errorf("failed Commit: directory holds %v, want the two targets only", es)
+	}
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err = Prepare(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{a: "new a\n", b: "new b\n"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("committed: got %s = %q, want %q", path, got, want)
+		}
+	}
+	if err := p.Commit(); err == nil {
+		t.Error("second Commit: no error")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
+	"github.com/npuverify/npuverify/internal/panicguard"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/opdb"
 	"github.com/npuverify/npuverify/ops"
@@ -112,16 +113,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		trace = npu.NewTrace()
 		ctx = npu.WithTrace(ctx, trace)
 	}
-	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout})
+	var outputs *outputWrite // written while the outputs are judged
+	ran := func(out map[string]*tensor.Tensor, meas *backend.Measurement) {
+		outputs = startOutputs(*outDir, out, meas)
+	}
+	res, err := harness.RunPrepared(ctx, b, pc, harness.Options{Numerics: prof.Numerics, Stream: true, Timeout: dev.caseTimeout(b), StepTimeout: dev.timeout, Ran: ran})
 	intr.finish() // from here a closed stdout costs nothing (signal.go)
 	if err := intr.err(where, "the kernel was killed, no output written"); err != nil {
+		outputs.abort()
 		return err
 	}
 	if err != nil {
+		outputs.abort()
 		return harnessErr(where, err)
 	}
 
-	written, err := writeOutputs(*outDir, res)
+	if outputs == nil { // a harness that did not call Ran
+		outputs = startOutputs(*outDir, res.Outputs, res.Measurement)
+	}
+	written, err := outputs.commit()
 	if err != nil {
 		return inputErr(where, fmt.Errorf("--out %s: %w", *outDir, err))
 	}
@@ -283,34 +293,88 @@ func costJSON(m *backend.Measurement) any {
 	}{secs, m.KernelSeconds}
 }
 
-// writeOutputs writes every output as DIR/<name>.npy and the cost as
-// DIR/cost.json, all together (safefile.WriteAll: every file replaced, or
-// none, so the outputs and their cost.json never come from two runs), each
-// never over anything but a regular file, and returns the paths.
-func writeOutputs(dir string, res *harness.Result) ([]string, error) {
+// outputWrite writes a run's output files (every output as
+// DIR/<name>.npy and the cost as DIR/cost.json) on a goroutine of its
+// own, started as soon as the backend has returned them (harness.Options.Ran),
+// so that rendering them and the disk's fsync of tens of MiB overlap the
+// judgement, which only reads the outputs. They are rendered into
+// temporary files (safefile.Prepare) and put in place together by commit
+// once the run has its verdict (safefile.WriteAll's all or none: the
+// outputs and their cost.json never come from two runs; each never over
+// anything but a regular file); a run that ends without a verdict (an
+// error, a signal) aborts them, so that no output is written.
+type outputWrite struct {
+	done  chan struct{}
+	crash panicguard.Catcher // a panic while rendering, raised again by commit or abort
+	p     *safefile.Pending
+	paths []string
+	err   error
+}
+
+// startOutputs starts writing out and the cost of meas into dir.
+func startOutputs(dir string, out map[string]*tensor.Tensor, meas *backend.Measurement) *outputWrite {
+	w := &outputWrite{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer w.crash.Catch()
+		w.p, w.paths, w.err = prepareOutputs(dir, out, meas)
+	}()
+	return w
+}
+
+// prepareOutputs renders the output files into pending temporary files
+// and returns them with the paths they will have.
+func prepareOutputs(dir string, out map[string]*tensor.Tensor, meas *backend.Measurement) (*safefile.Pending, []string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var targets []safefile.Target
-	for _, name := range slices.Sorted(maps.Keys(res.Outputs)) {
-		t := res.Outputs[name]
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		t := out[name]
 		targets = append(targets, safefile.Target{Path: filepath.Join(dir, name+".npy"), Perm: 0o644,
 			Render: func(w io.Writer) error { return tensor.WriteNpy(w, t) }})
 	}
-	b, err := json.MarshalIndent(costJSON(res.Measurement), "", "  ")
+	b, err := json.MarshalIndent(costJSON(meas), "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("cost.json: %w", err)
+		return nil, nil, fmt.Errorf("cost.json: %w", err)
 	}
 	targets = append(targets, safefile.Target{Path: filepath.Join(dir, "cost.json"), Perm: 0o644,
 		Render: func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }})
-	if err := safefile.WriteAll(targets); err != nil {
+	p, err := safefile.Prepare(targets)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (no output replaced)", err)
+	}
+	paths := make([]string, len(targets))
+	for i, t := range targets {
+		paths[i] = t.Path
+	}
+	return p, paths, nil
+}
+
+// commit waits for the files and puts them in place, returning their
+// paths.
+func (w *outputWrite) commit() ([]string, error) {
+	<-w.done
+	w.crash.Rethrow()
+	if w.err != nil {
+		return nil, w.err
+	}
+	if err := w.p.Commit(); err != nil {
 		return nil, fmt.Errorf("%w (no output replaced)", err)
 	}
-	written := make([]string, len(targets))
-	for i, t := range targets {
-		written[i] = t.Path
+	return w.paths, nil
+}
+
+// abort waits for the files and removes them; nil does nothing.
+func (w *outputWrite) abort() {
+	if w == nil {
+		return
 	}
-	return written, nil
+	<-w.done
+	if w.p != nil {
+		w.p.Abort()
+	}
+	w.crash.Rethrow()
 }
 
 // checkRunTargets checks, before the kernel runs, every file run will
