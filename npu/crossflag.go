@@ -134,7 +134,14 @@ func (c *Core) CrossCoreSetFlag(p Pipe, id int) error {
 		return err
 	}
 	s := &c.sch
-	vc := slices.Clone(s.x.release(c.BlockIdx, c.BlockDim))
+	// What the set covers: on an explicit core, p's instructions and
+	// those its events ordered before p; on an implicit one, all.
+	cv := cover(s.seq)
+	if s.mode == SyncExplicit {
+		cv = s.vc[p]
+		cv[p] = s.seq[p]
+	}
+	vc := slices.Clone(s.x.release(c.BlockIdx, c.BlockDim, cv))
 	t := s.free[p]
 	b.mu.Lock()
 	defer b.mu.Unlock()

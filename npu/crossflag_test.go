@@ -154,3 +154,55 @@ func TestCrossCoreFlags(t *testing.T) {
 		t.Errorf("CrossCoreWaitFlag(%d): got nil error want an id error", MaxCrossCoreFlags)
 	}
 }
+
+// TestCrossCoreFlagCoversItsPipe: on explicit cores a cross-core set
+// covers what its pipe has done and what the core's events ordered
+// before that pipe: set on MTE3 after the store, or on V after an MTE3→V
+// hand-off, the vector cores' reads are ordered after the store; set on
+// V with no hand-off, it may fire before the store lands, and the reads
+// race with it.
+func TestCrossCoreFlagCoversItsPipe(t *testing.T) {
+	d := newDev(t, unitProfile())
+	const n = 8
+	for _, c := range []struct {
+		name string
+		set  func(c *Core) error
+		want string
+	}{
+		{"set on the store's pipe", func(c *Core) error { return c.CrossCoreSetFlag(PipeMTE3, 1) }, ""},
+		{"set on V after a hand-off", func(c *Core) error {
+			c.SetFlag(PipeMTE3, PipeV, 2)
+			c.WaitFlag(PipeMTE3, PipeV, 2)
+			return c.CrossCoreSetFlag(PipeV, 1)
+		}, ""},
+		{"set on V, store not handed off", func(c *Core) error { return c.CrossCoreSetFlag(PipeV, 1) }, KindXCoreRace},
+	} {
+		ws := tensor.MustNew(tensor.Float32, n)
+		cost := launchWithin(t, "flag pipe "+c.name, func() (*Cost, error) {
+			return d.LaunchMixed(bg, 1, func(cc *Core) error {
+				if err := cc.SetSyncMode(SyncExplicit); err != nil {
+					return err
+				}
+				b, _ := cc.AllocUB(4 * n)
+				if cc.Kind() == VectorCore {
+					if err := cc.CrossCoreWaitFlag(PipeMTE2, 1); err != nil {
+						return err
+					}
+					return cc.DataCopyIn(b, ws, 0, n)
+				}
+				if err := cc.Duplicate(tensor.Float32, b, 1, n); err != nil {
+					return err
+				}
+				cc.SetFlag(PipeV, PipeMTE3, 0)
+				cc.WaitFlag(PipeV, PipeMTE3, 0)
+				if err := cc.DataCopyOut(ws, 0, b, n); err != nil {
+					return err
+				}
+				return c.set(cc)
+			})
+		})
+		if got := findingKinds(cost.Findings); got != c.want {
+			t.Errorf("flag pipe %s: got findings %q (%v) want %q", c.name, got, cost.Findings, c.want)
+		}
+	}
+}

@@ -181,7 +181,7 @@ func (c *Core) SyncAll() error {
 	for _, f := range s.free {
 		t = max(t, f)
 	}
-	r, joined := b.wait(c.BlockIdx, t, s.x.release(c.BlockIdx, c.BlockDim))
+	r, joined := b.wait(c.BlockIdx, t, s.x.release(c.BlockIdx, c.BlockDim, s.seq))
 	s.x.acquire(c.BlockDim, joined)
 	c.cost.BarrierWaitCycles += max(r-t, 0)
 	var vc [numPipes]int32
@@ -224,7 +224,7 @@ func (d *Device) launchCooperative(ctx context.Context, kind CoreKind, blockDim 
 		// tells the barrier it ended.
 		defer func() {
 			if c.sch.x.tracked {
-				b.endClock(c.sch.x.release(c.BlockIdx, c.BlockDim))
+				b.endClock(c.sch.x.release(c.BlockIdx, c.BlockDim, c.sch.seq))
 			}
 		}()
 		return kernel(c)

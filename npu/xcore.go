@@ -2,6 +2,7 @@ package npu
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/npuverify/npuverify/tensor"
@@ -23,15 +24,20 @@ import (
 // CrossCoreSetFlag, the block's end while others wait at a barrier). A
 // block's instructions between two of its synchronisations form a
 // segment; a GM access records its segment, and the block keeps one
-// clock snapshot per segment, so the memory is one record per DMA
-// instruction plus one clock per synchronisation, never per byte. A write
-// of block A in segment sa is ordered before a read of block B in
-// segment sb when B's clock at sb knows a release of A after sa (B
-// passed a barrier A arrived at after the write, or waited for A's flag
-// set after it); the reverse order likewise. Synchronisation orders by
-// program order: every access issued before a core's SyncAll or flag set
-// counts as released by it, whatever its pipe (the intra-core sanitizer
-// holds the pipes to their own events).
+// clock snapshot per segment and, per release, which instructions of each
+// pipe it covers, so the memory is one record per DMA instruction plus a
+// clock per synchronisation, never per byte. A write of block A is
+// ordered before a read of block B when B's clock at the read knows the
+// first release of A that covers the write (B passed a barrier A arrived
+// at after the write, or waited for A's flag set after it); the reverse
+// order likewise. A SyncAll arrival (every pipe drained) and a block's
+// end cover everything issued before them. A flag set on pipe p of an
+// explicit core covers p's earlier instructions and those of other pipes
+// its events ordered before p (a store on MTE3 with no hand-off to the
+// set's pipe V is not covered: the set may fire before it lands); on an
+// implicit core, everything issued before it. The acquiring side is
+// taken in program order: what a block issues after a wait counts as
+// after it, whatever its pipe.
 //
 // Both sync modes are checked: the cross-core order is the kernel's own
 // in either (an implicit-mode core derives only its pipes' order). The
@@ -72,6 +78,7 @@ type xcoreState struct {
 	names   []gmTensorName
 	vc      []int32 // per launch block: releases of it this block knows of
 	snaps   []int32 // the clock of segments 1.., len(vc) entries each
+	rels    []cover // per release of this block, what it covers
 	seg     int32
 	tracked bool // record accesses (the launch sanitizes)
 }
@@ -81,7 +88,7 @@ type xcoreState struct {
 func (x *xcoreState) reset(on bool) {
 	clear(x.recs)
 	clear(x.names)
-	*x = xcoreState{recs: x.recs[:0], names: x.names[:0], vc: x.vc[:0], snaps: x.snaps[:0], tracked: on}
+	*x = xcoreState{recs: x.recs[:0], names: x.names[:0], vc: x.vc[:0], snaps: x.snaps[:0], rels: x.rels[:0], tracked: on}
 }
 
 // note records GM access g of inst.
@@ -123,12 +130,19 @@ func (x *xcoreState) clock(dim int) []int32 {
 	return x.vc
 }
 
+// cover is what a release covers: per pipe, the instructions up to that
+// sequence number.
+type cover [numPipes]int32
+
 // release counts a release of block self (a barrier arrival, a flag
-// set): everything the block issued so far is ordered before whoever
-// learns of it.
-func (x *xcoreState) release(self, dim int) []int32 {
+// set): the instructions it covers are ordered before whoever learns of
+// it.
+func (x *xcoreState) release(self, dim int, cv cover) []int32 {
 	vc := x.clock(dim)
 	vc[self]++
+	if x.tracked {
+		x.rels = append(x.rels, cv)
+	}
 	x.newSeg()
 	return vc
 }
@@ -158,12 +172,13 @@ type xcoreBlock struct {
 	core  int
 	recs  []gmRec
 	snaps []int32
+	rels  []cover
 	dim   int // entries per snapshot (0: the block never synchronised)
 }
 
 // result clones the block's state for the launch's check.
 func (x *xcoreState) result(core int) xcoreBlock {
-	return xcoreBlock{core: core, recs: slices.Clone(x.recs), snaps: slices.Clone(x.snaps), dim: len(x.vc)}
+	return xcoreBlock{core: core, recs: slices.Clone(x.recs), snaps: slices.Clone(x.snaps), rels: slices.Clone(x.rels), dim: len(x.vc)}
 }
 
 // knows is what block b in segment seg knows of block other's releases.
@@ -174,10 +189,22 @@ func (b *xcoreBlock) knows(seg int32, other int) int32 {
 	return b.snaps[int(seg-1)*b.dim+other]
 }
 
+// released is the count of block b's releases up to the first that
+// covers access r (a release after r's segment whose cover of r's pipe
+// reaches it), or MaxInt32 when none does.
+func (b *xcoreBlock) released(r *gmRec) int32 {
+	for k := b.knows(r.seg, b.core); int(k) < len(b.rels); k++ {
+		if b.rels[k][r.inst.p] >= r.inst.seq {
+			return k + 1
+		}
+	}
+	return math.MaxInt32
+}
+
 // ordered reports whether access r of block rb is ordered before access
-// w of block wb: wb's clock at w knows a release of rb after r.
+// w of block wb: wb's clock at w knows the release of rb that covers r.
 func ordered(rb *xcoreBlock, r *gmRec, wb *xcoreBlock, w *gmRec) bool {
-	return wb.knows(w.seg, rb.core) > rb.knows(r.seg, rb.core)
+	return wb.knows(w.seg, rb.core) >= rb.released(r)
 }
 
 // xcoreAccess is a record with its block, for the check's sort.
