@@ -29,10 +29,13 @@ var DecodeAttention = Register(&Info{
 
 // decodeAttentionVariants: partitions of 16 positions (every golden
 // context spans several, so the flash-decoding combine runs), and the
-// static round-robin core schedule on 3 cores.
+// static round-robin core schedule on 3 cores; one K/V tile buffer with
+// partitions of 16 (other events, as correct, over many tiles: the
+// sanitizer must not flag them).
 var decodeAttentionVariants = []kernels.Variant{
 	{Name: "partition-16", Op: "decode_attention", Options: kernels.DecodeAttentionOptions{PartitionLen: 16}},
 	{Name: "static-schedule", Op: "decode_attention", Options: kernels.DecodeAttentionOptions{Schedule: kernels.ScheduleStatic, BlockDim: 3}},
+	{Name: "single-buffer", Op: "decode_attention", Options: kernels.DecodeAttentionOptions{BufferNum: 1, PartitionLen: 16}},
 }
 
 // decodeAttentionGolden: per layout and cache dtype, GQA (Hq 8, Hkv 2)

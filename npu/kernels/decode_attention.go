@@ -54,6 +54,10 @@ type DecodeAttentionOptions struct {
 	BlockDim     int    // cores (default: the least estimated makespan, up to min(AI cores, vector cores))
 	PartitionLen int    // context positions per partition (default from UB)
 	Schedule     string // ScheduleLPT (default) or ScheduleStatic
+	// BufferNum is the K/V tile buffers, 1 or 2 (the default, where the UB
+	// holds two): single-buffered, a tile's copy in waits for the reads of
+	// the tile before, slower and just as correct.
+	BufferNum int
 }
 
 // daItem is one work item: query heads [q0, q0+nq) of batch entry b over
@@ -96,6 +100,9 @@ type DecodeAttentionTiling struct {
 	wsLen   int     // workspace floats
 	rbBytes int     // UB staging of records in phase 1 (0: no item is split)
 	heads   int     // query heads of the largest item (the UB's query buffer)
+	// pingPong: two K/V tile and scales buffers, the next tile's copy in
+	// under this one's cast and cube product.
+	pingPong bool
 }
 
 // DecodePartitionLen is the default partition: the double-buffered K and V
@@ -293,9 +300,22 @@ func (k daKernel) splitKernel(c *npu.Core) error {
 
 // partials is the first phase: each core computes its pieces, storing
 // the outputs of whole items and the records of split ones.
+//
+// The kernel is explicit (npu.SyncExplicit), held by the sanitizer: each
+// K or V tile goes GM → tile slot (MTE2) → fp32 cast (V) → product (M),
+// the slot handed back to MTE2 by V and by the cube as each is done with
+// it (pipeFlags), so with two slots the copy in of the next tile runs
+// under the cast and product of this one; q, the output and the record
+// staging buffers hand over between MTE2, V and MTE3 the same way.
 func (k daKernel) partials(c *npu.Core) error {
+	if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
+		return err
+	}
 	w, err := newDACore(c, k.g, k.t)
 	if err != nil {
+		return err
+	}
+	if err := c.SetBufferNum(w.nb); err != nil {
 		return err
 	}
 	for _, pc := range k.t.cores[c.BlockIdx] {
@@ -304,5 +324,6 @@ func (k daKernel) partials(c *npu.Core) error {
 			return err
 		}
 	}
+	w.e.drain()
 	return nil
 }

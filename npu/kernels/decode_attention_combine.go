@@ -10,7 +10,8 @@ import (
 // whose items were split over cores, after SyncAll (every core's records
 // are in GM before any core reads another's). The records' GM writes and
 // reads are ordinary DMA and count as GM traffic and cycles like any
-// other.
+// other. Explicit, as the first phase: the records' buffers go back to
+// MTE2 once V folded them, the output row to V once MTE3 stored it.
 
 // combineItems is the combine phase on one core: for each combine unit
 // it was given (a column range of one query head of a split item), the
@@ -32,7 +33,8 @@ func (k daKernel) combineItems(c *npu.Core) error {
 		maxCw = max(maxCw, un.c1-un.c0)
 		maxRecs = max(maxRecs, k.t.items[un.item].parts-k.t.items[un.item].first+1)
 	}
-	w := &daCore{d: d, dc: d}
+	w := &daCore{d: d, dc: d, e: &pipeFlags{c: c}}
+	defer w.e.drain()
 	var err error
 	if w.ob, err = c.AllocUB(roundUp(max(maxCw*2, 1), align)); err != nil {
 		return err
@@ -67,12 +69,14 @@ func (k daKernel) combineItems(c *npu.Core) error {
 		nacc := w.nacc[0][:cw]
 		for r := 0; r < recs; r += rows {
 			nr := min(rows, recs-r)
+			w.e.take(npu.PipeV, npu.PipeMTE2, daIDMZ) // the last batch's fold read them
 			if err := c.DataCopy2DIn(mzb, k.ws, size, row0+r, col, nr, 2, 2, nr); err != nil {
 				return err
 			}
 			if err := c.DataCopy2DIn(nb, k.ws, size, row0+r, col+2+u.c0, nr, cw, cw, nr); err != nil {
 				return err
 			}
+			w.e.handOff(npu.PipeMTE2, npu.PipeV, daIDMZ)
 			mz, nv := mzb.F32(), nb.F32()
 			for j := range nr {
 				np := nv[j*cw : (j+1)*cw]
@@ -85,6 +89,7 @@ func (k daKernel) combineItems(c *npu.Core) error {
 				daFoldN(nacc, np, a, bsc)
 				c.ChargeVector(cw * 4 * 2)
 			}
+			w.e.set(npu.PipeV, npu.PipeMTE2, daIDMZ)
 		}
 		qoff := (it.b*k.hq + it.q0) * d
 		if k.f.qScaledInPlace && u.h == 0 && u.c0 == 0 {
@@ -99,14 +104,17 @@ func (k daKernel) combineItems(c *npu.Core) error {
 				return err
 			}
 		}
+		w.e.take(npu.PipeMTE3, npu.PipeV, daIDOb) // the last unit's store read ob
 		o := w.ob.F16()[:cw]
 		for i, v := range nacc {
 			o[i] = float16.Fromfloat32(float32(num.Round(float64(npu.CanonNaN(v/w.zRun[0])), tensor.Float16)))
 		}
 		c.ChargeVector(cw * 4)
+		w.e.handOff(npu.PipeV, npu.PipeMTE3, daIDOb)
 		if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff+u.h*d+u.c0, w.ob, cw); err != nil {
 			return err
 		}
+		w.e.set(npu.PipeMTE3, npu.PipeV, daIDOb)
 	}
 	return nil
 }

@@ -23,8 +23,11 @@ type daRun struct{ pos, row, n int }
 // fp32 registers of the item in flight, allocated once per launch so the
 // loops over items and partitions allocate nothing.
 type daCore struct {
-	d, dc               int // head size, head-size columns per pass
-	qb, kb, ksb, ob, rb *npu.Buffer
+	d, dc               int         // head size, head-size columns per pass
+	qb, kb, ksb, ob, rb *npu.Buffer // kb, ksb: the K/V tile slot in use
+	kbs, ksbs           [2]*npu.Buffer
+	nb, slot            int         // tile slots (2: ping-pong) and the one in use
+	e                   *pipeFlags  // explicit synchronisation (daSync)
 	pend, pendSlot      int         // records staged in rb, and the slot of the first
 	qf                  []float32   // the item's query heads, cast to fp32
 	tf                  []float32   // the loaded K or V tile after Cast / dequantisation
@@ -45,16 +48,26 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 	if g.Int8 {
 		esz = 1
 	}
-	w := &daCore{d: d, dc: dc}
+	w := &daCore{d: d, dc: dc, nb: 1, e: &pipeFlags{c: c}}
 	bufs := []struct {
 		b     **npu.Buffer
 		bytes int
-	}{{&w.qb, grp * dc * 2}, {&w.kb, P * dc * esz}, {&w.ksb, P * 4}, {&w.ob, dc * 2}}
+	}{{&w.qb, grp * dc * 2}, {&w.kbs[0], P * dc * esz}, {&w.ksbs[0], P * 4}, {&w.ob, dc * 2}}
 	if t.rbBytes > 0 {
 		bufs = append(bufs, struct {
 			b     **npu.Buffer
 			bytes int
 		}{&w.rb, t.rbBytes})
+	}
+	if t.pingPong {
+		w.nb = 2
+		bufs = append(bufs, struct {
+			b     **npu.Buffer
+			bytes int
+		}{&w.kbs[1], P * dc * esz}, struct {
+			b     **npu.Buffer
+			bytes int
+		}{&w.ksbs[1], P * 4})
 	}
 	for _, a := range bufs {
 		b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
@@ -63,6 +76,7 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 		}
 		*a.b = b
 	}
+	w.kb, w.ksb = w.kbs[0], w.ksbs[0]
 	w.qf = make([]float32, grp*d)
 	w.sc, w.nacc, w.np, w.npc = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
 	for i := range grp {
@@ -70,6 +84,47 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 	}
 	w.mRun, w.zRun, w.mp, w.zp = make([]float32, grp), make([]float32, grp), make([]float32, grp), make([]float32, grp)
 	return w, nil
+}
+
+// Event ids of a decode_attention core's buffers (pipeFlags): the K/V
+// tile slots (tile and scales) take daIDTile plus the slot.
+const (
+	daIDTile = 0
+	daIDQ    = 2
+	daIDOb   = 3
+	daIDRb   = 4
+	daIDMZ   = 5
+	daIDCube = 6 // M → V: the cube's scores or N_p, for the vector unit
+)
+
+// fillTile moves to the next K/V tile slot (ping-pong when there are
+// two) for MTE2 to fill: V (the cast) and the cube (the product) handed it
+// back when they were done with it.
+func (w *daCore) fillTile() {
+	w.slot = (w.slot + 1) % w.nb
+	id := daIDTile + w.slot
+	w.e.take(npu.PipeV, npu.PipeMTE2, id)
+	w.e.take(npu.PipeM, npu.PipeMTE2, id)
+	w.kb, w.ksb = w.kbs[w.slot], w.ksbs[w.slot]
+}
+
+// cube charges the cube's product on the tile slot in use (the operands
+// of the cast before it): it starts once V cast the tile, and hands the
+// slot back to MTE2.
+func (w *daCore) cube(c *npu.Core, m, k, n int, fp16 bool) {
+	id := daIDTile + w.slot
+	w.e.handOff(npu.PipeV, npu.PipeM, id)
+	c.ChargeCube(m, k, n, fp16)
+	w.e.set(npu.PipeM, npu.PipeMTE2, id)
+}
+
+// vec names the operand of a vector instruction over the vector unit's
+// own working set (a partition's softmax, the fold of its sums), which
+// the kernel keeps in fp32 beside the output row: the output buffer, once
+// its last store read it.
+func (w *daCore) vec() {
+	w.e.take(npu.PipeMTE3, npu.PipeV, daIDOb)
+	_ = w.ob.Bytes()
 }
 
 // daRecordBytes is one workspace record of nq query heads of head size
@@ -112,6 +167,7 @@ func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
 		for h := range nq {
 			w.fold(k.f, h, w.mp[h], w.zp[h], w.np[h][:d])
 		}
+		w.vec()
 		c.ChargeVector(nq * d * 4 * 2)
 	}
 	if !it.split() {
@@ -128,6 +184,9 @@ func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
 // loadQ copies the nq query heads at qoff into UB, D chunk by D chunk
 // when D is tiled, and casts them to fp32 into w.qf.
 func (w *daCore) loadQ(c *npu.Core, q *tensor.Tensor, qoff, nq, d int) error {
+	w.e.take(npu.PipeV, npu.PipeMTE2, daIDQ)
+	w.e.take(npu.PipeMTE3, npu.PipeMTE2, daIDQ)
+	defer w.e.handOff(npu.PipeMTE2, npu.PipeV, daIDQ)
 	if w.dc == d {
 		if err := c.DataCopyPadIn(w.qb, q, qoff, nq*d); err != nil {
 			return err
@@ -160,6 +219,7 @@ func (w *daCore) stageRecord(c *npu.Core, ws *tensor.Tensor, it daItem, slot int
 	}
 	if w.pend == 0 {
 		w.pendSlot = slot
+		w.e.take(npu.PipeMTE3, npu.PipeV, daIDRb) // the last flush's store read rb
 	}
 	rec := w.rb.F32()[w.pend*size : (w.pend+1)*size]
 	for h := range it.nq {
@@ -179,7 +239,12 @@ func (w *daCore) flushRecords(c *npu.Core, ws *tensor.Tensor, it daItem) error {
 	size := it.nq * (w.d + 2)
 	n := w.pend
 	w.pend = 0
-	return c.DataCopyPadOut(ws, it.ws+w.pendSlot*size, w.rb, n*size)
+	w.e.handOff(npu.PipeV, npu.PipeMTE3, daIDRb)
+	if err := c.DataCopyPadOut(ws, it.ws+w.pendSlot*size, w.rb, n*size); err != nil {
+		return err
+	}
+	w.e.set(npu.PipeMTE3, npu.PipeV, daIDRb)
+	return nil
 }
 
 // store normalises the item's running sums and stores its output rows
@@ -201,21 +266,35 @@ func (w *daCore) store(c *npu.Core, k daKernel, qoff, nq int, nonEmpty bool) err
 		}
 	}
 	if w.dc == d {
+		// qb: loaded by MTE2 (loadQ handed it to V), or stored by the last
+		// item's MTE3 when this item's empty context loaded nothing; now
+		// V's, then MTE3's, then free for either.
+		w.e.take(npu.PipeMTE3, npu.PipeV, daIDQ)
 		o := w.qb.F16()[:nq*d]
 		for h := range nq {
 			norm(o[h*d:(h+1)*d], h, 0)
 		}
 		c.ChargeVector(nq * d * 4)
-		return c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff, w.qb, nq*d)
+		w.e.set(npu.PipeV, npu.PipeMTE2, daIDQ)
+		w.e.handOff(npu.PipeV, npu.PipeMTE3, daIDQ)
+		if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff, w.qb, nq*d); err != nil {
+			return err
+		}
+		w.e.set(npu.PipeMTE3, npu.PipeMTE2, daIDQ)
+		w.e.set(npu.PipeMTE3, npu.PipeV, daIDQ)
+		return nil
 	}
 	for h := range nq {
 		for d0 := 0; d0 < d; d0 += w.dc {
 			n := min(w.dc, d-d0)
+			w.e.take(npu.PipeMTE3, npu.PipeV, daIDOb)
 			norm(w.ob.F16()[:n], h, d0)
 			c.ChargeVector(n * 4)
+			w.e.handOff(npu.PipeV, npu.PipeMTE3, daIDOb)
 			if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff+h*d+d0, w.ob, n); err != nil {
 				return err
 			}
+			w.e.set(npu.PipeMTE3, npu.PipeV, daIDOb)
 		}
 	}
 	return nil
@@ -244,16 +323,17 @@ func (w *daCore) partition(c *npu.Core, k daKernel, it daItem, p0, p1 int) error
 	// scores: q·Kᵀ on the cube (accumulated over the D chunks), σ on the
 	// vector unit
 	for _, r := range w.runs {
-		if err := w.loadScales(c, k, "k_scale", r, it.kvh); err != nil {
-			return err
-		}
 		for d0 := 0; d0 < d; d0 += dc {
 			d1 := min(d, d0+dc)
+			w.fillTile()
+			if err := w.loadScales(c, k, "k_scale", r, it.kvh); err != nil {
+				return err
+			}
 			if err := w.loadTile(c, k, "k_cache", r, it.kvh, d0, d1, true); err != nil {
 				return err
 			}
 			daScores(w.sc[:nq], r.pos-p0, w.qf[:nq*d], d, d0, w.tf[:r.n*(d1-d0)], d1-d0, k.sigma, d0 == 0, d1 == d)
-			c.ChargeCube(nq, d1-d0, r.n, !g.Int8)
+			w.cube(c, nq, d1-d0, r.n, !g.Int8)
 		}
 	}
 	// softmax of the partition on the vector unit
@@ -267,14 +347,17 @@ func (w *daCore) partition(c *npu.Core, k daKernel, it daItem, p0, p1 int) error
 		w.partSoftmax(f, h, m)
 		clear(w.np[h])
 	}
+	w.e.handOff(npu.PipeM, npu.PipeV, daIDCube) // the scores are the cube's
+	w.vec()
 	c.ChargeVector(nq * m * 4 * 4) // max, sub, exp, sum
 	// weighted sum of V rows, D chunk by D chunk
 	for _, r := range w.runs {
-		if err := w.loadScales(c, k, "v_scale", r, it.kvh); err != nil {
-			return err
-		}
 		for d0 := 0; d0 < d; d0 += dc {
 			d1 := min(d, d0+dc)
+			w.fillTile()
+			if err := w.loadScales(c, k, "v_scale", r, it.kvh); err != nil {
+				return err
+			}
 			if err := w.loadTile(c, k, "v_cache", r, it.kvh, d0, d1, false); err != nil {
 				return err
 			}
@@ -282,9 +365,10 @@ func (w *daCore) partition(c *npu.Core, k daKernel, it daItem, p0, p1 int) error
 				w.npc[h] = w.np[h][d0:d1]
 			}
 			daWeightedSum(w.npc[:nq], w.sc[:nq], r.pos-p0, w.tf[:r.n*(d1-d0)])
-			c.ChargeCube(nq, r.n, d1-d0, !g.Int8)
+			w.cube(c, nq, r.n, d1-d0, !g.Int8)
 		}
 	}
+	w.e.handOff(npu.PipeM, npu.PipeV, daIDCube) // N_p is the cube's: V folds or stages it next
 	return nil
 }
 
@@ -322,6 +406,9 @@ func (w *daCore) loadTile(c *npu.Core, k daKernel, cache string, r daRun, kvh, d
 	if err := c.DataCopy2DIn(w.kb, k.in[cache], g.H*g.D, r.row, kvh*g.D+d0, r.n, wd, wd, r.n); err != nil {
 		return err
 	}
+	id := daIDTile + w.slot
+	w.e.handOff(npu.PipeMTE2, npu.PipeV, id)
+	defer w.e.set(npu.PipeV, npu.PipeMTE2, id) // after the cast: V is done with the slot
 	n := r.n * wd
 	if !g.Int8 {
 		tensor.F16ToF32s(w.tf[:n], w.kb.F16()[:n])

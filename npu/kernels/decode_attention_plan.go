@@ -187,6 +187,17 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 	if t.DChunk < 1 && g.D > 0 {
 		return t, fmt.Errorf("decode_attention: partitions of %d positions leave no room for one column of d %d (ub_bytes %d)", part, g.D, prof.UBBytes)
 	}
+	if opt.BufferNum < 0 || opt.BufferNum > 2 {
+		return t, fmt.Errorf("decode_attention: BufferNum %d out of range [1, 2]", opt.BufferNum)
+	}
+	// A second K/V tile and scales buffer (ping-pong) where the UB holds
+	// it beside the layout, and still a record's staging when the layout
+	// may split items: the split matters more to a long context than the
+	// overlap does.
+	a := prof.UBAlign()
+	pp := roundUp(max(part*t.DChunk*esz, 1), a) + roundUp(max(part*4, 1), a)
+	rest := (prof.UBBytes - daUBBytes(prof, t.DChunk, esz, part, heads)) / a * a
+	t.pingPong = opt.BufferNum != 1 && rest >= pp && (t.DChunk < g.D || rest-pp >= daRecordBytes(heads, g.D) || rest < daRecordBytes(heads, g.D))
 	for i := range t.items {
 		t.items[i].parts = (t.items[i].n + part - 1) / part
 		t.items[i].first = t.items[i].parts
@@ -212,6 +223,9 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 	// A split item's pieces stage their records in UB beside the tiles;
 	// the D-tiled layout never splits (a record is D values a head).
 	e.stage = (prof.UBBytes - daUBBytes(prof, g.D, esz, part, heads)) / prof.UBAlign() * prof.UBAlign()
+	if t.pingPong {
+		e.stage -= pp
+	}
 	e.splittable = t.DChunk == g.D && e.stage >= daRecordBytes(heads, g.D)
 	plan := daPlan(e, t.items, maxCores, opt.BlockDim > 0)
 	t.BlockDim, t.pieces, t.cores, t.units, t.combine = plan.cores, plan.pieces, plan.assign, plan.units, plan.combine

@@ -110,10 +110,10 @@ type scChunked struct {
 	idx, mask, hist, row *npu.Buffer
 	nRows, nScores       int // buffers of rows and scores: 2 (ping-pong) where the UB holds them
 	q, qs                int // the rows and scores buffers the next fill takes
-	e                    *scFlags
+	e                    *pipeFlags
 }
 
-// Event ids of the chunked path's buffers (scFlags): rows and scores
+// Event ids of the chunked path's buffers (pipeFlags): rows and scores
 // take their slot's id plus these.
 const (
 	scIDRows   = 0
@@ -130,7 +130,7 @@ const (
 func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, chunk, piece, bufNum int, pairwise bool) (*scChunked, error) {
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	s := &scChunked{c: c, f: f, k: k, v: v, ws: ws, outs: outs, h: h, l: l, d: d, keep: keep, sinks: sinks,
-		chunk: chunk, wsOff: c.BlockIdx * l, piece: min(piece, d), pairwise: pairwise, nRows: 1, nScores: 1, e: &scFlags{c: c}}
+		chunk: chunk, wsOff: c.BlockIdx * l, piece: min(piece, d), pairwise: pairwise, nRows: 1, nScores: 1, e: &pipeFlags{c: c}}
 	rowsBytes := chunk * d * 2
 	if s.piece < d {
 		s.xs = make([]float32, s.piece)

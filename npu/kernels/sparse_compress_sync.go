@@ -3,76 +3,19 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/tensor"
 )
 
 // sparse_compress's explicit synchronisation (npu.SyncExplicit), which the
-// sanitizer holds both paths to. Every UB buffer has an event id; a
-// consumer hands a buffer back to its next producer as soon as its last
-// read is issued (a free event, set eagerly: scFlags.set), and the
-// producer takes that event just before it overwrites the buffer
-// (scFlags.take), so the copy in of tile k+1 waits only for the reads of
-// the tile that last used its buffer, not for everything issued before
-// (the ping-pong pattern of sparse24_prune and transdata). A producer
-// hands a filled buffer over with a set and a wait in a row (handOff).
+// sanitizer holds both paths to: every UB buffer has an event id, freed
+// eagerly by its last reader and taken by its next producer (pipeFlags,
+// pipe_flags.go), the ping-pong pattern of sparse24_prune and transdata.
 // Between the phases of the chunked path (importance, radix passes,
 // final pass) the buffers change pipes and the scores come back from GM:
 // there every pending free event is taken and every pipe waits for every
-// other (scFlags.phase).
-
-// scFlags is a core's pending free events.
-type scFlags struct {
-	c    *npu.Core
-	pend []scFlag
-}
-
-type scFlag struct {
-	src, dst npu.Pipe
-	id       int
-}
-
-// set signals that pipe src is done with buffer id, for pipe dst.
-func (e *scFlags) set(src, dst npu.Pipe, id int) {
-	e.c.SetFlag(src, dst, id)
-	e.pend = append(e.pend, scFlag{src, dst, id})
-}
-
-// take makes pipe dst wait for the pending free event of buffer id from
-// src, if there is one: a buffer's first use in a phase has none (the
-// phase boundary ordered it).
-func (e *scFlags) take(src, dst npu.Pipe, id int) {
-	if i := slices.Index(e.pend, scFlag{src, dst, id}); i >= 0 {
-		e.pend = slices.Delete(e.pend, i, i+1)
-		e.c.WaitFlag(src, dst, id)
-	}
-}
-
-// handOff orders pipe dst after what pipe src has issued (the fill of a
-// buffer dst reads next).
-func (e *scFlags) handOff(src, dst npu.Pipe, id int) {
-	e.c.SetFlag(src, dst, id)
-	e.c.WaitFlag(src, dst, id)
-}
-
-// phase takes every pending event and orders every pipe after every
-// other: a buffer may change producer, and data stored to GM may be read
-// back, after it.
-func (e *scFlags) phase() {
-	e.drain()
-	e.c.PipeBarrier(npu.PipeAll)
-}
-
-// drain takes every pending event, so that none is left set when the
-// kernel ends.
-func (e *scFlags) drain() {
-	for _, f := range e.pend {
-		e.c.WaitFlag(f.src, f.dst, f.id)
-	}
-	e.pend = e.pend[:0]
-}
+// other (pipeFlags.phase).
 
 // scTiles is how many tiles the in-UB path cuts a head's importance
 // pass into: the copy in of a tile overlaps the vector work of the one
@@ -119,7 +62,7 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 	if err := c.SetBufferNum(nb); err != nil {
 		return err
 	}
-	e := &scFlags{c: c}
+	e := &pipeFlags{c: c}
 	q := 0
 	// fill takes kb[q] for MTE2: its last reader, V or MTE3, handed it back.
 	fill := func() *npu.Buffer {
