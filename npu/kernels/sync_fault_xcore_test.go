@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
@@ -14,6 +15,29 @@ import (
 // syncFaultRun runs kernel under fault (empty: the correct kernel) and
 // returns its output and cost.
 type syncFaultRun func(ctx context.Context) (*tensor.Tensor, *npu.Cost, error)
+
+// within runs f, failing the test if it does not return within a minute:
+// a skipped barrier must be a finding, never a hang.
+func within(t *testing.T, ctx context.Context, what string, f syncFaultRun) (*tensor.Tensor, *npu.Cost, error) {
+	t.Helper()
+	type res struct {
+		out  *tensor.Tensor
+		cost *npu.Cost
+		err  error
+	}
+	done := make(chan res, 1)
+	go func() {
+		out, cost, err := f(ctx)
+		done <- res{out, cost, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.cost, r.err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: the launch hangs (a deadlock must be a finding)", what)
+	}
+	return nil, nil, nil
+}
 
 // checkSyncFault holds one synchronisation fault to what makes it one:
 // the correct kernel raises no finding, the faulty one computes its very
@@ -31,7 +55,7 @@ func checkSyncFault(t *testing.T, what string, run syncFaultRun, fault npu.Fault
 	ctx := npu.WithFaults(context.Background(), npu.NewFaults(fault))
 	var first []npu.Finding
 	for i := range 2 {
-		got, cost, err := run(ctx)
+		got, cost, err := within(t, ctx, fmt.Sprintf("%s fault %s", what, fault), run)
 		if err != nil {
 			t.Fatalf("%s fault %s: %v", what, fault, err)
 		}
