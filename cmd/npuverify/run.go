@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/npuverify/npuverify/backend"
 	"github.com/npuverify/npuverify/harness"
@@ -80,22 +81,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeBackend(b, stderr, where)
 
-	growHeapForInputs(inputs)
-	in := map[string]*tensor.Tensor{}
-	files := map[string]string{}
-	for _, nf := range inputs {
-		name, file, ok := strings.Cut(nf, "=")
-		if !ok || name == "" || file == "" {
-			return usageErr(where, "--in %q: want NAME=FILE.npy", nf)
-		}
-		if _, dup := in[name]; dup {
-			return usageErr(where, "--in %s: tensor given twice", name)
-		}
-		t, err := readInput(file)
-		if err != nil {
-			return inputErr(where, fmt.Errorf("--in %s=%s: tensor %q: %w", name, file, name, err))
-		}
-		in[name], files[name] = t, file
+	in, files, err := readInputs(where, inputs)
+	if err != nil {
+		return err
 	}
 	if err := holdToContract(op, vp, in, files); err != nil {
 		return inputErr(where, err)
@@ -165,6 +153,67 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// readInputs reads the --in files (NAME=FILE.npy each) into tensors by
+// name, and the files by name. Its errors are those of reading them one
+// by one in order: the first malformed or repeated flag, or the first
+// file before it that cannot be read. It reads the files at once, each on
+// a goroutine of its own, when every one has a header readInput accepts
+// (two 32 MiB inputs: two cores copying from the page cache), and one by
+// one otherwise, so that no file after a refused one is read.
+func readInputs(where string, inputs []string) (map[string]*tensor.Tensor, map[string]string, error) {
+	type inFile struct{ name, file string }
+	var list []inFile
+	var usage error
+	seen := map[string]bool{}
+	for _, nf := range inputs {
+		name, file, ok := strings.Cut(nf, "=")
+		if !ok || name == "" || file == "" {
+			usage = usageErr(where, "--in %q: want NAME=FILE.npy", nf)
+			break
+		}
+		if seen[name] {
+			usage = usageErr(where, "--in %s: tensor given twice", name)
+			break
+		}
+		seen[name] = true
+		list = append(list, inFile{name, file})
+	}
+	files := make([]string, len(list))
+	for i, f := range list {
+		files[i] = f.file
+	}
+	ts, errs := make([]*tensor.Tensor, len(list)), make([]error, len(list))
+	if growHeapForInputs(files) && len(list) > 1 {
+		var wg sync.WaitGroup
+		var crash panicguard.Catcher
+		for i, f := range list {
+			wg.Go(func() {
+				defer crash.Catch()
+				ts[i], errs[i] = readInput(f.file)
+			})
+		}
+		wg.Wait()
+		crash.Rethrow()
+	} else {
+		for i, f := range list {
+			if ts[i], errs[i] = readInput(f.file); errs[i] != nil {
+				break
+			}
+		}
+	}
+	in, byName := map[string]*tensor.Tensor{}, map[string]string{}
+	for i, f := range list {
+		if errs[i] != nil {
+			return nil, nil, inputErr(where, fmt.Errorf("--in %s=%s: tensor %q: %w", f.name, f.file, f.name, errs[i]))
+		}
+		in[f.name], byName[f.name] = ts[i], f.file
+	}
+	if usage != nil {
+		return nil, nil, usage
+	}
+	return in, byName, nil
+}
+
 // growHeapForInputs readies the heap for a run on the --in files: three
 // times their data bytes of huge-page memory (tensor.GrowHeapHuge), which
 // the inputs, the outputs and the reference's scratch then take. A fresh
@@ -172,23 +221,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // time by a quarter, its peak resident memory unchanged (23.5 MiB); more
 // (five times the inputs) added 2 MiB of huge pages half used. Only files
 // whose header readInput will accept count (tensor.NpyFileDataBytes reads
-// the header alone), so that an input refused costs no memory.
-func growHeapForInputs(inputs []string) {
-	total := int64(0)
-	for _, nf := range inputs {
-		_, file, ok := strings.Cut(nf, "=")
-		if !ok {
-			continue
-		}
+// the header alone), so that an input refused costs no memory. It reports
+// whether every file's header was accepted.
+func growHeapForInputs(files []string) bool {
+	total, all := int64(0), true
+	for _, file := range files {
 		n, err := tensor.NpyFileDataBytes(file, 0, tensor.ReadOptions{})
 		if err != nil {
 			n, err = tensor.NpyFileDataBytes(file, tensor.BFloat16, tensor.ReadOptions{})
 		}
-		if err == nil {
-			total += n
+		if err != nil {
+			all = false
+			continue
 		}
+		total += n
 	}
 	tensor.GrowHeapHuge(int(min(3*total, 1<<36)))
+	return all
 }
 
 // readInput reads an .npy file as the dtype its header names; '<u2' data
