@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -318,31 +319,20 @@ func (t *Trace) Limit() int {
 	return t.limit
 }
 
-// traceEvent is one Chrome trace event as written.
+// traceEvent is one metadata event (a track's name) as written; the
+// spans and flows are encoded by hand (WriteJSON).
 type traceEvent struct {
-	Name string   `json:"name"`
-	Cat  string   `json:"cat,omitempty"`
-	Ph   string   `json:"ph"`
-	Ts   float64  `json:"ts"`
-	Dur  *float64 `json:"dur,omitempty"`
-	Pid  int      `json:"pid"`
-	Tid  int      `json:"tid"`
-	ID   int      `json:"id,omitempty"`
-	BP   string   `json:"bp,omitempty"`
-	Args any      `json:"args,omitempty"`
+	Name string  `json:"name"`
+	Cat  string  `json:"cat,omitempty"`
+	Ph   string  `json:"ph"`
+	Ts   float64 `json:"ts"`
+	Pid  int     `json:"pid"`
+	Tid  int     `json:"tid"`
+	Args any     `json:"args,omitempty"`
 }
 
 type nameArgs struct {
 	Name string `json:"name"`
-}
-
-type spanArgs struct {
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
-}
-
-type flowArgs struct {
-	Cycle int64 `json:"cycle"`
 }
 
 // WriteJSON writes the trace as a Chrome trace event JSON object: the
@@ -385,19 +375,74 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 				}
 			}
 		}
+		// The spans and flows, most of a trace, are encoded by hand into
+		// the bytes json.Marshal writes for them (names marshalled once
+		// each, numbers as encoding/json formats them): reflection per
+		// event made writing a large trace cost more than running it.
+		names := make([][]byte, len(t.names))
+		for i, n := range t.names {
+			b, err := json.Marshal(n)
+			if err != nil {
+				return err
+			}
+			names[i] = b
+		}
+		var b []byte
 		for _, s := range t.spans {
-			d := float64(s.end-s.start) / mhz
-			if err := enc(traceEvent{Name: t.names[s.op], Cat: s.p.String(), Ph: "X", Ts: us(s.start), Dur: &d, Pid: int(s.core), Tid: int(s.p),
-				Args: spanArgs{s.start, s.end}}); err != nil {
+			b = append(b[:0], ",\n{\"name\":"...)
+			if first {
+				b = append(b[:0], "\n{\"name\":"...)
+				first = false
+			}
+			b = append(b, names[s.op]...)
+			b = append(b, `,"cat":"`...)
+			b = append(b, s.p.String()...)
+			b = append(b, `","ph":"X","ts":`...)
+			b = appendJSONFloat(b, us(s.start))
+			b = append(b, `,"dur":`...)
+			b = appendJSONFloat(b, float64(s.end-s.start)/mhz)
+			b = append(b, `,"pid":`...)
+			b = strconv.AppendInt(b, int64(s.core), 10)
+			b = append(b, `,"tid":`...)
+			b = strconv.AppendInt(b, int64(s.p), 10)
+			b = append(b, `,"args":{"start":`...)
+			b = strconv.AppendInt(b, s.start, 10)
+			b = append(b, `,"end":`...)
+			b = strconv.AppendInt(b, s.end, 10)
+			b = append(b, "}}"...)
+			if _, err := bw.Write(b); err != nil {
 				return err
 			}
 		}
+		flow := func(ph string, at int64, core int32, p Pipe, id int) error {
+			b = append(b[:0], ",\n{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\""...)
+			if first {
+				b = append(b[:0], "\n{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\""...)
+				first = false
+			}
+			b = append(b, ph...)
+			b = append(b, `","ts":`...)
+			b = appendJSONFloat(b, us(at))
+			b = append(b, `,"pid":`...)
+			b = strconv.AppendInt(b, int64(core), 10)
+			b = append(b, `,"tid":`...)
+			b = strconv.AppendInt(b, int64(p), 10)
+			b = append(b, `,"id":`...)
+			b = strconv.AppendInt(b, int64(id), 10)
+			if ph == "f" {
+				b = append(b, `,"bp":"e"`...)
+			}
+			b = append(b, `,"args":{"cycle":`...)
+			b = strconv.AppendInt(b, at, 10)
+			b = append(b, "}}"...)
+			_, err := bw.Write(b)
+			return err
+		}
 		for i, f := range t.flows {
-			id := i + 1
-			if err := enc(traceEvent{Name: "event", Cat: "flow", Ph: "s", Ts: us(f.from), Pid: int(f.core), Tid: int(f.src), ID: id, Args: flowArgs{f.from}}); err != nil {
+			if err := flow("s", f.from, f.core, f.src, i+1); err != nil {
 				return err
 			}
-			if err := enc(traceEvent{Name: "event", Cat: "flow", Ph: "f", BP: "e", Ts: us(f.to), Pid: int(f.core), Tid: int(f.dst), ID: id, Args: flowArgs{f.to}}); err != nil {
+			if err := flow("f", f.to, f.core, f.dst, i+1); err != nil {
 				return err
 			}
 		}
@@ -412,4 +457,22 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("trace: %w", err)
 	}
 	return nil
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest decimal that reads back as f, in exponent form below 1e-6 or
+// from 1e21 on, with a one-digit exponent written without its leading 0.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
