@@ -143,7 +143,6 @@ type sched struct {
 	events   []event
 	insts    []instInfo
 	findings []Finding
-	gmWrites []gmRange
 	trace    *coreTrace
 	// x is the block's side of the cross-core race check (xcore.go).
 	x xcoreState
@@ -162,13 +161,13 @@ func (i instInfo) String() string { return fmt.Sprintf("%s %s#%d", i.p, i.op, i.
 // reset starts a block's schedule; the slices keep their storage.
 func (s *sched) reset(san bool, tr *coreTrace) {
 	spans, viewed, anon, l0f, l0l := s.spans, s.viewed[:0], s.anon[:0], s.l0Fresh[:0], s.l0Last[:0]
-	events, insts, gm, gw := s.events[:0], s.insts[:0], s.gm[:0], s.gmWrites[:0]
+	events, insts, gm := s.events[:0], s.insts[:0], s.gm[:0]
 	for p := range spans {
 		spans[p] = spans[p][:0]
 	}
 	x := s.x
 	*s = sched{san: san, spans: spans, viewed: viewed, anon: anon, l0Fresh: l0f, l0Last: l0l,
-		events: events, insts: insts, gm: gm, gmWrites: gw, trace: tr, x: x}
+		events: events, insts: insts, gm: gm, trace: tr, x: x}
 	s.x.reset(san)
 }
 
@@ -275,16 +274,6 @@ func (c *Core) issue(p Pipe, op string, cyc int64, gm gmAccess, ops ...operand) 
 			c.scalarWrites()
 			for _, o := range ops {
 				c.shadowAccess(idx, o)
-			}
-			if gm.key != 0 && gm.write {
-				for r := range max(gm.rows, 1) {
-					lo, hi := gm.lo+r*gm.stride, gm.hi+r*gm.stride
-					if n := len(s.gmWrites); n > 0 && s.gmWrites[n-1].key == gm.key && s.gmWrites[n-1].hi == lo {
-						s.gmWrites[n-1].hi = hi
-					} else {
-						s.gmWrites = append(s.gmWrites, gmRange{key: gm.key, lo: lo, hi: hi, inst: s.insts[idx], core: c.BlockIdx})
-					}
-				}
 			}
 		}
 	}

@@ -28,7 +28,8 @@ import (
 //   - WAR / WAW: a write over bytes another pipe still reads or writes;
 //   - uninit: a read of bytes no instruction (nor the kernel on the host,
 //     through a view) wrote since the allocation;
-//   - gm-overlap: two cores of one launch writing the same GM bytes;
+//   - gm-overlap: two cores of one launch writing the same GM bytes, with
+//     no SyncAll or cross-core flag ordering the two (xcore.go);
 //   - xcore-race: a read of GM bytes another core of the launch writes,
 //     with no SyncAll or cross-core flag ordering the two (xcore.go);
 //   - deadlock / flag: a WaitFlag, DeQue or AllocTensor that would wait
@@ -315,53 +316,10 @@ func afterColon(s string) string {
 	return s
 }
 
-// gmRange is one GM write of an explicit core: bytes [lo, hi) of the
-// tensor data at key.
-type gmRange struct {
-	key    uintptr
-	lo, hi int
-	inst   instInfo
-	core   int
-}
-
-// gmOverlaps reports GM bytes written by two cores of one launch.
-func gmOverlaps(ws []gmRange) []Finding {
-	if len(ws) < 2 {
-		return nil
-	}
-	slices.SortFunc(ws, func(a, b gmRange) int {
-		switch {
-		case a.key != b.key:
-			if a.key < b.key {
-				return -1
-			}
-			return 1
-		case a.lo != b.lo:
-			return a.lo - b.lo
-		}
-		return a.core - b.core
-	})
-	var out []Finding
-	act := ws[0]
-	for _, w := range ws[1:] {
-		if w.key == act.key && w.lo < act.hi && w.core != act.core && len(out) < maxFindings {
-			lo, hi := w.lo, min(w.hi, act.hi)
-			out = append(out, Finding{Kind: KindGMOverlap, Core: w.core, Pipe: w.inst.p, Buffer: "GM", Lo: lo, Hi: hi,
-				Inst: w.inst.String(), Other: act.inst.String(),
-				Message: fmt.Sprintf("%s: core %d %s and core %d %s both write GM bytes [%d, %d) of one tensor in one launch", KindGMOverlap, w.core, w.inst, act.core, act.inst, lo, hi)})
-		}
-		if w.key != act.key || w.hi > act.hi {
-			act = w
-		}
-	}
-	return out
-}
-
 // blockSan is what a finished block hands the launch's sanitizer: its
-// findings, its GM writes (explicit mode) and its cross-core records.
+// findings and its cross-core records.
 type blockSan struct {
 	findings []Finding
-	writes   []gmRange
 	x        xcoreBlock
 }
 
@@ -369,19 +327,17 @@ type blockSan struct {
 // on to the launch's next block).
 func (c *Core) sanResult() blockSan {
 	s := &c.sch
-	return blockSan{findings: slices.Clone(s.findings), writes: slices.Clone(s.gmWrites), x: s.x.result(c.BlockIdx)}
+	return blockSan{findings: slices.Clone(s.findings), x: s.x.result(c.BlockIdx)}
 }
 
-// launchFindings are a launch's findings: each block's, the GM bytes two
-// blocks write and the cross-core races, merged.
+// launchFindings are a launch's findings: each block's, and the
+// cross-core races and GM bytes two blocks write, merged.
 func launchFindings(bs []blockSan) []Finding {
 	var fs []Finding
-	var ws []gmRange
 	xs := make([]xcoreBlock, len(bs))
 	for i, b := range bs {
 		fs = append(fs, b.findings...)
-		ws = append(ws, b.writes...)
 		xs[i] = b.x
 	}
-	return mergeFindings(slices.Concat(fs, gmOverlaps(ws), xcoreRaces(xs)))
+	return mergeFindings(slices.Concat(fs, xcoreRaces(xs)))
 }

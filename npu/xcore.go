@@ -18,6 +18,9 @@ import (
 // reports it as xcore-race, naming both cores, both instructions, the
 // tensor and the byte range. Reads of bytes another core wrote before a
 // barrier both passed (or before a flag the reader waited for) are fine.
+// Two blocks writing the same GM bytes with neither write ordered before
+// the other is a gm-overlap, checked the same way (a write after a
+// barrier over bytes another block wrote before it is fine).
 //
 // Ordering is tracked with vector clocks over the launch's blocks, one
 // entry per block counting that block's releases (a SyncAll arrival, a
@@ -216,20 +219,33 @@ type xcoreAccess struct {
 func (a xcoreAccess) end() int { return a.r.lo + (a.r.rows-1)*a.r.stride + a.r.hi - a.r.lo }
 
 // xcoreRaces reports every read of GM bytes that another block of the
-// launch wrote, with neither access ordered before the other.
+// launch writes, and every GM byte two blocks write, with neither access
+// ordered before the other.
 func xcoreRaces(blocks []xcoreBlock) []Finding {
-	// Most launches read no tensor they write (inputs in, outputs out):
-	// they are done with a look at the few written tensors.
-	var written []uintptr
+	// Most launches neither read a tensor they write (inputs in, outputs
+	// out) nor write one byte twice: they are done with a look at the few
+	// written tensors and their writers.
+	type writer struct {
+		key  uintptr
+		core int // -1: several blocks
+	}
+	var written []writer
 	for i := range blocks {
 		for _, r := range blocks[i].recs {
-			if r.write && !slices.Contains(written, r.key) {
-				written = append(written, r.key)
+			if !r.write {
+				continue
+			}
+			if j := slices.IndexFunc(written, func(w writer) bool { return w.key == r.key }); j < 0 {
+				written = append(written, writer{r.key, blocks[i].core})
+			} else if written[j].core != blocks[i].core {
+				written[j].core = -1
 			}
 		}
 	}
-	if !slices.ContainsFunc(blocks, func(b xcoreBlock) bool {
-		return slices.ContainsFunc(b.recs, func(r gmRec) bool { return !r.write && slices.Contains(written, r.key) })
+	if !slices.ContainsFunc(written, func(w writer) bool { return w.core < 0 }) && !slices.ContainsFunc(blocks, func(b xcoreBlock) bool {
+		return slices.ContainsFunc(b.recs, func(r gmRec) bool {
+			return !r.write && slices.ContainsFunc(written, func(w writer) bool { return w.key == r.key && w.core != b.core })
+		})
 	}) {
 		return nil
 	}
@@ -237,8 +253,7 @@ func xcoreRaces(blocks []xcoreBlock) []Finding {
 	// the findings' order does not depend on where tensors live.
 	ids := map[uintptr]int{}
 	var reads, writes [][]xcoreAccess
-	var names []*tensor.Tensor   // by id
-	writers := map[uintptr]int{} // one writing block, or -1 for several
+	var names []*tensor.Tensor // by id
 	for bi := range blocks {
 		b := &blocks[bi]
 		for ri := range b.recs {
@@ -247,32 +262,20 @@ func xcoreRaces(blocks []xcoreBlock) []Finding {
 			if !ok {
 				id = len(names)
 				ids[r.key] = id
-				names = append(names, nil)
+				names = append(names, r.t)
 				reads, writes = append(reads, nil), append(writes, nil)
 			}
-			if names[id] == nil {
-				names[id] = r.t
-			}
-			a := xcoreAccess{b: b, r: r}
 			if r.write {
-				writes[id] = append(writes[id], a)
-				if w, ok := writers[r.key]; !ok {
-					writers[r.key] = b.core
-				} else if w != b.core {
-					writers[r.key] = -1
-				}
+				writes[id] = append(writes[id], xcoreAccess{b: b, r: r})
 			} else {
-				reads[id] = append(reads[id], a)
+				reads[id] = append(reads[id], xcoreAccess{b: b, r: r})
 			}
 		}
 	}
 	var out []Finding
 	for id := range names {
-		if len(writes[id]) == 0 || len(reads[id]) == 0 {
+		if len(writes[id]) == 0 {
 			continue
-		}
-		if w := writers[writes[id][0].r.key]; w >= 0 && !slices.ContainsFunc(reads[id], func(a xcoreAccess) bool { return a.b.core != w }) {
-			continue // one block writes and only it reads
 		}
 		out = racesOf(out, names[id], reads[id], writes[id])
 		if len(out) >= maxRaceFindings {
@@ -283,7 +286,8 @@ func xcoreRaces(blocks []xcoreBlock) []Finding {
 }
 
 // racesOf appends the races between reads rs and writes ws of one
-// tensor t: a sweep over both sorted by their first byte.
+// tensor t, and between two writes: a sweep over both sorted by their
+// first byte.
 func racesOf(out []Finding, t *tensor.Tensor, rs, ws []xcoreAccess) []Finding {
 	byStart := func(a, b xcoreAccess) int {
 		if a.r.lo != b.r.lo {
@@ -296,7 +300,22 @@ func racesOf(out []Finding, t *tensor.Tensor, rs, ws []xcoreAccess) []Finding {
 	}
 	slices.SortStableFunc(rs, byStart)
 	slices.SortStableFunc(ws, byStart)
+	// Writes against the writes before them in the order.
 	var active []xcoreAccess
+	for _, w := range ws {
+		active = slices.DeleteFunc(active, func(v xcoreAccess) bool { return v.end() <= w.r.lo })
+		for _, v := range active {
+			if len(out) >= maxRaceFindings {
+				return out
+			}
+			if f, ok := conflict(t, w, v); ok {
+				out = append(out, f)
+			}
+		}
+		active = append(active, w)
+	}
+	// Reads against the writes.
+	active = active[:0]
 	next := 0
 	for _, r := range rs {
 		for next < len(ws) && ws[next].r.lo < r.end() {
@@ -305,33 +324,48 @@ func racesOf(out []Finding, t *tensor.Tensor, rs, ws []xcoreAccess) []Finding {
 		}
 		active = slices.DeleteFunc(active, func(w xcoreAccess) bool { return w.end() <= r.r.lo })
 		for _, w := range active {
-			if w.b.core == r.b.core {
-				continue
-			}
-			lo, hi, ok := overlap(r.r, w.r)
-			if !ok || ordered(w.b, w.r, r.b, r.r) || ordered(r.b, r.r, w.b, w.r) {
-				continue
-			}
-			out = append(out, raceFinding(t, r, w, lo, hi))
 			if len(out) >= maxRaceFindings {
 				return out
+			}
+			if f, ok := conflict(t, r, w); ok {
+				out = append(out, f)
 			}
 		}
 	}
 	return out
 }
 
-// raceFinding names a race: the read's core, pipe and instruction, the
-// writer's, the tensor and the bytes.
-func raceFinding(t *tensor.Tensor, r, w xcoreAccess, lo, hi int) Finding {
+// conflict is the finding of access a against write w of another block
+// when they share a byte and neither is ordered before the other.
+func conflict(t *tensor.Tensor, a, w xcoreAccess) (Finding, bool) {
+	if a.b.core == w.b.core {
+		return Finding{}, false
+	}
+	lo, hi, ok := overlap(a.r, w.r)
+	if !ok || ordered(w.b, w.r, a.b, a.r) || ordered(a.b, a.r, w.b, w.r) {
+		return Finding{}, false
+	}
+	return raceFinding(t, a, w, lo, hi), true
+}
+
+// raceFinding names a race: access a's core, pipe and instruction, the
+// writer's, the tensor and the bytes; a write against a write is a
+// gm-overlap.
+func raceFinding(t *tensor.Tensor, a, w xcoreAccess, lo, hi int) Finding {
 	name := "GM"
 	if t != nil {
 		name = "GM " + t.String()
 	}
-	return Finding{Kind: KindXCoreRace, Core: r.b.core, Pipe: r.r.inst.p, Buffer: name, Lo: lo, Hi: hi,
-		Inst: r.r.inst.String(), Other: w.r.inst.String(),
-		Message: fmt.Sprintf("%s: core %d %s reads bytes [%d, %d) of %s that core %d %s writes, with no SyncAll or cross-core flag ordering the two",
-			KindXCoreRace, r.b.core, r.r.inst, lo, hi, name, w.b.core, w.r.inst)}
+	f := Finding{Kind: KindXCoreRace, Core: a.b.core, Pipe: a.r.inst.p, Buffer: name, Lo: lo, Hi: hi, Inst: a.r.inst.String(), Other: w.r.inst.String()}
+	if a.r.write {
+		f.Kind = KindGMOverlap
+		f.Message = fmt.Sprintf("%s: core %d %s and core %d %s both write bytes [%d, %d) of %s, with no SyncAll or cross-core flag ordering the two",
+			KindGMOverlap, a.b.core, a.r.inst, w.b.core, w.r.inst, lo, hi, name)
+		return f
+	}
+	f.Message = fmt.Sprintf("%s: core %d %s reads bytes [%d, %d) of %s that core %d %s writes, with no SyncAll or cross-core flag ordering the two",
+		KindXCoreRace, a.b.core, a.r.inst, lo, hi, name, w.b.core, w.r.inst)
+	return f
 }
 
 // overlap returns the first bytes two accesses share.

@@ -156,3 +156,60 @@ func TestRowsOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestSanitizerGMOverlapOrdered: two cores writing the same GM bytes is a
+// gm-overlap naming both writes, in either sync mode, unless a SyncAll
+// orders one write before the other.
+func TestSanitizerGMOverlapOrdered(t *testing.T) {
+	d := newDev(t, unitProfile())
+	const n = 8
+	for _, mode := range []SyncMode{SyncImplicit, SyncExplicit} {
+		for _, c := range []struct {
+			name string
+			sync func(c *Core) error
+			want string
+		}{
+			{"after SyncAll", (*Core).SyncAll, ""},
+			{"barrier skipped", (*Core).SyncAllSkipped, KindGMOverlap},
+		} {
+			ws := tensor.MustNew(tensor.Float32, n)
+			cost, err := d.LaunchCooperative(bg, VectorCore, 2, func(cc *Core) error {
+				if err := cc.SetSyncMode(mode); err != nil {
+					return err
+				}
+				b, _ := cc.AllocUB(4 * n)
+				if err := cc.Duplicate(tensor.Float32, b, float64(cc.BlockIdx), n); err != nil {
+					return err
+				}
+				if mode == SyncExplicit {
+					cc.SetFlag(PipeV, PipeMTE3, 0)
+					cc.WaitFlag(PipeV, PipeMTE3, 0)
+				}
+				if cc.BlockIdx == 0 {
+					if err := cc.DataCopyOut(ws, 0, b, n); err != nil {
+						return err
+					}
+				}
+				if err := c.sync(cc); err != nil {
+					return err
+				}
+				if cc.BlockIdx == 1 {
+					return cc.DataCopyOut(ws, 0, b, n)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("gm overlap mode=%d %s: %v", mode, c.name, err)
+			}
+			if got := findingKinds(cost.Findings); got != c.want {
+				t.Errorf("gm overlap mode=%d %s: got findings %q (%v) want %q", mode, c.name, got, cost.Findings, c.want)
+				continue
+			}
+			if c.want != "" {
+				if f := cost.Findings[0]; f.Core != 1 || f.Inst != "MTE3 DataCopyOut#1" || f.Other != "MTE3 DataCopyOut#1" || f.Lo != 0 || f.Hi != 4*n || !strings.Contains(f.Message, "core 0 MTE3 DataCopyOut#1 both write") {
+					t.Errorf("gm overlap mode=%d %s: got finding %+v want core 1 against core 0, both MTE3 DataCopyOut#1, bytes [0, %d)", mode, c.name, f, 4*n)
+				}
+			}
+		}
+	}
+}
