@@ -214,14 +214,16 @@ func readInputs(where string, inputs []string) (map[string]*tensor.Tensor, map[s
 	return in, byName, nil
 }
 
-// growHeapForInputs readies the heap for a run on the --in files: three
-// times their data bytes of huge-page memory (tensor.GrowHeapHuge), which
-// the inputs, the outputs and the reference's scratch then take. A fresh
-// 1024³ gemm's page faults went from about 4200 to 1200-1800 and its CPU
-// time by a quarter, its peak resident memory unchanged (23.5 MiB); more
-// (five times the inputs) added 2 MiB of huge pages half used. Only files
-// whose header readInput will accept count (tensor.NpyFileDataBytes reads
-// the header alone), so that an input refused costs no memory. It reports
+// growHeapForInputs readies the heap for a run on the --in files: twice
+// their data bytes of huge-page memory (tensor.GrowHeapHuge), which the
+// inputs, the outputs and the reference's scratch then take. A fresh
+// 1024³ gemm's page faults went from about 4200 to 1900 and its CPU time
+// by a fifth; three times the inputs took them to 1200 but its peak
+// resident memory from 23.6 to 25.1 MiB (huge pages half used), past
+// issue 12's four times its tensors (24 MiB), where twice keeps it at
+// 24.0 (max of six runs each, alternated, 2026-12-06). Only files whose
+// header readInput will accept count (tensor.NpyFileDataBytes reads the
+// header alone), so that an input refused costs no memory. It reports
 // whether every file's header was accepted.
 func growHeapForInputs(files []string) bool {
 	total, all := int64(0), true
@@ -236,7 +238,7 @@ func growHeapForInputs(files []string) bool {
 		}
 		total += n
 	}
-	tensor.GrowHeapHuge(int(min(3*total, 1<<36)))
+	tensor.GrowHeapHuge(int(min(2*total, 1<<36)))
 	return all
 }
 
