@@ -60,3 +60,29 @@ func TestReportTimelines(t *testing.T) {
 		t.Errorf("check --trace %s: %d spans (%v), the report's timeline %d", tl.Case, spans, err, tl.Spans)
 	}
 }
+
+// TestReportMergeOtherStoreTimelines: results merged from a store other
+// than the embedded one get a note in place of timelines (the report
+// traces again only the embedded store's cases, and must not draw
+// another case of the same ID), and the report still exits 0.
+func TestReportMergeOtherStoreTimelines(t *testing.T) {
+	store := gemmStore(t)
+	dir := t.TempDir()
+	res := filepath.Join(dir, "r.json")
+	wantCLI(t, 0, nil, "check", "--golden", store, "--json", res)
+	out := filepath.Join(dir, "rep")
+	wantCLI(t, 0, nil, "report", "--merge", res, "--out", out, "--format", "json,md", "--precision", "off", "--attention", "off", "--decoding", "off", "--layout", "off")
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Timelines report.Timelines `json:"timelines"`
+	}
+	if err := json.Unmarshal(data, &js); err != nil {
+		t.Fatal(err)
+	}
+	if len(js.Timelines.Timelines) != 0 || !strings.Contains(js.Timelines.Note, "No timeline: the cases come from the store "+store) {
+		t.Errorf("report --merge of a check --golden %s: timelines %+v, want none and a note naming the store", store, js.Timelines)
+	}
+}
