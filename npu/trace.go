@@ -15,11 +15,13 @@ import (
 
 // DefaultTraceLimit is the number of events (instruction spans and
 // flows) a Trace from NewTrace keeps. A trace is held in memory until it
-// is written, 24 to 32 bytes an event here and about 150 bytes of JSON
-// on disk, so the limit bounds both: 1<<19 events are at most 16 MiB in
-// memory and 80 MiB of JSON, past which Perfetto itself grows slow. The
-// events past the limit are counted, not kept (Dropped), and the file
-// says so.
+// is written, 24 bytes an event here and about 130 bytes of JSON on
+// disk, so the limit bounds both: 1<<19 events are 12 MiB in memory (up
+// to twice that while the slices grow; a launch being recorded holds at
+// most the limit again in each of its blocks' spans, marks and flows,
+// shared among the blocks) and some 70 MB of JSON, past which Perfetto
+// itself grows slow. The events past the limit are counted, not kept
+// (Dropped), and the file says so.
 const DefaultTraceLimit = 1 << 19
 
 // Trace collects the schedules of the launches run under it (WithTrace)
