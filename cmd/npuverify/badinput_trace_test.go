@@ -1,5 +1,11 @@
 package main
 
+import (
+	"encoding/json"
+
+	"github.com/npuverify/npuverify/npu"
+)
+
 // traceBadInputs are check --trace DIR's situations (issue 34): each ends
 // in exit 2 naming --trace and the path at fault, found before the first
 // case where it can be, and none writes a trace in a place it must not
@@ -40,6 +46,11 @@ func traceBadInputs() []badInput {
 			files: map[string][]byte{"{dir}/t/vector_add/": nil},
 			args:  with(checkStore, "--trace", "{dir}/t", "--json", file), code: 2,
 			want: []string{"npuverify: check: --trace {dir}/t: the trace of {id} would replace the --json file " + file}},
+		{name: "trace/a case's trace would replace the --profile file", store: vectorCase,
+			files: map[string][]byte{file: profileJSON()},
+			args:  with(checkStore, "--trace", "{dir}/t", "--profile", file), code: 2,
+			want:      []string{"npuverify: check: --trace {dir}/t: the trace of {id} would replace the --profile file " + file},
+			unchanged: []string{file}},
 		{name: "trace/a case's trace file is a directory: the case is judged, exit 2", store: vectorCase,
 			files: map[string][]byte{file + "/": nil},
 			args:  with(checkStore, "--trace", "{dir}/t"), code: 2,
@@ -52,4 +63,13 @@ func traceBadInputs() []badInput {
 			want:      []string{"npuverify: check: --trace {dir}/t: 1 of 1 traces not written, the first: {id}: " + file + ": refusing to replace it: "},
 			unchanged: []string{"{dir}/victim"}},
 	}
+}
+
+// profileJSON is the ascend910b profile as a --profile file.
+func profileJSON() []byte {
+	b, err := json.Marshal(npu.Ascend910B())
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

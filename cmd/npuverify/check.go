@@ -100,7 +100,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	var traces *traceDir
 	if *traceOut != "" {
 		traces = &traceDir{dir: *traceOut}
-		if err := traces.prepare(where, *dir, store, opt, resultFile{flag: "--json", path: *jsonOut}, resultFile{flag: "--junit", path: *junitOut}); err != nil {
+		// Neither a result file nor an input file may be a case's trace.
+		if err := traces.prepare(where, *dir, store, opt, resultFile{flag: "--json", path: *jsonOut}, resultFile{flag: "--junit", path: *junitOut},
+			resultFile{flag: "--baseline", path: perfF.baseline}, resultFile{flag: "--device", path: perfF.device}, resultFile{flag: "--profile", path: dev.profile}); err != nil {
 			return err
 		}
 		opt.Observe = traces.observe

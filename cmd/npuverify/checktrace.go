@@ -59,17 +59,18 @@ func safeName(s string) string {
 
 // prepare checks --trace DIR before the first case runs and makes DIR
 // when it is missing: DIR inside the golden store under check (which
-// check never writes), or a trace file that would replace a --json or
-// --junit file, is a usage error; DIR that is not a directory, cannot be
-// made or takes no file is an input error.
-func (td *traceDir) prepare(where, storeDir string, store *golden.Store, opt golden.CheckOptions, results ...resultFile) error {
+// check never writes), or a trace file that would replace one of files
+// (the result files, and the input files --baseline, --device and a
+// --profile file), is a usage error; DIR that is not a directory, cannot
+// be made or takes no file is an input error.
+func (td *traceDir) prepare(where, storeDir string, store *golden.Store, opt golden.CheckOptions, files ...resultFile) error {
 	if storeDir != "" && inside(td.dir, storeDir) {
 		return usageErr(where, "--trace %s: inside the golden store %s that is being checked; check never writes the store (write the traces elsewhere)", td.dir, storeDir)
 	}
 	if cases, err := golden.Select(store, opt); err == nil { // a bad selection is golden.Check's to report
 		for _, c := range cases {
 			p := traceFileName(td.dir, c.ID)
-			for _, f := range results {
+			for _, f := range files {
 				if f.path != "" && sameTarget(p, f.path) {
 					return usageErr(where, "--trace %s: the trace of %s would replace the %s file %s: give each its own", td.dir, c.ID, f.flag, f.path)
 				}
