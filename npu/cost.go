@@ -20,6 +20,11 @@ type CoreCost struct {
 	BarrierWaitCycles int64 `json:"barrier_wait_cycles,omitempty"`
 	GMBytesIn         int64 `json:"gm_bytes_in"`
 	GMBytesOut        int64 `json:"gm_bytes_out"`
+	// GMBurstBytesIn and GMBurstBytesOut are the whole GM blocks the
+	// core's transfers moved in and out (what its DMA time is charged
+	// on; GMBytesIn/Out count the elements only).
+	GMBurstBytesIn  int64 `json:"gm_burst_bytes_in"`
+	GMBurstBytesOut int64 `json:"gm_burst_bytes_out"`
 	// GMBursts are the contiguous GM runs the core's copies moved (a
 	// strided copy is one per row); each moves whole GM blocks.
 	GMBursts    int64 `json:"gm_bursts"`
@@ -40,14 +45,24 @@ type CoreCost struct {
 // Cost is the deterministic cost of one kernel launch, derived from the
 // per-core counters and the device profile.
 type Cost struct {
-	Device      string  `json:"device"`
-	BlockDim    int     `json:"block_dim"`     // cores launched
-	Cycles      int64   `json:"cycles"`        // max over cores: the modeled kernel time
-	Seconds     float64 `json:"seconds"`       // Cycles / clock
-	CoreCycles  []int64 `json:"core_cycles"`   // per core
-	GMBytesIn   int64   `json:"gm_bytes_in"`   // summed over cores
-	GMBytesOut  int64   `json:"gm_bytes_out"`  // summed over cores
-	GMBursts    int64   `json:"gm_bursts"`     // contiguous GM runs copied, summed over cores (CoreCost.GMBursts)
+	Device     string  `json:"device"`
+	BlockDim   int     `json:"block_dim"`    // cores launched
+	Cycles     int64   `json:"cycles"`       // the modeled kernel time: max over cores, or HBMCycles when larger (Bound)
+	Seconds    float64 `json:"seconds"`      // Cycles / clock
+	CoreCycles []int64 `json:"core_cycles"`  // per core
+	GMBytesIn  int64   `json:"gm_bytes_in"`  // summed over cores
+	GMBytesOut int64   `json:"gm_bytes_out"` // summed over cores
+	GMBursts   int64   `json:"gm_bursts"`    // contiguous GM runs copied, summed over cores (CoreCost.GMBursts)
+	// HBMBytes is the launch's traffic to HBM: with an L2, the distinct
+	// GM blocks read plus those written when they fit the L2, else every
+	// block moved (l2.go); without, every block moved. L2HitBytes are the
+	// bytes the cores read that L2 served (0 without L2). HBMCycles is
+	// HBMBytes at the whole HBM bandwidth, and Bound which bound set
+	// Cycles: "cores" (the slowest core's schedule) or "hbm" (HBMCycles).
+	HBMBytes    int64   `json:"hbm_bytes"`
+	L2HitBytes  int64   `json:"l2_hit_bytes"`
+	HBMCycles   int64   `json:"hbm_cycles"`
+	Bound       string  `json:"bound"`
 	UBPeakBytes int64   `json:"ub_peak_bytes"` // max over cores
 	VectorUtil  float64 `json:"vector_util"`   // vector busy cycles / (Cycles · launched cores), in [0,1]
 	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)

@@ -152,6 +152,9 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 			t.iOwn = getSlice[int32](&i32Pool, n)
 		}
 		t.i, t.f = t.iOwn[:n], nil
+		if c.costOnly {
+			return nil
+		}
 		decodeBlock(t.i, tileCols, src.T.I8(), src.Cols, row0, col0, rows, cols, tileRows, decodeI8Row)
 		return nil
 	}
@@ -160,6 +163,9 @@ func (c *Core) LoadL1(t *L1Tile, src *GMMatrix, row0, col0, rows, cols, tileRows
 		t.fOwn = getSlice[float32](&f32Pool, n)
 	}
 	t.f, t.i = t.fOwn[:n], nil
+	if c.costOnly {
+		return nil // nothing will read the view (WithCostOnly)
+	}
 	switch src.T.DType {
 	case tensor.Float16:
 		decodeBlock(t.f, tileCols, src.T.F16(), src.Cols, row0, col0, rows, cols, tileRows, decodeF16Row)

@@ -78,6 +78,8 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 	}
 	n := p.N
 	switch {
+	case c.costOnly:
+		// priced below, not computed (WithCostOnly)
 	case p.Acc == tensor.Int32:
 		cc := dst.I32()[:p.M*n]
 		for r := 0; r < p.M; r++ {

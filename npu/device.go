@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -78,7 +79,8 @@ func (k CoreKind) String() string {
 // concurrent use; launches are independent.
 type Device struct {
 	prof    Profile
-	dmaRate [2]float64 // bytes per cycle per core, by CoreKind
+	dmaRate [2]float64 // bytes per cycle per core, by CoreKind (Profile.GMPath)
+	dmaLat  int64      // cycles of a transfer's fixed latency (Profile.GMPath)
 	pool    memPool
 	// cores recycles the Cores of finished launches (without their
 	// memories, which go back to pool): a stream of small launches then
@@ -94,8 +96,10 @@ func NewDevice(p Profile) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{prof: p}
-	d.dmaRate[VectorCore] = p.DMABytesPerCycle(VectorCore)
-	d.dmaRate[AICore] = p.DMABytesPerCycle(AICore)
+	var lat int
+	d.dmaRate[VectorCore], lat = p.GMPath(VectorCore)
+	d.dmaRate[AICore], _ = p.GMPath(AICore)
+	d.dmaLat = int64(lat)
 	return d, nil
 }
 
@@ -173,6 +177,7 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 	// What each block hands the sanitizer, and the blocks' traces (nil
 	// when not tracing), by block.
 	san := make([]blockSan, blockDim)
+	spans := make([][]gmSpan, blockDim) // GM transfers for the L2 model (l2.go)
 	var traces []*coreTrace
 	if traceFrom(ctx) != nil {
 		traces = make([]*coreTrace, blockDim)
@@ -193,6 +198,9 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 			}
 			costs[i] = c.finish()
 			san[i] = c.sanResult()
+			if len(c.l2log) > 0 {
+				spans[i] = slices.Clone(c.l2log)
+			}
 			if traces != nil {
 				traces[i] = c.sch.trace
 			}
@@ -213,6 +221,12 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 		}
 	}
 	cost := d.deriveCost(costs)
+	var readBurst, writeBurst int64
+	for _, cc := range costs {
+		readBurst += cc.GMBurstBytesIn
+		writeBurst += cc.GMBurstBytesOut
+	}
+	d.applyHBM(cost, slices.Concat(spans...), readBurst, writeBurst)
 	cost.Findings = launchFindings(san)
 	if t := traceFrom(ctx); t != nil {
 		t.addLaunch(traces, cost.Cycles, d.prof.ClockHz()/1e6)
@@ -221,6 +235,20 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 }
 
 type serialKey struct{}
+
+type costOnlyKey struct{}
+
+// WithCostOnly returns a context under which launches price the cube's
+// work without doing it: Mmad and MmadSparse charge their cycles and
+// MACs but leave the accumulators as they are, and LoadL1 moves the
+// bytes but decodes no view for the cube. Nothing the cost model counts
+// depends on the values, so the Cost is the same as a full launch's
+// (TestCostOnlyMatchesFull) and the outputs are garbage. It is for
+// cost-model figures at shapes whose arithmetic would take the host
+// seconds (a 4096³ gemm), never for a launch whose outputs are judged.
+func WithCostOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, costOnlyKey{}, true)
+}
 
 // WithSerialLaunch returns a context under which Launch runs every block
 // on the calling goroutine, in block order, instead of spreading them
@@ -248,7 +276,7 @@ func (c *Core) run(kernel Kernel) (err error) {
 // ZeroCost is the cost of launching nothing (a kernel with no work, e.g.
 // on an empty input): no cores, zero cycles and bytes, LoadBalance 1.
 func (d *Device) ZeroCost() *Cost {
-	return &Cost{Device: d.prof.Name, CoreCycles: []int64{}, LoadBalance: 1}
+	return &Cost{Device: d.prof.Name, CoreCycles: []int64{}, LoadBalance: 1, Bound: BoundCores}
 }
 
 // Core is one block of a launch running on one core: its index, the
@@ -280,6 +308,12 @@ type Core struct {
 	scratch [2][]int64
 	san     bool   // the launch sanitizes explicit-mode blocks
 	trace   *Trace // the launch's trace, nil when not tracing
+	// l2log are the block's GM transfers for the L2 model (l2.go), kept
+	// only when the profile has an L2.
+	l2log []gmSpan
+	// costOnly: the launch prices the cube's work without computing it
+	// (WithCostOnly).
+	costOnly bool
 }
 
 // newCore returns a core for blocks of a launch of dim blocks on cores of
@@ -296,6 +330,7 @@ func (d *Device) newCore(ctx context.Context, kind CoreKind, dim int) *Core {
 	c.BlockDim, c.ctx, c.done, c.kind = dim, ctx, ctx.Done(), kind
 	c.cow = copyOnWriteFrom(ctx)
 	c.san, c.trace = sanitizerOn(ctx), traceFrom(ctx)
+	c.costOnly = ctx.Value(costOnlyKey{}) != nil
 	return c
 }
 
@@ -306,6 +341,7 @@ func (c *Core) begin(idx int) {
 	c.cost = CoreCost{}
 	c.bufN = 1
 	c.tiles = 0
+	c.l2log = c.l2log[:0]
 	for s := range c.mem {
 		c.mem[s].reset()
 		c.mem[s].peak = 0
@@ -432,6 +468,9 @@ func (c *Core) Counters() CoreCost {
 type dmaBursts struct {
 	n     int64 // bursts
 	bytes int64 // the blocks' bytes
+	// The runs themselves, for the L2 model (l2.go): rows runs of
+	// rowBytes bytes, stride apart, from GM byte start.
+	start, rowBytes, stride, rows int
 }
 
 // bursts1D is one contiguous run of n bytes from GM byte start.
@@ -449,7 +488,7 @@ func (c *Core) burstsOf(start, rowBytes, stride, rows int) dmaBursts {
 		rowBytes, rows = rowBytes*rows, 1
 	}
 	blk := c.prof.UBBlockBytes
-	var b dmaBursts
+	b := dmaBursts{start: start, rowBytes: rowBytes, stride: stride, rows: rows}
 	for r := range rows {
 		s := start + r*stride
 		b.n++
@@ -469,13 +508,16 @@ func (c *Core) chargeDMA(in bool, gmBytes int, b dmaBursts, op string, gm gmAcce
 	if gmBytes == 0 {
 		return 0
 	}
-	cyc := int64(c.prof.DMALatencyCycles) + ceilCycles(float64(b.bytes)/c.dev.dmaRate[c.kind])
+	cyc := c.dev.dmaLat + ceilCycles(float64(b.bytes)/c.dev.dmaRate[c.kind])
 	c.cost.DMACycles += cyc
 	c.cost.GMBursts += b.n
+	c.logSpan(gm.key, b, !in)
 	if in {
+		c.cost.GMBurstBytesIn += b.bytes
 		c.cost.GMBytesIn += int64(gmBytes)
 		c.issue(PipeMTE2, op, cyc, gm, loc)
 	} else {
+		c.cost.GMBurstBytesOut += b.bytes
 		c.cost.GMBytesOut += int64(gmBytes)
 		c.issue(PipeMTE3, op, cyc, gm, loc)
 	}

@@ -25,15 +25,22 @@ func newDev(t *testing.T, p Profile) *Device {
 }
 
 // unitProfile has round numbers: 1 GHz, 1 B/cycle of HBM per vector core,
-// no DMA latency, 1 B per vector cycle, no issue overhead.
+// no DMA latency, 1 B per vector cycle, no issue overhead, no L2.
 func unitProfile() Profile {
-	p := Ascend910B()
+	p := noL2(Ascend910B())
 	p.Name = "unit"
 	p.ClockGHz = 1
 	p.HBMGBps = float64(p.VectorCores)
 	p.DMALatencyCycles = 0
 	p.VectorBytesPerCycle = 1
 	p.VectorIssueCycles = 0
+	return p
+}
+
+// noL2 is p without its L2: every transfer at the core's share of HBM,
+// the model the closed forms of the DMA tests state.
+func noL2(p Profile) Profile {
+	p.L2Bytes, p.L2BytesPerCycle, p.L2LatencyCycles = 0, 0, 0
 	return p
 }
 
@@ -137,18 +144,18 @@ func TestLaunchContext(t *testing.T) {
 
 func TestZeroCost(t *testing.T) {
 	c := newDev(t, Ascend910B()).ZeroCost()
-	want := &Cost{Device: "ascend910b", CoreCycles: []int64{}, LoadBalance: 1}
+	want := &Cost{Device: "ascend910b", CoreCycles: []int64{}, LoadBalance: 1, Bound: BoundCores}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ZeroCost: got %+v want %+v", c, want)
 	}
 }
 
-// TestDMACost checks one transfer on ascend910b against the closed form
+// TestDMACost checks one transfer on ascend910b without L2 against the closed form
 // 500 + ceil(B·48·1.8/1600) = 500 + ceil(B·54/1000), B the bytes of the
 // 32-byte GM blocks the burst touches (500 bytes from offset 0: 16 blocks,
 // 512 bytes), and one burst.
 func TestDMACost(t *testing.T) {
-	d := newDev(t, Ascend910B())
+	d := newDev(t, noL2(Ascend910B()))
 	for _, bytes := range []int{32, 500, 1000, 32768, 65536, 196608} {
 		x := tensor.MustNew(tensor.Int8, bytes)
 		cost, err := d.Launch(bg, 1, func(c *Core) error {
@@ -296,6 +303,8 @@ func TestLoadBalanceCost(t *testing.T) {
 		Device: "unit", BlockDim: 3, Cycles: 64, Seconds: 64e-9, CoreCycles: []int64{64, 32, 32},
 		GMBytesIn: 128, GMBursts: 3, UBPeakBytes: 64, LoadBalance: 0.5,
 		UBLoadBytes: 128, // loaded, never read: UBReuse stays 0
+		// No L2: HBM moves every block, 128 B at 48 B/cycle.
+		HBMBytes: 128, HBMCycles: 3, Bound: BoundCores,
 	}
 	got := *cost
 	got.Cores = nil
@@ -347,7 +356,7 @@ func TestLaunchBlockStartsFresh(t *testing.T) {
 		t.Fatalf("launch blockDim=48: got %v want nil", err)
 	}
 	for i, cc := range cost.Cores {
-		want := CoreCost{Cycles: 32, DMACycles: 32, DMABusyCycles: 32, GMBytesIn: 32, GMBursts: 1, UBPeakBytes: int64(32 * (1 + i%4)), UBLoadBytes: 32}
+		want := CoreCost{Cycles: 32, DMACycles: 32, DMABusyCycles: 32, GMBytesIn: 32, GMBurstBytesIn: 32, GMBursts: 1, UBPeakBytes: int64(32 * (1 + i%4)), UBLoadBytes: 32}
 		if cc != want {
 			t.Errorf("launch blockDim=48: block %d: got %+v want %+v", i, cc, want)
 		}

@@ -58,7 +58,7 @@ func (c *Core) copy2DIn(op string, dst *Buffer, src *tensor.Tensor, ld, row0, co
 		c0 := 32 / size
 		lanes := (col0+cols-1)/c0 - col0/c0 + 1 // column fractals touched
 		gmBytes = lanes * rows * 32
-		bursts = dmaBursts{n: int64(lanes), bytes: int64(gmBytes)}
+		bursts.n, bursts.bytes = int64(lanes), int64(gmBytes)
 	}
 	// The block's rows, each cols elements, ld apart (the cross-core
 	// check's ranges: a core reading one column block of rows another

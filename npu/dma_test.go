@@ -176,7 +176,7 @@ func TestDataCopyPad(t *testing.T) {
 // a 64-column matrix touch one or two blocks each; 8 whole rows of 64 fp16
 // are one burst of 1024 B.
 func TestStridedDMABursts(t *testing.T) {
-	d := newDev(t, Ascend910B())
+	d := newDev(t, noL2(Ascend910B()))
 	m := tensor.MustNew(tensor.Float16, 8*64)
 	for _, c := range []struct {
 		col0, cols int

@@ -86,8 +86,10 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	if p.M == 0 || p.N == 0 || p.K == 0 {
 		return nil
 	}
-	cf, ci := mmadAccumulators(dst, p)
-	mmadFast(cf, ci, a, b, p, newMmadGeom(a, b, p))
+	if !c.costOnly {
+		cf, ci := mmadAccumulators(dst, p)
+		mmadFast(cf, ci, a, b, p, newMmadGeom(a, b, p))
+	}
 	steps := int64(p.M/fr.M) * int64(p.K/fr.K) * int64(p.N/fr.N)
 	if a.DType == tensor.Float32 {
 		steps *= 2

@@ -40,6 +40,18 @@ type Profile struct {
 	VectorBytesPerCycle int     `json:"vector_bytes_per_cycle"` // per core: bytes of one vector repeat
 	HBMGBps             float64 `json:"hbm_gbps"`               // GM (HBM) bandwidth shared by all cores, 1e9 B/s
 
+	// L2 is the on-chip cache between GM (HBM) and the cores, optional:
+	// a profile without the three fields (all zero) has no L2, and every
+	// transfer moves at the core's share of HBM (DMABytesPerCycle) after
+	// DMALatencyCycles, as before L2 was modelled. With L2, every GM
+	// transfer travels the core's L2 port (L2LatencyCycles + bytes /
+	// L2BytesPerCycle) and the launch's HBM traffic (the distinct GM
+	// blocks it reads and writes, when they fit L2Bytes) bounds its
+	// cycles at the HBM bandwidth (l2.go).
+	L2Bytes         int64 `json:"l2_bytes,omitempty"`           // L2 capacity shared by all cores
+	L2BytesPerCycle int   `json:"l2_bytes_per_cycle,omitempty"` // one core's L2 port, bytes per core cycle
+	L2LatencyCycles int   `json:"l2_latency_cycles,omitempty"`  // fixed cost of one transfer through L2
+
 	Align Alignment `json:"align"`
 
 	// DMALatencyCycles is the fixed cost of one GM↔local transfer, added to
@@ -80,6 +92,24 @@ type Alignment struct {
 // 1.6 TB/s shared, alignment UB/L1 32 B, L0A/L0B 512 B, L0C 64 B, a DMA
 // latency of 500 cycles, a vector issue overhead of 8 cycles, and IEEE
 // numerics (inf on overflow, subnormals kept, int8 ties to even).
+//
+// Its L2, and where each figure comes from (Huawei publishes no L2
+// datasheet for 910B, so each is a stated derivation, not a measurement):
+//   - capacity 192 MiB: the figure commonly quoted for the 910B
+//     generation (Atlas A2); the 910 of Hot Chips 31 (2019) had 32 MiB.
+//   - port 128 bytes per core cycle: the Hot Chips 31 talk on Ascend 910
+//     describes the cores' on-chip network as a 1024-bit mesh at 2 GHz,
+//     1024 bits = 128 bytes per NoC cycle into each core. The NoC clock
+//     (2 GHz) is above the core's 1.8 GHz, which would give 142 bytes
+//     per core cycle; the model takes the 128 bytes of one flit per core
+//     cycle, the smaller figure.
+//   - latency 200 cycles per transfer: no Ascend figure is published;
+//     it is the L2 hit latency measured on the data-centre accelerator of
+//     the same class and clock (NVIDIA V100 at 1.38–1.53 GHz: 193 cycles,
+//     Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+//     Microbenchmarking", 2018), rounded up. The 500 cycles of a
+//     transfer without L2 (DMALatencyCycles) include the HBM access an L2
+//     hit does not make.
 func Ascend910B() Profile {
 	return Profile{
 		Name:                "ascend910b",
@@ -99,6 +129,9 @@ func Ascend910B() Profile {
 		Align:               Alignment{UB: 32, L1: 32, L0A: 512, L0B: 512, L0C: 64},
 		DMALatencyCycles:    500,
 		VectorIssueCycles:   8,
+		L2Bytes:             192 << 20,
+		L2BytesPerCycle:     128,
+		L2LatencyCycles:     200,
 	}
 }
 
@@ -171,7 +204,8 @@ const (
 	MaxProfileFractal = 128     // each side of a cube fractal (gemm24 needs 2·k ≤ 256)
 	MaxProfileAlign   = 4096    // ub_block_bytes and every align.*, bytes
 	MaxProfileVector  = 1 << 20 // vector_bytes_per_cycle
-	MaxProfileCycles  = 1 << 30 // dma_latency_cycles, vector_issue_cycles
+	MaxProfileCycles  = 1 << 30 // dma_latency_cycles, vector_issue_cycles, l2_latency_cycles
+	MaxProfileL2      = 1 << 40 // l2_bytes
 	// MinUBBlockBytes is the smallest UB block: one fp32 or int32 element,
 	// so that a block holds a whole element of every dtype the kernels
 	// copy (a 1-byte block made vector_add's block hold 0 fp16 elements).
@@ -312,6 +346,9 @@ func (p Profile) ValidateFields() error {
 	if p.VectorIssueCycles < 0 {
 		return bad("vector_issue_cycles", "must not be negative, got %d", p.VectorIssueCycles)
 	}
+	if err := p.validateL2(); err != nil {
+		return bad(err.field, "%s", err.msg)
+	}
 	if p.Numerics.Overflow > tensor.OverflowSaturate {
 		return bad("numerics.overflow", "invalid value %d", p.Numerics.Overflow)
 	}
@@ -323,6 +360,49 @@ func (p Profile) ValidateFields() error {
 	}
 	return nil
 }
+
+// fieldError is a profile field's problem, named by its JSON name.
+type fieldError struct{ field, msg string }
+
+// validateL2 checks the optional L2 fields: all absent (zero), or a
+// capacity with a port of positive width and a latency that is not
+// negative.
+func (p Profile) validateL2() *fieldError {
+	if p.L2Bytes == 0 {
+		if p.L2BytesPerCycle != 0 || p.L2LatencyCycles != 0 {
+			return &fieldError{"l2_bytes", "must be set when l2_bytes_per_cycle or l2_latency_cycles is (a profile without L2 has none of the three)"}
+		}
+		return nil
+	}
+	switch {
+	case p.L2Bytes < 0 || p.L2Bytes > MaxProfileL2:
+		return &fieldError{"l2_bytes", fmt.Sprintf("must be in [1, %d] (or absent: no L2), got %d", int64(MaxProfileL2), p.L2Bytes)}
+	case p.L2BytesPerCycle <= 0 || p.L2BytesPerCycle > MaxProfileVector:
+		return &fieldError{"l2_bytes_per_cycle", fmt.Sprintf("must be in [1, %d] with l2_bytes, got %d", MaxProfileVector, p.L2BytesPerCycle)}
+	case p.L2LatencyCycles < 0 || p.L2LatencyCycles > MaxProfileCycles:
+		return &fieldError{"l2_latency_cycles", fmt.Sprintf("must be in [0, %d], got %d", MaxProfileCycles, p.L2LatencyCycles)}
+	}
+	return nil
+}
+
+// HasL2 reports whether the profile models an L2 (l2_bytes set).
+func (p Profile) HasL2() bool { return p.L2Bytes > 0 }
+
+// GMPath is what one GM transfer of a core of kind k costs beyond its
+// bursts: the bytes per cycle it moves and its fixed latency. With L2
+// they are the core's L2 port and the L2 latency; without, the core's
+// share of HBM (DMABytesPerCycle) and DMALatencyCycles. Host-side
+// tilings that price their transfers use it, as chargeDMA does.
+func (p Profile) GMPath(k CoreKind) (bytesPerCycle float64, latency int) {
+	if p.HasL2() {
+		return float64(p.L2BytesPerCycle), p.L2LatencyCycles
+	}
+	return p.DMABytesPerCycle(k), p.DMALatencyCycles
+}
+
+// HBMBytesPerCycle is the whole HBM bandwidth in bytes per core cycle,
+// the rate at which a launch's HBM traffic drains (l2.go).
+func (p Profile) HBMBytesPerCycle() float64 { return p.HBMGBps / p.ClockGHz }
 
 // ClockHz is the core clock in Hz.
 func (p Profile) ClockHz() float64 { return p.ClockGHz * 1e9 }
