@@ -79,7 +79,13 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 	n := p.N
 	switch {
 	case c.costOnly:
-		// priced below, not computed (WithCostOnly)
+		// Priced below, not computed (WithCostOnly); viewed, as the
+		// computation views them, so that the schedule is the same.
+		if p.Acc == tensor.Int32 {
+			dst.I32()
+		} else {
+			dst.F32()
+		}
 	case p.Acc == tensor.Int32:
 		cc := dst.I32()[:p.M*n]
 		for r := 0; r < p.M; r++ {

@@ -86,8 +86,10 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 	if p.M == 0 || p.N == 0 || p.K == 0 {
 		return nil
 	}
+	// The accumulators are viewed either way: the view makes them the
+	// Mmad's operands in the schedule (pipe.go), which WithCostOnly keeps.
+	cf, ci := mmadAccumulators(dst, p)
 	if !c.costOnly {
-		cf, ci := mmadAccumulators(dst, p)
 		mmadFast(cf, ci, a, b, p, newMmadGeom(a, b, p))
 	}
 	steps := int64(p.M/fr.M) * int64(p.K/fr.K) * int64(p.N/fr.N)

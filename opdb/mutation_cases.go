@@ -23,7 +23,7 @@ import (
 //     use, so a valid kernel of any order is at least as good on average.
 //
 // The first case is checked against the tiling, so a profile or tiler
-// change that leaves it on one block per core fails here, not silently.
+// change that leaves every core on one block fails here, not silently.
 func gemmMutationCases(prof npu.Profile) ([]ops.Case, error) {
 	const op, mode = "gemm", "fp16_fp32acc"
 	cfg, err := ops.ParseGEMM(ops.Params{"mode": mode})
@@ -35,8 +35,8 @@ func gemmMutationCases(prof npu.Profile) ([]ops.Case, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemm: tiling of %v: %w", tiles, err)
 	}
-	if t.BlocksM*t.BlocksN <= t.BlockDim {
-		return nil, fmt.Errorf("gemm: %v has %d output blocks on %d cores on profile %s: want more blocks than cores", tiles, t.BlocksM*t.BlocksN, t.BlockDim, prof.Name)
+	if t.MaxCoreBlocks() < 2 {
+		return nil, fmt.Errorf("gemm: %v has at most %d output block per core on %d cores on profile %s: want a core with several", tiles, t.MaxCoreBlocks(), t.BlockDim, prof.Name)
 	}
 	deep := [3]int{17, kernels.GEMMSplitK + 1, 33}
 	var out []ops.Case

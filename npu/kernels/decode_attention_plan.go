@@ -23,7 +23,8 @@ import (
 // (npu's cost model, restated for the host).
 type daEstimate struct {
 	prof       npu.Profile
-	rate       float64 // DMA bytes per cycle of one vector core
+	rate       float64 // DMA bytes per cycle of one vector core (npu.Profile.GMPath)
+	lat        int64   // DMA latency per transfer (npu.Profile.GMPath)
 	g          ops.KVGeom
 	esz        int
 	bt         []int32
@@ -37,7 +38,7 @@ func (e daEstimate) dma(bytes int) int64 {
 	if bytes <= 0 {
 		return 0
 	}
-	return int64(e.prof.DMALatencyCycles) + int64(math.Ceil(float64(bytes)/e.rate))
+	return e.lat + int64(math.Ceil(float64(bytes)/e.rate))
 }
 
 func (e daEstimate) vec(bytes int) int64 {
@@ -219,7 +220,8 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 		}
 		return t, nil
 	}
-	e := daEstimate{prof: prof, rate: prof.DMABytesPerCycle(npu.VectorCore), g: g, esz: esz, bt: bt, f: f, p: part}
+	rate, lat := prof.GMPath(npu.VectorCore)
+	e := daEstimate{prof: prof, rate: rate, lat: int64(lat), g: g, esz: esz, bt: bt, f: f, p: part}
 	// A split item's pieces stage their records in UB beside the tiles;
 	// the D-tiled layout never splits (a record is D values a head).
 	e.stage = (prof.UBBytes - daUBBytes(prof, g.D, esz, part, heads)) / prof.UBAlign() * prof.UBAlign()

@@ -117,8 +117,8 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 // launch's fault plan (fault_gemm.go).
 func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
 	return func(core *npu.Core) error {
-		blocks := t.BlocksM * t.BlocksN
-		if core.BlockIdx >= blocks {
+		blocks := t.coreBlocks(core.BlockIdx)
+		if len(blocks) == 0 {
 			return nil
 		}
 		if err := core.SetBufferNum(t.BufferNum); err != nil {
@@ -136,7 +136,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		}()
 		var aL0, bL0 [2]npu.L0Tile
 		// Double-buffer only what this core loads more than once.
-		myBlocks := ceilDiv(blocks-core.BlockIdx, core.BlockDim)
+		myBlocks := len(blocks)
 		nL1 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, depth)))
 		nL0 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, t.BaseK)))
 		for i := 0; i < nL1; i++ {
@@ -164,10 +164,9 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		l0c := bufs.l0c
 		fr := t.Frac
 		ping, l0 := 0, 0
-		firstBlk := [2]int{(core.BlockIdx / t.BlocksN) * t.BaseM, (core.BlockIdx % t.BlocksN) * t.BaseN}
-		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
-			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
-			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
+		firstBlk := [2]int{blocks[0].m0, blocks[0].n0}
+		for _, blk := range blocks {
+			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
 			panels := max(1, ceilDiv(t.K, depth))

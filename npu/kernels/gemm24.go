@@ -29,7 +29,7 @@ type GEMM24Options struct {
 
 // NewGEMM24Tiling returns the tiling of an M×K×N gemm24.
 func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM24Options) (GEMMTiling, error) {
-	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim}
+	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim, sparse24: true}
 	t, err := GEMMTilingWith(prof, cfg, m, k, n, o)
 	if err != nil {
 		return t, fmt.Errorf("gemm24: %w", err)
@@ -97,12 +97,13 @@ func gemm24FractalField(in tensor.DType) string {
 }
 
 // gemm24MetaUB is the UB gemm24Kernel holds besides the epilogue: two
-// meta panels [BaseM × panelK/4] and the decoded indices [BaseM ×
-// BaseK/2], each rounded up to the UB alignment.
+// meta panels [BaseM × panelK/4] and two decoded index tiles [BaseM ×
+// BaseK/2] (ping-pong with the L0 tiles, so that the next slice's decode
+// overlaps this slice's Mmad), each rounded up to the UB alignment.
 func gemm24MetaUB(prof npu.Profile, t GEMMTiling) int {
 	a := prof.UBAlign()
 	panelK := min(t.depth(), roundUp(max(t.K, 1), gemm24KAlign(t.Frac)))
-	return 2*roundUp(max(t.BaseM*panelK/4, 1), a) + roundUp(max(t.BaseM*t.BaseK/2, 1), a)
+	return 2*roundUp(max(t.BaseM*panelK/4, 1), a) + 2*roundUp(max(t.BaseM*t.BaseK/2, 1), a)
 }
 
 // GEMM24Kernel is gemm24's KernelFunc.
@@ -192,8 +193,8 @@ func decodeMeta24(core *npu.Core, f gemm24Faults, idx, meta *npu.Buffer, rows, p
 
 func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Tensor, b *npu.GMMatrix, sa, sb *tensor.Tensor, out *npu.GuardedOutput) npu.Kernel {
 	return func(core *npu.Core) error {
-		blocks := t.BlocksM * t.BlocksN
-		if core.BlockIdx >= blocks {
+		blocks := t.coreBlocks(core.BlockIdx)
+		if len(blocks) == 0 {
 			return nil
 		}
 		if err := core.SetBufferNum(t.BufferNum); err != nil {
@@ -235,9 +236,12 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 				return err
 			}
 		}
-		idxUB, err := core.AllocUB(t.BaseM * t.BaseK / 2)
-		if err != nil {
-			return err
+		var idxUB [2]*npu.Buffer
+		for i := range idxUB {
+			var err error
+			if idxUB[i], err = core.AllocUB(t.BaseM * t.BaseK / 2); err != nil {
+				return err
+			}
 		}
 		bufs, err := allocEpilogue(core, t)
 		if err != nil {
@@ -246,9 +250,8 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 		l0c := bufs.l0c
 		gf := f.gemm()
 		ping, l0 := 0, 0
-		for blk := core.BlockIdx; blk < blocks; blk += core.BlockDim {
-			m0, n0 := (blk/t.BlocksN)*t.BaseM, (blk%t.BlocksN)*t.BaseN
-			mr, nr := min(t.BaseM, t.M-m0), min(t.BaseN, t.N-n0)
+		for _, blk := range blocks {
+			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
 			for k0 := 0; k0 < max(t.K, 1); k0 += depth {
@@ -286,14 +289,14 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 						continue
 					}
 					// Decode this slice's meta: the view starts at column kk/4.
-					decodeMeta24(core, f, idxUB, metaUB[ping], mr, mc, useful/2, kc/4, kk/4, kb/2)
+					decodeMeta24(core, f, idxUB[l0], metaUB[ping], mr, mc, useful/2, kc/4, kk/4, kb/2)
 					if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk/2, mc, kb/2); err != nil {
 						return err
 					}
 					if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
 						return err
 					}
-					if err := core.MmadSparse(l0c, &aL0[l0], idxUB, kb/2, &bL0[l0], p); err != nil {
+					if err := core.MmadSparse(l0c, &aL0[l0], idxUB[l0], kb/2, &bL0[l0], p); err != nil {
 						return err
 					}
 					first = false

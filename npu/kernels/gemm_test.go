@@ -260,9 +260,9 @@ func TestGEMMCost(t *testing.T) {
 		tl, _ := GEMMTilingWith(testDev.Profile(), cfg, tt.m, tt.k, tt.n, tt.o)
 		size := int64(cfg.Mode.In.Size())
 		var wantIn, wantMACs int64
-		for bm := 0; bm < tl.BlocksM; bm++ {
-			for bn := 0; bn < tl.BlocksN; bn++ {
-				mr, nr := min(tl.BaseM, tt.m-bm*tl.BaseM), min(tl.BaseN, tt.n-bn*tl.BaseN)
+		for core := range tl.BlockDim {
+			for _, blk := range tl.coreBlocks(core) {
+				mr, nr := blk.mr, blk.nr
 				wantIn += int64(mr*tt.k+tt.k*nr) * size
 				if cfg.Mode.Int8() {
 					wantIn += int64(mr+nr) * 4

@@ -14,27 +14,33 @@ import (
 
 // GEMMTiling is the host-side tiling of gemm.
 type GEMMTiling struct {
-	M, K, N    int
-	Mode       string
-	In         tensor.DType
-	Frac       npu.Fractal // cube fractal of the input dtype
-	BaseM      int         `json:"base_m"` // L0C tile rows (multiple of Frac.M)
-	BaseN      int         `json:"base_n"` // L0C tile columns (multiple of Frac.N)
-	BaseK      int         `json:"base_k"` // k per Mmad (multiple of Frac.K, and of 16 for blocked16)
-	StepK      int         `json:"step_k"` // baseK slices per L1 panel
-	BlocksM    int         `json:"blocks_m"`
-	BlocksN    int         `json:"blocks_n"`
-	BlockDim   int         `json:"block_dim"`  // AI cores launched; 0 for an empty output
-	ChunkRows  int         `json:"chunk_rows"` // epilogue rows per UB chunk
-	BufferNum  int         `json:"buffer_num"` // 2: L1 and L0 double-buffered
-	L1Bytes    int         `json:"l1_bytes"`   // per core
-	L0ABytes   int         `json:"l0a_bytes"`
-	L0BBytes   int         `json:"l0b_bytes"`
-	L0CBytes   int         `json:"l0c_bytes"`
-	UBBytes    int         `json:"ub_bytes"`
-	Blocked    bool        `json:"blocked"`
-	HasC       bool        `json:"has_c"`
-	Int8       bool        `json:"int8"`
+	M, K, N int
+	Mode    string
+	In      tensor.DType
+	Frac    npu.Fractal // cube fractal of the input dtype
+	BaseM   int         `json:"base_m"` // L0C tile rows (multiple of Frac.M)
+	BaseN   int         `json:"base_n"` // L0C tile columns (multiple of Frac.N)
+	BaseK   int         `json:"base_k"` // k per Mmad (multiple of Frac.K, and of 16 for blocked16)
+	StepK   int         `json:"step_k"` // baseK slices per L1 panel
+	// GridM × GridN is the core layout: the output is cut into GridM row
+	// bands and GridN column bands, as even as whole fractals allow, and
+	// core i owns the region of band i/GridN and band i%GridN, which it
+	// walks in BaseM × BaseN blocks (coreBlocks). Cores of one band row
+	// read the same rows of A, cores of one band column the same columns
+	// of B: they share them through L2.
+	GridM      int  `json:"grid_m"`
+	GridN      int  `json:"grid_n"`
+	BlockDim   int  `json:"block_dim"`  // AI cores launched (≥ GridM·GridN, the rest idle); 0 for an empty output
+	ChunkRows  int  `json:"chunk_rows"` // epilogue rows per UB chunk
+	BufferNum  int  `json:"buffer_num"` // 2: L1 and L0 double-buffered
+	L1Bytes    int  `json:"l1_bytes"`   // per core
+	L0ABytes   int  `json:"l0a_bytes"`
+	L0BBytes   int  `json:"l0b_bytes"`
+	L0CBytes   int  `json:"l0c_bytes"`
+	UBBytes    int  `json:"ub_bytes"`
+	Blocked    bool `json:"blocked"`
+	HasC       bool `json:"has_c"`
+	Int8       bool `json:"int8"`
 	OutDType   tensor.DType
 	CDType     tensor.DType
 	AccDType   tensor.DType
@@ -51,11 +57,17 @@ type GEMMTiling struct {
 // sizes must be multiples of the fractal and fit the memories.
 type GEMMOptions struct {
 	BaseM, BaseN, BaseK, StepK int
-	BlockDim                   int // used exactly (cores beyond the block count idle)
+	// BlockDim is used exactly: the core grid takes at most BlockDim
+	// cores, and cores beyond it idle.
+	BlockDim int
 	// ReverseK accumulates the K panels and the baseK slices within them
 	// in descending order: a valid kernel that sums in another order (the
 	// bound holds for every order; the bits may differ from the default).
 	ReverseK bool
+	// sparse24 prices the layout for gemm24 (NewGEMM24Tiling): A's panel
+	// is half the k and carries a meta panel, and the cube runs half the
+	// steps plus its index load.
+	sparse24 bool
 }
 
 // depth is the k extent of one L1 panel.
@@ -105,15 +117,20 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		kb := min(prof.L0ABytes/(t.BufferNum*bm*size), prof.L0BBytes/(t.BufferNum*bn*size), max(128/size, kAlign))
 		return min(roundDown(kb, kAlign), pk)
 	}
+	cores := prof.AICores
+	if opt.BlockDim > 0 {
+		if opt.BlockDim > prof.AICores {
+			return GEMMTiling{}, fmt.Errorf("gemm: BlockDim %d exceeds the %d AI cores", opt.BlockDim, prof.AICores)
+		}
+		cores = opt.BlockDim
+	}
+	lay := chooseLayout(prof, t, m, k, n, pm, pn, pk, cores, opt, kFor)
 	baseM, baseN := opt.BaseM, opt.BaseN
-	if baseM == 0 || baseN == 0 {
-		bm, bn := chooseBase(prof, t, m, k, n, pm, pn, pk, opt.BaseM, opt.BaseN, kFor)
-		if baseM == 0 {
-			baseM = bm
-		}
-		if baseN == 0 {
-			baseN = bn
-		}
+	if baseM == 0 {
+		baseM = lay.bm
+	}
+	if baseN == 0 {
+		baseN = lay.bn
 	}
 	baseK := opt.BaseK
 	if baseK == 0 {
@@ -140,30 +157,31 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 				baseM, baseN, baseK, l0.need, l0.space, l0.have)
 		}
 	}
-	// L1: double-buffered A [baseM × depth] and B [depth × baseN] panels.
-	maxStep := prof.L1Bytes / (t.BufferNum * (baseM + baseN) * baseK * size)
+	// L1: double-buffered A [baseM × depth] (gemm24: [baseM × depth/2])
+	// and B [depth × baseN] panels.
+	blocks := 1
+	if m > 0 && n > 0 {
+		// Band 0 of each side is a largest: core 0 runs the most blocks.
+		_, rows := band(m, fr.M, lay.gm, 0)
+		_, cols := band(n, fr.N, lay.gn, 0)
+		blocks = ceilDiv(rows, baseM) * ceilDiv(cols, baseN)
+	}
+	step, maxStep := stepFor(prof, t, baseM, baseN, baseK, pk, blocks, opt.sparse24)
 	if maxStep < 1 {
 		return GEMMTiling{}, fmt.Errorf("gemm: L1 of %d bytes cannot hold two %d×%d and %d×%d panels", prof.L1Bytes, baseM, baseK, baseK, baseN)
 	}
-	t.StepK = max(1, min(maxStep, 4, ceilDiv(pk, baseK)))
+	t.StepK = step
 	if opt.StepK > 0 {
 		if opt.StepK > maxStep {
 			return GEMMTiling{}, fmt.Errorf("gemm: StepK %d: L1 holds at most %d", opt.StepK, maxStep)
 		}
 		t.StepK = opt.StepK
 	}
-	t.L1Bytes = t.BufferNum * (baseM + baseN) * t.depth() * size
-	if t.depth() >= pk {
-		t.L1Bytes = t.BufferNum * (baseM + baseN) * pk * size // one panel holds all of K
-	}
+	t.L1Bytes = t.BufferNum * l1PerK(baseM, baseN, opt.sparse24) * min(t.depth(), pk) * size / 2
 	if m > 0 && n > 0 {
-		t.BlocksM, t.BlocksN = ceilDiv(m, baseM), ceilDiv(n, baseN)
-		blocks := t.BlocksM * t.BlocksN
-		t.BlockDim = min(prof.AICores, blocks)
+		t.GridM, t.GridN = lay.gm, lay.gn
+		t.BlockDim = t.GridM * t.GridN
 		if opt.BlockDim > 0 {
-			if opt.BlockDim > prof.AICores {
-				return GEMMTiling{}, fmt.Errorf("gemm: BlockDim %d exceeds the %d AI cores", opt.BlockDim, prof.AICores)
-			}
 			t.BlockDim = opt.BlockDim
 		}
 	}
@@ -199,48 +217,274 @@ func (t *GEMMTiling) fitEpilogue(prof npu.Profile, reserved int) error {
 	return nil
 }
 
-// chooseBase picks the output block baseM × baseN (multiples of the
-// fractal, the fp32 accumulator tile fitting L0C) that minimises the
-// modeled time of the slowest core: rounds of blocks per core times the
-// larger of a block's cube cycles and its GM traffic (A and B panels are
-// double-buffered, so the two overlap), plus DMA latencies and the store.
-// Fixed sides (non-zero fixM, fixN) are kept. Ties go to the larger
-// block, which re-reads fewer panels.
-func chooseBase(prof npu.Profile, t GEMMTiling, m, k, n, pm, pn, pk, fixM, fixN int, kFor func(bm, bn int) int) (int, int) {
-	fr, size := t.Frac, t.In.Size()
-	rate := prof.DMABytesPerCycle(npu.AICore)
+// l1PerK is twice the elements of L1 one k of an A and a B panel take:
+// baseM + baseN, or for gemm24 (A compressed to half its k) baseM/2 +
+// baseN, doubled to stay whole.
+func l1PerK(bm, bn int, sparse bool) int {
+	if sparse {
+		return bm + 2*bn
+	}
+	return 2 * (bm + bn)
+}
+
+// stepFor is the number of baseK slices per L1 panel for a core running
+// blocks output blocks, and the most that fit L1 with the panels
+// double-buffered (maxStep). A panel's transfers pay a fixed latency each
+// (two, or three with gemm24's meta), so the panel is made just deep
+// enough that its transfers take no longer than the cube's work on it,
+// and so hide behind it; a deeper one would only lengthen the wait for
+// the first panel, which nothing hides. Where no depth hides them (a
+// block too small for its traffic), the depth is the one that minimises
+// the latency the core pays, blocks·⌈K/depth⌉·transfers·latency, plus
+// the first panel's load, depth·bytes per k / rate: √(blocks·K·
+// transfers·latency·rate / bytes per k). It is never deeper than L1
+// allows or K needs.
+func stepFor(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, blocks int, sparse bool) (step, maxStep int) {
+	size := t.In.Size()
+	maxStep = 2 * prof.L1Bytes / (2 * l1PerK(bm, bn, sparse) * kb * size)
+	limit := max(1, min(maxStep, ceilDiv(pk, kb)))
+	rate, lat := prof.GMPath(npu.AICore)
+	fr := t.Frac
+	cube := float64(bm/fr.M) * float64(kb/fr.K) * float64(bn/fr.N) // per slice
+	if t.In == tensor.Float32 {
+		cube *= 2
+	}
+	xfers := 2.0
+	if sparse {
+		cube = cube/2 + float64(bm*kb/2)/npu.L0LoadBytesPerCycle
+		xfers = 3
+	}
+	bytes := float64(l1PerK(bm, bn, sparse)*kb*size) / 2 // per slice
+	if sparse {
+		bytes += float64(bm * kb / 4) // meta
+	}
+	// xfers·lat + step·bytes/rate ≤ step·cube: the least such step.
+	if spare := cube - bytes/rate; spare > 0 {
+		if s := max(1, int(math.Ceil(xfers*float64(lat)/spare-1e-9))); s <= limit {
+			return s, maxStep
+		}
+	}
+	depth := math.Sqrt(float64(max(blocks, 1)) * float64(pk) * xfers * float64(lat) * rate / (bytes / float64(kb)))
+	step = max(1, min(limit, int(math.Round(depth/float64(kb)))))
+	return step, maxStep
+}
+
+// gemmBlock is one output block of a core: rows [m0, m0+mr) and
+// columns [n0, n0+nr).
+type gemmBlock struct{ m0, n0, mr, nr int }
+
+// band returns band i of n elements cut into parts bands of whole
+// fractals of f, as even as they allow (the first n/f mod parts bands
+// take one fractal more): its start and length.
+func band(n, f, parts, i int) (start, length int) {
+	frs := ceilDiv(n, f)
+	q, r := frs/parts, frs%parts
+	lo := i*q + min(i, r)
+	hi := lo + q
+	if i < r {
+		hi++
+	}
+	return min(lo*f, n), min(hi*f, n) - min(lo*f, n)
+}
+
+// coreBlocks returns core i's output blocks in the order it runs them:
+// its region (GridM × GridN layout) in BaseM × BaseN blocks, a row of
+// blocks at a time, so that the cores of one band row read the same A
+// rows at about the same time. A core outside the grid has none.
+func (t GEMMTiling) coreBlocks(i int) []gemmBlock {
+	if t.GridM == 0 || t.GridN == 0 || i >= t.GridM*t.GridN {
+		return nil
+	}
+	r0, rn := band(t.M, t.Frac.M, t.GridM, i/t.GridN)
+	c0, cn := band(t.N, t.Frac.N, t.GridN, i%t.GridN)
+	var out []gemmBlock
+	for m0 := r0; m0 < r0+rn; m0 += t.BaseM {
+		for n0 := c0; n0 < c0+cn; n0 += t.BaseN {
+			out = append(out, gemmBlock{m0, n0, min(t.BaseM, r0+rn-m0), min(t.BaseN, c0+cn-n0)})
+		}
+	}
+	return out
+}
+
+// MaxCoreBlocks is the most output blocks one core runs: a core with
+// several shows the faults of a block loop (second-tile-misplaced).
+func (t GEMMTiling) MaxCoreBlocks() int {
+	most := 0
+	for i := range t.BlockDim {
+		most = max(most, len(t.coreBlocks(i)))
+	}
+	return most
+}
+
+// Blocks is the number of output blocks over all cores.
+func (t GEMMTiling) Blocks() int {
+	n := 0
+	for i := range t.BlockDim {
+		n += len(t.coreBlocks(i))
+	}
+	return n
+}
+
+// gemmLayout is a candidate of chooseLayout: base block and core grid.
+type gemmLayout struct{ bm, bn, gm, gn int }
+
+// chooseLayout picks the output block baseM × baseN (multiples of the
+// fractal, the fp32 accumulator tile fitting L0C) and the core grid
+// GridM × GridN (at most cores) that minimise the modelled time of the
+// slowest core (layoutEstimate). Among layouts within 1e-9 of the least
+// time it takes the one on more cores, then the better balanced (least
+// over most core time), then the larger block, which re-reads fewer
+// panels. Fixed sides (opt.BaseM, opt.BaseN) are kept.
+func chooseLayout(prof npu.Profile, t GEMMTiling, m, k, n, pm, pn, pk, cores int, opt GEMMOptions, kFor func(bm, bn int) int) gemmLayout {
+	fr := t.Frac
+	e := layoutEstimate{prof: prof, t: t, k: k, pk: pk, sparse: opt.sparse24, kFor: kFor}
+	e.rate, e.lat = prof.GMPath(npu.AICore)
+	best := gemmLayout{fr.M, fr.N, 1, 1}
+	bestT, bestBal := math.Inf(1), 0.0
+	fm, fn := ceilDiv(max(m, 1), fr.M), ceilDiv(max(n, 1), fr.N)
+	// sides are the base sides to try for a band of n elements: every
+	// multiple of the fractal up to the band (a larger block only pads),
+	// at most 512, or the fixed one.
+	sides := func(fixed, band, f int) (lo, hi int) {
+		if fixed > 0 {
+			return fixed, fixed
+		}
+		return f, min(roundUp(band, f), 512)
+	}
+	cubeRate := 1.0 // a fractal step's cycles, at the least (gemm24: half a step)
+	if t.In == tensor.Float32 {
+		cubeRate = 2
+	}
+	if opt.sparse24 {
+		cubeRate /= 2
+	}
+	for gm := 1; gm <= min(cores, fm); gm++ {
+		for gn := min(cores/gm, fn); gn >= 1; gn-- {
+			// Band 0 is a largest, the last band a smallest (band).
+			_, rows := band(max(m, 1), fr.M, gm, 0)
+			_, cols := band(max(n, 1), fr.N, gn, 0)
+			// No block shape runs a region faster than its cube steps:
+			// a grid whose largest region takes longer is out.
+			if cubeRate*float64(ceilDiv(rows, fr.M)*ceilDiv(cols, fr.N))*float64(pk/fr.K) > bestT*(1+1e-9) {
+				continue
+			}
+			_, rowsLo := band(max(m, 1), fr.M, gm, gm-1)
+			_, colsLo := band(max(n, 1), fr.N, gn, gn-1)
+			bmLo, bmHi := sides(opt.BaseM, rows, fr.M)
+			bnLo, bnHi := sides(opt.BaseN, cols, fr.N)
+			for bm := bmLo; bm <= bmHi; bm += fr.M {
+				for bn := bnLo; bn <= bnHi; bn += fr.N {
+					if bm*bn*4 > prof.L0CBytes {
+						break
+					}
+					if kFor(bm, bn) < 1 {
+						continue
+					}
+					hi := e.region(rows, cols, bm, bn)
+					bal := e.region(rowsLo, colsLo, bm, bn) / hi
+					switch {
+					case hi < bestT*(1-1e-9):
+					case hi > bestT*(1+1e-9):
+						continue
+					case gm*gn != best.gm*best.gn:
+						if gm*gn < best.gm*best.gn {
+							continue
+						}
+					case bal != bestBal:
+						if bal < bestBal {
+							continue
+						}
+					case bm*bn <= best.bm*best.bn:
+						continue
+					}
+					best, bestT, bestBal = gemmLayout{bm, bn, gm, gn}, hi, bal
+				}
+			}
+		}
+	}
+	// The tiling also serves problems whose fixed base is larger than
+	// any band: keep it.
+	if opt.BaseM > 0 {
+		best.bm = opt.BaseM
+	}
+	if opt.BaseN > 0 {
+		best.bn = opt.BaseN
+	}
+	return best
+}
+
+// layoutEstimate models a core's time on its region, as the kernel
+// runs it: per block, the largest of its cube cycles with the fixpipe's
+// drain of L0C (the next block's first Mmad waits for it), its operand
+// panels' transfer time and their L1 → L0 loads (the panels and the L0
+// tiles are double-buffered, so the three overlap); per region, the
+// first panel's load before the cube starts and the last block's cast
+// and store after it ends. Transfers cost GMPath's
+// latency and rate (the L2 port, or the core's share of HBM).
+type layoutEstimate struct {
+	prof   npu.Profile
+	t      GEMMTiling
+	k, pk  int
+	sparse bool
+	kFor   func(bm, bn int) int
+	rate   float64
+	lat    int
+}
+
+// region is the modelled time of a rows × cols region in bm × bn blocks.
+func (e layoutEstimate) region(rows, cols, bm, bn int) float64 {
+	if rows == 0 || cols == 0 {
+		return 0
+	}
+	t, fr := e.t, e.t.Frac
+	size, outSize := float64(t.In.Size()), float64(t.OutDType.Size())
+	kb := e.kFor(bm, bn)
+	step, _ := stepFor(e.prof, t, bm, bn, kb, e.pk, ceilDiv(rows, bm)*ceilDiv(cols, bn), e.sparse)
+	depth := step * kb
+	panels := float64(max(1, ceilDiv(e.pk, depth)))
 	cubeRate := 1.0
 	if t.In == tensor.Float32 {
 		cubeRate = 2
 	}
-	best, bestM, bestN := math.Inf(1), fr.M, fr.N
-	for bm := fr.M; bm <= min(pm, 512); bm += fr.M {
-		if fixM > 0 && bm != fixM {
-			continue
+	aFrac, xfers := 1.0, 2.0
+	if e.sparse {
+		aFrac, xfers = 0.5+0.125, 3 // half of A's k, and its meta: a byte per 4 k
+	}
+	lat := float64(e.lat)
+	block := func(mr, nr int) float64 {
+		mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
+		cube := cubeRate * float64(mc/fr.M) * float64(e.pk/fr.K) * float64(nc/fr.N)
+		if e.sparse {
+			cube = cube/2 + float64(mc*e.pk/2)/npu.L0LoadBytesPerCycle
 		}
-		for bn := fr.N; bn <= min(pn, 512); bn += fr.N {
-			if fixN > 0 && bn != fixN {
-				continue
-			}
-			if bm*bn*4 > prof.L0CBytes {
-				break
-			}
-			kb := kFor(bm, bn)
-			if kb < 1 {
-				continue
-			}
-			blocks := ceilDiv(max(m, 1), bm) * ceilDiv(max(n, 1), bn)
-			rounds := float64(ceilDiv(blocks, min(blocks, prof.AICores)))
-			cube := cubeRate * float64(bm/fr.M) * float64(pk/fr.K) * float64(bn/fr.N)
-			dma := float64((bm+bn)*k*size)/rate + float64(2*prof.DMALatencyCycles*ceilDiv(pk, 4*kb))
-			store := float64(bm*bn*t.OutDType.Size())/rate + float64(prof.DMALatencyCycles)
-			est := rounds * (math.Max(cube, dma) + store)
-			if est < best*(1-1e-9) || (est <= best*(1+1e-9) && bm*bn > bestM*bestN) {
-				best, bestM, bestN = est, bm, bn
+		dma := panels*xfers*lat + (float64(mr*e.k)*size*aFrac+float64(e.k*nr)*size)/e.rate
+		aL0 := float64(mc * e.pk)
+		if e.sparse {
+			aL0 /= 2
+		}
+		mte1 := (aL0 + float64(e.pk*nc)) * size / npu.L0LoadBytesPerCycle
+		fix := float64(mc*nc*4) / npu.FixpipeBytesPerCycle
+		// The next block's panels load while this one's accumulators
+		// drain; its cube waits for the drain (one L0C tile).
+		return math.Max(cube+fix, math.Max(dma, mte1))
+	}
+	var sum float64
+	fullR, remR := rows/bm, rows%bm
+	fullC, remC := cols/bn, cols%bn
+	for _, r := range [][2]int{{bm, fullR}, {remR, 1}} {
+		for _, c := range [][2]int{{bn, fullC}, {remC, 1}} {
+			if r[0] > 0 && c[0] > 0 && r[1] > 0 && c[1] > 0 {
+				sum += float64(r[1]*c[1]) * block(r[0], c[0])
 			}
 		}
 	}
-	return bestM, bestN
+	fill := lat + float64((min(bm, rows)+min(bn, cols))*min(depth, e.pk))*size/e.rate
+	// The last block's epilogue follows its drain, nothing after it to
+	// hide behind: the cast to the output dtype and the store.
+	mr, nr := min(bm, rows), min(bn, cols)
+	cast := float64(roundUp(mr, fr.M)*roundUp(nr, fr.N)*4) / float64(e.prof.VectorBytesPerCycle)
+	store := cast + lat + float64(mr*nr)*outSize/e.rate
+	return sum + fill + store
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
