@@ -201,7 +201,7 @@ func (d *Details) HTML(w io.Writer) error {
 		Pass                   bool
 	}
 	type cost struct {
-		Cycles, GMIn, GMOut, Vector, Cube, Overlap, Balance, UBPeak, Cores string
+		Cycles, GMIn, GMOut, HBM, L2Hit, Vector, Cube, Overlap, Balance, UBPeak, Cores string
 	}
 	type caseView struct {
 		row
@@ -239,7 +239,7 @@ func (d *Details) HTML(w io.Writer) error {
 			}
 			if k := c.Cost; k != nil {
 				i64 := func(x int64) string { return strconv.FormatInt(x, 10) }
-				v.Cost = &cost{i64(k.Cycles), i64(k.GMBytesIn), i64(k.GMBytesOut), num(float64(k.VectorUtil)), num(float64(k.CubeUtil)),
+				v.Cost = &cost{i64(k.Cycles), i64(k.GMBytesIn), i64(k.GMBytesOut), i64(k.HBMBytes), i64(k.L2HitBytes), num(float64(k.VectorUtil)), num(float64(k.CubeUtil)),
 					num(float64(k.Overlap)), num(float64(k.LoadBalance)), i64(k.UBPeakBytes), strconv.Itoa(k.BlockDim)}
 				v.Checklist = checklist(c)
 			}
@@ -502,8 +502,8 @@ Each cell: cases passing, and the worst bound tightness (max |err|/bound over th
 {{- end}}
 {{- with .Cost}}
 <table>
-<thead><tr><th>cycles</th><th>GM bytes in</th><th>GM bytes out</th><th>vector util</th><th>cube util</th><th>overlap</th><th>load balance</th><th>UB peak bytes</th><th>cores</th></tr></thead>
-<tbody><tr><td class="n">{{.Cycles}}</td><td class="n">{{.GMIn}}</td><td class="n">{{.GMOut}}</td><td class="n">{{.Vector}}</td><td class="n">{{.Cube}}</td><td class="n">{{.Overlap}}</td><td class="n">{{.Balance}}</td><td class="n">{{.UBPeak}}</td><td class="n">{{.Cores}}</td></tr></tbody>
+<thead><tr><th>cycles</th><th>GM bytes in</th><th>GM bytes out</th><th>HBM bytes</th><th>L2 hit bytes</th><th>vector util</th><th>cube util</th><th>overlap</th><th>load balance</th><th>UB peak bytes</th><th>cores</th></tr></thead>
+<tbody><tr><td class="n">{{.Cycles}}</td><td class="n">{{.GMIn}}</td><td class="n">{{.GMOut}}</td><td class="n">{{.HBM}}</td><td class="n">{{.L2Hit}}</td><td class="n">{{.Vector}}</td><td class="n">{{.Cube}}</td><td class="n">{{.Overlap}}</td><td class="n">{{.Balance}}</td><td class="n">{{.UBPeak}}</td><td class="n">{{.Cores}}</td></tr></tbody>
 </table>
 {{- else}}{{if not .Error}}
 <p>No cost model (the backend reports none).</p>

@@ -71,11 +71,16 @@ type Verdict struct {
 // arrays, plus the per-core counters summed over cores and the one figure
 // the performance checklist needs per core (OverlapMax).
 type Cost struct {
-	Device      string       `json:"device"`
-	Cycles      int64        `json:"cycles"`
-	Seconds     verify.Float `json:"seconds"`
-	GMBytesIn   int64        `json:"gm_bytes_in"`
-	GMBytesOut  int64        `json:"gm_bytes_out"`
+	Device     string       `json:"device"`
+	Cycles     int64        `json:"cycles"`
+	Seconds    verify.Float `json:"seconds"`
+	GMBytesIn  int64        `json:"gm_bytes_in"`
+	GMBytesOut int64        `json:"gm_bytes_out"`
+	// HBMBytes and L2HitBytes are npu.Cost's: the launch's HBM traffic
+	// and the bytes its reads found in L2 (0 on a device without L2, or
+	// in a report written before L2 was modelled).
+	HBMBytes    int64        `json:"hbm_bytes,omitempty"`
+	L2HitBytes  int64        `json:"l2_hit_bytes,omitempty"`
 	VectorUtil  verify.Float `json:"vector_util"`
 	CubeUtil    verify.Float `json:"cube_util"`
 	Overlap     verify.Float `json:"overlap"`
@@ -193,6 +198,7 @@ func modelledCost(m *backend.Measurement) *npu.Cost {
 func costOf(k *npu.Cost) *Cost {
 	c := &Cost{
 		Device: k.Device, Cycles: k.Cycles, Seconds: verify.Float(k.Seconds), GMBytesIn: k.GMBytesIn, GMBytesOut: k.GMBytesOut,
+		HBMBytes: k.HBMBytes, L2HitBytes: k.L2HitBytes,
 		VectorUtil: verify.Float(k.VectorUtil), CubeUtil: verify.Float(k.CubeUtil), Overlap: verify.Float(k.Overlap),
 		LoadBalance: verify.Float(k.LoadBalance), UBPeakBytes: k.UBPeakBytes, BlockDim: k.BlockDim,
 		UBReuse: verify.Float(k.UBReuse), UBLoadBytes: k.UBLoadBytes, UBReadBytes: k.UBReadBytes, UBOutBytes: k.UBOutBytes,

@@ -93,7 +93,13 @@ func roofline(c *Case) (Roofline, bool) {
 		r.Cube = float64(k.CubeCycles) * float64(k.CubeUsefulMACs) / float64(k.CubeMACs) / float64(p.AICores)
 	}
 	r.Vector = float64(k.VectorBytes) / float64(p.VectorBytesPerCycle*p.VectorCores)
-	r.Memory = float64(k.GMBytesIn+k.GMBytesOut) / (p.HBMGBps / p.ClockGHz)
+	// The memory roof is HBM's: the launch's HBM bytes when the report
+	// has them (an L2 serves the rest), else every GM byte.
+	hbm := k.HBMBytes
+	if hbm == 0 {
+		hbm = k.GMBytesIn + k.GMBytesOut
+	}
+	r.Memory = float64(hbm) / (p.HBMGBps / p.ClockGHz)
 	for _, b := range []int64{k.GMBytesIn, k.GMBytesOut} {
 		if b > 0 {
 			r.Latency += float64(p.DMALatencyCycles)

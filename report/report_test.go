@@ -87,7 +87,7 @@ func TestReportContent(t *testing.T) {
 		"## Cases", "### vector_add/fp16_special", "params `dtype=fp16`, dims `n=64`, dist `special`, seed 7",
 		"| output | max abs | max rel | MERE | MARE | RMSE | cosine | tightness | ulp histogram | non-finite mismatches | ambiguous (taken) |",
 		"| z | bound | pass |", "| z | bound | **fail** |", "budget cycles", "cycles 10 ≤ budget 12",
-		"| cycles | GM bytes in | GM bytes out | vector util | cube util | overlap | load balance | UB peak bytes | cores |",
+		"| cycles | GM bytes in | GM bytes out | HBM bytes | L2 hit bytes | vector util | cube util | overlap | load balance | UB peak bytes | cores |",
 		"- error: `backend exec:k: exit status 1 ⏎ stderr tail | with a pipe`", "```\nvector_add dtype=fp32 seed=7 [fp32_zero]",
 	} {
 		if !strings.Contains(md, s) {

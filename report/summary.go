@@ -343,9 +343,9 @@ func writeCase(w io.Writer, c *Case) {
 	}
 	fmt.Fprintln(w)
 	if k := c.Cost; k != nil {
-		fmt.Fprintln(w, "| cycles | GM bytes in | GM bytes out | vector util | cube util | overlap | load balance | UB peak bytes | cores |")
-		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-		fmt.Fprintf(w, "| %d | %d | %d | %s | %s | %s | %s | %d | %d |\n\n", k.Cycles, k.GMBytesIn, k.GMBytesOut,
+		fmt.Fprintln(w, "| cycles | GM bytes in | GM bytes out | HBM bytes | L2 hit bytes | vector util | cube util | overlap | load balance | UB peak bytes | cores |")
+		fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %d | %s | %s | %s | %s | %d | %d |\n\n", k.Cycles, k.GMBytesIn, k.GMBytesOut, k.HBMBytes, k.L2HitBytes,
 			num(float64(k.VectorUtil)), num(float64(k.CubeUtil)), num(float64(k.Overlap)), num(float64(k.LoadBalance)), k.UBPeakBytes, k.BlockDim)
 		var items []string
 		for _, it := range checklist(c) {
