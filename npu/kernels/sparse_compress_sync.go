@@ -24,7 +24,8 @@ import (
 // At least 1, at most l.
 func scTiles(p npu.Profile, l, d int) int {
 	v := float64(l) * float64(d) * 8 / float64(p.VectorBytesPerCycle)
-	n := int(math.Round(math.Sqrt(v / float64(max(p.DMALatencyCycles, 1)))))
+	_, lat := p.GMPath(npu.VectorCore) // a transfer's latency: L2's, or DMALatencyCycles without L2
+	n := int(math.Round(math.Sqrt(v / float64(max(lat, 1)))))
 	return max(1, min(n, l))
 }
 
