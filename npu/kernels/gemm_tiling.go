@@ -457,7 +457,7 @@ func (e layoutEstimate) region(rows, cols, bm, bn int) float64 {
 		if e.sparse {
 			cube = cube/2 + float64(mc*e.pk/2)/npu.L0LoadBytesPerCycle
 		}
-		dma := panels*xfers*lat + (float64(mr*e.k)*size*aFrac+float64(e.k*nr)*size)/e.rate
+		dma := float64(panels*xfers*lat) + (float64(float64(mr*e.k)*size*aFrac)+float64(float64(e.k*nr)*size))/e.rate
 		aL0 := float64(mc * e.pk)
 		if e.sparse {
 			aL0 /= 2
@@ -474,7 +474,7 @@ func (e layoutEstimate) region(rows, cols, bm, bn int) float64 {
 	for _, r := range [][2]int{{bm, fullR}, {remR, 1}} {
 		for _, c := range [][2]int{{bn, fullC}, {remC, 1}} {
 			if r[0] > 0 && c[0] > 0 && r[1] > 0 && c[1] > 0 {
-				sum += float64(r[1]*c[1]) * block(r[0], c[0])
+				sum += float64(float64(r[1]*c[1]) * block(r[0], c[0]))
 			}
 		}
 	}
