@@ -245,19 +245,21 @@ func stepFor(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, blocks int, sparse 
 	limit := max(1, min(maxStep, ceilDiv(pk, kb)))
 	rate, lat := prof.GMPath(npu.AICore)
 	fr := t.Frac
-	cube := float64(bm/fr.M) * float64(kb/fr.K) * float64(bn/fr.N) // per slice
+	steps := (bm / fr.M) * (kb / fr.K) * (bn / fr.N) // per slice
 	if t.In == tensor.Float32 {
-		cube *= 2
+		steps *= 2
 	}
+	cube := float64(steps)
 	xfers := 2.0
 	if sparse {
-		cube = cube/2 + float64(bm*kb/2)/npu.L0LoadBytesPerCycle
+		cube = float64(cube/2) + float64(float64(bm*kb/2)/npu.L0LoadBytesPerCycle)
 		xfers = 3
 	}
-	bytes := float64(l1PerK(bm, bn, sparse)*kb*size) / 2 // per slice
+	perSlice := l1PerK(bm, bn, sparse) * kb * size / 2
 	if sparse {
-		bytes += float64(bm * kb / 4) // meta
+		perSlice += bm * kb / 4 // meta
 	}
+	bytes := float64(perSlice)
 	// xfers·lat + step·bytes/rate ≤ step·cube: the least such step.
 	if spare := cube - bytes/rate; spare > 0 {
 		if s := max(1, int(math.Ceil(xfers*float64(lat)/spare-1e-9))); s <= limit {
@@ -455,7 +457,7 @@ func (e layoutEstimate) region(rows, cols, bm, bn int) float64 {
 		mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 		cube := cubeRate * float64(mc/fr.M) * float64(e.pk/fr.K) * float64(nc/fr.N)
 		if e.sparse {
-			cube = cube/2 + float64(mc*e.pk/2)/npu.L0LoadBytesPerCycle
+			cube = float64(cube/2) + float64(float64(mc*e.pk/2)/npu.L0LoadBytesPerCycle)
 		}
 		dma := float64(panels*xfers*lat) + (float64(float64(mr*e.k)*size*aFrac)+float64(float64(e.k*nr)*size))/e.rate
 		aL0 := float64(mc * e.pk)
@@ -463,7 +465,7 @@ func (e layoutEstimate) region(rows, cols, bm, bn int) float64 {
 			aL0 /= 2
 		}
 		mte1 := (aL0 + float64(e.pk*nc)) * size / npu.L0LoadBytesPerCycle
-		fix := float64(mc*nc*4) / npu.FixpipeBytesPerCycle
+		fix := float64(float64(mc*nc*4) / npu.FixpipeBytesPerCycle)
 		// The next block's panels load while this one's accumulators
 		// drain; its cube waits for the drain (one L0C tile).
 		return math.Max(cube+fix, math.Max(dma, mte1))
