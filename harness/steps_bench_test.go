@@ -19,19 +19,26 @@ import (
 // gemm at a decoding step's shape (16 tokens against a 4096×11008
 // weight), where its float64 reference does twice the fp32 kernel's
 // work per multiply-add and is slower than the kernel (the rule below is
-// the new operators').
+// the new operators'); and the two shapes ../shared/bench/vs_numpy.py times
+// whole runs at (gemm 1024³, vector_add 2^24), and a transdata of 3.2
+// million elements, so that every operator has its steps side by side
+// (tag tells a second shape of an op and mode from the first).
 var stepShapes = []struct {
 	op     string
 	params ops.Params
 	dims   map[string]int
+	tag    string
 }{
-	{"gemm", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 16, "k": 4096, "n": 11008}},
-	{"kv_update", ops.Params{}, map[string]int{"b": 16, "s": 16, "h": 8, "d": 128, "l": 2048}},
-	{"decode_attention", ops.Params{}, map[string]int{"b": 16, "s": 16, "hq": 32, "h": 8, "d": 128, "l": 2048}},
-	{"sparse_compress", ops.Params{}, map[string]int{"h": 8, "l": 4096, "d": 128}},
-	{"sparse24_prune", ops.Params{}, map[string]int{"m": 1024, "k": 2048}},
-	{"gemm24", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}},
-	{"gemm24", ops.Params{"mode": "int8_int32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}},
+	{"gemm", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 16, "k": 4096, "n": 11008}, ""},
+	{"kv_update", ops.Params{}, map[string]int{"b": 16, "s": 16, "h": 8, "d": 128, "l": 2048}, ""},
+	{"decode_attention", ops.Params{}, map[string]int{"b": 16, "s": 16, "hq": 32, "h": 8, "d": 128, "l": 2048}, ""},
+	{"sparse_compress", ops.Params{}, map[string]int{"h": 8, "l": 4096, "d": 128}, ""},
+	{"sparse24_prune", ops.Params{}, map[string]int{"m": 1024, "k": 2048}, ""},
+	{"gemm24", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}, ""},
+	{"gemm24", ops.Params{"mode": "int8_int32acc"}, map[string]int{"m": 512, "k": 1024, "n": 512}, ""},
+	{"gemm", ops.Params{"mode": "fp16_fp32acc"}, map[string]int{"m": 1024, "k": 1024, "n": 1024}, "1024"},
+	{"vector_add", ops.Params{"dtype": "fp16"}, map[string]int{"n": 1 << 24}, ""},
+	{"transdata", ops.Params{}, map[string]int{"n": 16, "c": 64, "h": 56, "w": 56}, ""},
 }
 
 // BenchmarkSteps times the three steps of a run on each operator's
@@ -62,6 +69,9 @@ func BenchmarkSteps(b *testing.B) {
 		name := sh.op
 		if m := sh.params["mode"]; m != "" {
 			name += "/" + m
+		}
+		if sh.tag != "" {
+			name += "/" + sh.tag
 		}
 		out, _, err := emu.Run(context.Background(), sh.op, p, in)
 		if err != nil {
