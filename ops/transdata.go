@@ -417,12 +417,25 @@ func (op transData) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op.Name(), err)
 	}
-	for i, j := range idx() {
-		if j >= 0 {
-			y.SetBits(i, x.Bits(j))
-		}
+	if !transDataDirect(pl, x, y) {
+		gatherBits(y, x, idx())
 	}
 	return map[string]*bound.Expected{"y": bound.NewExactFrom(y.Len(), pl.d, copyNumerics, y.Float64sFrom)}, nil
+}
+
+// transDataDirect sets y, x converted from NCHW or NHWC to NC1HWC0, by
+// gatherToNC1HWC0 (the index map's gather without the map), and reports
+// whether it did: false for the other conversions.
+func transDataDirect(pl transDataPlan, x, y *tensor.Tensor) bool {
+	if pl.src != FormatNCHW && pl.src != FormatNHWC || pl.dst != FormatNC1HWC0 || len(x.Shape) != 4 {
+		return false
+	}
+	s := x.Shape
+	n, c, h, w := s[0], s[1], s[2], s[3]
+	if pl.src == FormatNHWC {
+		h, w, c = s[1], s[2], s[3]
+	}
+	return gatherToNC1HWC0(y, x, n, c, h, w, pl.c0, pl.nhwc())
 }
 
 // Fit makes a drawn transdata case legal (CaseFitter): an illegal pair
