@@ -209,9 +209,10 @@ func costOf(k *npu.Cost) *Cost {
 	lat := int64(-1)
 	if p, err := npu.ProfileByName(k.Device); err == nil {
 		lat = 0
+		_, xfer := p.GMPath(npu.AICore) // a transfer's latency: L2's, or dma_latency_cycles without L2
 		for _, b := range []int64{k.GMBytesIn, k.GMBytesOut} {
 			if b > 0 {
-				lat += int64(p.DMALatencyCycles)
+				lat += int64(xfer)
 			}
 		}
 	}

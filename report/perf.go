@@ -67,7 +67,9 @@ type Item struct {
 // Roofline is the least number of cycles any kernel needs for a case's
 // work on its device, and the lower bounds it is the maximum of: cube work
 // spread over every AI core, vector bytes over every vector core at full
-// width, GM traffic at full HBM bandwidth, and one DMA latency per
+// width, HBM traffic at full HBM bandwidth (the launch's HBM bytes where
+// the cost has them: an L2 serves the rest), and one transfer's latency
+// (npu.Profile.GMPath: the L2's, or dma_latency_cycles without L2) per
 // direction of traffic (the first load precedes any result, the last
 // store follows it).
 type Roofline struct {
@@ -100,9 +102,10 @@ func roofline(c *Case) (Roofline, bool) {
 		hbm = k.GMBytesIn + k.GMBytesOut
 	}
 	r.Memory = float64(hbm) / (p.HBMGBps / p.ClockGHz)
+	_, xfer := p.GMPath(npu.AICore) // a transfer's latency: L2's, or dma_latency_cycles without L2
 	for _, b := range []int64{k.GMBytesIn, k.GMBytesOut} {
 		if b > 0 {
-			r.Latency += float64(p.DMALatencyCycles)
+			r.Latency += float64(xfer)
 		}
 	}
 	return r, true
