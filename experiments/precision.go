@@ -182,6 +182,7 @@ func precisionRow(ctx context.Context, b backend.Backend, num tensor.Numerics, c
 	}
 	if cost := emulator.Cost(res.Measurement); cost != nil {
 		row.Cycles, row.GMBytes, row.CubeUtil = cost.Cycles, cost.GMBytesIn+cost.GMBytesOut, verify.Float(cost.CubeUtil)
+		row.HBMBytes = cost.HBMBytes
 	}
 	return row, nil
 }

@@ -260,8 +260,8 @@ func (t *PrecisionTable) HTML(w io.Writer) error {
 		return err
 	}
 	type row struct {
-		Dist, Mode, Cycles, GMBytes, CubeUtil, MaxRel, MERE, RMSE, Cosine, Tightness string
-		Pass                                                                         bool
+		Dist, Mode, Cycles, GMBytes, HBMBytes, CubeUtil, MaxRel, MERE, RMSE, Cosine, Tightness string
+		Pass                                                                                   bool
 	}
 	f := func(format string, x float64) string { return fmt.Sprintf(format, x) }
 	v := struct {
@@ -273,7 +273,7 @@ func (t *PrecisionTable) HTML(w io.Writer) error {
 	}{C: t.Config, Backend: t.Backend, Plot: plot, Note: precisionNote}
 	for _, r := range t.Rows {
 		v.Rows = append(v.Rows, row{
-			r.Dist, r.Mode, strconv.FormatInt(r.Cycles, 10), strconv.FormatInt(r.GMBytes, 10), f("%.3f", float64(r.CubeUtil)),
+			r.Dist, r.Mode, strconv.FormatInt(r.Cycles, 10), strconv.FormatInt(r.GMBytes, 10), strconv.FormatInt(r.HBMBytes, 10), f("%.3f", float64(r.CubeUtil)),
 			f("%.3g", float64(r.MaxRel)), f("%.3g", float64(r.MERE)), f("%.3g", float64(r.RMSE)), f("%.9f", float64(r.Cosine)),
 			f("%.3g", float64(r.Tightness)), r.BoundPassed,
 		})
@@ -523,10 +523,10 @@ Each cell: cases passing, and the worst bound tightness (max |err|/bound over th
 (int8: symmetric per-row/per-column scales, max |x| → 127), run on backend {{.Backend}}. Errors are against the float64
 product of the source; <em>bound</em> says whether the output is within the mode's own rigorous bound, with its tightness.</p>
 <table>
-<thead><tr><th>dist</th><th>mode</th><th>cycles</th><th>GM bytes</th><th>cube util</th><th>max rel err</th><th>MERE</th><th>RMSE</th><th>cosine</th><th>bound (tightness)</th></tr></thead>
+<thead><tr><th>dist</th><th>mode</th><th>cycles</th><th>GM bytes</th><th>HBM bytes</th><th>cube util</th><th>max rel err</th><th>MERE</th><th>RMSE</th><th>cosine</th><th>bound (tightness)</th></tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr><td>{{.Dist}}</td><td>{{.Mode}}</td><td class="n">{{.Cycles}}</td><td class="n">{{.GMBytes}}</td><td class="n">{{.CubeUtil}}</td><td class="n">{{.MaxRel}}</td><td class="n">{{.MERE}}</td><td class="n">{{.RMSE}}</td><td class="n">{{.Cosine}}</td>{{if .Pass}}<td class="pass">pass ({{.Tightness}})</td>{{else}}<td class="fail">FAIL ({{.Tightness}})</td>{{end}}</tr>
+<tr><td>{{.Dist}}</td><td>{{.Mode}}</td><td class="n">{{.Cycles}}</td><td class="n">{{.GMBytes}}</td><td class="n">{{.HBMBytes}}</td><td class="n">{{.CubeUtil}}</td><td class="n">{{.MaxRel}}</td><td class="n">{{.MERE}}</td><td class="n">{{.RMSE}}</td><td class="n">{{.Cosine}}</td>{{if .Pass}}<td class="pass">pass ({{.Tightness}})</td>{{else}}<td class="fail">FAIL ({{.Tightness}})</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table>

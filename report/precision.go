@@ -29,6 +29,7 @@ type PrecisionRow struct {
 	Mode        string       `json:"mode"`
 	Cycles      int64        `json:"cycles"`
 	GMBytes     int64        `json:"gm_bytes"`
+	HBMBytes    int64        `json:"hbm_bytes,omitempty"` // the launch's HBM traffic (npu.Cost.HBMBytes; an L2 serves the rest)
 	CubeUtil    verify.Float `json:"cube_util"`
 	MaxRel      verify.Float `json:"max_rel"`
 	MERE        verify.Float `json:"mere"`
@@ -63,15 +64,15 @@ func (t *PrecisionTable) Markdown(w io.Writer) error {
 		"(int8: symmetric per-row/per-column scales, max |x| → 127), run on backend %s. Errors are against the float64 "+
 		"product of the source; *bound* says whether the output is within the mode's own rigorous bound, with its tightness.\n\n",
 		c.M, c.K, c.K, c.N, c.Seed, t.Backend)
-	fmt.Fprintln(w, "| dist | mode | cycles | GM bytes | cube util | max rel err | MERE | RMSE | cosine | bound (tightness) |")
-	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	fmt.Fprintln(w, "| dist | mode | cycles | GM bytes | HBM bytes | cube util | max rel err | MERE | RMSE | cosine | bound (tightness) |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, r := range t.Rows {
 		verdict := "pass"
 		if !r.BoundPassed {
 			verdict = "FAIL"
 		}
-		_, err := fmt.Fprintf(w, "| %s | %s | %d | %d | %.3f | %.3g | %.3g | %.3g | %.9f | %s (%.3g) |\n",
-			r.Dist, r.Mode, r.Cycles, r.GMBytes, float64(r.CubeUtil), float64(r.MaxRel), float64(r.MERE), float64(r.RMSE), float64(r.Cosine), verdict, float64(r.Tightness))
+		_, err := fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.3f | %.3g | %.3g | %.3g | %.9f | %s (%.3g) |\n",
+			r.Dist, r.Mode, r.Cycles, r.GMBytes, r.HBMBytes, float64(r.CubeUtil), float64(r.MaxRel), float64(r.MERE), float64(r.RMSE), float64(r.Cosine), verdict, float64(r.Tightness))
 		if err != nil {
 			return err
 		}
