@@ -29,12 +29,16 @@ func smallDecodingConfig() report.DecodingConfig {
 // required: there kv_update, a few latency-bound DMAs per head on 2 cores,
 // can cost more than the batched projections of a short context. The
 // growth is asked over the range (the longest context's speedup above the
-// shortest's) and, from one length to the next, up to 1 %: the recompute
+// shortest's) and, from one length to the next, up to 5 %: the recompute
 // side's projection gemm gets more efficient as its rows grow (at L = 512
 // each of the 24 cores has one 128-row block and its loads cannot hide
-// behind an earlier block's cube; at L = 1024 it has two), which can take
-// a step's ratio down by a fraction of a percent (2.18× → 2.17×) while
-// the range grows 2.18× → 2.85×.
+// behind an earlier block's cube; at L = 1024 it has two: 1.53× the
+// cycles for twice the rows), while the incremental side, decode_attention
+// over L positions after a kv_update of fixed cost, grows nearly in
+// proportion to L; so that step's ratio goes down, the more the cheaper
+// kv_update is: 2.18× → 2.17× with kv_update at 6144 cycles, 2.42× →
+// 2.32× (−4.1 %) at 4828 since it runs on the cube (issue 34), while the
+// range grows 2.42× → 2.88×.
 func TestIncrementalBeatsRecompute(t *testing.T) {
 	for _, cfg := range []report.DecodingConfig{DefaultDecodingConfig(), smallDecodingConfig()} {
 		mustWin := cfg.D == DefaultDecodingConfig().D
@@ -69,8 +73,8 @@ func TestIncrementalBeatsRecompute(t *testing.T) {
 			if r.Incremental.Launches != 2 || r.Recompute.Launches != 2*cfg.Hkv+1 {
 				t.Errorf("%s: launches %d and %d / want 2 and %d", where(), r.Incremental.Launches, r.Recompute.Launches, 2*cfg.Hkv+1)
 			}
-			if i > 0 && r.Speedup < 0.99*tab.Rows[i-1].Speedup {
-				t.Errorf("%s: speedup %.4g / want ≥ 0.99 × %.4g at L=%d", where(), r.Speedup, tab.Rows[i-1].Speedup, tab.Rows[i-1].L)
+			if i > 0 && r.Speedup < 0.95*tab.Rows[i-1].Speedup {
+				t.Errorf("%s: speedup %.4g / want ≥ 0.95 × %.4g at L=%d", where(), r.Speedup, tab.Rows[i-1].Speedup, tab.Rows[i-1].L)
 			}
 		}
 		if n := len(tab.Rows); n > 1 && tab.Rows[n-1].Speedup <= tab.Rows[0].Speedup {

@@ -14,6 +14,13 @@ type CoreCost struct {
 	DMABusyCycles     int64 `json:"dma_busy_cycles"`
 	ComputeBusyCycles int64 `json:"compute_busy_cycles"`
 	OverlapCycles     int64 `json:"overlap_cycles"`
+	// MTE1BusyCycles and CubeBusyCycles are the cycles in which MTE1
+	// (L1 → L0A/L0B), respectively the cube (M), is busy, and
+	// CubeLoadOverlapCycles those in which both are: how much of the
+	// cube's operand loads run under its products (Cost.CubeLoadOverlap).
+	MTE1BusyCycles        int64 `json:"mte1_busy_cycles,omitempty"`
+	CubeBusyCycles        int64 `json:"cube_busy_cycles,omitempty"`
+	CubeLoadOverlapCycles int64 `json:"cube_load_overlap_cycles,omitempty"`
 	// BarrierWaitCycles are the cycles the core spent at SyncAll waiting
 	// for the last core to arrive: part of Cycles, not work, so
 	// Cost.LoadBalance leaves them out.
@@ -68,6 +75,10 @@ type Cost struct {
 	CubeUtil    float64 `json:"cube_util"`     // useful MACs / (peak MACs per cycle · Cycles · launched cores)
 	Overlap     float64 `json:"overlap"`       // DMA/compute overlap: cycles both busy / min(DMA busy, compute busy), summed over cores, in [0,1]
 	LoadBalance float64 `json:"load_balance"`  // min/max over launched cores of cycles less barrier waits (CoreCost.BarrierWaitCycles), 1 when balanced
+	// CubeLoadOverlap is the MTE1/cube overlap: cycles in which MTE1 and
+	// M are both busy / min(MTE1 busy, M busy), summed over cores, in
+	// [0,1]; 0 when no core both loads L0 and multiplies.
+	CubeLoadOverlap float64 `json:"cube_load_overlap,omitempty"`
 	// UBReuse is the fraction of compute's reads of UB served without a
 	// fresh GM load: 1 − UBLoadBytes / UBReadBytes, clamped to [0, 1], and
 	// 0 when compute reads no UB (UBReadBytes = 0; a judge must look at

@@ -596,7 +596,7 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 	// for a slower one ends when it does, and counting the wait would make
 	// every cooperative launch look balanced.
 	minW, maxW := int64(math.MaxInt64), int64(0)
-	var vec, hidden, overlappable, cube float64
+	var vec, hidden, overlappable, cube, l0Hidden, l0Overlappable float64
 	for i, cc := range cores {
 		cost.CoreCycles[i] = cc.Cycles
 		cost.Cycles = max(cost.Cycles, cc.Cycles)
@@ -617,6 +617,10 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 			overlappable += float64(m)
 			hidden += float64(cc.OverlapCycles)
 		}
+		if m := min(cc.MTE1BusyCycles, cc.CubeBusyCycles); m > 0 {
+			l0Overlappable += float64(m)
+			l0Hidden += float64(cc.CubeLoadOverlapCycles)
+		}
 	}
 	cost.Seconds = float64(cost.Cycles) / d.prof.ClockHz()
 	if cost.Cycles > 0 {
@@ -627,6 +631,9 @@ func (d *Device) deriveCost(cores []CoreCost) *Cost {
 	}
 	if overlappable > 0 {
 		cost.Overlap = min(1, hidden/overlappable)
+	}
+	if l0Overlappable > 0 {
+		cost.CubeLoadOverlap = min(1, l0Hidden/l0Overlappable)
 	}
 	cost.UBReuse = UBReuse(cost.UBLoadBytes, cost.UBReadBytes)
 	return cost

@@ -454,6 +454,9 @@ func (c *Core) finishSched() {
 	c.cost.DMABusyCycles = spanLen(dma)
 	c.cost.ComputeBusyCycles = spanLen(comp)
 	c.cost.OverlapCycles = intersectLen(dma, comp)
+	c.cost.MTE1BusyCycles = spanLen(s.spans[PipeMTE1])
+	c.cost.CubeBusyCycles = spanLen(s.spans[PipeM])
+	c.cost.CubeLoadOverlapCycles = intersectLen(s.spans[PipeMTE1], s.spans[PipeM])
 	c.scratch = [2][]int64{dma, comp}
 }
 

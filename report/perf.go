@@ -40,9 +40,10 @@ const interCoreNote = "0 % for every kernel: the emulated device has no inter-co
 // ubReuseNote is how UB reuse is measured.
 const ubReuseNote = "1 − (GM bytes DMA'd into UB) / (bytes compute reads from UB), per case summed over cores " +
 	"(npu.Cost.UBReuse): vector sources, fused-instruction inputs, kernel-charged vector work (one operand stream), " +
-	"kernel-charged cube products on UB operands (decode_attention, kv_update) and a sparse index read from UB count as reads; " +
+	"kernel-charged cube products on UB operands (decode_attention) and a sparse index read from UB count as reads; " +
 	"stores UB→GM do not; Mmad's operands pass GM→L1→L0 and never touch UB, so a GEMM's figure is its epilogue's " +
-	"(accumulators from L0C are on-chip data, C and scales are loads). " +
+	"(accumulators from L0C are on-chip data, C and scales are loads), and kv_update's, whose loads all go to L1, is 1 " +
+	"with nothing reused (docs/performance.md). " +
 	"A streaming op that reads each loaded element once (vector_add) scores 0 by construction"
 
 // Targets is the performance checklist. Inter-core traffic is judged,

@@ -36,11 +36,11 @@ const (
 	// v row is stored over its row of the input activations x as well
 	// (outputs right, x clobbered for every later reader of it).
 	FaultKVUpdateXOverwritten npu.Fault = "kv_update/x-overwritten-in-place"
-	// FaultKVUpdateMissingWait: the cube multiplies each weight panel
-	// without waiting for its copy into UB (the SetFlag/WaitFlag<MTE2, M>
-	// pair after the load is missing): on the device it may read the
-	// previous panel's bytes. The emulator computes in program order, so
-	// only the sanitizer (RAW) shows it.
+	// FaultKVUpdateMissingWait: MTE1 loads each x and weight panel into
+	// L0A/L0B without waiting for its copy into L1 (the
+	// SetFlag/WaitFlag<MTE2, MTE1> pair after the load is missing): on
+	// the device it may read the previous panel's bytes. The emulator
+	// computes in program order, so only the sanitizer (RAW) shows it.
 	FaultKVUpdateMissingWait npu.Fault = "kv_update/missing-wait-after-weight-load"
 )
 
@@ -54,7 +54,7 @@ var KVUpdateFaults = []FaultInfo{
 	{FaultKVUpdatePageIndexUint16, "kv_update", "page index truncated to 16 bits past 2^16 blocks"},
 	{FaultKVUpdateWrittenWrong, "kv_update", "written flag set for full sequences"},
 	{FaultKVUpdateXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
-	{FaultKVUpdateMissingWait, "kv_update", "cube reads the x row and weight panel without waiting for their copy in (missing WaitFlag<MTE2, M>)"},
+	{FaultKVUpdateMissingWait, "kv_update", "L1 → L0 loads read the x row and weight panel without waiting for their copy in (missing WaitFlag<MTE2, MTE1>)"},
 }
 
 // kvUpdateFaults is kv_update's fault plan for one launch: which of its

@@ -21,17 +21,21 @@ import (
 // entry costs the same, H projections). The caches are updated in place:
 // the host hands the kernel GM copies of the input caches between guard
 // bands (the harness's inputs stay untouched) and the kernel writes only
-// the rows it owns. Device side, per entry: DataCopyPad x[b,h] and w[h]
-// into UB, matrix-vector product, cast, copy out.
+// the rows it owns. Device side, per entry and head, on an AI core, the
+// cube's data flow (npu/cube.go): x[b] (every head's row, once per
+// entry) and w[h] k-panel by k-panel GM → L1 (MTE2), 16-row slices L1 → L0A/L0B (MTE1), Mmad into L0C (M)
+// n-tile by n-tile, the accumulators L0C → UB (FIX), cast (and quantise)
+// on V, copy out (MTE3); every stage ping-pongs (kvUpdateDevice).
 
 // KVUpdateOptions overrides the tiling; zero fields take the default.
 type KVUpdateOptions struct {
 	// BlockDim is the number of cores (default: min(cube cores, B)).
 	BlockDim int
-	// BufferNum is the ping-pong depth, 1 or 2 (the default): a
-	// single-buffered kernel loads the next panel only once the cube is
-	// done with the last, slower but just as correct, and its events must
-	// satisfy the sanitizer as well.
+	// BufferNum is the ping-pong depth of every stage, 1 or 2 (the
+	// default): a single-buffered kernel loads the next L1 panel only once
+	// MTE1 is done with the last, and the next L0 slice only once the cube
+	// is done with the last, slower but just as correct, and its events
+	// must satisfy the sanitizer as well.
 	BufferNum int
 }
 
@@ -56,9 +60,9 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	x := in["x"]
 	b := x.Shape[0]
 	prof := dev.Profile()
-	blockDim := min(prof.AICores, prof.VectorCores, max(b, 1))
+	blockDim := min(prof.AICores, max(b, 1))
 	if opt.BlockDim > 0 {
-		blockDim = min(opt.BlockDim, prof.VectorCores)
+		blockDim = min(opt.BlockDim, prof.AICores)
 	}
 	outs := map[string]*npu.GuardedOutput{}
 	alloc := func(name string, dt tensor.DType, shape []int, from *tensor.Tensor) error {
@@ -102,7 +106,11 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	if b == 0 {
 		cost = dev.ZeroCost()
 	} else {
-		cost, err = dev.Launch(ctx, blockDim, kvUpdateDevice(g, newKVUpdateFaults(npu.FaultsFrom(ctx)), in, outs, rowOf, blockDim, bufNum))
+		gx, gw, exact32, err := kvCubeOperands(in, g)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op, err)
+		}
+		cost, err = dev.LaunchOn(ctx, npu.AICore, blockDim, kvUpdateDevice(g, newKVUpdateFaults(npu.FaultsFrom(ctx)), in, outs, rowOf, blockDim, bufNum, gx, gw, exact32))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -119,72 +127,136 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	return res, cost, nil
 }
 
+// kvCubeOperands views x as the [B·H × D] matrix and each weight as the
+// [H·D × D] matrix the cube loads its tiles from (sharing the tensors'
+// memory), scanned once on the host, and reports for each weight whether
+// the sequential fp32 model may take its multiply-then-add path
+// (npu.Exact32Operands: fp16 products are exact, so only a weight with an
+// Inf or NaN may not).
+func kvCubeOperands(in map[string]*tensor.Tensor, g ops.KVGeom) (*npu.GMMatrix, map[string]*npu.GMMatrix, map[string]bool, error) {
+	view := func(name string, rows int) (*npu.GMMatrix, error) {
+		t := in[name]
+		v := t.Window(0, t.Len())
+		v.Shape = []int{rows, g.D}
+		m, err := npu.NewGMMatrix(v)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", name, err)
+		}
+		return m, nil
+	}
+	if g.H == 0 || g.D == 0 {
+		return nil, nil, nil, nil
+	}
+	gx, err := view("x", in["x"].Len()/g.D)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gw, exact32 := map[string]*npu.GMMatrix{}, map[string]bool{}
+	for _, w := range []string{"w_k", "w_v"} {
+		m, err := view(w, g.H*g.D)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		gw[w], exact32[w] = m, npu.Exact32Operands(gx, m)
+	}
+	return gx, gw, exact32, nil
+}
+
 // kvUpdateDevice is the device side: core c owns batch entries c,
-// c+blockDim, … (every entry costs the same).
-func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim, bufNum int) npu.Kernel {
+// c+blockDim, … (every entry costs the same). gx views x as [B·H × D];
+// gw the weights as [H·D × D], with exact32 their npu.MmadParams.Exact32.
+func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim, bufNum int,
+	gx *npu.GMMatrix, gw map[string]*npu.GMMatrix, exact32 map[string]bool) npu.Kernel {
 	return func(c *npu.Core) error {
 		d := g.D
 		// With no kv heads no row is projected: the row buffers and the
-		// weight panel are sized 0, so a D the UB cannot hold still runs
-		// (only seq_lens and the written flags change).
+		// tiles are sized 0, so a D the core cannot hold still runs (only
+		// seq_lens and the written flags change).
 		rowD := d
 		if g.H == 0 {
 			rowD = 0
 		}
-		align := c.Profile().UBAlign()
-		kt, nb := 0, 1
+		prof := c.Profile()
+		align := prof.UBAlign()
+		lay := kvLayout{nb: 1, fr: prof.CubeFP16}
 		if rowD > 0 {
 			var err error
-			if kt, nb, err = kvPanelLayout(c.Profile(), rowD, bufNum); err != nil {
+			if lay, err = kvCubeLayout(prof, rowD, g.H, bufNum); err != nil {
 				return err
 			}
 		}
-		// nb copies of every buffer a head writes or a load fills, so the
-		// next panel's and the next head's loads, the cube and the stores
-		// of the head before run at once (ping-pong; nb = 1 where the UB
-		// holds only one set, or where the variant asks for it).
-		var xb, ob, qb, sb, wb [2]*npu.Buffer
+		nb, nt, kp, xe, fr := lay.nb, lay.nt, lay.kp, lay.xe, lay.fr
+		// nb copies of every buffer a stage fills (ping-pong): the L1
+		// panels (x and w), the L0A/L0B slices, the L0C accumulators and
+		// their UB copies, and the output rows, so that each stage works
+		// on one copy while the stage before fills the other.
+		var xL1, wL1, xeL1 [2]npu.L1Tile
+		defer func() {
+			for i := range nb {
+				xL1[i].Release()
+				wL1[i].Release()
+				xeL1[i].Release()
+			}
+		}()
+		var aL0, bL0 [2]npu.L0Tile
+		var l0c, ab, ob, qb, sb [2]*npu.Buffer
 		for i := range nb {
 			for _, a := range []struct {
 				b     **npu.Buffer
+				space npu.Space
 				bytes int
-			}{{&xb[i], rowD * 2}, {&ob[i], rowD * 2}, {&qb[i], rowD}, {&sb[i], 1}, {&wb[i], kt * rowD * 2}} {
-				b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
+			}{
+				{&wL1[i].Buf, npu.L1, kp * nt * 2},
+				{&aL0[i].Buf, npu.L0A, fr.M * fr.K * 2}, {&bL0[i].Buf, npu.L0B, fr.K * nt * 2},
+				{&l0c[i], npu.L0C, fr.M * nt * 4},
+				{&ab[i], npu.UB, roundUp(nt*4, align)}, {&ob[i], npu.UB, roundUp(rowD*2, align)},
+				{&qb[i], npu.UB, roundUp(rowD, align)}, {&sb[i], npu.UB, align},
+			} {
+				b, err := c.Alloc(a.space, max(a.bytes, 1))
 				if err != nil {
 					return err
 				}
 				*a.b = b
 			}
+			// x's L1 tile: the entry's rows, or a panel's slice of one row.
+			xt, bytes := &xeL1[i], xe*roundUp(rowD, fr.K)*2
+			if xe == 0 {
+				xt, bytes = &xL1[i], fr.M*kp*2
+			}
+			b, err := c.Alloc(npu.L1, max(bytes, 1))
+			if err != nil {
+				return err
+			}
+			xt.Buf = b
 		}
 		fb, err := c.AllocUB(align) // seq_len / written flag
 		if err != nil {
 			return err
 		}
-		var acc [2][]float32 // the cube's fp32 accumulators (L0C), one per head in flight
-		for i := range nb {
-			acc[i] = make([]float32, rowD)
-		}
-		wf := make([]float32, kt*rowD)
 		ids, lens := in["seq_ids"].I32(), in["seq_lens"].I32()
 		var bt []int32
 		if g.Paged {
 			bt = in["block_tables"].I32()
 		}
 		// Explicit synchronisation (npu.SyncExplicit), which the sanitizer
-		// holds the kernel to, with one event id per ping-pong slot: panel
-		// slot q alternates panel by panel, head slot o head by head. MTE2
-		// loads head o's x row once the cube is done with xb[o] (evXFree)
-		// and each weight panel into wb[q] once the cube is done with it
-		// (evWFree); the cube multiplies a panel once it landed (evIn) into
-		// accumulator o once V has read it out (evAccFree); V rounds (and
-		// quantises) once the cube is done (evCube) into ob[o] and qb[o]
-		// once their stores drained (evOutFree); MTE3 stores once V is
-		// done (evStore). So the loads of head h+1 run under the cube, V
-		// and stores of head h. The freeing events start set (the buffers
-		// start free) and are taken once more at the end, so every set is
-		// waited for.
-		const evWFree, evXFree = 0, 2 // M → MTE2: + q, + o
-		const evIn, evCube, evStore, evOutFree, evAccFree = 0, 0, 0, 0, 0
+		// holds the kernel to, with one event id per ping-pong slot of
+		// each stage: L1 slot q alternates k-panel by k-panel (and the
+		// entry x tile's slot xs entry by entry, ids from kvEvEntryX on
+		// the MTE2/MTE1 pair), L0 slot l slice by slice, accumulator slot
+		// a n-tile by n-tile, output slot o head by head. The Mmad of head
+		// h multiplies the fr.M-row block of the entry's x tile that holds
+		// x[b,h] (rows of other heads or zeros beside it) and FIX moves out
+		// only x[b,h]'s row of the accumulators. Each pair of pipes hands a filled copy over with
+		// a set and a wait in a row (MTE2 → MTE1: the panel landed in L1;
+		// MTE1 → M: the slice is in L0A/L0B; M → FIX: the accumulators are
+		// done; FIX → V: they are in UB; V → MTE3: the row is rounded) and
+		// the consumer hands it back with a free event the producer waits
+		// for just before it overwrites the copy (MTE1 → MTE2, M → MTE1,
+		// FIX → M, V → FIX, MTE3 → V). So MTE1 loads slice s+1 into one
+		// L0 slot while the cube multiplies slice s out of the other, and
+		// MTE2 loads the next panel while both work on this one. The free
+		// events start set (the copies start free) and are taken once more
+		// at the end, so every set is waited for.
 		if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
 			return err
 		}
@@ -192,55 +264,115 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			return err
 		}
 		for i := range nb {
-			c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree+i)
-			c.SetFlag(npu.PipeM, npu.PipeMTE2, evXFree+i)
-			c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree+i)
-			c.SetFlag(npu.PipeV, npu.PipeM, evAccFree+i)
+			c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, i)
+			c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+i)
+			c.SetFlag(npu.PipeM, npu.PipeMTE1, i)
+			c.SetFlag(npu.PipeFIX, npu.PipeM, i)
+			c.SetFlag(npu.PipeV, npu.PipeFIX, i)
+			c.SetFlag(npu.PipeMTE3, npu.PipeV, i)
 		}
-		q, o := 0, 0
+		q, l, a, o, xs := 0, 0, 0, 0, 0
+		// project computes x[b,h]·w[h] into ob, n-tile by n-tile: each
+		// tile's accumulators go k ascending over the k-panels and their
+		// 16-row slices (one fp32 accumulator per column, the op's
+		// sequential model; padded k are not accumulated), so neither the
+		// panel nor the slice size moves a bit.
+		project := func(b, h int, kv kvNames, ob *npu.Buffer) error {
+			xr := b*g.H + h // x[b,h]'s row of gx
+			xt, xRow0, xCol0, fixOff := &xeL1[xs], h/fr.M*fr.M, 0, h%fr.M
+			if xe == 0 { // x k-panel by k-panel beside w, in its first row
+				xRow0, fixOff = 0, 0
+			}
+			outFree := false
+			for n0 := 0; n0 < d; n0 += nt {
+				nr := min(nt, d-n0)
+				nc := roundUp(nr, fr.N)
+				for k0 := 0; k0 < d; k0 += kp {
+					kr := min(kp, d-k0)
+					kc := roundUp(kr, fr.K)
+					c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, q)
+					if xe == 0 {
+						if err := c.LoadL1(&xL1[q], gx, xr, k0, 1, kr, fr.M, kc); err != nil {
+							return err
+						}
+						xt, xCol0 = &xL1[q], 0
+					} else {
+						xCol0 = k0
+					}
+					if err := c.LoadL1(&wL1[q], gw[kv.w], h*d+k0, n0, kr, nr, kc, nc); err != nil {
+						return err
+					}
+					if !f.missingWait {
+						c.SetFlag(npu.PipeMTE2, npu.PipeMTE1, q)
+						c.WaitFlag(npu.PipeMTE2, npu.PipeMTE1, q)
+					}
+					for kk := 0; kk < kc; kk += fr.K {
+						c.WaitFlag(npu.PipeM, npu.PipeMTE1, l)
+						if err := c.LoadL0(&aL0[l], xt, xRow0, xCol0+kk, fr.M, fr.K); err != nil {
+							return err
+						}
+						if err := c.LoadL0(&bL0[l], &wL1[q], kk, 0, fr.K, nc); err != nil {
+							return err
+						}
+						c.SetFlag(npu.PipeMTE1, npu.PipeM, l)
+						c.WaitFlag(npu.PipeMTE1, npu.PipeM, l)
+						first := k0 == 0 && kk == 0
+						if first {
+							c.WaitFlag(npu.PipeFIX, npu.PipeM, a)
+						}
+						p := npu.MmadParams{
+							M: fr.M, K: fr.K, N: nc, UsefulM: 1, UsefulN: nr, UsefulK: min(fr.K, kr-kk),
+							Acc: tensor.Float32, Init: first, Exact32: exact32[kv.w],
+						}
+						if err := c.Mmad(l0c[a], &aL0[l], &bL0[l], p); err != nil {
+							return err
+						}
+						c.SetFlag(npu.PipeM, npu.PipeMTE1, l)
+						l = (l + 1) % nb
+					}
+					c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, q)
+					q = (q + 1) % nb
+				}
+				c.SetFlag(npu.PipeM, npu.PipeFIX, a)
+				c.WaitFlag(npu.PipeM, npu.PipeFIX, a)
+				c.WaitFlag(npu.PipeV, npu.PipeFIX, a)
+				if err := c.FixpipeToUB(ab[a], l0c[a], fixOff*nc, nr); err != nil {
+					return err
+				}
+				c.SetFlag(npu.PipeFIX, npu.PipeM, a)
+				c.SetFlag(npu.PipeFIX, npu.PipeV, a)
+				c.WaitFlag(npu.PipeFIX, npu.PipeV, a)
+				if !outFree {
+					c.WaitFlag(npu.PipeMTE3, npu.PipeV, o)
+					outFree = true
+				}
+				kvRoundRow(c, ab[a].F32()[:nr], ob.F16()[n0:n0+nr])
+				c.SetFlag(npu.PipeV, npu.PipeFIX, a)
+				a = (a + 1) % nb
+			}
+			if !outFree {
+				c.WaitFlag(npu.PipeMTE3, npu.PipeV, o)
+			}
+			return nil
+		}
 		head := func(b, h int, s int32, row int, kv kvNames) error {
 			src := (b*g.H + h) * d
 			ob, qb, sb := ob[o], qb[o], sb[o]
 			if s >= 0 {
-				xb, acc := xb[o], acc[o]
-				c.WaitFlag(npu.PipeM, npu.PipeMTE2, evXFree+o)
-				if err := c.DataCopyPadIn(xb, in["x"], src, d); err != nil {
+				if err := project(b, h, kv, ob); err != nil {
 					return err
 				}
-				c.WaitFlag(npu.PipeV, npu.PipeM, evAccFree+o)
-				clear(acc)
-				for k0 := 0; k0 < d; k0 += kt {
-					rows := min(kt, d-k0)
-					c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree+q)
-					if err := c.DataCopyPadIn(wb[q], in[kv.w], (h*d+k0)*d, rows*d); err != nil {
-						return err
-					}
-					if !f.missingWait {
-						c.SetFlag(npu.PipeMTE2, npu.PipeM, evIn+q)
-						c.WaitFlag(npu.PipeMTE2, npu.PipeM, evIn+q)
-					}
-					kvAccumulate(acc, wf, xb.F16()[k0:k0+rows], wb[q].F16()[:rows*d])
-					c.ChargeCube(1, rows, d, true)
-					c.SetFlag(npu.PipeM, npu.PipeMTE2, evWFree+q)
-					q = (q + 1) % nb
-				}
-				c.SetFlag(npu.PipeM, npu.PipeMTE2, evXFree+o)
-				c.SetFlag(npu.PipeM, npu.PipeV, evCube+o)
-				c.WaitFlag(npu.PipeM, npu.PipeV, evCube+o)
-				c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
-				kvRoundRow(c, acc, ob.F16()[:d])
-				c.SetFlag(npu.PipeV, npu.PipeM, evAccFree+o)
 			} else {
-				c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
+				c.WaitFlag(npu.PipeMTE3, npu.PipeV, o)
 				clear(ob.Bytes())
 			}
 			quantised := g.Int8 && row >= 0
 			var sc float32
 			if quantised {
-				sc = kvQuantise(c, c.Profile().Numerics, ob.F16()[:d], qb.I8()[:d])
+				sc = kvQuantise(c, prof.Numerics, ob.F16()[:d], qb.I8()[:d])
 			}
-			c.SetFlag(npu.PipeV, npu.PipeMTE3, evStore+o)
-			c.WaitFlag(npu.PipeV, npu.PipeMTE3, evStore+o)
+			c.SetFlag(npu.PipeV, npu.PipeMTE3, o)
+			c.WaitFlag(npu.PipeV, npu.PipeMTE3, o)
 			if s >= 0 && f.overX(kv.w) {
 				if err := c.DataCopyPadOut(in["x"], src, ob, d); err != nil {
 					return err
@@ -277,6 +409,19 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 			row = f.skippedRow(g, bt, lens, int(s), row)
 			flag = f.written(flag, int(s))
+			// The entry's x rows, all heads at once, in one transfer (else
+			// k-panel by k-panel in project).
+			xLoaded := s >= 0 && xe > 0
+			if xLoaded {
+				c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
+				if err := c.LoadL1(&xeL1[xs], gx, b*g.H, 0, g.H, d, xe, roundUp(d, fr.K)); err != nil {
+					return err
+				}
+				if !f.missingWait {
+					c.SetFlag(npu.PipeMTE2, npu.PipeMTE1, kvEvEntryX+xs)
+					c.WaitFlag(npu.PipeMTE2, npu.PipeMTE1, kvEvEntryX+xs)
+				}
+			}
 			for _, kv := range []kvNames{
 				{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
 			} {
@@ -284,9 +429,13 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 					if err := head(b, h, s, row, kv); err != nil {
 						return err
 					}
-					c.SetFlag(npu.PipeMTE3, npu.PipeV, evOutFree+o)
+					c.SetFlag(npu.PipeMTE3, npu.PipeV, o)
 					o = (o + 1) % nb
 				}
+			}
+			if xLoaded {
+				c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
+				xs = (xs + 1) % nb
 			}
 			fb.U8()[0] = flag
 			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, fb, 1); err != nil {
@@ -300,13 +449,82 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 		}
 		for i := range nb {
-			c.WaitFlag(npu.PipeM, npu.PipeMTE2, evWFree+i)
-			c.WaitFlag(npu.PipeM, npu.PipeMTE2, evXFree+i)
-			c.WaitFlag(npu.PipeMTE3, npu.PipeV, evOutFree+i)
-			c.WaitFlag(npu.PipeV, npu.PipeM, evAccFree+i)
+			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, i)
+			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+i)
+			c.WaitFlag(npu.PipeM, npu.PipeMTE1, i)
+			c.WaitFlag(npu.PipeFIX, npu.PipeM, i)
+			c.WaitFlag(npu.PipeV, npu.PipeFIX, i)
+			c.WaitFlag(npu.PipeMTE3, npu.PipeV, i)
 		}
 		return nil
 	}
+}
+
+// kvLayout is a kv_update block's tiling of its 1×D by D×D products on
+// the profile's fp16 fractal fr: nb ping-pong slots per stage (1 or 2),
+// n-tiles of nt columns (one L0C accumulator tile each, a multiple of
+// fr.N) and k-panels of kp rows (one L1 panel each, a multiple of fr.K);
+// the x row is the first of fr.M rows (the rest zero) and each Mmad
+// multiplies one fr.K slice of k.
+// xe is the rows of the entry's x tile (H rounded up to fr.M), loaded
+// once per batch entry, or 0 where nb of them would take more than a
+// quarter of L1: then each k-panel of w comes with its slice of x[b,h].
+type kvLayout struct {
+	nb, nt, kp, xe int
+	fr             npu.Fractal
+}
+
+// kvEvEntryX is the first event id of the entry x tiles' slots on the
+// MTE2/MTE1 pair (the panels' slots take 0 and 1).
+const kvEvEntryX = 2
+
+// kvCubeLayout tiles a block for D = d: with bufNum 2 (the default) two
+// copies per stage, else one, and one where a memory cannot hold two
+// copies of the smallest tiles. An n-tile is as wide as L0C (fr.M fp32
+// rows), L0B (an fr.K-row slice), UB (its fp32 copy beside the output
+// rows) and L1 (an fr.K-row panel beside the x tile) allow, up to all of
+// D; a k-panel as deep as L1 holds beside the x tile, up to all of D. A
+// core that cannot hold the output rows and the smallest tiles is an error
+// "<field>: <bytes> cannot hold one tile of kv_update (needs N)".
+func kvCubeLayout(prof npu.Profile, d, h, bufNum int) (kvLayout, error) {
+	fr, al, ubAlign := prof.CubeFP16, prof.Align, prof.UBAlign()
+	// slot is the bytes one of nb aligned copies may take of a memory.
+	slot := func(capacity, align, nb int) int { return capacity / nb / align * align }
+	aBytes := roundUp(fr.M*fr.K*2, al.L0A)
+	var err error
+	for nb := max(bufNum, 1); nb >= 1; nb-- {
+		ubFree := prof.UBBytes - nb*kvUBRows(prof, d) - ubAlign
+		xe, xm := roundUp(h, fr.M), 0 // entry x tile rows; x rows beside each panel
+		xeBytes := roundUp(xe*roundUp(d, fr.K)*2, al.L1)
+		if nb*xeBytes > prof.L1Bytes/4 {
+			xe, xeBytes, xm = 0, 0, fr.M
+		}
+		l1 := slot(prof.L1Bytes-nb*xeBytes, al.L1, nb) - 2*al.L1 // a panel and its x tile, each rounded up
+		nt := min(roundUp(d, fr.N), slot(prof.L0BBytes, al.L0B, nb)/(fr.K*2), slot(prof.L0CBytes, al.L0C, nb)/(fr.M*4),
+			max(ubFree, 0)/nb/ubAlign*ubAlign/4, max(l1, 0)/(fr.K*2)-xm) / fr.N * fr.N
+		switch {
+		case nb*aBytes > prof.L0ABytes:
+			err = kvShort("l0a_bytes", prof.L0ABytes, aBytes)
+		case slot(prof.L0BBytes, al.L0B, nb) < fr.K*fr.N*2:
+			err = kvShort("l0b_bytes", prof.L0BBytes, roundUp(fr.K*fr.N*2, al.L0B))
+		case slot(prof.L0CBytes, al.L0C, nb) < fr.M*fr.N*4:
+			err = kvShort("l0c_bytes", prof.L0CBytes, roundUp(fr.M*fr.N*4, al.L0C))
+		case ubFree/nb/ubAlign*ubAlign < fr.N*4:
+			err = kvShort("ub_bytes", prof.UBBytes, kvUBRows(prof, d)+ubAlign+roundUp(fr.N*4, ubAlign))
+		case nt < fr.N:
+			err = kvShort("l1_bytes", prof.L1Bytes, roundUp(fr.M*fr.K*2, al.L1)+roundUp(fr.K*fr.N*2, al.L1))
+		default:
+			kp := min(roundUp(d, fr.K), l1/((xm+nt)*2)) / fr.K * fr.K
+			return kvLayout{nb: nb, nt: nt, kp: kp, xe: xe, fr: fr}, nil
+		}
+	}
+	return kvLayout{}, err
+}
+
+// kvShort is the error for a memory (its profile field) of capacity bytes
+// that cannot hold kv_update's smallest tiles, which need bytes.
+func kvShort(field string, capacity, need int) error {
+	return fmt.Errorf("%s: %d cannot hold one tile of kv_update (needs %d)", field, capacity, need)
 }
 
 // kvNames names a projection's weight, its new rows, its cache and its
@@ -314,8 +532,8 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 type kvNames struct{ w, newName, cache, scale string }
 
 // kvRoundRow rounds the fp32 accumulators of one projected row to fp16
-// into out, as kvRound does, charging only the vector instruction: the
-// kernel charges the cube panel by panel.
+// into out, as kvRound does, charging only the vector instruction (the
+// cube's Mmads charge themselves).
 func kvRoundRow(c *npu.Core, acc []float32, out []float16.Float16) {
 	num := c.Profile().Numerics
 	for j, a := range acc {
@@ -324,48 +542,19 @@ func kvRoundRow(c *npu.Core, acc []float32, out []float16.Float16) {
 	c.ChargeVector(len(acc) * 4)
 }
 
-// kvUBRows is the UB a kv_update block holds besides its weight panel,
-// per ping-pong slot: the x row and the fp16 output row (2·D bytes each),
-// the int8 row (D) and one block for a scale, each rounded to the UB
-// alignment; and once, one block for a seq_len or flag.
+// kvUBRows is the UB a kv_update block holds besides its accumulator
+// tiles, per ping-pong slot: the fp16 output row (2·D bytes), the int8 row
+// (D) and one block for a scale, each rounded to the UB alignment; and
+// once, one block for a seq_len or flag.
 func kvUBRows(prof npu.Profile, d int) int {
 	align := prof.UBAlign()
-	return 2*roundUp(d*2, align) + roundUp(d, align) + align
+	return roundUp(d*2, align) + roundUp(d, align) + align
 }
 
-// kvPanelRows is how many rows of a D×D weight matrix one UB panel holds
-// beside the row buffers, single-buffered: all D when they fit, else the
-// most that fit, so that any D whose rows fit runs, with w streamed
-// through UB k-panel by k-panel (Ascend C's K tiling of a matrix-vector
-// product). Each panel continues the same fp32 accumulators in k order,
-// so the bits do not depend on the panel size. A UB that cannot hold the
-// rows and one weight row is an error naming ub_bytes.
-func kvPanelRows(prof npu.Profile, d int) (int, error) {
-	kt, _, err := kvPanelLayout(prof, d, 1)
-	return kt, err
-}
-
-// kvPanelLayout is the panel rows and the ping-pong slots (1 or 2) of a
-// block: with bufNum 2 (the default), two sets of row buffers and two
-// panels of the most rows that fit beside them, so the next panel loads
-// while the cube multiplies this one; one set where the UB cannot hold two
-// sets and a weight row each (a D near the UB's limit still runs, single
-// buffered, as before).
-func kvPanelLayout(prof npu.Profile, d, bufNum int) (kt, nb int, err error) {
-	align := prof.UBAlign()
-	for nb = max(bufNum, 1); nb >= 1; nb-- {
-		free := prof.UBBytes - nb*kvUBRows(prof, d) - align
-		kt = min(d, free/nb/align*align/(d*2))
-		if kt >= 1 {
-			return kt, nb, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("kv_update: d %d needs %d bytes of UB (the x, output and int8 rows and one weight row); ub_bytes is %d",
-		d, kvUBRows(prof, d)+align+roundUp(d*2, align), prof.UBBytes)
-}
-
-// kvProject is the cube's 1×D by D×D product in one panel: kvAccumulate
-// over all of w, then kvRound.
+// kvProject is the 1×D by D×D product as the host computes it, in one
+// panel: kvAccumulate over all of w, then kvRound. The kernel runs the
+// product on the cube (Mmad's sequential fp32 model, the same bits);
+// TestKernelArithmeticNaNDefault holds this form to the default NaN.
 func kvProject(c *npu.Core, acc, wf []float32, x, w, out []float16.Float16) {
 	clear(acc)
 	kvAccumulate(acc, wf, x, w)

@@ -114,10 +114,8 @@ func gemm24ModeNames() []string {
 }
 
 func checkKVUpdate(p npu.Profile) error {
-	if _, err := kvPanelRows(p, 1); err != nil {
-		return ubShort(p, "kv_update", kvUBRows(p, 1)+2*p.UBAlign()) // the rows, a flag block, one weight row
-	}
-	return nil
+	_, err := kvCubeLayout(p, 1, 1, 1)
+	return err
 }
 
 func checkDecodeAttention(p npu.Profile) error {
