@@ -27,18 +27,20 @@ func smallDecodingConfig() report.DecodingConfig {
 // model is deterministic, so these are exact comparisons, not statistics).
 // On a small batch (2 sequences × 2 kv heads, D = 64) only the growth is
 // required: there kv_update, a few latency-bound DMAs per head on 2 cores,
-// can cost more than the batched projections of a short context. The
-// growth is asked over the range (the longest context's speedup above the
-// shortest's) and, from one length to the next, up to 5 %: the recompute
-// side's projection gemm gets more efficient as its rows grow (at L = 512
-// each of the 24 cores has one 128-row block and its loads cannot hide
-// behind an earlier block's cube; at L = 1024 it has two: 1.53× the
-// cycles for twice the rows), while the incremental side, decode_attention
-// over L positions after a kv_update of fixed cost, grows nearly in
-// proportion to L; so that step's ratio goes down, the more the cheaper
-// kv_update is: 2.18× → 2.17× with kv_update at 6144 cycles, 2.42× →
-// 2.32× (−4.1 %) at 4828 since it runs on the cube (issue 34), while the
-// range grows 2.42× → 2.88×.
+// can cost more than the batched projections of a short context.
+//
+// The growth asked from one length to the next is the one that follows
+// from the model: both sides run the same decode_attention, so recompute −
+// incremental is the projections' cycles less kv_update's, and kv_update's
+// do not depend on L (TestDecodingCostIgnoresValues) while the
+// projections' cannot fall as their rows grow; so the advantage in cycles
+// never shrinks from one length to the next. The ratio need not grow at
+// every step (the projection gemm gets more efficient as its rows grow: at
+// L = 512 each of the 24 cores has one 128-row block whose loads cannot
+// hide behind an earlier block's cube, at L = 1024 two, 1.38× the cycles
+// for twice the rows, while decode_attention grows nearly in proportion to
+// L), so the ratio is asked to grow over the range: the longest context's
+// above the shortest's.
 func TestIncrementalBeatsRecompute(t *testing.T) {
 	for _, cfg := range []report.DecodingConfig{DefaultDecodingConfig(), smallDecodingConfig()} {
 		mustWin := cfg.D == DefaultDecodingConfig().D
@@ -73,8 +75,11 @@ func TestIncrementalBeatsRecompute(t *testing.T) {
 			if r.Incremental.Launches != 2 || r.Recompute.Launches != 2*cfg.Hkv+1 {
 				t.Errorf("%s: launches %d and %d / want 2 and %d", where(), r.Incremental.Launches, r.Recompute.Launches, 2*cfg.Hkv+1)
 			}
-			if i > 0 && r.Speedup < 0.95*tab.Rows[i-1].Speedup {
-				t.Errorf("%s: speedup %.4g / want ≥ 0.95 × %.4g at L=%d", where(), r.Speedup, tab.Rows[i-1].Speedup, tab.Rows[i-1].L)
+			if i > 0 {
+				prev := tab.Rows[i-1]
+				if got, was := r.Recompute.Cycles-r.Incremental.Cycles, prev.Recompute.Cycles-prev.Incremental.Cycles; got < was {
+					t.Errorf("%s: recompute − incremental %d cycles / want ≥ %d, the advantage at L=%d", where(), got, was, prev.L)
+				}
 			}
 		}
 		if n := len(tab.Rows); n > 1 && tab.Rows[n-1].Speedup <= tab.Rows[0].Speedup {
