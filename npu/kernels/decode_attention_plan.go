@@ -31,7 +31,8 @@ type daEstimate struct {
 	f          decodeAttentionFaults
 	p          int // partition length
 	splittable bool
-	stage      int // UB bytes beside the tiles for staging records (phase 1)
+	pingPong   bool // the K/V tiles ping-pong: a partition loads while the one before computes
+	stage      int  // UB bytes beside the tiles for staging records (phase 1)
 }
 
 func (e daEstimate) dma(bytes int) int64 {
@@ -59,26 +60,34 @@ func (e daEstimate) cube(m, k, n int) int64 {
 }
 
 // partitions returns the estimated cycles of each partition of item it
-// (scores, softmax, weighted sum and the fold), one entry per partition.
-func (e daEstimate) partitions(it daItem) []int64 {
+// (scores, softmax, weighted sum and the fold), one entry per partition,
+// and each partition's drain: with the K/V tiles ping-ponged the kernel
+// loads a partition while it computes the one before, so a run of
+// partitions costs, past its first, the longer of each one's transfers
+// and its compute (the entry), and the shorter of the two only once, at
+// the run's end, where nothing follows to hide it behind (the drain,
+// added by daPlanItem.span). Single-buffered, the entry is the sum of
+// the charges and the drain 0.
+func (e daEstimate) partitions(it daItem) (out, drain []int64) {
 	d, nq := e.g.D, it.nq
 	cast := 2
 	if e.g.Int8 {
 		cast = 4
 	}
-	out := make([]int64, it.parts)
+	out, drain = make([]int64, it.parts), make([]int64, it.parts)
 	for k := range out {
 		p0, p1 := k*e.p, min(it.n, (k+1)*e.p)
-		var cyc int64
+		var mv, cp int64
 		run, prev := 0, -2
 		flush := func() {
 			if run == 0 {
 				return
 			}
 			for range 2 { // K then V
-				cyc += e.dma(run*d*e.esz) + e.vec(run*d*cast) + e.cube(nq, d, run)
+				mv += e.dma(run * d * e.esz)
+				cp += e.vec(run*d*cast) + e.cube(nq, d, run)
 				if e.g.Int8 {
-					cyc += e.dma(run * 4)
+					mv += e.dma(run * 4)
 				}
 			}
 			run = 0
@@ -92,9 +101,14 @@ func (e daEstimate) partitions(it daItem) []int64 {
 			prev = r
 		}
 		flush()
-		out[k] = cyc + e.vec(nq*(p1-p0)*16) + e.vec(nq*d*8)
+		cp += e.vec(nq*(p1-p0)*16) + e.vec(nq*d*8)
+		if e.pingPong {
+			out[k], drain[k] = max(mv, cp), min(mv, cp)
+		} else {
+			out[k] = mv + cp
+		}
 	}
-	return out
+	return out, drain
 }
 
 // store is the cycles of normalising and storing an item's output rows
@@ -130,10 +144,17 @@ func (e daEstimate) unit(cw, recs int) int64 {
 // daPlanItem is an item with its partitions' estimates and prefix sums.
 type daPlanItem struct {
 	parts []int64
+	drain []int64 // the shorter of transfers and compute, exposed at a run's end
 	sum   []int64 // sum[k] = Σ parts[:k]
 }
 
-func (pi daPlanItem) span(k0, k1 int) int64 { return pi.sum[k1] - pi.sum[k0] }
+// span is the estimated cycles of partitions k0..k1−1 run back to back.
+func (pi daPlanItem) span(k0, k1 int) int64 {
+	if k1 <= k0 {
+		return 0
+	}
+	return pi.sum[k1] - pi.sum[k0] + pi.drain[k1-1]
+}
 
 // cuts splits the partitions into k ≤ len(parts) ranges of about equal
 // estimated cycles: bounds[j] is the first partition of range j, bounds[k]
@@ -221,7 +242,7 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 		return t, nil
 	}
 	rate, lat := prof.GMPath(npu.VectorCore)
-	e := daEstimate{prof: prof, rate: rate, lat: int64(lat), g: g, esz: esz, bt: bt, f: f, p: part}
+	e := daEstimate{prof: prof, rate: rate, lat: int64(lat), g: g, esz: esz, bt: bt, f: f, p: part, pingPong: t.pingPong}
 	// A split item's pieces stage their records in UB beside the tiles;
 	// the D-tiled layout never splits (a record is D values a head).
 	e.stage = (prof.UBBytes - daUBBytes(prof, g.D, esz, part, heads)) / prof.UBAlign() * prof.UBAlign()
@@ -283,13 +304,13 @@ func daPlan(e daEstimate, items []daItem, maxCores int, fixed bool) daPlanned {
 	whole := make([]int64, len(items)) // an unsplit item's cycles
 	var total int64
 	for i, it := range items {
-		parts := e.partitions(it)
+		parts, drain := e.partitions(it)
 		sum := make([]int64, len(parts)+1)
 		for k, c := range parts {
 			sum[k+1] = sum[k] + c
 		}
-		pis[i] = daPlanItem{parts: parts, sum: sum}
-		whole[i] = e.dma(it.nq*e.g.D*2)*int64(min(1, it.n)) + sum[len(parts)] + e.store(it.nq)
+		pis[i] = daPlanItem{parts: parts, drain: drain, sum: sum}
+		whole[i] = e.dma(it.nq*e.g.D*2)*int64(min(1, it.n)) + pis[i].span(0, len(parts)) + e.store(it.nq)
 		total += whole[i]
 	}
 	var best daPlanned
@@ -443,8 +464,15 @@ func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []int64, s
 	if len(combines) == 0 {
 		return pl
 	}
+	// The column groups are chosen by the plan's own order (before): the
+	// least makespan, and within daBalanceSlack of it the better balance.
+	// Phase 2 starts on every core at the SyncAll, so a core left without
+	// a combine unit idles through it while the others work; a finer
+	// grouping that gives every core a unit costs a few cycles of fixed
+	// latency per unit and keeps the cores busy.
 	d := e.g.D
-	var best int64 = -1
+	phase1 := pl.makespan
+	var best daPlanned
 	for _, groups := range daColumnGroups(max(1, min(d, (cores+heads-1)/heads))) {
 		var units []daUnit
 		var ucost []int64
@@ -460,12 +488,13 @@ func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []int64, s
 		}
 		byCore := make([][]int, cores)
 		cl := daLPT(ucost, byCore)
-		if m := slices.Max(cl); best < 0 || m < best {
-			best, pl.units, pl.combine, pl.cload = m, units, byCore, cl
+		c := pl
+		c.units, c.combine, c.cload, c.makespan = units, byCore, cl, phase1+slices.Max(cl)
+		if best.units == nil || c.before(best) {
+			best = c
 		}
 	}
-	pl.makespan += best
-	return pl
+	return best
 }
 
 // daCoreCounts are the core counts daPlan tries: every count up to

@@ -39,19 +39,24 @@ func decodeInputs(seed uint64, hq, hkv, d, l int, lens []int) map[string]*tensor
 // TestDecodeAttentionLPTBalance: on a skewed length mix (8 long contexts
 // among 48 sequences, placed so that the static schedule stacks two long
 // ones on each of the first cores) the LPT plan, whose pieces split the
-// long contexts over cores, reaches the checklist's load balance (≥ 0.90,
-// issue 34; counted on the cycles the cores' pipes work, daBusyBalance,
-// not on where their schedules end, which SyncAll makes equal) where the
-// static schedule of whole sequences does not, in fewer cycles: on
-// ascend910b without its L2 (0.926), the device the plan's estimates were
-// made for. With the L2 (transfers at 128 B a cycle a core after 200
-// cycles, three times faster) the same plan reaches 0.76 against the
-// static schedule's 0.20, in half its cycles: a short sequence becomes an
-// indivisible item of about a thousand cycles, mostly transfer latency,
-// and the plan's estimates (charges added up) no longer rank the pieces
-// as the overlapped explicit kernel runs them. That is asserted as it is
-// (better than static in balance and cycles), and is open work for the
-// plan.
+// long contexts over cores, keeps its cores busier (daBusyBalance: the
+// cycles the cores' pipes work over the makespan, not where their
+// schedules end, which SyncAll makes equal) than the static schedule of
+// whole sequences, in fewer cycles, with the same output bits (the
+// combine folds the pieces' records in partition order). On ascend910b
+// without its L2 it reaches the checklist's 0.90 (0.945, 14252 cycles;
+// static 0.140, 42510). On ascend910b itself (transfers at 128 B a cycle
+// a core after 200 cycles) it reads 0.841 (4334 cycles; static 0.204,
+// 9850), below 0.90, and that is asserted only as better than static:
+// a 64-position sequence is an indivisible item of about a thousand
+// cycles, four transfer latencies in a dependent chain (query, K, V,
+// store), and a 192-position partition, the unit a split may cut
+// without changing the bits, costs about as much, so the 88 such items
+// of the mix pack on 24 cores in whole units; the combine after SyncAll
+// gives every core one more. Partitions of 128 positions would reach
+// 0.976 in 4483 cycles but move output bits (the fold's order); a
+// kernel that overlaps consecutive short items' transfers is the open
+// work (issue 34).
 func TestDecodeAttentionLPTBalance(t *testing.T) {
 	const seed = 7
 	lens := make([]int, 48)
@@ -72,16 +77,27 @@ func TestDecodeAttentionLPTBalance(t *testing.T) {
 		prof   npu.Profile
 		target float64
 	}{{noL2, 0.90}, {npu.Ascend910B(), 0}} {
+		var outs [2]*tensor.Tensor
 		dev := npu.MustNewDevice(c.prof)
 		run := func(sched string) *npu.Cost {
 			ctx := WithVariant(context.Background(), Variant{Name: sched, Op: "decode_attention", Options: DecodeAttentionOptions{Schedule: sched}})
-			_, cost, err := DecodeAttentionKernel(ctx, dev, p, in)
+			out, cost, err := DecodeAttentionKernel(ctx, dev, p, in)
 			if err != nil {
 				t.Fatalf("decode_attention %s skewed lengths seed=%d schedule=%s profile %s: %v", p, seed, sched, c.prof.Name, err)
+			}
+			if sched == ScheduleLPT {
+				outs[0] = out["out"]
+			} else {
+				outs[1] = out["out"]
 			}
 			return cost
 		}
 		lpt, static := run(ScheduleLPT), run(ScheduleStatic)
+		for i := range outs[0].Len() {
+			if a, b := outs[0].Bits(i), outs[1].Bits(i); a != b {
+				t.Fatalf("decode_attention %s skewed lengths seed=%d profile %s: out[%d]: got lpt bits %#x / want static's %#x", p, seed, c.prof.Name, i, a, b)
+			}
+		}
 		lb, sb := daBusyBalance(lpt), daBusyBalance(static)
 		t.Logf("%s: busy load balance: lpt %.3f (makespan %d cycles, %d cores), static %.3f (makespan %d cycles, %d cores)",
 			c.prof.Name, lb, lpt.Cycles, lpt.BlockDim, sb, static.Cycles, static.BlockDim)
