@@ -25,11 +25,13 @@ import (
 // score): output block sides and the core count, as in GEMMOptions.
 type GEMM24Options struct {
 	BaseM, BaseN, BlockDim int
+	// BufferNum is the ping-pong depth of every stage, as in GEMMOptions.
+	BufferNum int
 }
 
 // NewGEMM24Tiling returns the tiling of an M×K×N gemm24.
 func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM24Options) (GEMMTiling, error) {
-	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim, sparse24: true}
+	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim, BufferNum: opt.BufferNum, sparse24: true}
 	t, err := GEMMTilingWith(prof, cfg, m, k, n, o)
 	if err != nil {
 		return t, fmt.Errorf("gemm24: %w", err)
