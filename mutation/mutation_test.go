@@ -75,6 +75,7 @@ func TestMutationScore(t *testing.T) {
 		kernels.FaultDecodeAttentionCombineWithoutSyncAll: sanitizer,
 		kernels.FaultDecodeAttentionCoreSkipsSyncAll:      sanitizer,
 		kernels.FaultGEMMAccumulatorNotInitialised:        sanitizer,
+		kernels.FaultGEMMMissingWait:                      sanitizer,
 	}
 	for _, f := range res.Faults {
 		if want, ok := wantCheck[f.Fault]; ok && (f.Bound == nil || !slices.Contains(f.Bound.Checks, want)) {

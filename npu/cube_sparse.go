@@ -154,7 +154,10 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 	dstOp.read, dstOp.write = !p.Init, true
 	c.sch.viewed = c.sch.viewed[:0]
 	c.cubeOperands() // these tiles are consumed
-	c.issue(PipeM, op, cyc, gmAccess{}, rd(a.Buf, 0, len(a.Buf.data)), rd(b.Buf, 0, len(b.Buf.data)), rd(idx, 0, min(p.M*idxLd, len(idx.data))), dstOp)
+	// The cube reads the tiles, not the whole buffers: a short last slice
+	// leaves the rest of its L0 buffers unwritten, and never read.
+	sz := a.DType.Size()
+	c.issue(PipeM, op, cyc, gmAccess{}, rd(a.Buf, 0, p.M*kh*sz), rd(b.Buf, 0, p.K*p.N*sz), rd(idx, 0, min(p.M*idxLd, len(idx.data))), dstOp)
 	if idx.space == UB {
 		c.readUB(p.M * kh) // the cube's one read of UB (Cost.UBReuse)
 	}

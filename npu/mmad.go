@@ -84,6 +84,13 @@ func (c *Core) Mmad(dst *Buffer, a, b *L0Tile, p MmadParams) error {
 		return fmt.Errorf("%s: UsefulK %d outside [0, K=%d]", op, p.UsefulK, p.K)
 	}
 	if p.M == 0 || p.N == 0 || p.K == 0 {
+		if p.Init && p.M*p.N > 0 {
+			// The clear is the cube's work: a zero-cycle instruction that
+			// writes the tile, so the sanitizer sees L0C written and a
+			// later reader ordered after it.
+			c.noteView(dst)
+			c.chargeCube(0, 0, 0)
+		}
 		return nil
 	}
 	// The accumulators are viewed either way: the view makes them the

@@ -92,3 +92,43 @@ func TestSanitizerAccumulatorInit(t *testing.T) {
 		}
 	}
 }
+
+// TestSanitizerEmptyMmadClears: a K = 0 Mmad with Init is how a kernel
+// clears its accumulators for an empty reduction (gemm's and gemm24's
+// K = 0 blocks); the clear is the cube's write, so FIX reading the tile
+// after the M → FIX hand-off is clean, while the same read with no Init
+// reads L0C never written.
+func TestSanitizerEmptyMmadClears(t *testing.T) {
+	d := newDev(t, unitProfile())
+	for _, init := range []bool{true, false} {
+		kernel := func(c *Core) error {
+			if err := c.SetSyncMode(SyncExplicit); err != nil {
+				return err
+			}
+			a, _ := c.Alloc(L0A, 512)
+			b, _ := c.Alloc(L0B, 512)
+			l0c, _ := c.Alloc(L0C, 16*16*4)
+			ub, _ := c.Alloc(UB, 16*16*4)
+			at := L0Tile{Buf: a, DType: tensor.Float16, Rows: 16}
+			bt := L0Tile{Buf: b, DType: tensor.Float16, Cols: 16}
+			p := MmadParams{M: 16, N: 16, UsefulM: 16, UsefulN: 16, Acc: tensor.Float32, Init: init}
+			if err := c.Mmad(l0c, &at, &bt, p); err != nil {
+				return err
+			}
+			c.SetFlag(PipeM, PipeFIX, 0)
+			c.WaitFlag(PipeM, PipeFIX, 0)
+			return c.FixpipeToUB(ub, l0c, 0, 16*16)
+		}
+		cost, err := d.LaunchOn(bg, AICore, 1, kernel)
+		if err != nil {
+			t.Fatalf("empty Mmad init=%t: %v", init, err)
+		}
+		want := ""
+		if !init {
+			want = KindUninit
+		}
+		if got := findingKinds(cost.Findings); got != want {
+			t.Errorf("empty Mmad init=%t: FixpipeToUB after a K=0 Mmad: got findings %q (%v) want %q", init, got, cost.Findings, want)
+		}
+	}
+}

@@ -34,10 +34,13 @@ var GEMM = Register(&Info{
 // another summation order (K accumulated in descending order, panels and
 // slices, in slices of 32, so every output sums its products in another
 // order than the default's and its bits may differ) and another tiling
-// and core count (16×16 output blocks on 5 AI cores).
+// and core count (16×16 output blocks on 5 AI cores), and the
+// single-buffered kernel (one L1 and one L0 slot: its explicit events must
+// satisfy the sanitizer too).
 var gemmVariants = []kernels.Variant{
 	{Name: "summation-order", Op: "gemm", Options: kernels.GEMMOptions{BaseK: 32, ReverseK: true}},
 	{Name: "tiling-cores", Op: "gemm", Options: kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5}},
+	{Name: "single-buffer", Op: "gemm", Options: kernels.GEMMOptions{BufferNum: 1}},
 }
 
 // gemmGolden is the default gemm set, per mode:

@@ -33,6 +33,7 @@ var GEMM24 = Register(&Info{
 // k ascending by one core.
 var gemm24Variants = []kernels.Variant{
 	{Name: "tiling-cores", Op: "gemm24", Options: kernels.GEMM24Options{BaseM: 16, BaseN: 16, BlockDim: 5}},
+	{Name: "single-buffer", Op: "gemm24", Options: kernels.GEMM24Options{BufferNum: 1}},
 }
 
 // gemm24Golden: per mode, a shape off every fractal edge under both

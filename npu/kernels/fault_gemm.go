@@ -77,6 +77,13 @@ const (
 	// write, so the numbers are right and only the sanitizer's initcheck
 	// of the accumulating Mmad (uninit, L0C) shows it.
 	FaultGEMMAccumulatorNotInitialised npu.Fault = "gemm/accumulator-never-initialised"
+	// FaultGEMMMissingWait: the MTE1 → M hand-off of an L0 slot is left
+	// out (no SetFlag/WaitFlag<MTE1, M> after the L1 → L0A/L0B loads), so
+	// the cube may multiply a slice MTE1 is still writing. The emulator
+	// runs in program order, so the numbers are right; only the
+	// sanitizer's race check of the Mmad's L0A/L0B reads shows it, on
+	// every case with K > 0 (gemm_sync.go).
+	FaultGEMMMissingWait npu.Fault = "gemm/missing-wait-before-mmad"
 )
 
 // GEMMSplitK is the K above which the faults of a split-K path
@@ -101,6 +108,7 @@ var GEMMFaults = []FaultInfo{
 	{FaultGEMMNZReadAsND, "gemm", "FRACTAL_NZ operand read with the ND stride (NZ inputs only)"},
 	{FaultGEMMNZLastRowDropped, "gemm", "NZ out: the last partial row fractal never stored (M not a multiple of 16)"},
 	{FaultGEMMAccumulatorNotInitialised, "gemm", "first Mmad of a block accumulates onto L0C never initialised (right only where L0C holds zeros)"},
+	{FaultGEMMMissingWait, "gemm", "Mmad issued before the L0 slot's hand-off (missing WaitFlag<MTE1, M> after the L1 → L0 loads)"},
 }
 
 // gemmFaults is gemm's fault plan for one launch: which of its catalogue
@@ -115,6 +123,7 @@ type gemmFaults struct {
 	cOverwritten, splitKPartialsLow                 bool
 	nzReadAsND, nzLastRowDropped                    bool
 	accNotInit                                      bool // a sync fault: only the sanitizer sees it
+	missingWait                                     bool // a sync fault: only the sanitizer sees it
 }
 
 func newGEMMFaults(fs npu.Faults) gemmFaults {
@@ -135,6 +144,7 @@ func newGEMMFaults(fs npu.Faults) gemmFaults {
 		nzReadAsND:          fs.Has(FaultGEMMNZReadAsND),
 		nzLastRowDropped:    fs.Has(FaultGEMMNZLastRowDropped),
 		accNotInit:          fs.Has(FaultGEMMAccumulatorNotInitialised),
+		missingWait:         fs.Has(FaultGEMMMissingWait),
 	}
 }
 

@@ -163,12 +163,22 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		}
 		l0c := bufs.l0c
 		fr := t.Frac
+		// Explicit synchronisation (gemmSync, held by the sanitizer): the
+		// panels of L1 slot q, the slices of L0 slot l and the
+		// accumulators each have their own events.
+		e, err := startGEMMSync(core, f.missingWait)
+		if err != nil {
+			return err
+		}
 		ping, l0 := 0, 0
 		firstBlk := [2]int{blocks[0].m0, blocks[0].n0}
 		for _, blk := range blocks {
 			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
+			// The block's first Mmad overwrites L0C: after FIX has moved
+			// the last block's accumulators out.
+			e.take(npu.PipeFIX, npu.PipeM, gemmEvL0C)
 			panels := max(1, ceilDiv(t.K, depth))
 			for pi := range panels {
 				k0 := pi * depth
@@ -181,6 +191,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				}
 				kr := min(depth, t.K-k0)
 				kc := roundUp(kr, t.BaseK)
+				e.take(npu.PipeMTE1, npu.PipeMTE2, ping) // MTE1 is done with the slot's last panel
 				if kr > 0 {
 					kc = roundUp(kr, fr.K)
 					if t.Blocked {
@@ -193,6 +204,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 						return err
 					}
 				}
+				e.panelLoaded(ping)
 				slices := max(1, ceilDiv(kc, t.BaseK))
 				for si := range slices {
 					kk := si * t.BaseK
@@ -203,6 +215,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					if f.skipsSlice(k0+kk, kb, t.K) {
 						continue
 					}
+					e.take(npu.PipeM, npu.PipeMTE1, l0) // the cube is done with the slot's last slice
 					if kb > 0 {
 						if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk, mc, kb); err != nil {
 							return err
@@ -215,6 +228,7 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 						aL0[l0].DType, aL0[l0].Rows, aL0[l0].Cols = t.In, mc, 0
 						bL0[l0].DType, bL0[l0].Rows, bL0[l0].Cols = t.In, 0, nc
 					}
+					e.sliceLoaded(l0)
 					p := npu.MmadParams{
 						M: mc, K: kb, N: nc, UsefulM: mr, UsefulN: nr,
 						UsefulK: max(0, min(kb, t.K-k0-kk)),
@@ -223,17 +237,20 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					if err := core.Mmad(l0c, &aL0[l0], &bL0[l0], p); err != nil {
 						return err
 					}
+					e.set(npu.PipeM, npu.PipeMTE1, l0)
 					first = false
 					l0 = (l0 + 1) % nL0
 				}
+				e.set(npu.PipeMTE1, npu.PipeMTE2, ping)
 				f.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % nL1
 			}
 			em0, en0 := f.blockOrigin(firstBlk, [2]int{m0, n0})
-			if err := gemmEpilogue(core, f, t, bufs, c, sa, sb, out, em0, en0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, e, f, t, bufs, c, sa, sb, out, em0, en0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}
+		e.drain()
 		return nil
 	}
 }

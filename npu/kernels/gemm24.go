@@ -25,11 +25,13 @@ import (
 // score): output block sides and the core count, as in GEMMOptions.
 type GEMM24Options struct {
 	BaseM, BaseN, BlockDim int
+	// BufferNum is the ping-pong depth of every stage, as in GEMMOptions.
+	BufferNum int
 }
 
 // NewGEMM24Tiling returns the tiling of an M×K×N gemm24.
 func NewGEMM24Tiling(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMM24Options) (GEMMTiling, error) {
-	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim, sparse24: true}
+	o := GEMMOptions{BaseM: opt.BaseM, BaseN: opt.BaseN, BlockDim: opt.BlockDim, BufferNum: opt.BufferNum, sparse24: true}
 	t, err := GEMMTilingWith(prof, cfg, m, k, n, o)
 	if err != nil {
 		return t, fmt.Errorf("gemm24: %w", err)
@@ -249,11 +251,23 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 		}
 		l0c := bufs.l0c
 		gf := f.gemm()
+		// Explicit synchronisation as gemm's (gemm_sync.go), with the
+		// meta panels (MTE2 → V, per L1 slot) and the decoded indices (V →
+		// M, per L0 slot) besides: V decodes slice s+1's meta while the
+		// cube multiplies slice s.
+		e, err := startGEMMSync(core, gf.missingWait)
+		if err != nil {
+			return err
+		}
+		// One ping-pong slot per stage when the tiling single-buffers
+		// (BufferNum 1).
+		nb := max(1, min(t.BufferNum, 2))
 		ping, l0 := 0, 0
 		for _, blk := range blocks {
 			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
+			e.take(npu.PipeFIX, npu.PipeM, gemmEvL0C) // the last block's accumulators are out
 			for k0 := 0; k0 < max(t.K, 1); k0 += depth {
 				core.BeginTile()
 				if gf.skipsPanel(k0, depth, t.K) {
@@ -261,6 +275,8 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 				}
 				kr := max(0, min(depth, t.K-k0))
 				kc := roundUp(max(kr, 1), kAlign)
+				e.take(npu.PipeMTE1, npu.PipeMTE2, ping)         // MTE1 is done with the slot's panels
+				e.take(npu.PipeV, npu.PipeMTE2, gemmEvMeta+ping) // V is done with its meta
 				if kr > 0 {
 					if err := core.LoadL1(&aL1[ping], a, m0, k0/2, mr, kr/2, mc, kc/2); err != nil {
 						return err
@@ -272,6 +288,8 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 						return err
 					}
 				}
+				e.panelLoaded(ping)
+				e.handOff(npu.PipeMTE2, npu.PipeV, gemmEvMeta+ping)
 				for kk := 0; kk < kc; kk += t.BaseK {
 					kb := min(t.BaseK, kc-kk)
 					useful := max(0, min(kb, kr-kk)) / 2
@@ -288,27 +306,37 @@ func gemm24Kernel(t GEMMTiling, f gemm24Faults, a *npu.GMMatrix, meta *tensor.Te
 						first = false
 						continue
 					}
-					// Decode this slice's meta: the view starts at column kk/4.
+					// Decode this slice's meta: the view starts at column
+					// kk/4, into indices the cube is done with.
+					e.take(npu.PipeM, npu.PipeV, gemmEvIdx+l0)
 					decodeMeta24(core, f, idxUB[l0], metaUB[ping], mr, mc, useful/2, kc/4, kk/4, kb/2)
+					e.handOff(npu.PipeV, npu.PipeM, gemmEvIdx+l0)
+					e.take(npu.PipeM, npu.PipeMTE1, l0) // the cube is done with the slot's last slice
 					if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk/2, mc, kb/2); err != nil {
 						return err
 					}
 					if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
 						return err
 					}
+					e.sliceLoaded(l0)
 					if err := core.MmadSparse(l0c, &aL0[l0], idxUB[l0], kb/2, &bL0[l0], p); err != nil {
 						return err
 					}
+					e.set(npu.PipeM, npu.PipeMTE1, l0)
+					e.set(npu.PipeM, npu.PipeV, gemmEvIdx+l0)
 					first = false
-					l0 = (l0 + 1) % 2
+					l0 = (l0 + 1) % nb
 				}
+				e.set(npu.PipeMTE1, npu.PipeMTE2, ping)
+				e.set(npu.PipeV, npu.PipeMTE2, gemmEvMeta+ping)
 				gf.panelDone(t, l0c, mc*nc)
-				ping = (ping + 1) % 2
+				ping = (ping + 1) % nb
 			}
-			if err := gemmEpilogue(core, gf, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
+			if err := gemmEpilogue(core, e, gf, t, bufs, nil, sa, sb, out, m0, n0, mr, nr, mc, nc); err != nil {
 				return err
 			}
 		}
+		e.drain()
 		return nil
 	}
 }

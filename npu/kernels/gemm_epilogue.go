@@ -56,11 +56,15 @@ func allocEpilogue(core *npu.Core, t GEMMTiling) (epilogueBuffers, error) {
 
 // gemmEpilogue moves one output block's accumulators L0C → UB in row
 // chunks, applies the epilogue and stores the real rows and columns (GM
-// row out.BaseRow()+i holds output row i).
-func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffers,
+// row out.BaseRow()+i holds output row i), synchronised by e (the
+// events of gemm_sync.go): FIX starts once the block's Mmads are done and
+// hands L0C back to the cube after its last chunk.
+func gemmEpilogue(core *npu.Core, e *gemmSync, f gemmFaults, t GEMMTiling, bufs epilogueBuffers,
 	c, sa, sb *tensor.Tensor, out *npu.GuardedOutput, m0, n0, mr, nr, mc, nc int) error {
 	l0c, accUB, outUB, cUB, saUB, sbUB := bufs.l0c, bufs.acc, bufs.out, bufs.c, bufs.sa, bufs.sb
+	e.handOff(npu.PipeM, npu.PipeFIX, gemmEvL0C)
 	if t.Int8 {
+		e.take(npu.PipeV, npu.PipeMTE2, gemmEvScale) // the last block's dequantisation is done
 		sa, sb = f.scales(sa, sb)
 		saN, sbN := mr, nr
 		if t.ScaleABcst {
@@ -83,13 +87,22 @@ func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffe
 		if err := core.DataCopyPadIn(sbUB, sb, off, sbN); err != nil {
 			return err
 		}
+		e.handOff(npu.PipeMTE2, npu.PipeV, gemmEvScale)
 	}
 	for r0 := 0; r0 < mr; r0 += t.ChunkRows {
 		rows := min(t.ChunkRows, mr-r0)
 		n := rows * nc
+		// The last chunk's reads of the UB copy are done (V's, and
+		// MTE3's where the NZ store staged its rows there).
+		e.take(npu.PipeV, npu.PipeFIX, gemmEvAcc)
+		e.take(npu.PipeMTE3, npu.PipeFIX, gemmEvAcc)
 		if err := core.FixpipeToUB(accUB, l0c, r0*nc, n); err != nil {
 			return err
 		}
+		if r0+t.ChunkRows >= mr {
+			e.set(npu.PipeFIX, npu.PipeM, gemmEvL0C) // the next block may overwrite L0C
+		}
+		e.handOff(npu.PipeFIX, npu.PipeV, gemmEvAcc)
 		if t.Int8 {
 			if !t.ScaleBBcst {
 				// Scales of the padding columns: any finite value (never stored).
@@ -112,30 +125,47 @@ func gemmEpilogue(core *npu.Core, f gemmFaults, t GEMMTiling, bufs epilogueBuffe
 			if !t.HasC {
 				return nil
 			}
+			e.take(npu.PipeV, npu.PipeMTE2, gemmEvC) // the last chunk's beta·C is done
 			if err := core.DataCopy2DIn(cUB, c, t.N, m0+r0, n0, rows, nr, nc, rows); err != nil {
 				return err
 			}
-			return addScaledRound(core, t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n)
+			e.handOff(npu.PipeMTE2, npu.PipeV, gemmEvC)
+			if err := addScaledRound(core, t.EpiDType, accUB, accUB, cUB, t.CDType, t.Beta, n); err != nil {
+				return err
+			}
+			e.set(npu.PipeV, npu.PipeMTE2, gemmEvC)
+			return nil
 		}
 		// alpha·acc, then + beta·C.
 		if err := f.alphaBeta(scaleByAlpha, addBetaC); err != nil {
 			return err
 		}
+		e.take(npu.PipeMTE3, npu.PipeV, gemmEvOut) // the last chunk's store has read the cast rows
 		if err := core.Cast(t.OutDType, tensor.Float32, outUB, accUB, n); err != nil {
 			return err
 		}
 		if t.OutNZ {
-			if err := storeNZ(core, f, t, outUB, accUB, out, m0, r0, n0, rows, mr, nr, nc); err != nil {
+			if err := storeNZ(core, e, f, t, outUB, accUB, out, m0, r0, n0, rows, mr, nr, nc); err != nil {
 				return err
 			}
-		} else if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, f.storeRows(rows, r0, mr, mc, t.ChunkRows), nr, outUB, f.storeStride(nc, nr)); err != nil {
-			return err
+		} else {
+			e.handOff(npu.PipeV, npu.PipeMTE3, gemmEvOut)
+			if err := core.DataCopy2DOut(out.GM(), t.N, out.BaseRow()+m0+r0, n0, f.storeRows(rows, r0, mr, mc, t.ChunkRows), nr, outUB, f.storeStride(nc, nr)); err != nil {
+				return err
+			}
+			e.set(npu.PipeMTE3, npu.PipeV, gemmEvOut)
 		}
 		if cc := f.storeOverC(c); cc != nil {
+			e.handOff(npu.PipeV, npu.PipeMTE3, gemmEvOut)
 			if err := core.DataCopy2DOut(cc, t.N, m0+r0, n0, rows, nr, outUB, nc); err != nil {
 				return err
 			}
+			e.set(npu.PipeMTE3, npu.PipeV, gemmEvOut)
 		}
+		e.set(npu.PipeV, npu.PipeFIX, gemmEvAcc) // V is done with the chunk
+	}
+	if t.Int8 {
+		e.set(npu.PipeV, npu.PipeMTE2, gemmEvScale)
 	}
 	return nil
 }

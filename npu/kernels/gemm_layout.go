@@ -133,13 +133,14 @@ func emptyGEMMOut(t GEMMTiling) (*tensor.Tensor, error) {
 // DataCopy of one burst of rows·C0 elements per fractal column. The
 // block's last chunk in the last block row then writes the padding rows of
 // the last row fractal, +0.
-func storeNZ(core *npu.Core, f gemmFaults, t GEMMTiling, outUB, stage *npu.Buffer, out *npu.GuardedOutput, m0, r0, n0, rows, mr, nr, nc int) error {
+func storeNZ(core *npu.Core, e *gemmSync, f gemmFaults, t GEMMTiling, outUB, stage *npu.Buffer, out *npu.GuardedOutput, m0, r0, n0, rows, mr, nr, nc int) error {
 	size := t.OutDType.Size()
 	c0 := 32 / size
 	ld := roundUp(t.M, 16) * c0
 	q := ceilDiv(nr, c0)
 	rows = f.nzStoredRows(t.M, m0+r0, rows)
 	if rows > 0 {
+		e.take(npu.PipeMTE3, npu.PipeV, gemmEvAcc) // the last store has read the stage
 		dst, src := stage.Bytes(), outUB.Bytes()
 		for qq := 0; qq < q; qq++ {
 			for r := 0; r < rows; r++ {
@@ -151,9 +152,11 @@ func storeNZ(core *npu.Core, f gemmFaults, t GEMMTiling, outUB, stage *npu.Buffe
 			}
 		}
 		core.VectorWork(q * rows * c0 * size)
+		e.handOff(npu.PipeV, npu.PipeMTE3, gemmEvAcc)
 		if err := core.DataCopy2DOut(out.GM(), ld, out.BaseRow()+n0/c0, (m0+r0)*c0, q, rows*c0, stage, rows*c0); err != nil {
 			return err
 		}
+		e.stageStored()
 	}
 	if r0+rows < mr || m0+mr < t.M || f.nzLastRowDropped {
 		return nil
@@ -163,11 +166,14 @@ func storeNZ(core *npu.Core, f gemmFaults, t GEMMTiling, outUB, stage *npu.Buffe
 	per := max(1, stage.Len()/(q*c0*size))
 	for p0 := t.M; p0 < roundUp(t.M, 16); p0 += per {
 		z := min(per, roundUp(t.M, 16)-p0)
+		e.take(npu.PipeMTE3, npu.PipeV, gemmEvAcc)
 		clear(stage.Bytes()[:q*z*c0*size])
 		core.VectorWork(q * z * c0 * size)
+		e.handOff(npu.PipeV, npu.PipeMTE3, gemmEvAcc)
 		if err := core.DataCopy2DOut(out.GM(), ld, out.BaseRow()+n0/c0, p0*c0, q, z*c0, stage, z*c0); err != nil {
 			return err
 		}
+		e.stageStored()
 	}
 	return nil
 }

@@ -64,6 +64,12 @@ type GEMMOptions struct {
 	// in descending order: a valid kernel that sums in another order (the
 	// bound holds for every order; the bits may differ from the default).
 	ReverseK bool
+	// BufferNum is the ping-pong depth of the L1 panels and the L0
+	// slices, 1 or 2 (0: the default 2). A single-buffered kernel loads
+	// the next panel only once MTE1 is done with the last and the next
+	// slice only once the cube is done with the last: slower, the same
+	// bits, and its events must satisfy the sanitizer as well.
+	BufferNum int
 	// sparse24 prices the layout for gemm24 (NewGEMM24Tiling): A's panel
 	// is half the k and carries a meta panel, and the cube runs half the
 	// steps plus its index load.
@@ -96,12 +102,18 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 	if m < 0 || k < 0 || n < 0 {
 		return GEMMTiling{}, fmt.Errorf("gemm: negative size %d×%d×%d", m, k, n)
 	}
+	if opt.BufferNum < 0 || opt.BufferNum > 2 {
+		return GEMMTiling{}, fmt.Errorf("gemm: BufferNum %d out of range [1, 2]", opt.BufferNum)
+	}
 	mode := cfg.Mode
 	t := GEMMTiling{
 		M: m, K: k, N: n, Mode: mode.Name, In: mode.In, Frac: prof.CubeFractal(mode.In),
 		BufferNum: 2, Blocked: cfg.Accumulate == ops.GEMMBlocked16, HasC: cfg.Beta != 0,
 		Int8: mode.Int8(), OutDType: mode.Out, CDType: mode.Out, AccDType: mode.Acc, EpiDType: mode.Epilogue,
 		Alpha: cfg.Alpha, Beta: cfg.Beta, ReverseK: opt.ReverseK,
+	}
+	if opt.BufferNum > 0 {
+		t.BufferNum = opt.BufferNum
 	}
 	size := mode.In.Size()
 	fr := t.Frac
