@@ -35,11 +35,8 @@ import (
 // base where a pass for the metrics and another for the sums (comparing
 // them again) read each twice from memory.
 //
-// copiedChunks.sums takes that one sum, in index order as chunkSums.add
-// does, for four chunks at a time on a core: each chunk's additions
-// still come one after another, but four chains are in flight where one
-// was, and a chain of additions (about 4 cycles each) was what bounded
-// the sums. r/s is taken as r·(1/s): both are the exact quotient rounded
+// copiedChunks.sums takes that one sum in chunkOf's four lanes
+// (sumSquares), up to four chunks a call. r/s is taken as r·(1/s): both are the exact quotient rounded
 // once, as 1/s is exact (s is 2^x with x in [−133, 127] for fp16 and
 // bf16 values). The bits are chunkOf's (TestCopiedChunksMatchChunkOf).
 
@@ -201,38 +198,34 @@ func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
 		*ch.out = chunkSums{xv: xv, hasV: maxV > 0}
 	}
 	var s [4]float64
-	if len(chunks) == 4 {
-		s[0], s[1], s[2], s[3] = sumSquares4(rv[0], rv[1], rv[2], rv[3], inv)
-	} else {
-		for i := range chunks {
-			s[i] = sumSquares(rv[i], inv[i])
-		}
+	for i := range chunks {
+		s[i] = sumSquares(rv[i], inv[i])
 	}
 	for i, ch := range chunks {
 		ch.out.gr, ch.out.gg, ch.out.rr = s[i], s[i], s[i]
 	}
 }
 
-// sumSquares is Σ (r_j·inv)² in index order from +0, each product
-// rounded before it is added (as chunkSums.add: no fused multiply-add).
+// sumSquares is Σ (r_j·inv)² in chunkOf's four lanes (lane j mod 4 in
+// index order from +0, then folded), each product rounded before it is
+// added (as termSumsGo: no fused multiply-add).
 func sumSquares(r []float64, inv float64) float64 {
-	s := 0.0
-	for _, x := range r {
-		v := x * inv
-		s += float64(v * v)
+	// The lanes in locals: as an array's elements they live in memory,
+	// and each addition waits for the store of the one before.
+	var l0, l1, l2, l3 float64
+	j := 0
+	for ; j+4 <= len(r); j += 4 {
+		v := r[j : j+4 : j+4]
+		v0, v1, v2, v3 := v[0]*inv, v[1]*inv, v[2]*inv, v[3]*inv
+		l0 += float64(v0 * v0)
+		l1 += float64(v1 * v1)
+		l2 += float64(v2 * v2)
+		l3 += float64(v3 * v3)
 	}
-	return s
-}
-
-// sumSquares4 is sumSquares on four chunks of one length at once.
-func sumSquares4(r0, r1, r2, r3 []float64, inv [4]float64) (s0, s1, s2, s3 float64) {
-	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
-	for j, x0 := range r0 {
-		v0, v1, v2, v3 := x0*inv[0], r1[j]*inv[1], r2[j]*inv[2], r3[j]*inv[3]
-		s0 += float64(v0 * v0)
-		s1 += float64(v1 * v1)
-		s2 += float64(v2 * v2)
-		s3 += float64(v3 * v3)
+	l := [4]float64{l0, l1, l2, l3}
+	for ; j < len(r); j++ {
+		v := r[j] * inv
+		l[j&3] += float64(v * v)
 	}
-	return s0, s1, s2, s3
+	return fold(l)
 }

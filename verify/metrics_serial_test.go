@@ -37,12 +37,14 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 
 	// The sums (sums.go): per chunk of sumChunk elements, each term
 	// scaled by the chunk's own powers of two (2^x ≤ the chunk's largest
-	// error, value < 2^(x+1)), added in index order; then the chunks,
-	// brought to the largest scale, added in chunk order.
+	// error, value < 2^(x+1)), added in index order to the lane of the
+	// element's index mod 4, the lanes folded as (0 + 1) + (2 + 3); then
+	// the chunks, brought to the largest scale, added in chunk order.
 	type chunk struct {
-		mere, sq, gr, gg, rr float64
+		mere, sq, gr, gg, rr [4]float64
 		se, sv               float64 // the chunk's scales; 0 when all its errors (values) are 0
 	}
+	fold := func(l [4]float64) float64 { return (l[0] + l[1]) + (l[2] + l[3]) }
 	chunks := make([]chunk, (n+sumChunk-1)/sumChunk)
 	for c := range chunks {
 		var maxE, maxV float64
@@ -104,14 +106,14 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 		}
 		mr := e / (math.Abs(r) + mereGuard)
 		m.MARE = math.Max(m.MARE, mr)
-		ch := &chunks[i/sumChunk]
-		ch.mere += mr
+		ch, lane := &chunks[i/sumChunk], i%4 // sumChunk is a multiple of 4
+		ch.mere[lane] += mr
 		es := e / nonZero(ch.se)
-		ch.sq += float64(es * es)
+		ch.sq[lane] += float64(es * es)
 		gs, rs := g/nonZero(ch.sv), r/nonZero(ch.sv)
-		ch.gr += float64(gs * rs)
-		ch.gg += float64(gs * gs)
-		ch.rr += float64(rs * rs)
+		ch.gr[lane] += float64(gs * rs)
+		ch.gg[lane] += float64(gs * gs)
+		ch.rr[lane] += float64(rs * rs)
 		m.UlpHist[ulpBucket(e/ulpOf(got.DType, r))]++
 		t := ratio(e, b)
 		m.Tightness = math.Max(m.Tightness, t)
@@ -134,16 +136,16 @@ func computeSerial(got *tensor.Tensor, want *bound.Expected) Metrics {
 		scaleE, scaleV = math.Max(scaleE, ch.se), math.Max(scaleV, ch.sv)
 	}
 	for _, ch := range chunks {
-		sumMere += ch.mere
+		sumMere += fold(ch.mere)
 		if ch.se > 0 {
 			f := float64((ch.se / scaleE) * (ch.se / scaleE))
-			sumSq += float64(ch.sq * f)
+			sumSq += float64(fold(ch.sq) * f)
 		}
 		if ch.sv > 0 {
 			f := float64((ch.sv / scaleV) * (ch.sv / scaleV))
-			sgr += float64(ch.gr * f)
-			sgg += float64(ch.gg * f)
-			srr += float64(ch.rr * f)
+			sgr += float64(fold(ch.gr) * f)
+			sgg += float64(fold(ch.gg) * f)
+			srr += float64(fold(ch.rr) * f)
 		}
 	}
 	if m.Compared > 0 {

@@ -15,9 +15,16 @@ import (
 // block at a time (Stream):
 //
 //   - the output is cut into chunks of sumChunk elements at fixed
-//     offsets (0, sumChunk, 2·sumChunk, …); a chunk's sums add its
-//     elements' terms in index order, from +0;
+//     offsets (0, sumChunk, 2·sumChunk, …);
+//   - a chunk's sums are taken in four lanes: lane l adds the terms of
+//     the chunk's elements j ≡ l (mod 4) in index order, from +0, and
+//     the chunk's sum is (lane 0 + lane 1) + (lane 2 + lane 3);
 //   - the chunks' sums are added in chunk order.
+//
+// The lanes are the vector unit's (termSumsAVX2 adds four elements a
+// step, one to each lane): a single chain added in index order waits
+// out an addition's latency per element, which held a quarter of a
+// vector_add check's time before the lanes.
 //
 // Each chunk scales its terms by powers of two of its own, 2^x with
 // 2^x ≤ max < 2^(x+1) over its compared elements (e for the squared
@@ -34,16 +41,19 @@ import (
 // sumChunk is how many elements one chunk's sums cover.
 const sumChunk = 8192
 
-// sumTerms are the terms of one chunk, one entry per element: the
-// relative error e/(|r| + 1e-7), e/scaleE and g/scaleV, r/scaleV. An
-// element that is not compared (g or r non-finite) has +0 terms: every
-// sum starts at +0 and none ever holds −0 (its terms are ≥ 0, or for Σgr,
-// a sum is −0 only when both addends are), so adding +0 leaves it
-// unchanged, bit for bit, as not adding at all.
-type sumTerms struct {
-	mere, es, gs, rs []float64
-	mare             float64 // the largest relative error of the chunk
+// laneSums are a chunk's sums while they are taken, lane l of each
+// holding the terms of the elements j ≡ l (mod 4) added in index order
+// (the layout termSumsAVX2 reads and writes: five [4]float64 in a row).
+// An element that is not compared (g or r non-finite) adds nothing:
+// every lane starts at +0 and none ever holds −0 (its terms are ≥ 0, or
+// for Σgr, a sum is −0 only when both addends are), so a +0 term would
+// leave it unchanged, bit for bit, as not adding at all.
+type laneSums struct {
+	mere, sq, gr, gg, rr [4]float64
 }
+
+// fold is a lane sum's total: (lane 0 + lane 1) + (lane 2 + lane 3).
+func fold(l [4]float64) float64 { return (l[0] + l[1]) + (l[2] + l[3]) }
 
 // chunkSums are one chunk's sums: sq in units of 2^(2·xe), gr, gg and rr
 // of 2^(2·xv); hasE (hasV) is false when every compared error (value) of
@@ -61,53 +71,6 @@ type sums struct {
 	mere, sq, gr, gg, rr float64
 	mare                 float64
 	xe                   int
-}
-
-// add adds the terms of one chunk in index order to s.
-func (s *chunkSums) add(t *sumTerms) {
-	mere, sq, gr, gg, rr := s.mere, s.sq, s.gr, s.gg, s.rr
-	ms := t.mere
-	es, gs, rs := t.es[:len(ms)], t.gs[:len(ms)], t.rs[:len(ms)]
-	// Each square or product is rounded before it is added (the
-	// conversions keep the compiler from fusing them into one
-	// multiply-add), so the sums' bits are the same on every architecture
-	// and GOAMD64 level. Four terms a step, still added in index order:
-	// under a fuzzer's instrumentation every loop iteration also updates
-	// a coverage counter and reports its comparison, which in a loop this
-	// short cost as much as the sums.
-	j := 0
-	for ; j+4 <= len(ms); j += 4 {
-		m, e, g, r := ms[j:j+4:j+4], es[j:j+4:j+4], gs[j:j+4:j+4], rs[j:j+4:j+4]
-		mere += m[0]
-		sq += float64(e[0] * e[0])
-		gr += float64(g[0] * r[0])
-		gg += float64(g[0] * g[0])
-		rr += float64(r[0] * r[0])
-		mere += m[1]
-		sq += float64(e[1] * e[1])
-		gr += float64(g[1] * r[1])
-		gg += float64(g[1] * g[1])
-		rr += float64(r[1] * r[1])
-		mere += m[2]
-		sq += float64(e[2] * e[2])
-		gr += float64(g[2] * r[2])
-		gg += float64(g[2] * g[2])
-		rr += float64(r[2] * r[2])
-		mere += m[3]
-		sq += float64(e[3] * e[3])
-		gr += float64(g[3] * r[3])
-		gg += float64(g[3] * g[3])
-		rr += float64(r[3] * r[3])
-	}
-	for ; j < len(ms); j++ {
-		mere += ms[j]
-		sq += float64(es[j] * es[j])
-		gr += float64(gs[j] * rs[j])
-		gg += float64(gs[j] * gs[j])
-		rr += float64(rs[j] * rs[j])
-	}
-	s.mere, s.sq, s.gr, s.gg, s.rr = mere, sq, gr, gg, rr
-	s.mare = maxNonNeg(s.mare, t.mare)
 }
 
 // pow2Below returns 2^x and x for the largest x with 2^x ≤ v, or 1 and 0
@@ -138,16 +101,16 @@ func pow2Recip(s float64) (float64, bool) {
 }
 
 // chunkOf returns the sums of one chunk whose got values are gv and whose
-// references are rv (bound.Expected.Refs), its terms computed into t.
-func chunkOf(gv, rv []float64, t *sumTerms) chunkSums {
+// references are rv (bound.Expected.Refs).
+func chunkOf(gv, rv []float64) chunkSums {
 	rv = rv[:len(gv)]
 	maxE, maxV := chunkMax(gv, rv)
 	scaleE, xe := pow2Below(maxE)
 	scaleV, xv := pow2Below(maxV)
-	termsOf(gv, rv, scaleE, scaleV, t)
-	c := chunkSums{xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
-	c.add(t)
-	return c
+	var l laneSums
+	mare := termSums(gv, rv, scaleE, scaleV, &l)
+	return chunkSums{mere: fold(l.mere), sq: fold(l.sq), gr: fold(l.gr), gg: fold(l.gg), rr: fold(l.rr),
+		mare: mare, xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
 }
 
 // chunkMaxGo returns the largest |g − r| and the largest |g| and |r| over
@@ -195,37 +158,39 @@ func total(chunks []chunkSums) sums {
 	return s
 }
 
-// termsOf computes the terms of the elements with got values gv and
-// references rv (want.Refs) into t, with the scales given (powers of two).
-func termsOf(gv, rv []float64, scaleE, scaleV float64, t *sumTerms) {
-	k := len(gv)
-	mere, es, gs, rs := t.mere[:k], t.es[:k], t.gs[:k], t.rs[:k]
-	mare := terms(gv, rv, mere, es, gs, rs, scaleE, scaleV)
-	t.mere, t.es, t.gs, t.rs, t.mare = mere, es, gs, rs, mare
-}
-
-// termsGo stores the terms of the elements with got g[j] and reference
-// r[j] (both finite, else all terms +0) at j of mere, es, gs and rs, and
-// returns the largest relative error: the portable form of terms, which
-// termsAVX2 computes four elements at a time (TestTermsMatchPortable).
-func termsGo(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) (mare float64) {
-	r, mere, es, gs, rs = r[:len(g)], mere[:len(g)], es[:len(g)], gs[:len(g)], rs[:len(g)]
+// termSumsGo adds the terms of the elements with got g[j] and reference
+// r[j] to lane j mod 4 of l (g a whole chunk, or its part from a
+// multiple of 4 on): the relative error e/(|r| + 1e-7), (e/scaleE)²,
+// (g/scaleV)·(r/scaleV), (g/scaleV)² and (r/scaleV)², e = |g − r|, each
+// square or product rounded before it is added (the conversions keep the
+// compiler from fusing them into one multiply-add, so the bits are the
+// same on every architecture and GOAMD64 level). Elements where g or r
+// is not finite add nothing. It returns the largest relative error. It
+// is the portable form of termSums, which termSumsAVX2 computes four
+// elements at a time (TestTermSumsMatchPortable).
+func termSumsGo(g, r []float64, scaleE, scaleV float64, l *laneSums) (mare float64) {
+	r = r[:len(g)]
 	for j, gj := range g {
 		rj := r[j]
 		if !isFinite(gj) || !isFinite(rj) {
-			mere[j], es[j], gs[j], rs[j] = 0, 0, 0, 0
 			continue
 		}
 		e := math.Abs(gj - rj)
 		m := e / (math.Abs(rj) + mereGuard)
 		mare = maxNonNeg(mare, m)
-		mere[j], es[j], gs[j], rs[j] = m, e/scaleE, gj/scaleV, rj/scaleV
+		es, gs, rs := e/scaleE, gj/scaleV, rj/scaleV
+		k := j & 3
+		l.mere[k] += m
+		l.sq[k] += float64(es * es)
+		l.gr[k] += float64(gs * rs)
+		l.gg[k] += float64(gs * gs)
+		l.rr[k] += float64(rs * rs)
 	}
 	return mare
 }
 
-// termBufs holds the buffers of one chunk's terms, got values and
-// references (6·sumChunk float64s, 384 KiB).
+// termBufs holds the buffers of one chunk's got values and references,
+// or of four copied chunks' references (4·sumChunk float64s, 256 KiB).
 var termBufs termBufList
 
 // termBufList is a bounded free list of term buffers. It is not a
@@ -241,7 +206,7 @@ type termBufList struct {
 // time, for a few at once.
 const termBufsKept = 8
 
-// Get returns a buffer of 6·sumChunk float64s.
+// Get returns a buffer of 4·sumChunk float64s.
 func (l *termBufList) Get() *[]float64 {
 	l.mu.Lock()
 	if n := len(l.free); n > 0 {
@@ -251,7 +216,7 @@ func (l *termBufList) Get() *[]float64 {
 		return b
 	}
 	l.mu.Unlock()
-	b := make([]float64, 6*sumChunk)
+	b := make([]float64, 4*sumChunk)
 	return &b
 }
 
@@ -264,11 +229,10 @@ func (l *termBufList) Put(b *[]float64) {
 	l.mu.Unlock()
 }
 
-// termsIn returns the term slices of buf (from termBufs) for k elements,
-// and the got and reference buffers after them.
-func termsIn(buf []float64, k int) (t *sumTerms, gb, rb []float64) {
-	t = &sumTerms{mere: buf[:k:k], es: buf[k : 2*k : 2*k], gs: buf[2*k : 3*k : 3*k], rs: buf[3*k : 4*k : 4*k]}
-	return t, buf[4*k : 5*k : 5*k], buf[5*k : 6*k : 6*k]
+// valuesIn returns the got and reference buffers of k elements in buf
+// (from termBufs).
+func valuesIn(buf []float64, k int) (gb, rb []float64) {
+	return buf[:k:k], buf[k : 2*k : 2*k]
 }
 
 // fuseSums lets Stream keep the values of the metrics pass over a compact
@@ -277,12 +241,11 @@ func termsIn(buf []float64, k int) (t *sumTerms, gb, rb []float64) {
 var fuseSums = true
 
 // fusedSums is the chunk of n ≤ sumChunk elements whose got values and
-// references (bound.Expected.Refs) computeExact kept in buf[4n:5n] and
-// buf[5n:6n] (buf from termBufs): the same chunk chunkAt would compute
+// references (bound.Expected.Refs) computeExact kept in buf[:n] and
+// buf[n:2n] (buf from termBufs): the same chunk chunkAt would compute
 // from the same values.
 func fusedSums(buf []float64, n int) chunkSums {
-	t, gv, rv := termsIn(buf, n)
-	return chunkOf(gv, rv, t)
+	return chunkOf(valuesIn(buf, n))
 }
 
 // addExact judges the whole output (Compute, or a Stream given one
@@ -323,7 +286,8 @@ func (s *Stream) byChunks(judge func(p *metricsPart, c0, c1 int)) {
 func (s *Stream) exactChunk(p *metricsPart, want *bound.Expected, buf []float64, c int) {
 	a := c * sumChunk
 	k := min(sumChunk, s.n-a)
-	computeExact(p, s.got, want, a, a+k, buf[4*k:5*k], buf[5*k:6*k], true)
+	gb, rb := valuesIn(buf, k)
+	computeExact(p, s.got, want, a, a+k, gb, rb, true)
 	s.chunks[c] = fusedSums(buf, k)
 }
 
@@ -347,7 +311,7 @@ func chunksOf(got *tensor.Tensor, want *bound.Expected, off, lo, hi int, out []c
 func chunkAt(got *tensor.Tensor, a, k int, refs func(rb []float64) []float64) chunkSums {
 	bp := termBufs.Get()
 	defer termBufs.Put(bp)
-	t, gb, rb := termsIn(*bp, k)
+	gb, rb := valuesIn(*bp, k)
 	got.Float64sFrom(a, gb)
-	return chunkOf(gb, refs(rb), t)
+	return chunkOf(gb, refs(rb))
 }

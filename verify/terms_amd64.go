@@ -4,38 +4,38 @@ package verify
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 is whether terms runs termsAVX2.
+// useAVX2 is whether the vector forms (termSumsAVX2, chunkMaxAVX2,
+// exactRunAVX2, …) run.
 var useAVX2 = cpu.X86.HasAVX2
 
-// termsAVX2 is termsGo on elements [0, n) (n a multiple of 4), four at a
-// time, with the relative error's guard passed in and the scales as their
-// reciprocals invE = 1/scaleE and invV = 1/scaleV: the same IEEE
-// operations (subtraction, absolute value, addition, a division), each
-// correctly rounded as the scalar ones are, non-finite lanes masked to
-// +0, and x·inv for x/scale. The product and the quotient are the same
-// real number, rounded once, when the reciprocal is exact, as it is for a
-// scale that is a normal power of two (pow2Recip): a division costs a
-// vector unit several times a multiplication (on 2026-12-04's machine
-// the three divisions by the scales held two thirds of termsAVX2's
-// samples).
+// termSumsAVX2 is termSumsGo on elements [0, n) (n a multiple of 4), four
+// at a time, one to each lane of l, with the relative error's guard
+// passed in and the scales as their reciprocals invE = 1/scaleE and
+// invV = 1/scaleV: the same IEEE operations (subtraction, absolute value,
+// addition, a division, the products and the additions to the lanes),
+// each correctly rounded as the scalar ones are, non-finite lanes' terms
+// masked to +0, and x·inv for x/scale. The product and the quotient are
+// the same real number, rounded once, when the reciprocal is exact, as it
+// is for a scale that is a normal power of two (pow2Recip): a division
+// costs a vector unit several times a multiplication.
 //
 //go:noescape
-func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, invE, invV, guard float64) (mare float64)
+func termSumsAVX2(gv, rv *float64, n int, invE, invV, guard float64, l *laneSums) (mare float64)
 
-// terms is termsGo, the bulk of it by termsAVX2 where the CPU has AVX2
-// and both scales have normal reciprocals (pow2Recip; Compute's always
-// do, but for a chunk whose largest error or value is below 2^-1022 or
-// at least 2^1023).
-func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
+// termSums is termSumsGo, the bulk of it by termSumsAVX2 where the CPU has
+// AVX2 and both scales have normal reciprocals (pow2Recip; Compute's
+// always do, but for a chunk whose largest error or value is below
+// 2^-1022 or at least 2^1023).
+func termSums(g, r []float64, scaleE, scaleV float64, l *laneSums) float64 {
 	n := len(g) &^ 3
 	invE, okE := pow2Recip(scaleE)
 	invV, okV := pow2Recip(scaleV)
 	if !useAVX2 || n == 0 || !okE || !okV {
-		return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
+		return termSumsGo(g, r, scaleE, scaleV, l)
 	}
-	r, mere, es, gs, rs = r[:len(g)], mere[:len(g)], es[:len(g)], gs[:len(g)], rs[:len(g)]
-	mare := termsAVX2(&g[0], &r[0], &mere[0], &es[0], &gs[0], &rs[0], n, invE, invV, mereGuard)
-	return maxNonNeg(mare, termsGo(g[n:], r[n:], mere[n:], es[n:], gs[n:], rs[n:], scaleE, scaleV))
+	r = r[:len(g)]
+	mare := termSumsAVX2(&g[0], &r[0], n, invE, invV, mereGuard, l)
+	return maxNonNeg(mare, termSumsGo(g[n:], r[n:], scaleE, scaleV, l))
 }
 
 // exactRunAVX2 is exactRun.runGo on elements [0, n) of gv and rv (n a

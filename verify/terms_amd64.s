@@ -24,22 +24,27 @@ GLOBL expmask<>(SB), RODATA|NOPTR, $8
 	VPERMILPD    $1, X0, X1 \
 	VMAXSD       X1, X0, X0
 
-// func termsAVX2(gv, rv, mere, es, gs, rs *float64, n int, invE, invV, guard float64) (mare float64)
-TEXT ·termsAVX2(SB), NOSPLIT, $0-88
+// func termSumsAVX2(gv, rv *float64, n int, invE, invV, guard float64, l *laneSums) (mare float64)
+//
+// Y6…Y10 are the lanes of l (mere, sq, gr, gg, rr), Y5 the largest
+// relative error per lane, Y0…Y4 the step's values and terms.
+TEXT ·termSumsAVX2(SB), NOSPLIT, $0-64
 	MOVQ gv+0(FP), SI
 	MOVQ rv+8(FP), DI
-	MOVQ mere+16(FP), R8
-	MOVQ es+24(FP), R9
-	MOVQ gs+32(FP), R10
-	MOVQ rs+40(FP), R11
-	MOVQ n+48(FP), CX
-	VBROADCASTSD invE+56(FP), Y12
-	VBROADCASTSD invV+64(FP), Y13
-	VBROADCASTSD guard+72(FP), Y14
+	MOVQ n+16(FP), CX
+	VBROADCASTSD invE+24(FP), Y12
+	VBROADCASTSD invV+32(FP), Y13
+	VBROADCASTSD guard+40(FP), Y14
+	MOVQ l+48(FP), R8
 	VBROADCASTSD absmask<>(SB), Y15
 	VBROADCASTSD expmask<>(SB), Y11
-	VXORPD Y10, Y10, Y10
-	XORQ AX, AX
+	VMOVUPD 0(R8), Y6
+	VMOVUPD 32(R8), Y7
+	VMOVUPD 64(R8), Y8
+	VMOVUPD 96(R8), Y9
+	VMOVUPD 128(R8), Y10
+	VXORPD  Y5, Y5, Y5
+	XORQ    AX, AX
 
 loop:
 	CMPQ AX, CX
@@ -49,32 +54,42 @@ loop:
 
 	NONFINITE(Y11, Y0, Y1, Y2, Y3)
 
-	VSUBPD Y1, Y0, Y4  // g − r
-	VANDPD Y15, Y4, Y4 // e = |g − r|
-	VANDPD Y15, Y1, Y5 // |r|
-	VADDPD Y14, Y5, Y5 // |r| + guard
-	VDIVPD Y5, Y4, Y6  // e / (|r| + guard)
-	VMULPD Y12, Y4, Y7 // e·invE = e / scaleE
-	VMULPD Y13, Y0, Y8 // g·invV = g / scaleV
-	VMULPD Y13, Y1, Y9 // r·invV = r / scaleV
+	VSUBPD  Y1, Y0, Y4  // g − r
+	VANDPD  Y15, Y4, Y4 // e = |g − r|
+	VANDPD  Y15, Y1, Y3 // |r|
+	VADDPD  Y14, Y3, Y3 // |r| + guard
+	VDIVPD  Y3, Y4, Y3  // m = e / (|r| + guard)
+	VANDNPD Y3, Y2, Y3
+	VMAXPD  Y3, Y5, Y5
+	VADDPD  Y3, Y6, Y6  // mere += m
 
-	VANDNPD Y6, Y2, Y6
-	VANDNPD Y7, Y2, Y7
-	VANDNPD Y8, Y2, Y8
-	VANDNPD Y9, Y2, Y9
-	VMAXPD  Y6, Y10, Y10
+	VMULPD  Y12, Y4, Y4 // es = e·invE = e / scaleE
+	VANDNPD Y4, Y2, Y4
+	VMULPD  Y4, Y4, Y4
+	VADDPD  Y4, Y7, Y7  // sq += es²
 
-	VMOVUPD Y6, (R8)(AX*8)
-	VMOVUPD Y7, (R9)(AX*8)
-	VMOVUPD Y8, (R10)(AX*8)
-	VMOVUPD Y9, (R11)(AX*8)
+	VMULPD  Y13, Y0, Y0 // gs = g·invV = g / scaleV
+	VANDNPD Y0, Y2, Y0
+	VMULPD  Y13, Y1, Y1 // rs = r·invV = r / scaleV
+	VANDNPD Y1, Y2, Y1
+	VMULPD  Y1, Y0, Y3
+	VADDPD  Y3, Y8, Y8  // gr += gs·rs
+	VMULPD  Y0, Y0, Y0
+	VADDPD  Y0, Y9, Y9  // gg += gs²
+	VMULPD  Y1, Y1, Y1
+	VADDPD  Y1, Y10, Y10 // rr += rs²
 	ADDQ    $4, AX
 	JMP     loop
 
 done:
-	HMAX(Y10, X10)
+	VMOVUPD Y6, 0(R8)
+	VMOVUPD Y7, 32(R8)
+	VMOVUPD Y8, 64(R8)
+	VMOVUPD Y9, 96(R8)
+	VMOVUPD Y10, 128(R8)
+	HMAX(Y5, X5)
 	VZEROUPPER
-	VMOVSD       X0, mare+80(FP)
+	VMOVSD X0, mare+56(FP)
 	RET
 
 DATA c2046<>+0(SB)/8, $0x7fe0000000000000

@@ -2,9 +2,10 @@
 
 package verify
 
-// terms is termsGo: there is no vector form off amd64 (or with purego).
-func terms(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64 {
-	return termsGo(g, r, mere, es, gs, rs, scaleE, scaleV)
+// termSums is termSumsGo: there is no vector form off amd64 (or with
+// purego).
+func termSums(g, r []float64, scaleE, scaleV float64, l *laneSums) float64 {
+	return termSumsGo(g, r, scaleE, scaleV, l)
 }
 
 // chunkMax is chunkMaxGo: there is no vector form off amd64 (or with purego).

@@ -89,20 +89,22 @@ func TestPow2Recip(t *testing.T) {
 	}
 }
 
-// TestTermsMatchPortable holds terms (termsAVX2 where the CPU has it) to
-// termsGo bit for bit: every term and the largest relative error, at
-// lengths around the vector width, on seeded values of every magnitude
-// with ±0, subnormals, ±Inf, NaN, huge values whose difference overflows,
-// and zero, subnormal, infinite and ordinary scales.
-func TestTermsMatchPortable(t *testing.T) {
+// TestTermSumsMatchPortable holds termSums (termSumsAVX2 where the CPU
+// has it) to termSumsGo bit for bit: every lane of every sum and the
+// largest relative error, at lengths around the vector width, starting
+// from lanes that already hold sums (a chunk's tail after its bulk), on
+// seeded values of every magnitude with ±0, subnormals, ±Inf, NaN, huge
+// values whose difference overflows, and zero, subnormal, infinite and
+// ordinary scales.
+func TestTermSumsMatchPortable(t *testing.T) {
 	const seed = 41
 	r := rand.New(rand.NewPCG(seed, 0))
 	val := func() float64 { return termsVal(r) }
 	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
-	// Powers of two from 2^-1022 to 2^1022 take termsAVX2 (x·(1/s) for
+	// Powers of two from 2^-1022 to 2^1022 take termSumsAVX2 (x·(1/s) for
 	// x/s, quotients underflowing and overflowing among the values); the
-	// others take termsGo: 2^1023, whose reciprocal is subnormal, 2^-1023
-	// and 2^-1070, subnormal themselves (the second's reciprocal
+	// others take termSumsGo: 2^1023, whose reciprocal is subnormal,
+	// 2^-1023 and 2^-1070, subnormal themselves (the second's reciprocal
 	// overflows), and the scales that are not powers of two.
 	scales := []float64{1, 0, 3.7, 0x1p-1070, math.MaxFloat64, math.Inf(1), 1e-300,
 		0x1p-1022, 0x1p-1023, 0x1p1023, 0x1p-60, 0x1p50}
@@ -113,31 +115,69 @@ func TestTermsMatchPortable(t *testing.T) {
 				for i := range n {
 					g[i], rr[i] = val(), val()
 				}
-				out := func(f func(g, r, mere, es, gs, rs []float64, scaleE, scaleV float64) float64) ([4][]float64, float64) {
-					var o [4][]float64
-					for k := range o {
-						o[k] = make([]float64, n)
-						for i := range o[k] {
-							o[k][i] = 42 // every entry must be written
-						}
-					}
-					m := f(g, rr, o[0], o[1], o[2], o[3], sE, sV)
-					return o, m
+				var start laneSums
+				for k := range 4 {
+					start.mere[k], start.sq[k], start.gr[k] = float64(k+1), 0.5, -float64(k)-0.25 // no lane holds −0 (laneSums)
 				}
-				got, gm := out(terms)
-				want, wm := out(termsGo)
+				got, want := start, start
+				gm := termSums(g, rr, sE, sV, &got)
+				wm := termSumsGo(g, rr, sE, sV, &want)
 				if !same(gm, wm) {
-					t.Fatalf("verify terms n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): got mare %g / want %g", n, sE, sV, seed, useAVX2, gm, wm)
+					t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): got mare %g / want %g", n, sE, sV, seed, useAVX2, gm, wm)
 				}
-				for k := range got {
-					for i := range n {
-						if !same(got[k][i], want[k][i]) {
-							t.Fatalf("verify terms n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): term %d of element %d (g=%g r=%g): got %g (%#x) / want %g (%#x)",
-								n, sE, sV, seed, useAVX2, k, i, g[i], rr[i], got[k][i], math.Float64bits(got[k][i]), want[k][i], math.Float64bits(want[k][i]))
+				gl := [5][4]float64{got.mere, got.sq, got.gr, got.gg, got.rr}
+				wl := [5][4]float64{want.mere, want.sq, want.gr, want.gg, want.rr}
+				for k := range gl {
+					for l := range 4 {
+						if !same(gl[k][l], wl[k][l]) {
+							t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): sum %d lane %d: got %g (%#x) / want %g (%#x)",
+								n, sE, sV, seed, useAVX2, k, l, gl[k][l], math.Float64bits(gl[k][l]), wl[k][l], math.Float64bits(wl[k][l]))
 						}
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestTermSumsLanes holds termSums to the association it promises, on
+// values whose sums round: lane l is the terms of elements j ≡ l (mod 4)
+// added one by one in index order from +0, each written out here from
+// its definition, and an element with a non-finite value adds nothing.
+func TestTermSumsLanes(t *testing.T) {
+	const seed = 44
+	r := rand.New(rand.NewPCG(seed, 0))
+	const n = 1003
+	g, rr := make([]float64, n), make([]float64, n)
+	for i := range n {
+		g[i], rr[i] = r.NormFloat64()*1e3, r.NormFloat64()*1e3
+		if i%97 == 5 {
+			g[i] = math.Inf(1)
+		}
+	}
+	const scaleE, scaleV = 0x1p11, 0x1p12
+	var got laneSums
+	gm := termSums(g, rr, scaleE, scaleV, &got)
+	var want [5][4]float64
+	var wm float64
+	for j := range n {
+		if math.IsInf(g[j], 0) {
+			continue
+		}
+		e := math.Abs(g[j] - rr[j])
+		m := e / (math.Abs(rr[j]) + 1e-7)
+		wm = math.Max(wm, m)
+		es, gs, rs := e/scaleE, g[j]/scaleV, rr[j]/scaleV
+		for k, term := range [5]float64{m, float64(es * es), float64(gs * rs), float64(gs * gs), float64(rs * rs)} {
+			want[k][j%4] += term
+		}
+	}
+	if gm != wm {
+		t.Errorf("verify termSums n=%d seed=%d (AVX2 %v): got mare %g / want %g", n, seed, useAVX2, gm, wm)
+	}
+	for k, l := range [5][4]float64{got.mere, got.sq, got.gr, got.gg, got.rr} {
+		if l != want[k] {
+			t.Errorf("verify termSums n=%d seed=%d (AVX2 %v): sum %d: got lanes %v / want %v", n, seed, useAVX2, k, l, want[k])
 		}
 	}
 }
