@@ -116,6 +116,9 @@ func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 	}
 	x, y := in["x"], in["y"]
 	src := func(off int, z []float64) {
+		if x.AddFloat64sFrom(y, off, z) {
+			return
+		}
 		// z holds x's block, a pooled buffer y's.
 		bp := vectorAddBufs.Get().(*[]float64)
 		if cap(*bp) < len(z) {

@@ -28,6 +28,13 @@ func f16ToF64F16C(dst *float64, src *uint16, n int)
 //go:noescape
 func f16ToF64Grouped8(dst *float64, src *uint16, runs, stride int)
 
+// f16AddToF64F16C stores x[i] + y[i] for the n fp16 values at x and y
+// (n a multiple of 8) as float64 values at dst: each widened exactly
+// (VCVTPH2PS, VCVTPS2PD), then one VADDPD with x's value first.
+//
+//go:noescape
+func f16AddToF64F16C(dst *float64, x, y *uint16, n int)
+
 // f16ToF64 converts src to float64 into dst (as long as src), by F16C
 // where the CPU has it and by f16Table otherwise.
 func f16ToF64(dst []float64, src []float16.Float16) {

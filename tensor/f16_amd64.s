@@ -9,6 +9,23 @@ TEXT ·f16ToF64F16C(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 	XORQ AX, AX
 
+	// Eight values a step: one VCVTPH2PS for two VCVTPS2PD, and half
+	// the loop's own instructions a value.
+	MOVQ CX, DX
+	ANDQ $-8, DX
+
+loop8:
+	CMPQ         AX, DX
+	JGE          loop
+	VCVTPH2PS    (SI)(AX*2), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y3
+	VMOVUPD      Y1, (DI)(AX*8)
+	VMOVUPD      Y3, 32(DI)(AX*8)
+	ADDQ         $8, AX
+	JMP          loop8
+
 loop:
 	CMPQ      AX, CX
 	JGE       done
@@ -109,5 +126,35 @@ gloop:
 	JMP          gloop
 
 gdone:
+	VZEROUPPER
+	RET
+
+// func f16AddToF64F16C(dst *float64, x, y *uint16, n int)
+TEXT ·f16AddToF64F16C(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), BX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+addloop:
+	CMPQ         AX, CX
+	JGE          adddone
+	VCVTPH2PS    (SI)(AX*2), Y0
+	VCVTPH2PS    (BX)(AX*2), Y4
+	VCVTPS2PD    X0, Y1
+	VCVTPS2PD    X4, Y5
+	VADDPD       Y5, Y1, Y1 // x + y: of two NaNs, x's
+	VEXTRACTF128 $1, Y0, X2
+	VEXTRACTF128 $1, Y4, X6
+	VCVTPS2PD    X2, Y3
+	VCVTPS2PD    X6, Y7
+	VADDPD       Y7, Y3, Y3
+	VMOVUPD      Y1, (DI)(AX*8)
+	VMOVUPD      Y3, 32(DI)(AX*8)
+	ADDQ         $8, AX
+	JMP          addloop
+
+adddone:
 	VZEROUPPER
 	RET

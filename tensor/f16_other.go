@@ -28,3 +28,6 @@ func f32ToF64(dst []float64, src []float32) { f32ToF64Go(dst, src) }
 
 // f16ToF64Grouped8 is never called here (useF16C is false).
 func f16ToF64Grouped8(*float64, *uint16, int, int) {}
+
+// f16AddToF64F16C is never called here (useF16C is false).
+func f16AddToF64F16C(*float64, *uint16, *uint16, int) {}

@@ -182,3 +182,50 @@ func everyF16() (*Tensor, *[1 << 16]float64) {
 	}
 	return x, f16Table()
 }
+
+// TestAddFloat64sFrom holds AddFloat64sFrom to its definition, bit for
+// bit: every fp16 pattern of x (NaN payloads, subnormals, ±0, ±Inf)
+// against a rotated copy of every pattern in y, so that NaN meets NaN of
+// another payload, at offsets and lengths around the eight-value step;
+// the sum is one float64 addition of the table's exact values, x's
+// first. Tensors of any other dtype are left to the caller, dst
+// untouched.
+func TestAddFloat64sFrom(t *testing.T) {
+	const n = 1 << 16
+	x, tab := everyF16()
+	y := MustNew(Float16, n)
+	const rot = 0x7E01 // odd: NaN against NaN, ±Inf against NaN, and a cancelling pair at every step
+	for i := range n {
+		y.SetBits(i, uint64((i+rot)%n))
+	}
+	check := func(off, k int) {
+		dst := make([]float64, k)
+		if !x.AddFloat64sFrom(y, off, dst) {
+			if useF16C {
+				t.Fatalf("tensor AddFloat64sFrom fp16 off=%d len=%d: not taken with F16C", off, k)
+			}
+			return
+		}
+		for i, v := range dst {
+			a, b := uint16(off+i), uint16((off+i+rot)%n)
+			want := tab[a] + tab[b]
+			if math.Float64bits(v) != math.Float64bits(want) {
+				t.Fatalf("tensor AddFloat64sFrom fp16 (F16C %v) off=%d len=%d: %#04x + %#04x: got %#x / want %#x", useF16C, off, k, a, b, math.Float64bits(v), math.Float64bits(want))
+			}
+		}
+	}
+	for _, off := range []int{0, 1, 3, 7, 0x7BF8} {
+		for k := range 18 {
+			check(off, k)
+		}
+	}
+	for _, off := range []int{0, 1, 5} {
+		check(off, n-off)
+		check(off, n-off-4)
+	}
+	f := MustNew(Float32, 16)
+	dst := []float64{42}
+	if f.AddFloat64sFrom(f, 0, dst) || x.AddFloat64sFrom(f, 0, dst) || dst[0] != 42 {
+		t.Errorf("tensor AddFloat64sFrom fp32: taken or dst written (dst[0] = %g), want false and 42", dst[0])
+	}
+}

@@ -92,6 +92,31 @@ func (t *Tensor) Float64sGrouped(off, group, runs, stride int, dst []float64) bo
 	return true
 }
 
+// AddFloat64sFrom sets dst[i] to the float64 sum of elements off+i of t
+// and u, t's first (one IEEE addition of the exact widened values, as
+// t.Float64sFrom into dst, u's into a buffer and dst[i] + buf[i] would
+// give: of two NaNs the sum is t's), and reports whether it did: only
+// fp16 tensors where the CPU has F16C, eight values a step, widening and
+// adding in one pass where the three passes stored and loaded every value
+// twice more (vector_add's reference). Otherwise it leaves dst alone and
+// the caller widens and adds.
+func (t *Tensor) AddFloat64sFrom(u *Tensor, off int, dst []float64) bool {
+	a, okA := t.data.([]float16.Float16)
+	b, okB := u.data.([]float16.Float16)
+	if !okA || !okB || !useF16C {
+		return false
+	}
+	a, b = a[off:off+len(dst)], b[off:off+len(dst)]
+	n := len(dst) &^ 7
+	if n > 0 {
+		f16AddToF64F16C(&dst[0], (*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), n) // float16.Float16 is a uint16
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = float64(a[i].Float32()) + float64(b[i].Float32())
+	}
+	return true
+}
+
 // widen converts src into dst (as long as each other) by conv, over all
 // cores in ranges of at least 2^16 elements; a shorter conversion runs on
 // the caller's goroutine, with no closure to allocate.
