@@ -29,10 +29,16 @@ import (
 // Refs keeps an exact value in the short form, a zero, and under
 // overflow=inf a NaN or ±Inf, as they are, which are the elements
 // gathered inline; any other takes the reference of ExactElement.
-func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int, keep bool) {
+//
+// With vm, it also raises vm's maxima to those of the elements' finite
+// got values and references (what chunkMax finds in them afterwards, so
+// that the sums need not pass over them for it): the inline elements'
+// from the run, the others' here.
+func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int, keep bool, vm *valueMax) {
 	rv = rv[:len(gv)]
 	var acc exactRun
 	var memo exactMemo
+	var outE, outV float64 // the maxima of the elements outside the run
 	for j := 0; j < len(gv); j++ {
 		// An exact value outside the short form would end the run at
 		// once: go straight to the element.
@@ -63,6 +69,10 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		if keep {
 			rv[j] = ref
 		}
+		if g := gv[j]; isFinite(g) && isFinite(ref) {
+			outE = maxNonNeg(outE, math.Abs(g-ref))
+			outV = maxNonNeg(outV, maxNonNeg(math.Abs(g), math.Abs(ref)))
+		}
 		// A finite got that is bit for bit the rounding and equal to the
 		// reference (under saturation, NaN as 0 and ±Inf or an overflow
 		// as ±max: a fuzzer's outputs hold a few percent of these) is
@@ -78,7 +88,11 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		v := bound.View{Ref: refs[:], Bound: bnds[:], Alt: alts[:], Exact: exact[:], Rounded: rnd[:]}
 		p.addBlock(d, f, true, gv[j:j+1], &v, b0+j)
 	}
-	zeros, maxAbs, tight := acc.merged()
+	zeros, maxAbs, tight, maxV := acc.merged()
+	if vm != nil {
+		vm.e = maxNonNeg(vm.e, maxNonNeg(maxAbs, outE))
+		vm.v = maxNonNeg(vm.v, maxNonNeg(maxV, outV))
+	}
 	p.compared += acc.compared
 	p.hist[0] += zeros
 	p.hist[1] += acc.compared - zeros
@@ -90,8 +104,8 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 // of non-negative floats as their bits, whose order as integers is theirs
 // as values (so the maxima compile to conditional moves, not branches).
 type exactRun struct {
-	compared, zeros int
-	maxAbs, tight   uint64
+	compared, zeros     int
+	maxAbs, tight, maxV uint64 // maxV: the largest |g| and |r|
 	vec             exactRunVec
 	vecSet          bool // vec is set: the short form (the same for every call) and the limits in it
 }
@@ -108,6 +122,7 @@ type exactRunVec struct {
 	maxAbs, tight                  [4]float64 // 288, 320
 	zeros                          [4]int64   // 352
 	relMax                         [4]float64 // 384
+	maxV                           [4]float64 // 416: the largest |g| and |r|
 }
 
 // set loads the constants of sf and the limits into v.
@@ -121,15 +136,16 @@ func (v *exactRunVec) set(sf *bound.ShortForm, floor, floor2 uint64, relSkip, re
 }
 
 // merged returns a's figures with the vector lanes folded in.
-func (a *exactRun) merged() (zeros int, maxAbs, tight float64) {
+func (a *exactRun) merged() (zeros int, maxAbs, tight, maxV float64) {
 	zeros = a.zeros
-	maxAbs, tight = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight)
+	maxAbs, tight, maxV = math.Float64frombits(a.maxAbs), math.Float64frombits(a.tight), math.Float64frombits(a.maxV)
 	for k := range 4 {
 		zeros += int(a.vec.zeros[k])
 		maxAbs = maxNonNeg(maxAbs, a.vec.maxAbs[k])
 		tight = maxNonNeg(tight, a.vec.tight[k])
+		maxV = maxNonNeg(maxV, a.vec.maxV[k])
 	}
-	return zeros, maxAbs, tight
+	return zeros, maxAbs, tight, maxV
 }
 
 // run gathers elements 0, 1, … of gv (got) and rv (exact values) inline
@@ -187,7 +203,7 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 	sf := *sfp
 	rv = rv[:len(gv)]
 	compared, zeros := a.compared, a.zeros
-	maxAbs, tight := a.maxAbs, a.tight
+	maxAbs, tight, maxV := a.maxAbs, a.tight, a.maxV
 	j := 0
 	for ; j < len(gv); j++ {
 		g, r := gv[j], rv[j]
@@ -210,9 +226,10 @@ func (a *exactRun) runGo(sfp *bound.ShortForm, gv, rv []float64, floor, floor2 u
 		zeros += b2i(eb == 0)
 		maxAbs = max(maxAbs, eb)
 		tight = max(tight, t)
+		maxV = max(maxV, rb&^(1<<63), gb&^(1<<63))
 	}
 	a.compared, a.zeros = compared, zeros
-	a.maxAbs, a.tight = maxAbs, tight
+	a.maxAbs, a.tight, a.maxV = maxAbs, tight, maxV
 	return j
 }
 

@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -46,7 +47,8 @@ func TestComputeFusedMatchesTwoPasses(t *testing.T) {
 }
 
 // TestComputeExactKeepsRefs holds the references computeExact keeps
-// for the fused sums to bound.Expected.Refs, bit for bit, on compact
+// for the fused sums to bound.Expected.Refs, and the maxima it gathers
+// to chunkMax's of the values it keeps, bit for bit, on compact
 // Expecteds of every exact dtype and profile: every class of exact value
 // (zeros of both signs, ties, subnormals, values near and past overflow,
 // ±Inf, NaN, and for int8 values out of range and between integers), with
@@ -85,13 +87,61 @@ func TestComputeExactKeepsRefs(t *testing.T) {
 				want := compact.Refs(0, make([]float64, n))
 				gb, rb := make([]float64, n), make([]float64, n)
 				p := newMetricsPart()
-				if !computeExact(p, got, compact, 0, n, gb, rb, true) {
+				var vm valueMax
+				if !computeExact(p, got, compact, 0, n, gb, rb, true, &vm) {
 					t.Fatalf("verify computeExact %s %v case=%d seed=%d: did not take the compact Expected", d, num, k, seed)
 				}
 				for i := range rb {
 					if math.Float64bits(rb[i]) != math.Float64bits(want[i]) {
 						t.Fatalf("verify computeExact %s %v case=%d seed=%d: element %d (exact %v, got %v): kept %v (%#x) / want Refs %v (%#x)",
 							d, num, k, seed, i, rs[i], gb[i], rb[i], math.Float64bits(rb[i]), want[i], math.Float64bits(want[i]))
+					}
+				}
+				// The maxima gathered on the way are chunkMax's of the
+				// kept values (a floating output's; an integer one's
+				// are left to chunkMax).
+				if vm.ok != (d != tensor.Int8) {
+					t.Fatalf("verify computeExact %s %v case=%d seed=%d: maxima gathered = %v, want %v", d, num, k, seed, vm.ok, d != tensor.Int8)
+				}
+				if we, wv := chunkMaxGo(gb, rb); vm.ok && (math.Float64bits(vm.e) != math.Float64bits(we) || math.Float64bits(vm.v) != math.Float64bits(wv)) {
+					t.Fatalf("verify computeExact %s %v case=%d seed=%d: maxima gathered = %g, %g / want chunkMax's %g, %g", d, num, k, seed, vm.e, vm.v, we, wv)
+				}
+			}
+		}
+	}
+}
+
+// TestComputeExactMaxima holds the maxima computeExact gathers to
+// chunkMax's where the inline run decides them: a correctly rounded fp16
+// output of small values with one large element, whose exact value
+// rounds down (the largest value is an r) or up (a g), placed at every
+// position of a run in the vector loop and in the portable one.
+func TestComputeExactMaxima(t *testing.T) {
+	const seed = 45
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	r := rand.New(rand.NewPCG(seed, 0))
+	for _, vec := range []bool{false, useAVX2} {
+		useAVX2 = vec
+		for _, big := range []float64{1000.2, 1000.3, -1000.2, -1000.3} {
+			for _, n := range []int{5, 8, 13, 40} {
+				for at := range n {
+					rs := make([]float64, n)
+					for i := range rs {
+						rs[i] = float64(float32(r.Float64()*2 - 1)) // exact in float64, rounds in fp16
+					}
+					rs[at] = big
+					compact := bound.NewExactFrom(n, tensor.Float16, tensor.Numerics{}, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+					got := tensor.MustNew(tensor.Float16, n)
+					for i, v := range rs {
+						got.SetFloat64(i, v, tensor.Numerics{})
+					}
+					gb, rb := make([]float64, n), make([]float64, n)
+					var vm valueMax
+					if !computeExact(newMetricsPart(), got, compact, 0, n, gb, rb, true, &vm) || !vm.ok {
+						t.Fatalf("verify computeExact fp16 n=%d big=%g at=%d seed=%d (AVX2 %v): maxima not gathered", n, big, at, seed, vec)
+					}
+					if we, wv := chunkMaxGo(gb, rb); vm.e != we || vm.v != wv {
+						t.Fatalf("verify computeExact fp16 n=%d big=%g at=%d seed=%d (AVX2 %v): maxima gathered = %g, %g / want chunkMax's %g, %g", n, big, at, seed, vec, vm.e, vm.v, we, wv)
 					}
 				}
 			}

@@ -34,6 +34,7 @@ func TestAsmLayouts(t *testing.T) {
 		{"exactRunVec.tight", unsafe.Offsetof(e.tight), 320},
 		{"exactRunVec.zeros", unsafe.Offsetof(e.zeros), 352},
 		{"exactRunVec.relMax", unsafe.Offsetof(e.relMax), 384},
+		{"exactRunVec.maxV", unsafe.Offsetof(e.maxV), 416},
 	} {
 		if c.got != c.want {
 			t.Errorf("verify: offset of %s = %d, want %d (the assembly's)", c.name, c.got, c.want)

@@ -209,7 +209,7 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 	f, isFloat := d.FloatFormat()
 	bp := blockBufs.Get().(*[2 * block]float64)
 	defer blockBufs.Put(bp)
-	if computeExact(p, got, want, lo, hi, bp[:block], bp[block:], false) {
+	if computeExact(p, got, want, lo, hi, bp[:block], bp[block:], false, nil) {
 		return p
 	}
 	if base, num, spans, ok := want.UnchangedBase(); ok && base.DType == d && base.Len() >= hi {
@@ -234,8 +234,11 @@ func computePart(got *tensor.Tensor, want *bound.Expected, lo, hi int) *metricsP
 // rb (exact values): with keep, window b0−lo, so that gb[:hi−lo] and
 // rb[:hi−lo] hold every element's values afterwards (Stream.addExact's fused
 // sums; rb then holds the references, bound.Expected.Refs, not the exact
-// values); else window 0, gb and rb at least a block long.
-func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, hi int, gb, rb []float64, keep bool) bool {
+// values); else window 0, gb and rb at least a block long. With vm (and
+// keep), a floating output's elements raise vm's maxima to chunkMax's
+// figures of gb[:hi−lo] and rb[:hi−lo] and set vm.ok; an integer output's
+// leave vm alone.
+func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, hi int, gb, rb []float64, keep bool, vm *valueMax) bool {
 	if !exactReadable(got, want) {
 		return false
 	}
@@ -253,7 +256,10 @@ func computeExact(p *metricsPart, got *tensor.Tensor, want *bound.Expected, lo, 
 		got.Float64sFrom(b0, gv)
 		src(b0, rv)
 		if short {
-			p.addExactBlock(d, f, num, &sf, gv, rv, b0, keep)
+			if vm != nil {
+				vm.ok = true
+			}
+			p.addExactBlock(d, f, num, &sf, gv, rv, b0, keep, vm)
 		} else {
 			p.addExactIntBlock(d, f, num, gv, rv, b0, keep)
 		}

@@ -105,12 +105,26 @@ func pow2Recip(s float64) (float64, bool) {
 func chunkOf(gv, rv []float64) chunkSums {
 	rv = rv[:len(gv)]
 	maxE, maxV := chunkMax(gv, rv)
+	return chunkWith(gv, rv, maxE, maxV)
+}
+
+// chunkWith is chunkOf given chunkMax(gv, rv) (the metrics pass finds
+// them on the way: valueMax).
+func chunkWith(gv, rv []float64, maxE, maxV float64) chunkSums {
 	scaleE, xe := pow2Below(maxE)
 	scaleV, xv := pow2Below(maxV)
 	var l laneSums
 	mare := termSums(gv, rv, scaleE, scaleV, &l)
 	return chunkSums{mere: fold(l.mere), sq: fold(l.sq), gr: fold(l.gr), gg: fold(l.gg), rr: fold(l.rr),
 		mare: mare, xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
+}
+
+// valueMax are a chunk's chunkMax figures gathered by its metrics pass
+// (computeExact): the largest |g − r| and the largest |g| and |r| over
+// its elements with g and r both finite, when ok.
+type valueMax struct {
+	e, v float64
+	ok   bool
 }
 
 // chunkMaxGo returns the largest |g − r| and the largest |g| and |r| over
@@ -242,10 +256,14 @@ var fuseSums = true
 
 // fusedSums is the chunk of n ≤ sumChunk elements whose got values and
 // references (bound.Expected.Refs) computeExact kept in buf[:n] and
-// buf[n:2n] (buf from termBufs): the same chunk chunkAt would compute
-// from the same values.
-func fusedSums(buf []float64, n int) chunkSums {
-	return chunkOf(valuesIn(buf, n))
+// buf[n:2n] (buf from termBufs), with vm what it gathered of them: the
+// same chunk chunkAt would compute from the same values.
+func fusedSums(buf []float64, n int, vm valueMax) chunkSums {
+	gv, rv := valuesIn(buf, n)
+	if !vm.ok {
+		return chunkOf(gv, rv)
+	}
+	return chunkWith(gv, rv, vm.e, vm.v)
 }
 
 // addExact judges the whole output (Compute, or a Stream given one
@@ -287,8 +305,9 @@ func (s *Stream) exactChunk(p *metricsPart, want *bound.Expected, buf []float64,
 	a := c * sumChunk
 	k := min(sumChunk, s.n-a)
 	gb, rb := valuesIn(buf, k)
-	computeExact(p, s.got, want, a, a+k, gb, rb, true)
-	s.chunks[c] = fusedSums(buf, k)
+	var vm valueMax
+	computeExact(p, s.got, want, a, a+k, gb, rb, true, &vm)
+	s.chunks[c] = fusedSums(buf, k, vm)
 }
 
 // chunksOf computes the sums of the chunks that start at lo, lo+sumChunk,

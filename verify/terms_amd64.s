@@ -137,7 +137,7 @@ TEXT ·exactRunAVX2(SB), NOSPLIT, $0-40
 	VBROADCASTSD expmask<>(SB), Y14
 	VBROADCASTSD c2046<>(SB), Y13
 	VPXOR        Y12, Y12, Y12        // zero
-	VMOVDQU      224(R8), Y11         // floor2
+	VMOVUPD      416(R8), Y11         // maxV
 	VMOVQ        256(R8), X6          // shift
 	VMOVUPD      288(R8), Y10         // maxAbs
 	VMOVUPD      320(R8), Y9          // tight
@@ -183,7 +183,7 @@ relok:
 	VMULPD Y3, Y5, Y3 // t = e·inv
 
 	// Not a candidate for the worst: e = 0, or not (t > floor or t = floor and e > floor2).
-	VPCMPGTQ Y11, Y5, Y1      // e > floor2
+	VPCMPGTQ 224(R8), Y5, Y1  // e > floor2
 	VPCMPEQQ 192(R8), Y3, Y2  // t = floor
 	VPAND    Y2, Y1, Y2
 	VPCMPGTQ 192(R8), Y3, Y1  // t > floor
@@ -199,6 +199,10 @@ relok:
 	VMAXPD Y5, Y10, Y10
 	VMAXPD Y3, Y9, Y9
 	VPSUBQ Y2, Y7, Y7
+	VANDPD Y15, Y0, Y1         // |g|
+	VMAXPD Y1, Y11, Y11
+	VANDPD (DX)(AX*8), Y15, Y1 // |r|
+	VMAXPD Y1, Y11, Y11
 	ADDQ   $4, AX
 	JMP    xloop
 
@@ -206,6 +210,7 @@ xdone:
 	VMOVUPD Y10, 288(R8)
 	VMOVUPD Y9, 320(R8)
 	VMOVDQU Y7, 352(R8)
+	VMOVUPD Y11, 416(R8)
 	VZEROUPPER
 	MOVQ    AX, ret+32(FP)
 	RET
