@@ -106,8 +106,8 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 type exactRun struct {
 	compared, zeros     int
 	maxAbs, tight, maxV uint64 // maxV: the largest |g| and |r|
-	vec             exactRunVec
-	vecSet          bool // vec is set: the short form (the same for every call) and the limits in it
+	vec                 exactRunVec
+	vecSet              bool // vec is set: the short form (the same for every call) and the limits in it
 }
 
 // exactRunVec is what exactRunAVX2 reads (the short form's constants
