@@ -33,12 +33,14 @@ import (
 // With vm, it also raises vm's maxima to those of the elements' finite
 // got values and references (what chunkMax finds in them afterwards, so
 // that the sums need not pass over them for it): the inline elements'
-// from the run, the others' here.
+// from the run, the others' here; and notes an element whose got or
+// reference is not finite (an inline element's are both finite).
 func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.Numerics, sf *bound.ShortForm, gv, rv []float64, b0 int, keep bool, vm *valueMax) {
 	rv = rv[:len(gv)]
 	var acc exactRun
 	var memo exactMemo
 	var outE, outV float64 // the maxima of the elements outside the run
+	outNonFinite := false  // one of them has a non-finite g or r
 	for j := 0; j < len(gv); j++ {
 		// An exact value outside the short form would end the run at
 		// once: go straight to the element.
@@ -63,6 +65,7 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 			continue
 		} else if num.Overflow != tensor.OverflowSaturate && nonFiniteAsRounded(g, r) {
 			p.hist[nonFiniteBucket]++
+			outNonFinite = true
 			continue
 		}
 		ref, bnd, alt, rounded := memo.element(rv[j], d, num)
@@ -72,6 +75,8 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 		if g := gv[j]; isFinite(g) && isFinite(ref) {
 			outE = maxNonNeg(outE, math.Abs(g-ref))
 			outV = maxNonNeg(outV, maxNonNeg(math.Abs(g), math.Abs(ref)))
+		} else {
+			outNonFinite = true
 		}
 		// A finite got that is bit for bit the rounding and equal to the
 		// reference (under saturation, NaN as 0 and ±Inf or an overflow
@@ -92,6 +97,7 @@ func (p *metricsPart) addExactBlock(d tensor.DType, f tensor.Format, num tensor.
 	if vm != nil {
 		vm.e = maxNonNeg(vm.e, maxNonNeg(maxAbs, outE))
 		vm.v = maxNonNeg(vm.v, maxNonNeg(maxV, outV))
+		vm.nonFinite = vm.nonFinite || outNonFinite
 	}
 	p.compared += acc.compared
 	p.hist[0] += zeros

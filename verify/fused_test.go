@@ -106,6 +106,13 @@ func TestComputeExactKeepsRefs(t *testing.T) {
 				if we, wv := chunkMaxGo(gb, rb); vm.ok && (math.Float64bits(vm.e) != math.Float64bits(we) || math.Float64bits(vm.v) != math.Float64bits(wv)) {
 					t.Fatalf("verify computeExact %s %v case=%d seed=%d: maxima gathered = %g, %g / want chunkMax's %g, %g", d, num, k, seed, vm.e, vm.v, we, wv)
 				}
+				nonFinite := false
+				for i := range gb {
+					nonFinite = nonFinite || !isFinite(gb[i]) || !isFinite(rb[i])
+				}
+				if vm.ok && vm.nonFinite != nonFinite {
+					t.Fatalf("verify computeExact %s %v case=%d seed=%d: non-finite value noted = %v, want %v", d, num, k, seed, vm.nonFinite, nonFinite)
+				}
 			}
 		}
 	}
@@ -137,8 +144,8 @@ func TestComputeExactMaxima(t *testing.T) {
 					}
 					gb, rb := make([]float64, n), make([]float64, n)
 					var vm valueMax
-					if !computeExact(newMetricsPart(), got, compact, 0, n, gb, rb, true, &vm) || !vm.ok {
-						t.Fatalf("verify computeExact fp16 n=%d big=%g at=%d seed=%d (AVX2 %v): maxima not gathered", n, big, at, seed, vec)
+					if !computeExact(newMetricsPart(), got, compact, 0, n, gb, rb, true, &vm) || !vm.ok || vm.nonFinite {
+						t.Fatalf("verify computeExact fp16 n=%d big=%g at=%d seed=%d (AVX2 %v): maxima gathered %v, a non-finite value noted %v, want true, false", n, big, at, seed, vec, vm.ok, vm.nonFinite)
 					}
 					if we, wv := chunkMaxGo(gb, rb); vm.e != we || vm.v != wv {
 						t.Fatalf("verify computeExact fp16 n=%d big=%g at=%d seed=%d (AVX2 %v): maxima gathered = %g, %g / want chunkMax's %g, %g", n, big, at, seed, vec, vm.e, vm.v, we, wv)

@@ -105,26 +105,28 @@ func pow2Recip(s float64) (float64, bool) {
 func chunkOf(gv, rv []float64) chunkSums {
 	rv = rv[:len(gv)]
 	maxE, maxV := chunkMax(gv, rv)
-	return chunkWith(gv, rv, maxE, maxV)
+	return chunkWith(gv, rv, maxE, maxV, false)
 }
 
 // chunkWith is chunkOf given chunkMax(gv, rv) (the metrics pass finds
-// them on the way: valueMax).
-func chunkWith(gv, rv []float64, maxE, maxV float64) chunkSums {
+// them on the way: valueMax), and finite when every g and r is known to
+// be finite.
+func chunkWith(gv, rv []float64, maxE, maxV float64, finite bool) chunkSums {
 	scaleE, xe := pow2Below(maxE)
 	scaleV, xv := pow2Below(maxV)
 	var l laneSums
-	mare := termSums(gv, rv, scaleE, scaleV, &l)
+	mare := termSums(gv, rv, scaleE, scaleV, finite, &l)
 	return chunkSums{mere: fold(l.mere), sq: fold(l.sq), gr: fold(l.gr), gg: fold(l.gg), rr: fold(l.rr),
 		mare: mare, xe: xe, xv: xv, hasE: maxE > 0, hasV: maxV > 0}
 }
 
 // valueMax are a chunk's chunkMax figures gathered by its metrics pass
 // (computeExact): the largest |g − r| and the largest |g| and |r| over
-// its elements with g and r both finite, when ok.
+// its elements with g and r both finite, when ok; nonFinite is whether
+// one of its elements has a non-finite g or r.
 type valueMax struct {
-	e, v float64
-	ok   bool
+	e, v          float64
+	ok, nonFinite bool
 }
 
 // chunkMaxGo returns the largest |g − r| and the largest |g| and |r| over
@@ -263,7 +265,7 @@ func fusedSums(buf []float64, n int, vm valueMax) chunkSums {
 	if !vm.ok {
 		return chunkOf(gv, rv)
 	}
-	return chunkWith(gv, rv, vm.e, vm.v)
+	return chunkWith(gv, rv, vm.e, vm.v, !vm.nonFinite)
 }
 
 // addExact judges the whole output (Compute, or a Stream given one

@@ -92,6 +92,66 @@ done:
 	VMOVSD X0, mare+56(FP)
 	RET
 
+// func termSumsFiniteAVX2(gv, rv *float64, n int, invE, invV, guard float64, l *laneSums) (mare float64)
+//
+// termSumsAVX2's loop without the masks.
+TEXT ·termSumsFiniteAVX2(SB), NOSPLIT, $0-64
+	MOVQ gv+0(FP), SI
+	MOVQ rv+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD invE+24(FP), Y12
+	VBROADCASTSD invV+32(FP), Y13
+	VBROADCASTSD guard+40(FP), Y14
+	MOVQ l+48(FP), R8
+	VBROADCASTSD absmask<>(SB), Y15
+	VMOVUPD 0(R8), Y6
+	VMOVUPD 32(R8), Y7
+	VMOVUPD 64(R8), Y8
+	VMOVUPD 96(R8), Y9
+	VMOVUPD 128(R8), Y10
+	VXORPD  Y5, Y5, Y5
+	XORQ    AX, AX
+
+floop:
+	CMPQ AX, CX
+	JGE  fdone
+	VMOVUPD (SI)(AX*8), Y0
+	VMOVUPD (DI)(AX*8), Y1
+
+	VSUBPD Y1, Y0, Y4  // g − r
+	VANDPD Y15, Y4, Y4 // e = |g − r|
+	VANDPD Y15, Y1, Y3 // |r|
+	VADDPD Y14, Y3, Y3 // |r| + guard
+	VDIVPD Y3, Y4, Y3  // m = e / (|r| + guard)
+	VMAXPD Y3, Y5, Y5
+	VADDPD Y3, Y6, Y6  // mere += m
+
+	VMULPD Y12, Y4, Y4 // es = e / scaleE
+	VMULPD Y4, Y4, Y4
+	VADDPD Y4, Y7, Y7  // sq += es²
+
+	VMULPD Y13, Y0, Y0 // gs = g / scaleV
+	VMULPD Y13, Y1, Y1 // rs = r / scaleV
+	VMULPD Y1, Y0, Y3
+	VADDPD Y3, Y8, Y8  // gr += gs·rs
+	VMULPD Y0, Y0, Y0
+	VADDPD Y0, Y9, Y9  // gg += gs²
+	VMULPD Y1, Y1, Y1
+	VADDPD Y1, Y10, Y10 // rr += rs²
+	ADDQ   $4, AX
+	JMP    floop
+
+fdone:
+	VMOVUPD Y6, 0(R8)
+	VMOVUPD Y7, 32(R8)
+	VMOVUPD Y8, 64(R8)
+	VMOVUPD Y9, 96(R8)
+	VMOVUPD Y10, 128(R8)
+	HMAX(Y5, X5)
+	VZEROUPPER
+	VMOVSD X0, mare+56(FP)
+	RET
+
 DATA c2046<>+0(SB)/8, $0x7fe0000000000000
 GLOBL c2046<>(SB), RODATA|NOPTR, $8
 DATA one4<>+0(SB)/8, $1

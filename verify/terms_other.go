@@ -4,7 +4,7 @@ package verify
 
 // termSums is termSumsGo: there is no vector form off amd64 (or with
 // purego).
-func termSums(g, r []float64, scaleE, scaleV float64, l *laneSums) float64 {
+func termSums(g, r []float64, scaleE, scaleV float64, _ bool, l *laneSums) float64 {
 	return termSumsGo(g, r, scaleE, scaleV, l)
 }
 

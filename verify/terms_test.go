@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/npuverify/npuverify/bound"
@@ -119,19 +120,36 @@ func TestTermSumsMatchPortable(t *testing.T) {
 				for k := range 4 {
 					start.mere[k], start.sq[k], start.gr[k] = float64(k+1), 0.5, -float64(k)-0.25 // no lane holds −0 (laneSums)
 				}
-				got, want := start, start
-				gm := termSums(g, rr, sE, sV, &got)
-				wm := termSumsGo(g, rr, sE, sV, &want)
-				if !same(gm, wm) {
-					t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): got mare %g / want %g", n, sE, sV, seed, useAVX2, gm, wm)
+				// The values as drawn, and with the non-finite ones
+				// replaced by finite ones for the form that takes
+				// them all finite.
+				gf, rf := slices.Clone(g), slices.Clone(rr)
+				for i := range n {
+					if !isFinite(gf[i]) {
+						gf[i] = 1.5
+					}
+					if !isFinite(rf[i]) {
+						rf[i] = -0x1p-30
+					}
 				}
-				gl := [5][4]float64{got.mere, got.sq, got.gr, got.gg, got.rr}
-				wl := [5][4]float64{want.mere, want.sq, want.gr, want.gg, want.rr}
-				for k := range gl {
-					for l := range 4 {
-						if !same(gl[k][l], wl[k][l]) {
-							t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g seed=%d (AVX2 %v): sum %d lane %d: got %g (%#x) / want %g (%#x)",
-								n, sE, sV, seed, useAVX2, k, l, gl[k][l], math.Float64bits(gl[k][l]), wl[k][l], math.Float64bits(wl[k][l]))
+				for _, c := range []struct {
+					finite bool
+					g, r   []float64
+				}{{false, g, rr}, {true, gf, rf}} {
+					got, want := start, start
+					gm := termSums(c.g, c.r, sE, sV, c.finite, &got)
+					wm := termSumsGo(c.g, c.r, sE, sV, &want)
+					if !same(gm, wm) {
+						t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g finite=%v seed=%d (AVX2 %v): got mare %g / want %g", n, sE, sV, c.finite, seed, useAVX2, gm, wm)
+					}
+					gl := [5][4]float64{got.mere, got.sq, got.gr, got.gg, got.rr}
+					wl := [5][4]float64{want.mere, want.sq, want.gr, want.gg, want.rr}
+					for k := range gl {
+						for l := range 4 {
+							if !same(gl[k][l], wl[k][l]) {
+								t.Fatalf("verify termSums n=%d scaleE=%g scaleV=%g finite=%v seed=%d (AVX2 %v): sum %d lane %d: got %g (%#x) / want %g (%#x)",
+									n, sE, sV, c.finite, seed, useAVX2, k, l, gl[k][l], math.Float64bits(gl[k][l]), wl[k][l], math.Float64bits(wl[k][l]))
+							}
 						}
 					}
 				}
@@ -157,7 +175,7 @@ func TestTermSumsLanes(t *testing.T) {
 	}
 	const scaleE, scaleV = 0x1p11, 0x1p12
 	var got laneSums
-	gm := termSums(g, rr, scaleE, scaleV, &got)
+	gm := termSums(g, rr, scaleE, scaleV, false, &got)
 	var want [5][4]float64
 	var wm float64
 	for j := range n {
