@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"math"
 	"encoding/binary"
 	"unsafe"
 
@@ -192,14 +193,18 @@ func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
 		if !ch.finite {
 			zeroNonFinite(r, c.b[2*ch.a:2*(ch.a+k)], c.inf)
 		}
-		_, maxV := chunkMax(r, r)
+		maxV := maxAbs(r) // chunkMax(r, r)'s: every value is finite now
 		scale, xv := pow2Below(maxV)
 		rv[i], inv[i] = r, 1/scale
 		*ch.out = chunkSums{xv: xv, hasV: maxV > 0}
 	}
 	var s [4]float64
-	for i := range chunks {
-		s[i] = sumSquares(rv[i], inv[i])
+	if len(chunks) == 4 {
+		s = sumSquares4(rv, inv)
+	} else {
+		for i := range chunks {
+			s[i] = sumSquares(rv[i], inv[i])
+		}
 	}
 	for i, ch := range chunks {
 		ch.out.gr, ch.out.gg, ch.out.rr = s[i], s[i], s[i]
@@ -210,9 +215,18 @@ func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
 // index order from +0, then folded), each product rounded before it is
 // added (as termSumsGo: no fused multiply-add).
 func sumSquares(r []float64, inv float64) float64 {
+	var l [4]float64
+	sumSquaresGo(r, inv, &l)
+	return fold(l)
+}
+
+// sumSquaresGo adds (r_j·inv)² to lane j mod 4 of l (r a whole chunk, or
+// its part from a multiple of 4 on): the portable form of sumSquares4's
+// vector loop (TestSumSquares4MatchesPortable).
+func sumSquaresGo(r []float64, inv float64, l *[4]float64) {
 	// The lanes in locals: as an array's elements they live in memory,
 	// and each addition waits for the store of the one before.
-	var l0, l1, l2, l3 float64
+	l0, l1, l2, l3 := l[0], l[1], l[2], l[3]
 	j := 0
 	for ; j+4 <= len(r); j += 4 {
 		v := r[j : j+4 : j+4]
@@ -222,10 +236,51 @@ func sumSquares(r []float64, inv float64) float64 {
 		l2 += float64(v2 * v2)
 		l3 += float64(v3 * v3)
 	}
-	l := [4]float64{l0, l1, l2, l3}
+	l[0], l[1], l[2], l[3] = l0, l1, l2, l3
 	for ; j < len(r); j++ {
 		v := r[j] * inv
 		l[j&3] += float64(v * v)
 	}
-	return fold(l)
+}
+
+// sumSquares4 is sumSquares on four chunks of one length, inv[i] the
+// reciprocal for chunk i: with AVX2 the four at once, a vector of lanes
+// each, so that four chains of additions are in flight where one chunk's
+// lanes, one vector, would wait out an addition's latency every four
+// values.
+func sumSquares4(r [4][]float64, inv [4]float64) (s [4]float64) {
+	n := len(r[0])
+	for i := range r {
+		r[i] = r[i][:n]
+	}
+	var l [4][4]float64
+	v := 0
+	if useAVX2 {
+		if v = n &^ 3; v > 0 {
+			sumSquares4AVX2(&r[0][0], &r[1][0], &r[2][0], &r[3][0], v, &inv, &l)
+		}
+	}
+	for i := range r {
+		sumSquaresGo(r[i][v:], inv[i], &l[i])
+		s[i] = fold(l[i])
+	}
+	return s
+}
+
+// maxAbs is the largest |x| of r, all of whose values are finite (+0
+// for none): chunkMax(r, r)'s maxV, the four-at-a-time maximum of
+// maxAbsAVX2 where the CPU has AVX2 (the maximum of non-negative
+// non-NaN values is the same in any order).
+func maxAbs(r []float64) float64 {
+	n := 0
+	m := 0.0
+	if useAVX2 {
+		if n = len(r) &^ 7; n > 0 {
+			m = maxAbsAVX2(&r[0], n)
+		}
+	}
+	for _, x := range r[n:] {
+		m = maxNonNeg(m, math.Abs(x))
+	}
+	return m
 }

@@ -102,3 +102,16 @@ func chunkMax(g, r []float64) (maxE, maxV float64) {
 //
 //go:noescape
 func sameRun16AVX2(got, base *byte, n int, inf uint16, nonFinite bool) (j, nonFin int)
+
+// sumSquares4AVX2 adds (r_j·inv[i])² for j in [0, n) (n a multiple of 4)
+// of the four chunks at r0…r3 to lane j mod 4 of l[i]: sumSquaresGo on
+// four chunks at once, each product rounded before it is added.
+//
+//go:noescape
+func sumSquares4AVX2(r0, r1, r2, r3 *float64, n int, inv *[4]float64, l *[4][4]float64)
+
+// maxAbsAVX2 is the largest |x| of the n finite values at r (n a multiple
+// of 8), two vectors of maxima at a time.
+//
+//go:noescape
+func maxAbsAVX2(r *float64, n int) float64

@@ -412,3 +412,74 @@ adone:
 	VZEROUPPER
 	MOVQ AX, ret+40(FP)
 	RET
+
+// func sumSquares4AVX2(r0, r1, r2, r3 *float64, n int, inv *[4]float64, l *[4][4]float64)
+TEXT ·sumSquares4AVX2(SB), NOSPLIT, $0-56
+	MOVQ r0+0(FP), SI
+	MOVQ r1+8(FP), DI
+	MOVQ r2+16(FP), R8
+	MOVQ r3+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ inv+40(FP), R10
+	MOVQ l+48(FP), R11
+	VBROADCASTSD 0(R10), Y8
+	VBROADCASTSD 8(R10), Y9
+	VBROADCASTSD 16(R10), Y10
+	VBROADCASTSD 24(R10), Y11
+	VMOVUPD      0(R11), Y4
+	VMOVUPD      32(R11), Y5
+	VMOVUPD      64(R11), Y6
+	VMOVUPD      96(R11), Y7
+	XORQ         AX, AX
+
+sqloop:
+	CMPQ   AX, CX
+	JGE    sqdone
+	VMULPD (SI)(AX*8), Y8, Y0 // r·inv
+	VMULPD (DI)(AX*8), Y9, Y1
+	VMULPD (R8)(AX*8), Y10, Y2
+	VMULPD (R9)(AX*8), Y11, Y3
+	VMULPD Y0, Y0, Y0
+	VMULPD Y1, Y1, Y1
+	VMULPD Y2, Y2, Y2
+	VMULPD Y3, Y3, Y3
+	VADDPD Y0, Y4, Y4
+	VADDPD Y1, Y5, Y5
+	VADDPD Y2, Y6, Y6
+	VADDPD Y3, Y7, Y7
+	ADDQ   $4, AX
+	JMP    sqloop
+
+sqdone:
+	VMOVUPD Y4, 0(R11)
+	VMOVUPD Y5, 32(R11)
+	VMOVUPD Y6, 64(R11)
+	VMOVUPD Y7, 96(R11)
+	VZEROUPPER
+	RET
+
+// func maxAbsAVX2(r *float64, n int) float64
+TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-24
+	MOVQ         r+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD absmask<>(SB), Y15
+	VXORPD       Y10, Y10, Y10
+	VXORPD       Y11, Y11, Y11
+	XORQ         AX, AX
+
+maloop:
+	CMPQ   AX, CX
+	JGE    madone
+	VANDPD (SI)(AX*8), Y15, Y0
+	VANDPD 32(SI)(AX*8), Y15, Y1
+	VMAXPD Y0, Y10, Y10
+	VMAXPD Y1, Y11, Y11
+	ADDQ   $8, AX
+	JMP    maloop
+
+madone:
+	VMAXPD Y11, Y10, Y10
+	HMAX(Y10, X10)
+	VZEROUPPER
+	VMOVSD X0, ret+16(FP)
+	RET

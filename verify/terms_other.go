@@ -22,3 +22,9 @@ func acceptRunAVX2(*exactRunVec, *float64, *float64, int, uint64) int { return 0
 
 // sameRun16AVX2 is never called here (useAVX2 is false).
 func sameRun16AVX2(*byte, *byte, int, uint16, bool) (int, int) { return 0, 0 }
+
+// sumSquares4AVX2 is never called here (useAVX2 is false).
+func sumSquares4AVX2(*float64, *float64, *float64, *float64, int, *[4]float64, *[4][4]float64) {}
+
+// maxAbsAVX2 is never called here (useAVX2 is false).
+func maxAbsAVX2(*float64, int) float64 { return 0 }

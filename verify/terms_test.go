@@ -312,3 +312,45 @@ func exactCase(d tensor.DType, num tensor.Numerics, rs []float64) (got *tensor.T
 	}
 	return got, compact, full
 }
+
+// TestSumSquares4MatchesPortable holds sumSquares4 (sumSquares4AVX2
+// where the CPU has it) to sumSquares on each chunk apart, bit for bit,
+// and maxAbs to the largest |x| taken one value at a time, at lengths
+// around the vector widths, on finite values of every magnitude (±0,
+// subnormals, values whose squares overflow or underflow) and reciprocals
+// of normal and extreme powers of two.
+func TestSumSquares4MatchesPortable(t *testing.T) {
+	const seed = 46
+	r := rand.New(rand.NewPCG(seed, 0))
+	val := func() float64 {
+		for {
+			if v := termsVal(r); isFinite(v) {
+				return v
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 64, 1001, sumChunk} {
+		for _, inv := range [][4]float64{{1, 1, 1, 1}, {0x1p-20, 0x1p40, 0x1p-1000, 0x1p1000}, {0x1p-1022, 0.5, 2, 0x1p1022}} {
+			var rs [4][]float64
+			for i := range rs {
+				rs[i] = make([]float64, n)
+				for j := range rs[i] {
+					rs[i][j] = val()
+				}
+			}
+			got := sumSquares4(rs, inv)
+			for i := range rs {
+				if want := sumSquares(rs[i], inv[i]); math.Float64bits(got[i]) != math.Float64bits(want) {
+					t.Fatalf("verify sumSquares4 n=%d inv=%v seed=%d (AVX2 %v): chunk %d: got %g (%#x) / want %g (%#x)", n, inv, seed, useAVX2, i, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+				}
+				want := 0.0
+				for _, x := range rs[i] {
+					want = math.Max(want, math.Abs(x))
+				}
+				if got := maxAbs(rs[i]); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("verify maxAbs n=%d seed=%d (AVX2 %v): chunk %d: got %g / want %g", n, seed, useAVX2, i, got, want)
+				}
+			}
+		}
+	}
+}
