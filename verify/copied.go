@@ -1,8 +1,8 @@
 package verify
 
 import (
-	"math"
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/npuverify/npuverify/bound"
