@@ -77,6 +77,11 @@ func TestDecodeAttentionLPTBalance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode_attention %s skewed lengths seed=%d schedule=%s profile %s: %v", p, seed, sched, c.prof.Name, err)
 			}
+			// A core's pieces chain through the two query buffers: the
+			// sanitizer (on by default) holds their events.
+			if len(cost.Findings) > 0 {
+				t.Fatalf("decode_attention %s skewed lengths seed=%d schedule=%s profile %s: got %d sanitizer findings, the first %v / want none", p, seed, sched, c.prof.Name, len(cost.Findings), cost.Findings[0])
+			}
 			if sched == ScheduleLPT {
 				outs[0] = out["out"]
 			} else {
