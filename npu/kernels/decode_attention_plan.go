@@ -68,10 +68,12 @@ func (e daEstimate) cube(m, k, n int) int64 {
 // and each partition's drain: with the K/V tiles ping-ponged the kernel
 // loads a partition while it computes the one before, so a run of
 // partitions costs, past its first, the longer of each one's transfers
-// and its compute (the entry), and the shorter of the two only once, at
-// the run's end, where nothing follows to hide it behind (the drain,
-// added by daPlanItem.span). Single-buffered, the entry is the sum of
-// the charges and the drain 0.
+// and its compute (the entry), and once, at the run's end, the compute
+// that follows its last transfer with nothing to hide it behind (the
+// drain, daPieceCost): the last tile's cast and product and the fold when
+// the compute before them fits beneath the transfers before, else the
+// shorter of the partition's transfers and compute. Single-buffered, the
+// entry is the sum of the charges and the drain 0.
 func (e daEstimate) partitions(it daItem) (out, drain []int64) {
 	d, nq := e.g.D, it.nq
 	cast := 2
@@ -179,7 +181,7 @@ func (e daEstimate) unit(cw, recs int) int64 {
 // daPlanItem is an item with its partitions' estimates and prefix sums.
 type daPlanItem struct {
 	parts []int64
-	drain []int64 // the shorter of transfers and compute, exposed at a run's end
+	drain []int64 // the compute exposed after a run's last transfer, when the run ends there
 	sum   []int64 // sum[k] = Σ parts[:k]
 }
 
@@ -602,8 +604,7 @@ func daColumnGroups(most int) []int {
 // tie), and returns the cores' loads; assign[c] lists core c's jobs in
 // order. A core's runs follow one another; each job's store starts when
 // its drain after its run is done and the core's store before has left,
-// and a core's load is the end of its last store (or of its runs, when
-// they end later).
+// and a core's load is the end of its last store.
 func daLPT(jobs []daJob, assign [][]int) []int64 {
 	order := make([]int, len(jobs))
 	for i := range order {
@@ -620,7 +621,7 @@ func daLPT(jobs []daJob, assign [][]int) []int64 {
 		c, j := h.cores[0], jobs[i]
 		run[c] += j.run
 		stored[c] = max(stored[c], run[c]+j.drain) + j.out
-		h.load[c] = max(run[c], stored[c])
+		h.load[c] = stored[c]
 		assign[c] = append(assign[c], i)
 		h.down(0)
 	}
