@@ -54,9 +54,10 @@ type DecodeAttentionOptions struct {
 	BlockDim     int    // cores (default: the least estimated makespan, up to min(AI cores, vector cores))
 	PartitionLen int    // context positions per partition (default from UB)
 	Schedule     string // ScheduleLPT (default) or ScheduleStatic
-	// BufferNum is the K/V tile buffers, 1 or 2 (the default, where the UB
-	// holds two): single-buffered, a tile's copy in waits for the reads of
-	// the tile before, slower and just as correct.
+	// BufferNum is the K/V tile buffers and the query buffers, 1 or 2
+	// (the default, where the UB holds two): single-buffered, a tile's
+	// copy in waits for the reads of the tile before and a piece's query
+	// for the store of the piece before, slower and just as correct.
 	BufferNum int
 }
 
@@ -103,6 +104,10 @@ type DecodeAttentionTiling struct {
 	// pingPong: two K/V tile and scales buffers, the next tile's copy in
 	// under this one's cast and cube product.
 	pingPong bool
+	// qPingPong: two query buffers, the next piece's query (and so its
+	// K/V tiles, which MTE2 copies after it) loaded while this piece
+	// computes and stores its output, which is staged in its own.
+	qPingPong bool
 }
 
 // DecodePartitionLen is the default partition: the double-buffered K and V

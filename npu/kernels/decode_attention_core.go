@@ -24,9 +24,10 @@ type daRun struct{ pos, row, n int }
 // loops over items and partitions allocate nothing.
 type daCore struct {
 	d, dc               int         // head size, head-size columns per pass
-	qb, kb, ksb, ob, rb *npu.Buffer // kb, ksb: the K/V tile slot in use
-	kbs, ksbs           [2]*npu.Buffer
+	qb, kb, ksb, ob, rb *npu.Buffer // qb: the query slot in use; kb, ksb: the K/V tile slot in use
+	qbs, kbs, ksbs      [2]*npu.Buffer
 	nb, slot            int         // tile slots (2: ping-pong) and the one in use
+	nqb, qslot          int         // query slots (2: ping-pong across items) and the one in use
 	e                   *pipeFlags  // explicit synchronisation (daSync)
 	pend, pendSlot      int         // records staged in rb, and the slot of the first
 	qf                  []float32   // the item's query heads, cast to fp32
@@ -48,11 +49,11 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 	if g.Int8 {
 		esz = 1
 	}
-	w := &daCore{d: d, dc: dc, nb: 1, e: &pipeFlags{c: c}}
+	w := &daCore{d: d, dc: dc, nb: 1, nqb: 1, e: &pipeFlags{c: c}}
 	bufs := []struct {
 		b     **npu.Buffer
 		bytes int
-	}{{&w.qb, grp * dc * 2}, {&w.kbs[0], P * dc * esz}, {&w.ksbs[0], P * 4}, {&w.ob, dc * 2}}
+	}{{&w.qbs[0], grp * dc * 2}, {&w.kbs[0], P * dc * esz}, {&w.ksbs[0], P * 4}, {&w.ob, dc * 2}}
 	if t.rbBytes > 0 {
 		bufs = append(bufs, struct {
 			b     **npu.Buffer
@@ -69,6 +70,13 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 			bytes int
 		}{&w.ksbs[1], P * 4})
 	}
+	if t.qPingPong {
+		w.nqb = 2
+		bufs = append(bufs, struct {
+			b     **npu.Buffer
+			bytes int
+		}{&w.qbs[1], grp * dc * 2})
+	}
 	for _, a := range bufs {
 		b, err := c.AllocUB(roundUp(max(a.bytes, 1), align))
 		if err != nil {
@@ -76,7 +84,8 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 		}
 		*a.b = b
 	}
-	w.kb, w.ksb = w.kbs[0], w.ksbs[0]
+	w.kb, w.ksb, w.qb = w.kbs[0], w.ksbs[0], w.qbs[0]
+	w.qslot = w.nqb - 1 // the first piece's nextQ moves to slot 0
 	w.qf = make([]float32, grp*d)
 	w.sc, w.nacc, w.np, w.npc = make([][]float32, grp), make([][]float32, grp), make([][]float32, grp), make([][]float32, grp)
 	for i := range grp {
@@ -87,7 +96,8 @@ func newDACore(c *npu.Core, g ops.KVGeom, t DecodeAttentionTiling) (*daCore, err
 }
 
 // Event ids of a decode_attention core's buffers (pipeFlags): the K/V
-// tile slots (tile and scales) take daIDTile plus the slot.
+// tile slots (tile and scales) take daIDTile plus the slot, the query
+// slots daIDQ and daIDQ2.
 const (
 	daIDTile = 0
 	daIDQ    = 2
@@ -95,7 +105,28 @@ const (
 	daIDRb   = 4
 	daIDMZ   = 5
 	daIDCube = 6 // M → V: the cube's scores or N_p, for the vector unit
+	daIDQ2   = 7
 )
+
+// qID is the event id of the query slot in use.
+func (w *daCore) qID() int {
+	if w.qslot == 1 {
+		return daIDQ2
+	}
+	return daIDQ
+}
+
+// nextQ moves to the next query slot for a piece's query and output rows.
+// With two (ping-pong across pieces), the next piece's query loads into
+// the slot the piece before did not use: its copy in waits only for the
+// store of the piece two back, so MTE2 fetches the next piece's query and
+// K/V tiles while this one computes and stores, where one slot (which the
+// untiled output is staged in) holds the copy until this piece's store
+// has drained.
+func (w *daCore) nextQ() {
+	w.qslot = (w.qslot + 1) % w.nqb
+	w.qb = w.qbs[w.qslot]
+}
 
 // fillTile moves to the next K/V tile slot (ping-pong when there are
 // two) for MTE2 to fill: V (the cast) and the cube (the product) handed it
@@ -139,6 +170,7 @@ func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
 	it := k.t.items[pc.item]
 	d, nq, P := k.g.D, it.nq, k.t.PartitionLen
 	qoff := (it.b*k.hq + it.q0) * d
+	w.nextQ()
 	if pc.k1 > pc.k0 {
 		if err := w.loadQ(c, k.in["q"], qoff, nq, d); err != nil {
 			return err
@@ -184,9 +216,10 @@ func (w *daCore) piece(c *npu.Core, k daKernel, pc daPiece) error {
 // loadQ copies the nq query heads at qoff into UB, D chunk by D chunk
 // when D is tiled, and casts them to fp32 into w.qf.
 func (w *daCore) loadQ(c *npu.Core, q *tensor.Tensor, qoff, nq, d int) error {
-	w.e.take(npu.PipeV, npu.PipeMTE2, daIDQ)
-	w.e.take(npu.PipeMTE3, npu.PipeMTE2, daIDQ)
-	defer w.e.handOff(npu.PipeMTE2, npu.PipeV, daIDQ)
+	id := w.qID()
+	w.e.take(npu.PipeV, npu.PipeMTE2, id)
+	w.e.take(npu.PipeMTE3, npu.PipeMTE2, id)
+	defer w.e.handOff(npu.PipeMTE2, npu.PipeV, id)
 	if w.dc == d {
 		if err := c.DataCopyPadIn(w.qb, q, qoff, nq*d); err != nil {
 			return err
@@ -266,22 +299,24 @@ func (w *daCore) store(c *npu.Core, k daKernel, qoff, nq int, nonEmpty bool) err
 		}
 	}
 	if w.dc == d {
-		// qb: loaded by MTE2 (loadQ handed it to V), or stored by the last
-		// item's MTE3 when this item's empty context loaded nothing; now
-		// V's, then MTE3's, then free for either.
-		w.e.take(npu.PipeMTE3, npu.PipeV, daIDQ)
+		// qb: loaded by MTE2 (loadQ handed it to V), or stored by the
+		// MTE3 of the last item in this slot when this item's empty
+		// context loaded nothing; now V's, then MTE3's, then free for
+		// either.
+		id := w.qID()
+		w.e.take(npu.PipeMTE3, npu.PipeV, id)
 		o := w.qb.F16()[:nq*d]
 		for h := range nq {
 			norm(o[h*d:(h+1)*d], h, 0)
 		}
 		c.ChargeVector(nq * d * 4)
-		w.e.set(npu.PipeV, npu.PipeMTE2, daIDQ)
-		w.e.handOff(npu.PipeV, npu.PipeMTE3, daIDQ)
+		w.e.set(npu.PipeV, npu.PipeMTE2, id)
+		w.e.handOff(npu.PipeV, npu.PipeMTE3, id)
 		if err := c.DataCopyPadOut(k.out.GM(), k.out.Base()+qoff, w.qb, nq*d); err != nil {
 			return err
 		}
-		w.e.set(npu.PipeMTE3, npu.PipeMTE2, daIDQ)
-		w.e.set(npu.PipeMTE3, npu.PipeV, daIDQ)
+		w.e.set(npu.PipeMTE3, npu.PipeMTE2, id)
+		w.e.set(npu.PipeMTE3, npu.PipeV, id)
 		return nil
 	}
 	for h := range nq {

@@ -32,7 +32,11 @@ type daEstimate struct {
 	p          int // partition length
 	splittable bool
 	pingPong   bool // the K/V tiles ping-pong: a partition loads while the one before computes
-	stage      int  // UB bytes beside the tiles for staging records (phase 1)
+	// chain: the query buffers ping-pong too, so a core's pieces run as
+	// one pipeline: the next piece's query and tiles load while this one
+	// computes and stores (daPieceCost).
+	chain bool
+	stage int // UB bytes beside the tiles for staging records (phase 1)
 }
 
 func (e daEstimate) dma(bytes int) int64 {
@@ -64,10 +68,12 @@ func (e daEstimate) cube(m, k, n int) int64 {
 // and each partition's drain: with the K/V tiles ping-ponged the kernel
 // loads a partition while it computes the one before, so a run of
 // partitions costs, past its first, the longer of each one's transfers
-// and its compute (the entry), and the shorter of the two only once, at
-// the run's end, where nothing follows to hide it behind (the drain,
-// added by daPlanItem.span). Single-buffered, the entry is the sum of
-// the charges and the drain 0.
+// and its compute (the entry), and once, at the run's end, the compute
+// that follows its last transfer with nothing to hide it behind (the
+// drain, daPieceCost): the last tile's cast and product and the fold when
+// the compute before them fits beneath the transfers before, else the
+// shorter of the partition's transfers and compute. Single-buffered, the
+// entry is the sum of the charges and the drain 0.
 func (e daEstimate) partitions(it daItem) (out, drain []int64) {
 	d, nq := e.g.D, it.nq
 	cast := 2
@@ -77,18 +83,18 @@ func (e daEstimate) partitions(it daItem) (out, drain []int64) {
 	out, drain = make([]int64, it.parts), make([]int64, it.parts)
 	for k := range out {
 		p0, p1 := k*e.p, min(it.n, (k+1)*e.p)
-		var mv, cp int64
+		var mv, cp, lastMv, lastCp int64
 		run, prev := 0, -2
 		flush := func() {
 			if run == 0 {
 				return
 			}
 			for range 2 { // K then V
-				mv += e.dma(run * d * e.esz)
-				cp += e.vec(run*d*cast) + e.cube(nq, d, run)
+				lastMv, lastCp = e.dma(run*d*e.esz), e.vec(run*d*cast)+e.cube(nq, d, run)
 				if e.g.Int8 {
-					mv += e.dma(run * 4)
+					lastMv += e.dma(run * 4)
 				}
+				mv, cp = mv+lastMv, cp+lastCp
 			}
 			run = 0
 		}
@@ -101,9 +107,16 @@ func (e daEstimate) partitions(it daItem) (out, drain []int64) {
 			prev = r
 		}
 		flush()
-		cp += e.vec(nq*(p1-p0)*16) + e.vec(nq*d*8)
+		fold := e.vec(nq * d * 8)
+		cp += e.vec(nq*(p1-p0)*16) + fold
 		if e.pingPong {
 			out[k], drain[k] = max(mv, cp), min(mv, cp)
+			if cp-lastCp-fold <= mv-lastMv {
+				// The compute before the last tile's fits beneath the
+				// transfers before it: what follows the last transfer is
+				// that tile's cast and product and the fold.
+				drain[k] = min(drain[k], lastCp+fold)
+			}
 		} else {
 			out[k] = mv + cp
 		}
@@ -119,14 +132,38 @@ func (e daEstimate) store(nq int) int64 {
 }
 
 // records is the cycles of storing n records of nq heads from a staging
-// buffer of stage bytes (flushed when full).
-func (e daEstimate) records(nq, n, stage int) int64 {
+// buffer of stage bytes (flushed when full), and of the last of those
+// stores alone.
+func (e daEstimate) records(nq, n, stage int) (all, last int64) {
 	per := max(1, stage/daRecordBytes(nq, e.g.D))
-	var cyc int64
 	for r := 0; r < n; r += per {
-		cyc += e.dma(min(per, n-r) * daRecordBytes(nq, e.g.D))
+		last = e.dma(min(per, n-r) * daRecordBytes(nq, e.g.D))
+		all += last
 	}
-	return cyc
+	return all, last
+}
+
+// daJob is a piece as LPT prices it in its core's pipeline (daLPT): run
+// is the cycles it adds to the core's run of transfers and compute,
+// drain those of its compute after its last transfer, out its store
+// (the output rows or the last record flush), which MTE3 starts once
+// the drain is done and the store before has left.
+type daJob struct{ run, drain, out int64 }
+
+// daPieceCost prices a piece: head is its query's load, mid the
+// partitions' entries (daEstimate.partitions), drain the last
+// partition's, out the store that ends it and more any stores issued
+// before.
+//
+// A chained core (daEstimate.chain) loads the next piece's query and
+// tiles while this piece's last partition computes and its output
+// stores, so the drain and the store overlap the next piece's run;
+// otherwise a piece's run is all of them, one after the other.
+func (e daEstimate) daPieceCost(head, mid, drain, out, more int64) daJob {
+	if e.chain {
+		return daJob{run: head + mid + more, drain: drain, out: out}
+	}
+	return daJob{run: head + mid + drain + out + more}
 }
 
 // unit is the cycles of a combine unit of cw columns over recs records.
@@ -144,16 +181,25 @@ func (e daEstimate) unit(cw, recs int) int64 {
 // daPlanItem is an item with its partitions' estimates and prefix sums.
 type daPlanItem struct {
 	parts []int64
-	drain []int64 // the shorter of transfers and compute, exposed at a run's end
+	drain []int64 // the compute exposed after a run's last transfer, when the run ends there
 	sum   []int64 // sum[k] = Σ parts[:k]
 }
 
-// span is the estimated cycles of partitions k0..k1−1 run back to back.
-func (pi daPlanItem) span(k0, k1 int) int64 {
+// mid is the entries of partitions k0..k1−1 run back to back, their run's
+// drain aside.
+func (pi daPlanItem) mid(k0, k1 int) int64 {
 	if k1 <= k0 {
 		return 0
 	}
-	return pi.sum[k1] - pi.sum[k0] + pi.drain[k1-1]
+	return pi.sum[k1] - pi.sum[k0]
+}
+
+// drainAt is the drain of a run of partitions ending before k1.
+func (pi daPlanItem) drainAt(k0, k1 int) int64 {
+	if k1 <= k0 {
+		return 0
+	}
+	return pi.drain[k1-1]
 }
 
 // cuts splits the partitions into k ≤ len(parts) ranges of about equal
@@ -220,6 +266,15 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 	pp := roundUp(max(part*t.DChunk*esz, 1), a) + roundUp(max(part*4, 1), a)
 	rest := (prof.UBBytes - daUBBytes(prof, t.DChunk, esz, part, heads)) / a * a
 	t.pingPong = opt.BufferNum != 1 && rest >= pp && (t.DChunk < g.D || rest-pp >= daRecordBytes(heads, g.D) || rest < daRecordBytes(heads, g.D))
+	// Then a second query buffer, on the same terms (the untiled layout
+	// only: a D-tiled item streams its query chunk by chunk through one
+	// buffer and stores through the output row): the next piece's
+	// transfers under this piece's compute and store.
+	qpp := roundUp(max(heads*t.DChunk*2, 1), a)
+	if t.pingPong {
+		rest -= pp
+	}
+	t.qPingPong = opt.BufferNum != 1 && t.DChunk == g.D && rest >= qpp && (rest-qpp >= daRecordBytes(heads, g.D) || rest < daRecordBytes(heads, g.D))
 	for i := range t.items {
 		t.items[i].parts = (t.items[i].n + part - 1) / part
 		t.items[i].first = t.items[i].parts
@@ -242,12 +297,15 @@ func newDecodeAttentionTiling(prof npu.Profile, g ops.KVGeom, f decodeAttentionF
 		return t, nil
 	}
 	rate, lat := prof.GMPath(npu.VectorCore)
-	e := daEstimate{prof: prof, rate: rate, lat: int64(lat), g: g, esz: esz, bt: bt, f: f, p: part, pingPong: t.pingPong}
+	e := daEstimate{prof: prof, rate: rate, lat: int64(lat), g: g, esz: esz, bt: bt, f: f, p: part, pingPong: t.pingPong, chain: t.qPingPong}
 	// A split item's pieces stage their records in UB beside the tiles;
 	// the D-tiled layout never splits (a record is D values a head).
 	e.stage = (prof.UBBytes - daUBBytes(prof, g.D, esz, part, heads)) / prof.UBAlign() * prof.UBAlign()
 	if t.pingPong {
 		e.stage -= pp
+	}
+	if t.qPingPong {
+		e.stage -= qpp
 	}
 	e.splittable = t.DChunk == g.D && e.stage >= daRecordBytes(heads, g.D)
 	plan := daPlan(e, t.items, maxCores, opt.BlockDim > 0)
@@ -301,7 +359,7 @@ type daPlanned struct {
 // to the makespan only lowers the balance.
 func daPlan(e daEstimate, items []daItem, maxCores int, fixed bool) daPlanned {
 	pis := make([]daPlanItem, len(items))
-	whole := make([]int64, len(items)) // an unsplit item's cycles
+	whole := make([]daJob, len(items)) // an unsplit item's cycles in its core's pipeline
 	var total int64
 	for i, it := range items {
 		parts, drain := e.partitions(it)
@@ -310,8 +368,9 @@ func daPlan(e daEstimate, items []daItem, maxCores int, fixed bool) daPlanned {
 			sum[k+1] = sum[k] + c
 		}
 		pis[i] = daPlanItem{parts: parts, drain: drain, sum: sum}
-		whole[i] = e.dma(it.nq*e.g.D*2)*int64(min(1, it.n)) + pis[i].span(0, len(parts)) + e.store(it.nq)
-		total += whole[i]
+		n := len(parts)
+		whole[i] = e.daPieceCost(e.dma(it.nq*e.g.D*2)*int64(min(1, it.n)), pis[i].mid(0, n), pis[i].drainAt(0, n), e.store(it.nq), 0)
+		total += whole[i].run
 	}
 	var best daPlanned
 	for _, cores := range daCoreCounts(maxCores, fixed) {
@@ -327,7 +386,7 @@ func daPlan(e daEstimate, items []daItem, maxCores int, fixed bool) daPlanned {
 					continue
 				}
 				target := max(1, 2*total/int64(cores*fine))
-				if k := int(min(int64(it.parts), (whole[i]+target/2)/target)); k > 1 {
+				if k := int(min(int64(it.parts), (whole[i].run+target/2)/target)); k > 1 {
 					split[i], any = k, true
 				}
 			}
@@ -337,6 +396,19 @@ func daPlan(e daEstimate, items []daItem, maxCores int, fixed bool) daPlanned {
 			fronts := []int64{0}
 			if fine > 0 {
 				fronts = append(fronts, total/int64(cores))
+				// And a core's share of phase 1 with what the split adds:
+				// a query load per extra piece and, chained, each core's
+				// tail (the mean item's drain and store); a first piece
+				// that fills it leaves the rest to cut finer beside the
+				// whole items.
+				var extra, tails int64
+				for i, it := range items {
+					extra += int64(split[i]-1) * e.dma(it.nq*e.g.D*2)
+					tails += whole[i].drain + whole[i].out
+				}
+				if share := (total+extra)/int64(cores) + tails/int64(len(items)); share != fronts[1] {
+					fronts = append(fronts, share)
+				}
 			}
 			for _, front := range fronts {
 				if c := daSchedule(e, items, pis, whole, split, front, cores); best.cores == 0 || c.before(best) {
@@ -428,9 +500,9 @@ func (p daPlanned) leastBusy() int64 {
 // daSchedule spreads the pieces of the items, split as split says, over
 // cores by LPT on their estimates, then the split items' combine units:
 // the column groups per head that give the least combine makespan.
-func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []int64, split []int, front int64, cores int) daPlanned {
+func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []daJob, split []int, front int64, cores int) daPlanned {
 	pl := daPlanned{cores: cores, split: split, front: front, first: make([]int, len(items)), assign: make([][]int, cores)}
-	var cost []int64
+	var cost []daJob
 	var combines []int
 	heads := 0
 	for i, it := range items {
@@ -452,11 +524,12 @@ func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []int64, s
 		for j := range k {
 			k0, k1 := bounds[j], bounds[j+1]
 			pl.pieces = append(pl.pieces, daPiece{item: i, k0: k0, k1: k1})
-			if j == 0 {
-				cost = append(cost, q+pis[i].span(k0, k1)+rec)
-			} else {
-				cost = append(cost, q+pis[i].span(k0, k1)+e.records(it.nq, k1-k0, e.stage))
+			out, more := rec, int64(0)
+			if j > 0 {
+				all, last := e.records(it.nq, k1-k0, e.stage)
+				out, more = last, all-last
 			}
+			cost = append(cost, e.daPieceCost(q, pis[i].mid(k0, k1), pis[i].drainAt(k0, k1), out, more))
 		}
 	}
 	pl.load = daLPT(cost, pl.assign)
@@ -475,14 +548,14 @@ func daSchedule(e daEstimate, items []daItem, pis []daPlanItem, whole []int64, s
 	var best daPlanned
 	for _, groups := range daColumnGroups(max(1, min(d, (cores+heads-1)/heads))) {
 		var units []daUnit
-		var ucost []int64
+		var ucost []daJob
 		for _, i := range combines {
 			it := items[i]
 			for h := range it.nq {
 				for j := range groups {
 					c0, c1 := d*j/groups, d*(j+1)/groups
 					units = append(units, daUnit{item: i, h: h, c0: c0, c1: c1})
-					ucost = append(ucost, e.unit(c1-c0, it.parts-pl.first[i]+1))
+					ucost = append(ucost, daJob{run: e.unit(c1-c0, it.parts-pl.first[i]+1)})
 				}
 			}
 		}
@@ -526,22 +599,29 @@ func daColumnGroups(most int) []int {
 	return append(out, most)
 }
 
-// daLPT assigns the jobs of the given costs to len(assign) cores, longest
-// first, each to the least loaded core (the lowest index on a tie), and
-// returns the cores' loads; assign[c] lists core c's jobs in order.
-func daLPT(cost []int64, assign [][]int) []int64 {
-	order := make([]int, len(cost))
+// daLPT assigns the jobs to len(assign) cores, longest (run, drain and
+// store) first, each to the least loaded core (the lowest index on a
+// tie), and returns the cores' loads; assign[c] lists core c's jobs in
+// order. A core's runs follow one another; each job's store starts when
+// its drain after its run is done and the core's store before has left,
+// and a core's load is the end of its last store.
+func daLPT(jobs []daJob, assign [][]int) []int64 {
+	order := make([]int, len(jobs))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	alone := func(j daJob) int64 { return j.run + j.drain + j.out }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(alone(jobs[b]), alone(jobs[a])) })
 	h := daCoreHeap{load: make([]int64, len(assign)), cores: make([]int, len(assign))}
+	run, stored := make([]int64, len(assign)), make([]int64, len(assign))
 	for c := range h.cores {
 		h.cores[c] = c // loads all 0: in index order, a heap already
 	}
 	for _, i := range order {
-		c := h.cores[0]
-		h.load[c] += cost[i]
+		c, j := h.cores[0], jobs[i]
+		run[c] += j.run
+		stored[c] = max(stored[c], run[c]+j.drain) + j.out
+		h.load[c] = stored[c]
 		assign[c] = append(assign[c], i)
 		h.down(0)
 	}
