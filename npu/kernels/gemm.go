@@ -128,23 +128,42 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		depth := t.depth()
 		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
 		var aL1, bL1 [2]npu.L1Tile
+		// res are the reused operand's resident panels (t.Reuse), in K
+		// order: loaded by a group's first block, read by all of it.
+		res := make([]npu.L1Tile, t.ResidentPanels)
 		defer func() {
 			for i := range aL1 {
 				aL1[i].Release()
 				bL1[i].Release()
 			}
+			for i := range res {
+				res[i].Release()
+			}
 		}()
 		var aL0, bL0 [2]npu.L0Tile
 		// Double-buffer only what this core loads more than once.
 		myBlocks := len(blocks)
-		nL1 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, depth)))
+		panels := t.panels()
+		nL1 := min(t.BufferNum, myBlocks*panels)
 		nL0 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, t.BaseK)))
+		// A side whose panels are all resident needs no slots.
+		allRes := t.ResidentPanels >= panels
 		for i := 0; i < nL1; i++ {
 			var err error
-			if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
-				return err
+			if !allRes || t.Reuse != ReuseA {
+				if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
+					return err
+				}
 			}
-			if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
+			if !allRes || t.Reuse != ReuseB {
+				if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
+					return err
+				}
+			}
+		}
+		for pi := range res {
+			var err error
+			if res[pi].Buf, err = alloc(npu.L1, t.reuseRows(t.Reuse)*t.panelKC(pi)*size); err != nil {
 				return err
 			}
 		}
@@ -172,14 +191,27 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		}
 		ping, l0 := 0, 0
 		firstBlk := [2]int{blocks[0].m0, blocks[0].n0}
-		for _, blk := range blocks {
+		for bi, blk := range blocks {
 			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
+			// The resident panels hold this block's if it shares them
+			// with the last block; else it loads them, and the next
+			// blocks of its group read them.
+			resident := bi > 0 && t.reuses(blocks[bi-1], blk)
+			// A group's last block frees the resident panels as soon as
+			// MTE1 has issued its last read of them (the last of them in
+			// the walk's order), so the next group's first block loads
+			// them while this one's later panels still run.
+			groupLast := len(res) > 0 && (bi+1 == len(blocks) || !t.reuses(blk, blocks[bi+1]))
+			lastRes := len(res) - 1
+			if t.ReverseK {
+				lastRes = 0
+			}
+			freed := false
 			// The block's first Mmad overwrites L0C: after FIX has moved
 			// the last block's accumulators out.
 			e.take(npu.PipeFIX, npu.PipeM, gemmEvL0C)
-			panels := max(1, ceilDiv(t.K, depth))
 			for pi := range panels {
 				k0 := pi * depth
 				if t.ReverseK {
@@ -191,17 +223,34 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				}
 				kr := min(depth, t.K-k0)
 				kc := roundUp(kr, t.BaseK)
+				// aT and bT are the panels' tiles: a ping-pong slot, or
+				// for the reused operand's leading panels their own.
+				aT, bT := &aL1[ping], &bL1[ping]
+				ri := k0 / max(depth, 1)
+				inRes := ri < len(res)
+				if inRes {
+					if t.Reuse == ReuseA {
+						aT = &res[ri]
+					} else {
+						bT = &res[ri]
+					}
+				}
 				e.take(npu.PipeMTE1, npu.PipeMTE2, ping) // MTE1 is done with the slot's last panel
 				if kr > 0 {
-					kc = roundUp(kr, fr.K)
-					if t.Blocked {
-						kc = roundUp(kr, lcm(fr.K, ops.GEMMBlockK))
+					kc = t.panelKC(ri)
+					if inRes && !resident {
+						// MTE1 is done with the last group's resident panels.
+						e.take(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
 					}
-					if err := core.LoadL1(&aL1[ping], a, m0, k0, mr, kr, mc, kc); err != nil {
-						return err
+					if !inRes || t.Reuse != ReuseA || !resident {
+						if err := core.LoadL1(aT, a, m0, k0, mr, kr, mc, kc); err != nil {
+							return err
+						}
 					}
-					if err := core.LoadL1(&bL1[ping], b, k0, n0, kr, nr, kc, nc); err != nil {
-						return err
+					if !inRes || t.Reuse != ReuseB || !resident {
+						if err := core.LoadL1(bT, b, k0, n0, kr, nr, kc, nc); err != nil {
+							return err
+						}
 					}
 				}
 				e.panelLoaded(ping)
@@ -217,10 +266,10 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					}
 					e.take(npu.PipeM, npu.PipeMTE1, l0) // the cube is done with the slot's last slice
 					if kb > 0 {
-						if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk, mc, kb); err != nil {
+						if err := core.LoadL0(&aL0[l0], aT, 0, kk, mc, kb); err != nil {
 							return err
 						}
-						if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
+						if err := core.LoadL0(&bL0[l0], bT, kk, 0, kb, nc); err != nil {
 							return err
 						}
 					} else {
@@ -242,8 +291,16 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					l0 = (l0 + 1) % nL0
 				}
 				e.set(npu.PipeMTE1, npu.PipeMTE2, ping)
+				if groupLast && inRes && ri == lastRes {
+					e.set(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
+					freed = true
+				}
 				f.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % nL1
+			}
+			if groupLast && !freed {
+				// A panel skipped (a fault's): free them after all.
+				e.set(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
 			}
 			em0, en0 := f.blockOrigin(firstBlk, [2]int{m0, n0})
 			if err := gemmEpilogue(core, e, f, t, bufs, c, sa, sb, out, em0, en0, mr, nr, mc, nc); err != nil {

@@ -40,6 +40,11 @@ const (
 	gemmEvScale = 3 // the int8 scales in UB: MTE2 ↔ V
 	gemmEvMeta  = 4 // gemm24's meta panels in UB, + L1 slot: MTE2 ↔ V
 	gemmEvIdx   = 6 // gemm24's decoded indices in UB, + L0 slot: V ↔ M
+	// gemmEvResident frees the resident panels of GEMMTiling.Reuse:
+	// MTE1 sets it after the last block of a group has issued its
+	// slices, MTE2 takes it before the next group's first block
+	// overwrites them (MTE1 → MTE2, beside the L1 slots' 0 and 1).
+	gemmEvResident = 2
 )
 
 // gemmSync is a gemm core's explicit synchronisation: its pending free
