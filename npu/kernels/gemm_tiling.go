@@ -61,7 +61,7 @@ type GEMMTiling struct {
 	// slots as before.
 	Reuse          string `json:"reuse,omitempty"`
 	ResidentPanels int    `json:"resident_panels,omitempty"`
-	OutNZ      bool `json:"out_nz,omitempty"`    // out (and c) in FRACTAL_NZ (gemm_layout.go)
+	OutNZ          bool   `json:"out_nz,omitempty"` // out (and c) in FRACTAL_NZ (gemm_layout.go)
 }
 
 // GEMMOptions overrides the tiling; zero fields take the default. Base
