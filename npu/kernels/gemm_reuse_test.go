@@ -59,6 +59,7 @@ func TestGEMMReuseGMBytes(t *testing.T) {
 	}{
 		{1024, 1024, 1024, GEMMOptions{}, true},
 		{2048, 2048, 2048, GEMMOptions{}, false},
+		{4096, 4096, 4096, GEMMOptions{}, false},
 		{2048, 2048, 2048, GEMMOptions{Reuse: ReuseA}, false},
 		{300, 1100, 600, GEMMOptions{BaseM: 32, BaseN: 48, BlockDim: 3, Reuse: ReuseA}, true},
 		{300, 1100, 600, GEMMOptions{BaseM: 32, BaseN: 48, BlockDim: 3, Reuse: ReuseB}, true},
@@ -85,8 +86,22 @@ func TestGEMMReuseGMBytes(t *testing.T) {
 		none.Reuse = ReuseNone
 		nc, ntl := gemmFigure(t, testDev, "fp16_fp32acc", c.m, c.k, c.n, none)
 		na, nb := reuseReadBytes(ntl)
+		t.Logf("%s: without reuse (step %d): gm_bytes_in %d l2_hit_bytes %d cycles %d cube_util %.3f overlap %.3f balance %.3f; with: l2_hit_bytes %d cube_util %.3f overlap %.3f balance %.3f",
+			what, ntl.StepK, nc.GMBytesIn, nc.L2HitBytes, nc.Cycles, nc.CubeUtil, nc.Overlap, nc.LoadBalance, cost.L2HitBytes, cost.CubeUtil, cost.Overlap, cost.LoadBalance)
 		if nc.GMBytesIn != na+nb || nc.GMBytesIn <= cost.GMBytesIn {
 			t.Errorf("%s: without reuse gm_bytes_in: got %d / want A %d + B %d = %d, more than reuse's %d", what, nc.GMBytesIn, na, nb, na+nb, cost.GMBytesIn)
+		}
+	}
+	// At 2048³ the depth hides a panel's transfers, and the tiling keeps
+	// it rather than shrink it to hold more of B: shallower panels with
+	// more resident cost cycles.
+	def, _ := gemmFigure(t, testDev, "fp16_fp32acc", 2048, 2048, 2048, GEMMOptions{})
+	for _, step := range []int{2, 3} {
+		o := GEMMOptions{StepK: step, Reuse: ReuseB}
+		c, tl := gemmFigure(t, testDev, "fp16_fp32acc", 2048, 2048, 2048, o)
+		t.Logf("gemm fp16_fp32acc 2048³ seed=1 opt %+v: %d of %d B panels resident: cycles %d against the default's %d", o, tl.ResidentPanels, tl.panels(), c.Cycles, def.Cycles)
+		if c.Cycles < def.Cycles {
+			t.Errorf("gemm fp16_fp32acc 2048³ seed=1 opt %+v: cycles %d / want no fewer than the default's %d (the tiling should have taken it)", o, c.Cycles, def.Cycles)
 		}
 	}
 	_, cfg, _ := genGEMM(t, ops.Params{"mode": "fp16_fp32acc"}, ops.DistNormal, 16, 16, 16, 1)
