@@ -18,9 +18,13 @@ import (
 // (the L0C accumulator tile) and baseK (one Mmad) that fit L0A/L0B
 // double-buffered and L0C, an L1 depth of StepK·baseK that fits the A and
 // B panels double-buffered in L1, shrinks the base blocks while there are
-// fewer output blocks than AI cores, and deals the output blocks to the
-// cores round-robin. Device side, each core, for each of its output
-// blocks, walks K ascending: DMA the A and B panels GM → L1 (zero-padded),
+// fewer output blocks than AI cores, cuts the output into one region per
+// core (gemm_tiling.go's core layout), and chooses which operand a core
+// keeps in L1 across its blocks that share it (GEMMTiling.Reuse: the
+// leading k-panels of A across a block row, or of B across a block
+// column, loaded once per group). Device side, each core, for each of its
+// output blocks, walks K ascending: DMA the A and B panels GM → L1
+// (zero-padded; a resident panel only by the group's first block),
 // load baseK slices L1 → L0A/L0B, Mmad into L0C (the first one starts
 // from +0); then moves the accumulators L0C → UB in row chunks, runs the
 // vector epilogue (dequantise, alpha, beta·C) and the cast to the output
