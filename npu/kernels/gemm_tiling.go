@@ -313,7 +313,7 @@ func panelHidden(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, step int) bool 
 	}
 	rate, lat := prof.GMPath(npu.AICore)
 	cube, bytes, xfers := panelRates(t, bm, bn, kb, false)
-	return xfers*float64(lat)+float64(step)*bytes/rate <= float64(step)*cube*(1+1e-9)
+	return float64(xfers*float64(lat))+float64(float64(step)*bytes/rate) <= float64(step)*cube*(1+1e-9)
 }
 
 // panelRates are a baseK slice's cube cycles and its operands' GM bytes
