@@ -203,16 +203,11 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 			// with the last block; else it loads them, and the next
 			// blocks of its group read them.
 			resident := bi > 0 && t.reuses(blocks[bi-1], blk)
-			// A group's last block frees the resident panels as soon as
-			// MTE1 has issued its last read of them (the last of them in
-			// the walk's order), so the next group's first block loads
-			// them while this one's later panels still run.
+			// A group's last block frees each resident panel as soon as
+			// MTE1 has issued its last read of it, so the next group's
+			// first block loads it while this one's later panels still
+			// run.
 			groupLast := len(res) > 0 && (bi+1 == len(blocks) || !t.reuses(blk, blocks[bi+1]))
-			lastRes := len(res) - 1
-			if t.ReverseK {
-				lastRes = 0
-			}
-			freed := false
 			// The block's first Mmad overwrites L0C: after FIX has moved
 			// the last block's accumulators out.
 			e.take(npu.PipeFIX, npu.PipeM, gemmEvL0C)
@@ -243,8 +238,8 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				if kr > 0 {
 					kc = t.panelKC(ri)
 					if inRes && !resident {
-						// MTE1 is done with the last group's resident panels.
-						e.take(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
+						// MTE1 is done with the last group's panel ri.
+						e.take(npu.PipeMTE1, npu.PipeMTE2, gemmResidentEv(ri))
 					}
 					if !inRes || t.Reuse != ReuseA || !resident {
 						if err := core.LoadL1(aT, a, m0, k0, mr, kr, mc, kc); err != nil {
@@ -295,16 +290,11 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					l0 = (l0 + 1) % nL0
 				}
 				e.set(npu.PipeMTE1, npu.PipeMTE2, ping)
-				if groupLast && inRes && ri == lastRes {
-					e.set(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
-					freed = true
+				if groupLast && inRes {
+					e.set(npu.PipeMTE1, npu.PipeMTE2, gemmResidentEv(ri))
 				}
 				f.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % nL1
-			}
-			if groupLast && !freed {
-				// A panel skipped (a fault's): free them after all.
-				e.set(npu.PipeMTE1, npu.PipeMTE2, gemmEvResident)
 			}
 			em0, en0 := f.blockOrigin(firstBlk, [2]int{m0, n0})
 			if err := gemmEpilogue(core, e, f, t, bufs, c, sa, sb, out, em0, en0, mr, nr, mc, nc); err != nil {
