@@ -48,8 +48,9 @@ func reuseReadBytes(tl GEMMTiling) (aBytes, bBytes int64) {
 // several blocks per core under either side's reuse and none; at 1024³
 // fp16_fp32acc the default keeps all of K of B's panels in L1, so each
 // core reads its B columns once (not once per block); and reuse reads
-// strictly fewer bytes than none wherever a core has a group, with no
-// sanitizer finding (the sanitizer holds cost-only launches too). A kernel
+// strictly fewer bytes than none wherever a core has a group, in no more
+// cycles, with no sanitizer finding (the sanitizer holds cost-only
+// launches too). A kernel
 // that reloaded the resident panels, or a tiling that lost them, fails.
 func TestGEMMReuseGMBytes(t *testing.T) {
 	for _, c := range []struct {
@@ -60,6 +61,7 @@ func TestGEMMReuseGMBytes(t *testing.T) {
 		{1024, 1024, 1024, GEMMOptions{}, true},
 		{2048, 2048, 2048, GEMMOptions{}, false},
 		{4096, 4096, 4096, GEMMOptions{}, false},
+		{2048, 512, 2048, GEMMOptions{}, true}, // A whole, several groups a core
 		{2048, 2048, 2048, GEMMOptions{Reuse: ReuseA}, false},
 		{300, 1100, 600, GEMMOptions{BaseM: 32, BaseN: 48, BlockDim: 3, Reuse: ReuseA}, true},
 		{300, 1100, 600, GEMMOptions{BaseM: 32, BaseN: 48, BlockDim: 3, Reuse: ReuseB}, true},
@@ -88,6 +90,11 @@ func TestGEMMReuseGMBytes(t *testing.T) {
 		na, nb := reuseReadBytes(ntl)
 		t.Logf("%s: without reuse (step %d): gm_bytes_in %d l2_hit_bytes %d cycles %d cube_util %.3f overlap %.3f balance %.3f; with: l2_hit_bytes %d cube_util %.3f overlap %.3f balance %.3f",
 			what, ntl.StepK, nc.GMBytesIn, nc.L2HitBytes, nc.Cycles, nc.CubeUtil, nc.Overlap, nc.LoadBalance, cost.L2HitBytes, cost.CubeUtil, cost.Overlap, cost.LoadBalance)
+		if cost.Cycles > nc.Cycles {
+			// A group's reload of its resident panels must hide behind
+			// the last group's later panels, as a ping-pong slot's does.
+			t.Errorf("%s: cycles: got %d / want no more than without reuse, %d", what, cost.Cycles, nc.Cycles)
+		}
 		if nc.GMBytesIn != na+nb || nc.GMBytesIn <= cost.GMBytesIn {
 			t.Errorf("%s: without reuse gm_bytes_in: got %d / want A %d + B %d = %d, more than reuse's %d", what, nc.GMBytesIn, na, nb, na+nb, cost.GMBytesIn)
 		}
