@@ -36,11 +36,14 @@ var GEMM = Register(&Info{
 // order than the default's and its bits may differ) and another tiling
 // and core count (16×16 output blocks on 5 AI cores), and the
 // single-buffered kernel (one L1 and one L0 slot: its explicit events must
-// satisfy the sanitizer too).
+// satisfy the sanitizer too), and B's panels kept resident in L1 across a
+// core's block columns on the tiling-cores layout (where the default
+// tiling keeps A's; the resident panels' events too).
 var gemmVariants = []kernels.Variant{
 	{Name: "summation-order", Op: "gemm", Options: kernels.GEMMOptions{BaseK: 32, ReverseK: true}},
 	{Name: "tiling-cores", Op: "gemm", Options: kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5}},
 	{Name: "single-buffer", Op: "gemm", Options: kernels.GEMMOptions{BufferNum: 1}},
+	{Name: "l1-reuse-b", Op: "gemm", Options: kernels.GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5, Reuse: kernels.ReuseB}},
 }
 
 // gemmGolden is the default gemm set, per mode:

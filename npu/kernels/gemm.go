@@ -18,9 +18,13 @@ import (
 // (the L0C accumulator tile) and baseK (one Mmad) that fit L0A/L0B
 // double-buffered and L0C, an L1 depth of StepK·baseK that fits the A and
 // B panels double-buffered in L1, shrinks the base blocks while there are
-// fewer output blocks than AI cores, and deals the output blocks to the
-// cores round-robin. Device side, each core, for each of its output
-// blocks, walks K ascending: DMA the A and B panels GM → L1 (zero-padded),
+// fewer output blocks than AI cores, cuts the output into one region per
+// core (gemm_tiling.go's core layout), and chooses which operand a core
+// keeps in L1 across its blocks that share it (GEMMTiling.Reuse: the
+// leading k-panels of A across a block row, or of B across a block
+// column, loaded once per group). Device side, each core, for each of its
+// output blocks, walks K ascending: DMA the A and B panels GM → L1
+// (zero-padded; a resident panel only by the group's first block),
 // load baseK slices L1 → L0A/L0B, Mmad into L0C (the first one starts
 // from +0); then moves the accumulators L0C → UB in row chunks, runs the
 // vector epilogue (dequantise, alpha, beta·C) and the cast to the output
@@ -128,23 +132,42 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		depth := t.depth()
 		alloc := func(s npu.Space, bytes int) (*npu.Buffer, error) { return core.Alloc(s, max(bytes, 1)) }
 		var aL1, bL1 [2]npu.L1Tile
+		// res are the reused operand's resident panels (t.Reuse), in K
+		// order: loaded by a group's first block, read by all of it.
+		res := make([]npu.L1Tile, t.ResidentPanels)
 		defer func() {
 			for i := range aL1 {
 				aL1[i].Release()
 				bL1[i].Release()
 			}
+			for i := range res {
+				res[i].Release()
+			}
 		}()
 		var aL0, bL0 [2]npu.L0Tile
 		// Double-buffer only what this core loads more than once.
 		myBlocks := len(blocks)
-		nL1 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, depth)))
+		panels := t.panels()
+		nL1 := min(t.BufferNum, myBlocks*panels)
 		nL0 := min(t.BufferNum, myBlocks*max(1, ceilDiv(t.K, t.BaseK)))
+		// A side whose panels are all resident needs no slots.
+		allRes := t.ResidentPanels >= panels
 		for i := 0; i < nL1; i++ {
 			var err error
-			if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
-				return err
+			if !allRes || t.Reuse != ReuseA {
+				if aL1[i].Buf, err = alloc(npu.L1, t.BaseM*t.panelK()*size); err != nil {
+					return err
+				}
 			}
-			if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
+			if !allRes || t.Reuse != ReuseB {
+				if bL1[i].Buf, err = alloc(npu.L1, t.panelK()*t.BaseN*size); err != nil {
+					return err
+				}
+			}
+		}
+		for pi := range res {
+			var err error
+			if res[pi].Buf, err = alloc(npu.L1, t.reuseRows(t.Reuse)*t.panelKC(pi)*size); err != nil {
 				return err
 			}
 		}
@@ -172,14 +195,22 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 		}
 		ping, l0 := 0, 0
 		firstBlk := [2]int{blocks[0].m0, blocks[0].n0}
-		for _, blk := range blocks {
+		for bi, blk := range blocks {
 			m0, n0, mr, nr := blk.m0, blk.n0, blk.mr, blk.nr
 			mc, nc := roundUp(mr, fr.M), roundUp(nr, fr.N)
 			first := true
+			// The resident panels hold this block's if it shares them
+			// with the last block; else it loads them, and the next
+			// blocks of its group read them.
+			resident := bi > 0 && t.reuses(blocks[bi-1], blk)
+			// A group's last block frees each resident panel as soon as
+			// MTE1 has issued its last read of it, so the next group's
+			// first block loads it while this one's later panels still
+			// run.
+			groupLast := len(res) > 0 && (bi+1 == len(blocks) || !t.reuses(blk, blocks[bi+1]))
 			// The block's first Mmad overwrites L0C: after FIX has moved
 			// the last block's accumulators out.
 			e.take(npu.PipeFIX, npu.PipeM, gemmEvL0C)
-			panels := max(1, ceilDiv(t.K, depth))
 			for pi := range panels {
 				k0 := pi * depth
 				if t.ReverseK {
@@ -191,17 +222,34 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 				}
 				kr := min(depth, t.K-k0)
 				kc := roundUp(kr, t.BaseK)
+				// aT and bT are the panels' tiles: a ping-pong slot, or
+				// for the reused operand's leading panels their own.
+				aT, bT := &aL1[ping], &bL1[ping]
+				ri := k0 / max(depth, 1)
+				inRes := ri < len(res)
+				if inRes {
+					if t.Reuse == ReuseA {
+						aT = &res[ri]
+					} else {
+						bT = &res[ri]
+					}
+				}
 				e.take(npu.PipeMTE1, npu.PipeMTE2, ping) // MTE1 is done with the slot's last panel
 				if kr > 0 {
-					kc = roundUp(kr, fr.K)
-					if t.Blocked {
-						kc = roundUp(kr, lcm(fr.K, ops.GEMMBlockK))
+					kc = t.panelKC(ri)
+					if inRes && !resident {
+						// MTE1 is done with the last group's panel ri.
+						e.take(npu.PipeMTE1, npu.PipeMTE2, gemmResidentEv(ri))
 					}
-					if err := core.LoadL1(&aL1[ping], a, m0, k0, mr, kr, mc, kc); err != nil {
-						return err
+					if !inRes || t.Reuse != ReuseA || !resident {
+						if err := core.LoadL1(aT, a, m0, k0, mr, kr, mc, kc); err != nil {
+							return err
+						}
 					}
-					if err := core.LoadL1(&bL1[ping], b, k0, n0, kr, nr, kc, nc); err != nil {
-						return err
+					if !inRes || t.Reuse != ReuseB || !resident {
+						if err := core.LoadL1(bT, b, k0, n0, kr, nr, kc, nc); err != nil {
+							return err
+						}
 					}
 				}
 				e.panelLoaded(ping)
@@ -217,10 +265,10 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					}
 					e.take(npu.PipeM, npu.PipeMTE1, l0) // the cube is done with the slot's last slice
 					if kb > 0 {
-						if err := core.LoadL0(&aL0[l0], &aL1[ping], 0, kk, mc, kb); err != nil {
+						if err := core.LoadL0(&aL0[l0], aT, 0, kk, mc, kb); err != nil {
 							return err
 						}
-						if err := core.LoadL0(&bL0[l0], &bL1[ping], kk, 0, kb, nc); err != nil {
+						if err := core.LoadL0(&bL0[l0], bT, kk, 0, kb, nc); err != nil {
 							return err
 						}
 					} else {
@@ -242,6 +290,9 @@ func gemmKernel(t GEMMTiling, f gemmFaults, exact32 bool, a, b *npu.GMMatrix, c,
 					l0 = (l0 + 1) % nL0
 				}
 				e.set(npu.PipeMTE1, npu.PipeMTE2, ping)
+				if groupLast && inRes {
+					e.set(npu.PipeMTE1, npu.PipeMTE2, gemmResidentEv(ri))
+				}
 				f.panelDone(t, l0c, mc*nc)
 				ping = (ping + 1) % nL1
 			}

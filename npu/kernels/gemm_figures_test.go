@@ -70,8 +70,8 @@ func TestGEMMChecklist(t *testing.T) {
 		what := func() string {
 			return "gemm mode=fp16_fp32acc " + dims3(s, s, s) + " seed=1 ascend910b"
 		}
-		t.Logf("%s: cycles %d cube_util %.3f overlap %.3f balance %.3f bound %s hbm_bytes %d l2_hit_bytes %d; base %d×%d×%d step %d grid %d×%d",
-			what(), cost.Cycles, cost.CubeUtil, cost.Overlap, cost.LoadBalance, cost.Bound, cost.HBMBytes, cost.L2HitBytes, tl.BaseM, tl.BaseN, tl.BaseK, tl.StepK, tl.GridM, tl.GridN)
+		t.Logf("%s: cycles %d cube_util %.3f overlap %.3f balance %.3f bound %s gm_bytes_in %d hbm_bytes %d l2_hit_bytes %d; base %d×%d×%d step %d grid %d×%d reuse %q %d of %d panels",
+			what(), cost.Cycles, cost.CubeUtil, cost.Overlap, cost.LoadBalance, cost.Bound, cost.GMBytesIn, cost.HBMBytes, cost.L2HitBytes, tl.BaseM, tl.BaseN, tl.BaseK, tl.StepK, tl.GridM, tl.GridN, tl.Reuse, tl.ResidentPanels, tl.panels())
 		if cost.CubeUtil < c.util || cost.Overlap < c.overlap || cost.LoadBalance < c.balance {
 			t.Errorf("%s: got cube_util %.3f overlap %.3f balance %.3f / want ≥ %g, %g, %g", what(), cost.CubeUtil, cost.Overlap, cost.LoadBalance, c.util, c.overlap, c.balance)
 		}

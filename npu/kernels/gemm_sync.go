@@ -40,7 +40,23 @@ const (
 	gemmEvScale = 3 // the int8 scales in UB: MTE2 ↔ V
 	gemmEvMeta  = 4 // gemm24's meta panels in UB, + L1 slot: MTE2 ↔ V
 	gemmEvIdx   = 6 // gemm24's decoded indices in UB, + L0 slot: V ↔ M
+	// gemmEvResident … + gemmResidentEvents − 1 free the resident panels
+	// of GEMMTiling.Reuse (MTE1 → MTE2, beside the L1 slots' 0 and 1):
+	// panel ri's is gemmResidentEv(ri).
+	gemmEvResident     = 2
+	gemmResidentEvents = 4
 )
+
+// gemmResidentEv is the free event of resident panel ri. MTE1 sets it
+// when the last block of a group has issued its slices of panel ri, and
+// MTE2 takes it before the next group's first block overwrites the
+// panel, so the next group's panel 0 loads while this block's later
+// panels still run (one event for all of them would hold it until the
+// last). A device has a few event ids per pipe pair, so panels share
+// gemmResidentEvents of them round-robin: a take then also waits for the
+// later panels of its id (pipeFlags.take takes every pending set), later
+// than needed but never too early.
+func gemmResidentEv(ri int) int { return gemmEvResident + ri%gemmResidentEvents }
 
 // gemmSync is a gemm core's explicit synchronisation: its pending free
 // events, and whether the launch's fault plan drops the MTE1 → M

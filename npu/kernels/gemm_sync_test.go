@@ -12,7 +12,8 @@ import (
 
 // TestGEMMExplicitSyncClean: gemm and gemm24 run in explicit sync mode
 // (gemm_sync.go), and neither the default kernel nor its variants
-// (single-buffered, another tiling and core count) has a sanitizer
+// (single-buffered, another tiling and core count, A's or B's panels
+// resident in L1 across blocks, none) has a sanitizer
 // finding on shapes with several k-panels, slices and output blocks per
 // core, every mode, C and int8 scales; every variant computes the
 // default's bits.
@@ -21,7 +22,9 @@ func TestGEMMExplicitSyncClean(t *testing.T) {
 	for _, mode := range []string{"fp16_fp32acc", "fp32", "int8_int32acc", "fp16"} {
 		for _, dims := range []map[string]int{{"m": 40, "k": 300, "n": 24}, {"m": 300, "k": 1100, "n": 600}} {
 			syncCleanAndSame(t, ops.GEMM, GEMMKernel, ops.Params{"mode": mode, "beta": "0.5"}, dims, ops.DistUniform, seeds,
-				GEMMOptions{BufferNum: 1}, GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5})
+				GEMMOptions{BufferNum: 1}, GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5},
+				GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5, Reuse: ReuseA}, GEMMOptions{BaseM: 16, BaseN: 16, BlockDim: 5, Reuse: ReuseB, BufferNum: 1},
+				GEMMOptions{Reuse: ReuseNone})
 		}
 		if mode == "fp32" || mode == "fp16" {
 			continue

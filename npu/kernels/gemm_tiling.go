@@ -50,7 +50,18 @@ type GEMMTiling struct {
 	ScaleABcst bool // scale_a is [1]
 	ScaleBBcst bool // scale_b is [1]
 	ReverseK   bool `json:"reverse_k,omitempty"` // K panels and slices in descending order
-	OutNZ      bool `json:"out_nz,omitempty"`    // out (and c) in FRACTAL_NZ (gemm_layout.go)
+	// Reuse is the operand a core keeps in L1 across its consecutive
+	// output blocks that share it (Ascend C matmul's L1 reuse, stepN or
+	// stepM > 1): ReuseA, the A row panel of blocks of one block row
+	// (same m0, consecutive n0), or ReuseB, the B column panel of blocks
+	// of one block column; "" none. ResidentPanels of that operand's
+	// leading k-panels (all of K when it is ⌈K/depth⌉) are loaded by the
+	// group's first block into L1 buffers of their own and read by the
+	// rest of the group; its other panels stream through the ping-pong
+	// slots as before.
+	Reuse          string `json:"reuse,omitempty"`
+	ResidentPanels int    `json:"resident_panels,omitempty"`
+	OutNZ          bool   `json:"out_nz,omitempty"` // out (and c) in FRACTAL_NZ (gemm_layout.go)
 }
 
 // GEMMOptions overrides the tiling; zero fields take the default. Base
@@ -70,11 +81,24 @@ type GEMMOptions struct {
 	// slice only once the cube is done with the last: slower, the same
 	// bits, and its events must satisfy the sanitizer as well.
 	BufferNum int
+	// Reuse chooses the operand kept in L1 across a core's blocks that
+	// share it (GEMMTiling.Reuse): "" the tiling's choice (chooseReuse),
+	// ReuseNone none, ReuseA or ReuseB that side, with as many of its
+	// panels resident as L1 holds (none if not one). The numbers are the
+	// same whichever it is: only the GM traffic and the cycles move.
+	Reuse string
 	// sparse24 prices the layout for gemm24 (NewGEMM24Tiling): A's panel
 	// is half the k and carries a meta panel, and the cube runs half the
 	// steps plus its index load.
 	sparse24 bool
 }
+
+// The operands GEMMOptions.Reuse and GEMMTiling.Reuse name.
+const (
+	ReuseNone = "none" // GEMMOptions only: keep no panel across blocks
+	ReuseA    = "a"    // A's row panels, across a block row
+	ReuseB    = "b"    // B's column panels, across a block column
+)
 
 // depth is the k extent of one L1 panel.
 func (t GEMMTiling) depth() int { return t.StepK * t.BaseK }
@@ -101,6 +125,11 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 	}
 	if m < 0 || k < 0 || n < 0 {
 		return GEMMTiling{}, fmt.Errorf("gemm: negative size %d×%d×%d", m, k, n)
+	}
+	switch opt.Reuse {
+	case "", ReuseNone, ReuseA, ReuseB:
+	default:
+		return GEMMTiling{}, fmt.Errorf("gemm: Reuse %q is not one of %q, %q, %q", opt.Reuse, ReuseNone, ReuseA, ReuseB)
 	}
 	if opt.BufferNum < 0 || opt.BufferNum > 2 {
 		return GEMMTiling{}, fmt.Errorf("gemm: BufferNum %d out of range [1, 2]", opt.BufferNum)
@@ -196,6 +225,13 @@ func GEMMTilingWith(prof npu.Profile, cfg ops.GEMMConfig, m, k, n int, opt GEMMO
 		if opt.BlockDim > 0 {
 			t.BlockDim = opt.BlockDim
 		}
+		if !opt.sparse24 && k > 0 {
+			// The depth may give way to a resident side only where it
+			// does not hide the panels' transfers anyway (stepFor's
+			// fallback) and was not fixed by the caller.
+			shrink := opt.StepK == 0 && !panelHidden(prof, t, baseM, baseN, baseK, pk, t.StepK)
+			t.chooseReuse(prof, opt.Reuse, shrink)
+		}
 	}
 	if err := t.fitEpilogue(prof, 0); err != nil {
 		return GEMMTiling{}, err
@@ -256,22 +292,7 @@ func stepFor(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, blocks int, sparse 
 	maxStep = 2 * prof.L1Bytes / (2 * l1PerK(bm, bn, sparse) * kb * size)
 	limit := max(1, min(maxStep, ceilDiv(pk, kb)))
 	rate, lat := prof.GMPath(npu.AICore)
-	fr := t.Frac
-	steps := (bm / fr.M) * (kb / fr.K) * (bn / fr.N) // per slice
-	if t.In == tensor.Float32 {
-		steps *= 2
-	}
-	cube := float64(steps)
-	xfers := 2.0
-	if sparse {
-		cube = float64(cube/2) + float64(float64(bm*kb/2)/npu.L0LoadBytesPerCycle)
-		xfers = 3
-	}
-	perSlice := l1PerK(bm, bn, sparse) * kb * size / 2
-	if sparse {
-		perSlice += bm * kb / 4 // meta
-	}
-	bytes := float64(perSlice)
+	cube, bytes, xfers := panelRates(t, bm, bn, kb, sparse)
 	// xfers·lat + step·bytes/rate ≤ step·cube: the least such step.
 	if spare := cube - bytes/rate; spare > 0 {
 		if s := max(1, int(math.Ceil(xfers*float64(lat)/spare-1e-9))); s <= limit {
@@ -281,6 +302,40 @@ func stepFor(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, blocks int, sparse 
 	depth := math.Sqrt(float64(max(blocks, 1)) * float64(pk) * xfers * float64(lat) * rate / (bytes / float64(kb)))
 	step = max(1, min(limit, int(math.Round(depth/float64(kb)))))
 	return step, maxStep
+}
+
+// panelHidden reports whether a dense gemm panel of step slices hides
+// its transfers behind the cube's work on it (stepFor's criterion), or
+// covers all of K (pk) so that there is no next panel to hide.
+func panelHidden(prof npu.Profile, t GEMMTiling, bm, bn, kb, pk, step int) bool {
+	if step*kb >= pk {
+		return true
+	}
+	rate, lat := prof.GMPath(npu.AICore)
+	cube, bytes, xfers := panelRates(t, bm, bn, kb, false)
+	return float64(xfers*float64(lat))+float64(float64(step)*bytes/rate) <= float64(step)*cube*(1+1e-9)
+}
+
+// panelRates are a baseK slice's cube cycles and its operands' GM bytes
+// (gemm24: with the meta), and the transfers a panel pays latency for.
+func panelRates(t GEMMTiling, bm, bn, kb int, sparse bool) (cube, bytes, xfers float64) {
+	size := t.In.Size()
+	fr := t.Frac
+	steps := (bm / fr.M) * (kb / fr.K) * (bn / fr.N) // per slice
+	if t.In == tensor.Float32 {
+		steps *= 2
+	}
+	cube = float64(steps)
+	xfers = 2.0
+	if sparse {
+		cube = float64(cube/2) + float64(float64(bm*kb/2)/npu.L0LoadBytesPerCycle)
+		xfers = 3
+	}
+	perSlice := l1PerK(bm, bn, sparse) * kb * size / 2
+	if sparse {
+		perSlice += bm * kb / 4 // meta
+	}
+	return cube, float64(perSlice), xfers
 }
 
 // gemmBlock is one output block of a core: rows [m0, m0+mr) and
@@ -312,12 +367,159 @@ func (t GEMMTiling) coreBlocks(i int) []gemmBlock {
 	r0, rn := band(t.M, t.Frac.M, t.GridM, i/t.GridN)
 	c0, cn := band(t.N, t.Frac.N, t.GridN, i%t.GridN)
 	var out []gemmBlock
+	if t.Reuse == ReuseB {
+		// A column of blocks at a time: the blocks of one column share
+		// B's panels, which stay in L1 across them.
+		for n0 := c0; n0 < c0+cn; n0 += t.BaseN {
+			for m0 := r0; m0 < r0+rn; m0 += t.BaseM {
+				out = append(out, gemmBlock{m0, n0, min(t.BaseM, r0+rn-m0), min(t.BaseN, c0+cn-n0)})
+			}
+		}
+		return out
+	}
 	for m0 := r0; m0 < r0+rn; m0 += t.BaseM {
 		for n0 := c0; n0 < c0+cn; n0 += t.BaseN {
 			out = append(out, gemmBlock{m0, n0, min(t.BaseM, r0+rn-m0), min(t.BaseN, c0+cn-n0)})
 		}
 	}
 	return out
+}
+
+// reuses reports whether block b shares the reused operand's panels
+// with block prev, the one the core ran before it (same m0 under
+// ReuseA, same n0 under ReuseB): then b finds the resident panels in L1.
+func (t GEMMTiling) reuses(prev, b gemmBlock) bool {
+	switch t.Reuse {
+	case ReuseA:
+		return prev.m0 == b.m0
+	case ReuseB:
+		return prev.n0 == b.n0
+	}
+	return false
+}
+
+// kAlign is the k granularity of the L1 panels: the fractal's k, and a
+// multiple of ops.GEMMBlockK for blocked16.
+func (t GEMMTiling) kAlign() int {
+	if t.Blocked {
+		return lcm(t.Frac.K, ops.GEMMBlockK)
+	}
+	return t.Frac.K
+}
+
+// panels is the number of k-panels of one output block.
+func (t GEMMTiling) panels() int { return max(1, ceilDiv(t.K, t.depth())) }
+
+// panelKC is the k extent panel pi (in K order) is loaded with: its real
+// k, padded to kAlign.
+func (t GEMMTiling) panelKC(pi int) int {
+	return roundUp(max(0, min(t.depth(), t.K-pi*t.depth())), t.kAlign())
+}
+
+// reuseRows is the rows (ReuseA: baseM) or columns (ReuseB: baseN) of a
+// resident panel of side.
+func (t GEMMTiling) reuseRows(side string) int {
+	if side == ReuseB {
+		return t.BaseN
+	}
+	return t.BaseM
+}
+
+// l1Need is the L1 a core takes with r panels of side resident: the
+// ping-pong slots of the other operand, those of side unless all its
+// panels are resident, and the resident panels, each as deep as its k.
+func (t GEMMTiling) l1Need(side string, r int) int {
+	size := t.In.Size()
+	slots := t.BufferNum * (t.BaseM + t.BaseN) * t.panelK() * size
+	if r >= t.panels() {
+		slots -= t.BufferNum * t.reuseRows(side) * t.panelK() * size
+	}
+	for pi := range r {
+		slots += t.reuseRows(side) * t.panelKC(pi) * size
+	}
+	return slots
+}
+
+// chooseReuse sets Reuse, ResidentPanels and L1Bytes: the side (want, or
+// either when want is "") whose resident panels, as many as L1 holds
+// beside the ping-pong slots, save the most GM bytes over the launch
+// (reuseSaving). The depth (StepK) is kept: the panels take only the L1
+// the slots leave, so the pipeline the cost model chose for a block is
+// unchanged, and a block that finds its panels resident only loads less.
+//
+// With shrink (the depth cannot hide a panel's transfers behind the cube
+// whatever it is: stepFor's fallback), a side that L1 cannot hold for all
+// of K at this depth may be held at a smaller one: the largest StepK at
+// which either side fits whole is taken. A block that finds its panels
+// resident then loads one operand instead of two, which its cube hides;
+// the shallower panels also shorten the first load, which nothing hides.
+func (t *GEMMTiling) chooseReuse(prof npu.Profile, want string, shrink bool) {
+	if want == ReuseNone {
+		return
+	}
+	if shrink {
+		step := t.StepK
+		for s := step; s >= 1; s-- {
+			t.StepK = s
+			if t.pickReuse(prof, want, true) {
+				return
+			}
+		}
+		t.StepK = step
+	}
+	t.pickReuse(prof, want, false)
+}
+
+// pickReuse sets Reuse, ResidentPanels and L1Bytes at the tiling's depth
+// as chooseReuse describes, with whole set only if all of a side's
+// panels fit (whole); it reports whether it chose a side.
+func (t *GEMMTiling) pickReuse(prof npu.Profile, want string, whole bool) bool {
+	best, bestR, bestSaved := "", 0, int64(0)
+	for _, side := range []string{ReuseA, ReuseB} {
+		if want != "" && want != side {
+			continue
+		}
+		r := 0
+		for r < t.panels() && t.l1Need(side, r+1) <= prof.L1Bytes {
+			r++
+		}
+		if whole && r < t.panels() {
+			continue
+		}
+		if saved := t.reuseSaving(side, r); r > 0 && saved > bestSaved {
+			best, bestR, bestSaved = side, r, saved
+		}
+	}
+	if best == "" {
+		return false
+	}
+	t.Reuse, t.ResidentPanels, t.L1Bytes = best, bestR, t.l1Need(best, bestR)
+	return true
+}
+
+// reuseSaving is the GM bytes r resident panels of side save over the
+// launch: each block that follows a block sharing them (coreBlocks'
+// order under that side) does not load their real k of its real rows
+// (ReuseA) or columns (ReuseB).
+func (t GEMMTiling) reuseSaving(side string, r int) int64 {
+	u := t
+	u.Reuse = side
+	kres := min(t.K, r*t.depth())
+	var saved int64
+	for i := range u.BlockDim {
+		blocks := u.coreBlocks(i)
+		for j := 1; j < len(blocks); j++ {
+			if !u.reuses(blocks[j-1], blocks[j]) {
+				continue
+			}
+			rows := blocks[j].mr
+			if side == ReuseB {
+				rows = blocks[j].nr
+			}
+			saved += int64(rows) * int64(kres) * int64(t.In.Size())
+		}
+	}
+	return saved
 }
 
 // MaxCoreBlocks is the most output blocks one core runs: a core with
