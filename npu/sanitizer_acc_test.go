@@ -132,3 +132,44 @@ func TestSanitizerEmptyMmadClears(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadL0ReadsItsBlock: LoadL0's operand on L1 is the block it reads,
+// not the whole tile: a 16-row slice of a tile whose first 16 rows were
+// written (its other rows never) reads no unwritten byte, in either sync
+// mode, where the whole tile as the operand would report bytes
+// [512, 1024) uninit on every slice.
+func TestLoadL0ReadsItsBlock(t *testing.T) {
+	d := newDev(t, unitProfile())
+	src := tensor.MustNew(tensor.Float16, 16, 16)
+	for _, mode := range []SyncMode{SyncImplicit, SyncExplicit} {
+		kernel := func(c *Core) error {
+			if err := c.SetSyncMode(mode); err != nil {
+				return err
+			}
+			l1, _ := c.Alloc(L1, 32*16*2)
+			g, err := NewGMMatrix(src)
+			if err != nil {
+				return err
+			}
+			tile := L1Tile{Buf: l1}
+			if err := c.LoadL1(&tile, g, 0, 0, 16, 16, 16, 16); err != nil { // rows 0..15 of the buffer
+				return err
+			}
+			tile.Rows = 32 // the tile the kernel sees: 32 rows, the last 16 never written
+			if mode == SyncExplicit {
+				c.SetFlag(PipeMTE2, PipeMTE1, 0)
+				c.WaitFlag(PipeMTE2, PipeMTE1, 0)
+			}
+			b, _ := c.Alloc(L0B, 16*16*2)
+			bt := L0Tile{Buf: b}
+			return c.LoadL0(&bt, &tile, 0, 0, 16, 16)
+		}
+		cost, err := d.LaunchOn(bg, AICore, 1, kernel)
+		if err != nil {
+			t.Fatalf("LoadL0 block mode=%d: %v", mode, err)
+		}
+		if got := findingKinds(cost.Findings); got != "" {
+			t.Errorf("LoadL0 block mode=%d: rows 0..15 of a 32-row tile with rows 0..15 written: got findings %q (%v) want none", mode, got, cost.Findings)
+		}
+	}
+}
