@@ -24,7 +24,10 @@ import (
 // An access is then checked:
 //
 //   - RAW: a read of bytes whose writer on another pipe is not ordered
-//     before it (read before the producing pipe signalled);
+//     before it (read before the producing pipe signalled); the scalar
+//     unit's reads (Core.ScalarRead, pipe S) likewise, ordered only by
+//     its waits (WaitFlag(p, PipeS, id)), PipeBarrier(PipeAll) and
+//     SyncAll (scalar.go);
 //   - WAR / WAW: a write over bytes another pipe still reads or writes;
 //   - uninit: a read of bytes no instruction (nor the kernel on the host,
 //     through a view) wrote since the allocation;
