@@ -369,7 +369,10 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			quantised := g.Int8 && row >= 0
 			var sc float32
 			if quantised {
-				sc = kvQuantise(c, prof.Numerics, ob.F16()[:d], qb.I8()[:d])
+				var err error
+				if sc, err = kvQuantise(c, prof.Numerics, ob.F16()[:d], qb.I8()[:d], ob); err != nil {
+					return err
+				}
 			}
 			c.SetFlag(npu.PipeV, npu.PipeMTE3, o)
 			c.WaitFlag(npu.PipeV, npu.PipeMTE3, o)
@@ -477,6 +480,10 @@ type kvLayout struct {
 // kvEvEntryX is the first event id of the entry x tiles' slots on the
 // MTE2/MTE1 pair (the panels' slots take 0 and 1).
 const kvEvEntryX = 2
+
+// kvEvScalar is the event id of the V → S hand-off of a row's amax
+// (kvQuantise): the only event on that pair.
+const kvEvScalar = 0
 
 // kvCubeLayout tiles a block for D = d: with bufNum 2 (the default) two
 // copies per stage, else one, and one where a memory cannot hold two
@@ -593,15 +600,27 @@ func kvRound(c *npu.Core, acc []float32, out []float16.Float16) {
 // one fp16 row, in fp32: Abs and ReduceMax, one divide by 127 for the
 // scale, Div of the row by the scale, Cast to int8 with the profile's
 // rounding, clamped to ±127. An all-zero row gives scale 0 and codes 0.
-func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8) float32 {
+// The scale is the scalar unit's: it reads the ReduceMax result (the
+// first bytes of red, the row's buffer, the reduce's operand) after a
+// V → S event (Ascend C's GetValue after WaitFlag<HardEvent::V_S>),
+// branches on it and divides; nothing after that is issued before the
+// reduce ends. A nil red (a unit test on host slices) reads nothing.
+func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8, red *npu.Buffer) (float32, error) {
 	var amax float32
 	for _, x := range v {
 		amax = max(amax, float32(math.Abs(float64(x.Float32()))))
 	}
 	c.ChargeVector(len(v) * 2) // abs + reduce max
+	if red != nil {
+		c.SetFlag(npu.PipeV, npu.PipeS, kvEvScalar)
+		c.WaitFlag(npu.PipeV, npu.PipeS, kvEvScalar)
+		if err := c.ScalarRead(red, 0, min(2, red.Len())); err != nil {
+			return 0, fmt.Errorf("kv_update: the row's amax: %w", err)
+		}
+	}
 	if amax == 0 {
 		clear(q)
-		return 0
+		return 0, nil
 	}
 	sc := npu.CanonNaN(amax / 127) // a NaN in the row: the default NaN scale
 	for i, x := range v {
@@ -610,5 +629,5 @@ func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8)
 	}
 	c.ChargeVector(len(v) * 4) // divide
 	c.ChargeVector(len(v) * 4) // cast to int8
-	return sc
+	return sc, nil
 }
