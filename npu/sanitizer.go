@@ -29,6 +29,8 @@ import (
 //     its waits (WaitFlag(p, PipeS, id)), PipeBarrier(PipeAll) and
 //     SyncAll (scalar.go);
 //   - WAR / WAW: a write over bytes another pipe still reads or writes;
+//     the scalar unit's writes (Core.ScalarWrite) likewise, over bytes a
+//     pipe it has not waited for still reads or writes;
 //   - uninit: a read of bytes no instruction (nor the kernel on the host,
 //     through a view) wrote since the allocation;
 //   - gm-overlap: two cores of one launch writing the same GM bytes, with

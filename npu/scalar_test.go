@@ -195,3 +195,58 @@ func TestScalarReadImplicit(t *testing.T) {
 		t.Errorf("after a scalar read the copy starts at %d, want at the Add's end %d", start, addEnd)
 	}
 }
+
+// TestScalarWriteSanitizer: the scalar overwriting a buffer whose copy
+// out it has not waited for is a WAR on pipe S naming the store; after
+// WaitFlag(MTE3, S) or a PipeBarrier(PipeAll) it is clean, and the next
+// copy out of the bytes the scalar wrote reads them without a finding.
+func TestScalarWriteSanitizer(t *testing.T) {
+	d := newDev(t, unitProfile())
+	for _, c := range []struct {
+		name string
+		sync func(c *Core)
+		want string
+	}{
+		{"wait MTE3->S", func(c *Core) { c.SetFlag(PipeMTE3, PipeS, 1); c.WaitFlag(PipeMTE3, PipeS, 1) }, ""},
+		{"barrier", func(c *Core) { c.PipeBarrier(PipeAll) }, ""},
+		{"none", func(c *Core) {}, KindWAR},
+		{"wrong pipe", func(c *Core) { c.SetFlag(PipeV, PipeS, 1); c.WaitFlag(PipeV, PipeS, 1) }, KindWAR},
+	} {
+		z := tensor.MustNew(tensor.Int32, 16)
+		cost, err := d.Launch(bg, 2, func(k *Core) error {
+			if err := k.SetSyncMode(SyncExplicit); err != nil {
+				return err
+			}
+			fb, _ := k.AllocUB(32)
+			for i := range 2 {
+				if i > 0 {
+					c.sync(k)
+				}
+				if err := k.ScalarWrite(fb, 0, 4); err != nil {
+					return err
+				}
+				fb.I32()[0] = int32(10*k.BlockIdx + i)
+				if err := k.DataCopyPadOut(z, 8*k.BlockIdx+i, fb, 1); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := findingKinds(cost.Findings); got != c.want {
+			t.Errorf("%s: got findings %q (%v) want %q", c.name, got, cost.Findings, c.want)
+			continue
+		}
+		if c.want == KindWAR {
+			f := cost.Findings[0]
+			if f.Pipe != PipeS || f.Inst != "S ScalarWrite#2" || f.Other != "MTE3 DataCopyPadOut#1" || f.Lo != 0 || f.Hi != 4 || !strings.Contains(f.Message, "WaitFlag(MTE3, S)") {
+				t.Errorf("%s: got finding %+v want a WAR on S, S ScalarWrite#2 vs MTE3 DataCopyPadOut#1, bytes [0, 4), naming WaitFlag(MTE3, S)", c.name, f)
+			}
+		}
+		if got := z.I32(); got[0] != 0 || got[1] != 1 || got[8] != 10 || got[9] != 11 {
+			t.Errorf("%s: got %v want the scalar's values stored", c.name, got)
+		}
+	}
+}

@@ -392,12 +392,35 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			if !quantised {
 				return c.DataCopyPadOut(cache.GM(), cache.Base()+dst, ob, d)
 			}
+			if err := c.ScalarWrite(sb, 0, 4); err != nil {
+				return err
+			}
 			sb.F32()[0] = sc
 			if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
 				return err
 			}
 			si := f.scaleIndex(row, h, g.H)
 			return c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1)
+		}
+		// fb is the scalar's (SetValue): it overwrites the buffer only
+		// once the last store of it read it (MTE3 → S).
+		fbStores := 0 // stores of fb whose MTE3 → S event is pending
+		takeFB := func() {
+			for ; fbStores > 0; fbStores-- {
+				c.WaitFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+			}
+		}
+		setFlagBuf := func(n int, v int32) error {
+			takeFB()
+			if err := c.ScalarWrite(fb, 0, n); err != nil {
+				return err
+			}
+			if n == 1 {
+				fb.U8()[0] = uint8(v)
+			} else {
+				fb.I32()[0] = v
+			}
+			return nil
 		}
 		for b := c.BlockIdx; b < len(rowOf); b += blockDim {
 			c.BeginTile()
@@ -440,17 +463,26 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 				c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
 				xs = (xs + 1) % nb
 			}
-			fb.U8()[0] = flag
+			if err := setFlagBuf(1, int32(flag)); err != nil {
+				return err
+			}
 			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, fb, 1); err != nil {
 				return err
 			}
+			c.SetFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+			fbStores++
 			if rowOf[b] >= 0 && f.bumpsSeqLen() {
-				fb.I32()[0] = lens[s] + 1
+				if err := setFlagBuf(4, lens[s]+1); err != nil {
+					return err
+				}
 				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), fb, 1); err != nil {
 					return err
 				}
+				c.SetFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+				fbStores++
 			}
 		}
+		takeFB()
 		for i := range nb {
 			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, i)
 			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+i)
@@ -481,8 +513,9 @@ type kvLayout struct {
 // MTE2/MTE1 pair (the panels' slots take 0 and 1).
 const kvEvEntryX = 2
 
-// kvEvScalar is the event id of the V → S hand-off of a row's amax
-// (kvQuantise): the only event on that pair.
+// kvEvScalar is the event id of the scalar's events: V → S, a row's
+// amax (kvQuantise), and MTE3 → S, the flag buffer's store done before
+// the scalar writes it again.
 const kvEvScalar = 0
 
 // kvCubeLayout tiles a block for D = d: with bufNum 2 (the default) two
