@@ -411,7 +411,9 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 		}
 		setFlagBuf := func(n int, v int32) error {
-			takeFB()
+			if !f.flagNoWait {
+				takeFB()
+			}
 			if err := c.ScalarWrite(fb, 0, n); err != nil {
 				return err
 			}
