@@ -374,10 +374,11 @@ func (c *Core) noteL0Load(b *Buffer) {
 
 // SetFlag signals event id from pipe src to pipe dst: it fires when src
 // has finished every instruction issued to it before (Ascend C's
-// SetFlag<src, dst>(id)).
+// SetFlag<src, dst>(id)). dst may be PipeS, the scalar unit (V_S,
+// MTE2_S, ...: see PipeS); an event from PipeS fires as it is issued.
 func (c *Core) SetFlag(src, dst Pipe, id int) {
-	if src > PipeS || dst > PipeS || src == dst {
-		c.finding(Finding{Kind: KindFlag, Core: c.BlockIdx, Pipe: dst, Message: fmt.Sprintf("SetFlag(%s, %s, %d): not a pair of pipes", src, dst, id)})
+	if src > PipeS || dst > PipeS {
+		c.finding(Finding{Kind: KindFlag, Core: c.BlockIdx, Pipe: dst, Message: fmt.Sprintf("SetFlag(%s, %s, %d): not a pipe", src, dst, id)})
 		return
 	}
 	s := &c.sch
