@@ -63,14 +63,16 @@ func TestMutationScore(t *testing.T) {
 	// are part of the default checks.
 	sanitizer := backend.CheckSanitizer + "(kernel)"
 	wantCheck := map[npu.Fault]string{
-		kernels.FaultVectorAddWritePastEnd:     harness.CheckGuardBand + "(z)",
-		kernels.FaultVectorAddInputModified:    harness.CheckInputsUnchanged + "(x)",
-		kernels.FaultGEMMPaddingRowsStored:     harness.CheckGuardBand + "(out)",
-		kernels.FaultVectorAddMissingWait:      sanitizer,
-		kernels.FaultVectorAddPingPongReuse:    sanitizer,
-		kernels.FaultVectorAddWholeTileAdd:     sanitizer,
-		kernels.FaultKVUpdateMissingWait:       sanitizer,
-		kernels.FaultTransDataMissingStoreWait: sanitizer,
+		kernels.FaultVectorAddWritePastEnd:              harness.CheckGuardBand + "(z)",
+		kernels.FaultVectorAddInputModified:             harness.CheckInputsUnchanged + "(x)",
+		kernels.FaultGEMMPaddingRowsStored:              harness.CheckGuardBand + "(out)",
+		kernels.FaultVectorAddMissingWait:               sanitizer,
+		kernels.FaultVectorAddPingPongReuse:             sanitizer,
+		kernels.FaultVectorAddWholeTileAdd:              sanitizer,
+		kernels.FaultKVUpdateMissingWait:                sanitizer,
+		kernels.FaultTransDataMissingStoreWait:          sanitizer,
+		kernels.FaultSparseCompressMissingScalarWait:    sanitizer,
+		kernels.FaultKVUpdateFlagOverwrittenBeforeStore: sanitizer,
 
 		kernels.FaultDecodeAttentionCombineWithoutSyncAll: sanitizer,
 		kernels.FaultDecodeAttentionCoreSkipsSyncAll:      sanitizer,

@@ -45,14 +45,25 @@ const (
 	numPipes
 )
 
+// PipeS names the scalar unit, which issues every instruction of the
+// core to its pipe in program order and reads local memory itself
+// (Ascend C's LocalTensor::GetValue, Core.ScalarRead). It is not a pipe
+// with a schedule of its own: an event to it, SetFlag(src, PipeS, id)
+// then WaitFlag(src, PipeS, id) (Ascend C's HardEvent::V_S, MTE2_S, ...),
+// stalls the issue, so every instruction the core issues after the wait,
+// on any pipe, starts no earlier than the event fires, and the scalar's
+// reads after it see what src had written by then.
+const PipeS Pipe = numPipes
+
 // PipeAll names every pipe at once (PipeBarrier(PipeAll)).
 const PipeAll Pipe = 0xFF
 
-var pipeNames = [...]string{PipeMTE2: "MTE2", PipeMTE1: "MTE1", PipeM: "M", PipeV: "V", PipeMTE3: "MTE3", PipeFIX: "FIX"}
+var pipeNames = [...]string{PipeMTE2: "MTE2", PipeMTE1: "MTE1", PipeM: "M", PipeV: "V", PipeMTE3: "MTE3", PipeFIX: "FIX", PipeS: "S"}
 
-// String returns the pipe's Ascend C name ("MTE2", "V", ...).
+// String returns the pipe's Ascend C name ("MTE2", "V", ..., "S" for the
+// scalar unit).
 func (p Pipe) String() string {
-	if p < numPipes {
+	if p <= PipeS {
 		return pipeNames[p]
 	}
 	if p == PipeAll {
@@ -138,8 +149,13 @@ type sched struct {
 	l0Fresh, l0Last []*Buffer
 	// Explicit mode: per-pipe instruction counts, vector clocks, pending
 	// events, the instruction log (named in findings) and the findings.
-	seq      [numPipes]int32
-	vc       [numPipes][numPipes]int32
+	seq [numPipes]int32
+	vc  [numPipes][numPipes]int32
+	// The scalar unit's side (PipeS): what its waits and PipeAll barriers
+	// ordered before its reads (a vector clock like a pipe's), and how
+	// many reads it made (ScalarRead, named in findings).
+	sVC      [numPipes]int32
+	sSeq     int32
 	events   []event
 	insts    []instInfo
 	findings []Finding
@@ -358,9 +374,10 @@ func (c *Core) noteL0Load(b *Buffer) {
 
 // SetFlag signals event id from pipe src to pipe dst: it fires when src
 // has finished every instruction issued to it before (Ascend C's
-// SetFlag<src, dst>(id)).
+// SetFlag<src, dst>(id)). dst may be PipeS, the scalar unit (V_S,
+// MTE2_S, ...: see PipeS); an event from PipeS fires as it is issued.
 func (c *Core) SetFlag(src, dst Pipe, id int) {
-	if src >= numPipes || dst >= numPipes {
+	if src > PipeS || dst > PipeS {
 		c.finding(Finding{Kind: KindFlag, Core: c.BlockIdx, Pipe: dst, Message: fmt.Sprintf("SetFlag(%s, %s, %d): not a pipe", src, dst, id)})
 		return
 	}
@@ -371,6 +388,12 @@ func (c *Core) SetFlag(src, dst Pipe, id int) {
 // eventOf is the event src would signal now.
 func (c *Core) eventOf(src, dst Pipe, id int) event {
 	s := &c.sch
+	if src == PipeS {
+		// The scalar's event fires as it is issued: whatever the scalar
+		// did before (its reads) is done, and every pipe's later
+		// instructions are issued after it anyway.
+		return event{src: src, dst: dst, id: id, vc: s.sVC, inst: -1}
+	}
 	e := event{src: src, dst: dst, id: id, t: s.free[src], vc: s.vc[src], inst: -1}
 	if s.trace != nil {
 		e.inst = s.trace.mark(src, "SetFlag", s.free[src])
@@ -396,9 +419,29 @@ func (c *Core) WaitFlag(src, dst Pipe, id int) {
 }
 
 // wait applies event e to its destination pipe: it starts nothing before
-// e fires and knows everything e's source had done.
+// e fires and knows everything e's source had done. A wait of the scalar
+// (PipeS) stalls the issue: every pipe starts nothing before e fires, and
+// knows, as the scalar does, what e's source had done.
 func (c *Core) wait(e event) {
 	s := &c.sch
+	if e.dst == PipeS {
+		for q := range s.sVC {
+			s.sVC[q] = max(s.sVC[q], e.vc[q])
+		}
+		for p := range numPipes {
+			s.free[p] = max(s.free[p], e.t)
+			for q := range s.vc[p] {
+				s.vc[p][q] = max(s.vc[p][q], e.vc[q])
+			}
+		}
+		if s.mode == SyncImplicit {
+			s.fence = max(s.fence, e.t)
+		}
+		if s.trace != nil && e.inst >= 0 {
+			s.trace.flow(e.inst, PipeS, e.t)
+		}
+		return
+	}
 	s.free[e.dst] = max(s.free[e.dst], e.t)
 	for q := range s.vc[e.dst] {
 		s.vc[e.dst][q] = max(s.vc[e.dst][q], e.vc[q])
@@ -409,9 +452,9 @@ func (c *Core) wait(e event) {
 }
 
 // PipeBarrier waits on pipe p until p's earlier instructions are done;
-// PipeBarrier(PipeAll) makes every pipe wait for every other (Ascend C's
-// PipeBarrier<PIPE_ALL>). A single pipe already runs in order in the
-// model, so only PipeAll changes the schedule.
+// PipeBarrier(PipeAll) makes every pipe, and the scalar, wait for every
+// other (Ascend C's PipeBarrier<PIPE_ALL>). A single pipe already runs in
+// order in the model, so only PipeAll changes the schedule.
 func (c *Core) PipeBarrier(p Pipe) {
 	if p != PipeAll {
 		return
@@ -429,6 +472,7 @@ func (c *Core) PipeBarrier(p Pipe) {
 		s.free[q] = t
 		s.vc[q] = vc
 	}
+	s.sVC = vc
 	if s.mode == SyncImplicit {
 		s.fence = max(s.fence, t)
 	}

@@ -24,8 +24,13 @@ import (
 // An access is then checked:
 //
 //   - RAW: a read of bytes whose writer on another pipe is not ordered
-//     before it (read before the producing pipe signalled);
+//     before it (read before the producing pipe signalled); the scalar
+//     unit's reads (Core.ScalarRead, pipe S) likewise, ordered only by
+//     its waits (WaitFlag(p, PipeS, id)), PipeBarrier(PipeAll) and
+//     SyncAll (scalar.go);
 //   - WAR / WAW: a write over bytes another pipe still reads or writes;
+//     the scalar unit's writes (Core.ScalarWrite) likewise, over bytes a
+//     pipe it has not waited for still reads or writes;
 //   - uninit: a read of bytes no instruction (nor the kernel on the host,
 //     through a view) wrote since the allocation;
 //   - gm-overlap: two cores of one launch writing the same GM bytes, with

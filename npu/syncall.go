@@ -194,6 +194,7 @@ func (c *Core) SyncAll() error {
 		s.free[q] = max(r, s.free[q])
 		s.vc[q] = vc
 	}
+	s.sVC = vc // the scalar waits at the barrier too
 	if s.mode == SyncImplicit {
 		s.fence = max(s.fence, r)
 	}

@@ -371,7 +371,7 @@ func (t *Trace) WriteJSON(w io.Writer) error {
 			if err := enc(traceEvent{Name: "process_name", Ph: "M", Pid: core, Args: nameArgs{fmt.Sprintf("core %d", core)}}); err != nil {
 				return err
 			}
-			for p := range numPipes {
+			for p := range PipeS + 1 { // the pipes and the scalar's track (its waits)
 				if err := enc(traceEvent{Name: "thread_name", Ph: "M", Pid: core, Tid: int(p), Args: nameArgs{p.String()}}); err != nil {
 					return err
 				}

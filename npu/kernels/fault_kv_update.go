@@ -42,6 +42,14 @@ const (
 	// the device it may read the previous panel's bytes. The emulator
 	// computes in program order, so only the sanitizer (RAW) shows it.
 	FaultKVUpdateMissingWait npu.Fault = "kv_update/missing-wait-after-weight-load"
+	// FaultKVUpdateFlagOverwrittenBeforeStore: the scalar sets a value in
+	// the one-block flag buffer (SetValue: an entry's written flag, then
+	// its new seq_len) without waiting for the store of what the buffer
+	// held before (the SetFlag/WaitFlag<MTE3, S> pair is missing): on the
+	// device the written flag may leave with the seq_len's bytes. The
+	// emulator computes in program order, so only the sanitizer (a WAR on
+	// pipe S) shows it.
+	FaultKVUpdateFlagOverwrittenBeforeStore npu.Fault = "kv_update/flag-overwritten-before-store"
 )
 
 // KVUpdateFaults is kv_update's fault catalogue.
@@ -55,6 +63,7 @@ var KVUpdateFaults = []FaultInfo{
 	{FaultKVUpdateWrittenWrong, "kv_update", "written flag set for full sequences"},
 	{FaultKVUpdateXOverwritten, "kv_update", "projection done in place: new v rows stored over input x"},
 	{FaultKVUpdateMissingWait, "kv_update", "L1 → L0 loads read the x row and weight panel without waiting for their copy in (missing WaitFlag<MTE2, MTE1>)"},
+	{FaultKVUpdateFlagOverwrittenBeforeStore, "kv_update", "flag buffer set by the scalar (SetValue) while the store of its last value may still read it (missing WaitFlag<MTE3, S>)"},
 }
 
 // kvUpdateFaults is kv_update's fault plan for one launch: which of its
@@ -66,7 +75,7 @@ var KVUpdateFaults = []FaultInfo{
 type kvUpdateFaults struct {
 	paddingSlot0, blockBoundary, scaleWrongToken, seqLensStale bool
 	fullOverwritten, pageIndexU16, writtenWrong, xOverwritten  bool
-	missingWait                                                bool // a sync fault: only the sanitizer sees it
+	missingWait, flagNoWait                                    bool // sync faults: only the sanitizer sees them
 }
 
 func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
@@ -80,6 +89,7 @@ func newKVUpdateFaults(fs npu.Faults) kvUpdateFaults {
 		writtenWrong:    fs.Has(FaultKVUpdateWrittenWrong),
 		xOverwritten:    fs.Has(FaultKVUpdateXOverwritten),
 		missingWait:     fs.Has(FaultKVUpdateMissingWait),
+		flagNoWait:      fs.Has(FaultKVUpdateFlagOverwrittenBeforeStore),
 	}
 }
 

@@ -36,6 +36,15 @@ const (
 	// compacted in place, each stored over row t of its head in the input
 	// k.
 	FaultSparseCompressKCompactedInPlace npu.Fault = "sparse_compress/k-compacted-in-place"
+	// FaultSparseCompressMissingScalarWait: the scalar unit reads the
+	// selection's result (the kept indices in UB; on the chunked path the
+	// compares' results and the radix scan's cut) without the
+	// SetFlag/WaitFlag<V, S> after the vector instructions that write it:
+	// on the device it may read the indices of the previous head, or
+	// garbage, and copy those rows. The emulator computes in program
+	// order, so the bits are right and only the sanitizer (a RAW on pipe
+	// S) shows it.
+	FaultSparseCompressMissingScalarWait npu.Fault = "sparse_compress/missing-wait-before-scalar-read"
 )
 
 // SparseCompressFaults is sparse_compress's fault catalogue.
@@ -49,6 +58,7 @@ var SparseCompressFaults = []FaultInfo{
 	{FaultSparseCompressNaNFirst, "sparse_compress", "NaN scores ranked first"},
 	{FaultSparseCompressSecondHeadMisplaced, "sparse_compress", "a core's second head stored over its first (offset computed outside the head loop)"},
 	{FaultSparseCompressKCompactedInPlace, "sparse_compress", "kept k rows compacted in place in the input k"},
+	{FaultSparseCompressMissingScalarWait, "sparse_compress", "kept indices read by the scalar (GetValue) before the selection's V → S event (missing WaitFlag<V, S>)"},
 }
 
 // sparseCompressFaults is sparse_compress's fault plan for one launch
@@ -59,6 +69,7 @@ type sparseCompressFaults struct {
 	tiesHigh, sinkDropped, absNotSquare, fp16Accum bool
 	wrongHead, maskOffByOne, nanFirst              bool
 	secondHeadMisplaced, kInPlace                  bool
+	noScalarWait                                   bool
 }
 
 func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
@@ -73,6 +84,7 @@ func newSparseCompressFaults(fs npu.Faults) sparseCompressFaults {
 
 		secondHeadMisplaced: fs.Has(FaultSparseCompressSecondHeadMisplaced),
 		kInPlace:            fs.Has(FaultSparseCompressKCompactedInPlace),
+		noScalarWait:        fs.Has(FaultSparseCompressMissingScalarWait),
 	}
 }
 

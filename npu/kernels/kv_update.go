@@ -369,7 +369,10 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			quantised := g.Int8 && row >= 0
 			var sc float32
 			if quantised {
-				sc = kvQuantise(c, prof.Numerics, ob.F16()[:d], qb.I8()[:d])
+				var err error
+				if sc, err = kvQuantise(c, prof.Numerics, ob.F16()[:d], qb.I8()[:d], ob); err != nil {
+					return err
+				}
 			}
 			c.SetFlag(npu.PipeV, npu.PipeMTE3, o)
 			c.WaitFlag(npu.PipeV, npu.PipeMTE3, o)
@@ -389,12 +392,37 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			if !quantised {
 				return c.DataCopyPadOut(cache.GM(), cache.Base()+dst, ob, d)
 			}
+			if err := c.ScalarWrite(sb, 0, 4); err != nil {
+				return err
+			}
 			sb.F32()[0] = sc
 			if err := c.DataCopyPadOut(cache.GM(), cache.Base()+dst, qb, d); err != nil {
 				return err
 			}
 			si := f.scaleIndex(row, h, g.H)
 			return c.DataCopyPadOut(outs[kv.scale].GM(), outs[kv.scale].Base()+si, sb, 1)
+		}
+		// fb is the scalar's (SetValue): it overwrites the buffer only
+		// once the last store of it read it (MTE3 → S).
+		fbStores := 0 // stores of fb whose MTE3 → S event is pending
+		takeFB := func() {
+			for ; fbStores > 0; fbStores-- {
+				c.WaitFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+			}
+		}
+		setFlagBuf := func(n int, v int32) error {
+			if !f.flagNoWait {
+				takeFB()
+			}
+			if err := c.ScalarWrite(fb, 0, n); err != nil {
+				return err
+			}
+			if n == 1 {
+				fb.U8()[0] = uint8(v)
+			} else {
+				fb.I32()[0] = v
+			}
+			return nil
 		}
 		for b := c.BlockIdx; b < len(rowOf); b += blockDim {
 			c.BeginTile()
@@ -437,17 +465,26 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 				c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
 				xs = (xs + 1) % nb
 			}
-			fb.U8()[0] = flag
+			if err := setFlagBuf(1, int32(flag)); err != nil {
+				return err
+			}
 			if err := c.DataCopyPadOut(outs["written"].GM(), outs["written"].Base()+b, fb, 1); err != nil {
 				return err
 			}
+			c.SetFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+			fbStores++
 			if rowOf[b] >= 0 && f.bumpsSeqLen() {
-				fb.I32()[0] = lens[s] + 1
+				if err := setFlagBuf(4, lens[s]+1); err != nil {
+					return err
+				}
 				if err := c.DataCopyPadOut(outs["seq_lens"].GM(), outs["seq_lens"].Base()+int(s), fb, 1); err != nil {
 					return err
 				}
+				c.SetFlag(npu.PipeMTE3, npu.PipeS, kvEvScalar)
+				fbStores++
 			}
 		}
+		takeFB()
 		for i := range nb {
 			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, i)
 			c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+i)
@@ -477,6 +514,11 @@ type kvLayout struct {
 // kvEvEntryX is the first event id of the entry x tiles' slots on the
 // MTE2/MTE1 pair (the panels' slots take 0 and 1).
 const kvEvEntryX = 2
+
+// kvEvScalar is the event id of the scalar's events: V → S, a row's
+// amax (kvQuantise), and MTE3 → S, the flag buffer's store done before
+// the scalar writes it again.
+const kvEvScalar = 0
 
 // kvCubeLayout tiles a block for D = d: with bufNum 2 (the default) two
 // copies per stage, else one, and one where a memory cannot hold two
@@ -593,15 +635,27 @@ func kvRound(c *npu.Core, acc []float32, out []float16.Float16) {
 // one fp16 row, in fp32: Abs and ReduceMax, one divide by 127 for the
 // scale, Div of the row by the scale, Cast to int8 with the profile's
 // rounding, clamped to ±127. An all-zero row gives scale 0 and codes 0.
-func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8) float32 {
+// The scale is the scalar unit's: it reads the ReduceMax result (the
+// first bytes of red, the row's buffer, the reduce's operand) after a
+// V → S event (Ascend C's GetValue after WaitFlag<HardEvent::V_S>),
+// branches on it and divides; nothing after that is issued before the
+// reduce ends. A nil red (a unit test on host slices) reads nothing.
+func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8, red *npu.Buffer) (float32, error) {
 	var amax float32
 	for _, x := range v {
 		amax = max(amax, float32(math.Abs(float64(x.Float32()))))
 	}
 	c.ChargeVector(len(v) * 2) // abs + reduce max
+	if red != nil {
+		c.SetFlag(npu.PipeV, npu.PipeS, kvEvScalar)
+		c.WaitFlag(npu.PipeV, npu.PipeS, kvEvScalar)
+		if err := c.ScalarRead(red, 0, min(2, red.Len())); err != nil {
+			return 0, fmt.Errorf("kv_update: the row's amax: %w", err)
+		}
+	}
 	if amax == 0 {
 		clear(q)
-		return 0
+		return 0, nil
 	}
 	sc := npu.CanonNaN(amax / 127) // a NaN in the row: the default NaN scale
 	for i, x := range v {
@@ -610,5 +664,5 @@ func kvQuantise(c *npu.Core, num tensor.Numerics, v []float16.Float16, q []int8)
 	}
 	c.ChargeVector(len(v) * 4) // divide
 	c.ChargeVector(len(v) * 4) // cast to int8
-	return sc
+	return sc, nil
 }

@@ -40,7 +40,7 @@ func TestKernelArithmeticNaNDefault(t *testing.T) {
 				}
 			}
 			q := make([]int8, d)
-			if sc := kvQuantise(c, tensor.Numerics{}, x, q); math.Float32bits(sc) != npu.DefaultNaN32Bits {
+			if sc, err := kvQuantise(c, tensor.Numerics{}, x, q, nil); err != nil || math.Float32bits(sc) != npu.DefaultNaN32Bits {
 				t.Errorf("kvQuantise with v[1] = %#04x: scale %#08x / want the default NaN %#08x", nb, math.Float32bits(sc), npu.DefaultNaN32Bits)
 			}
 		}

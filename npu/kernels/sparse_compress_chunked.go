@@ -392,6 +392,11 @@ func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
 		cut |= uint32(b) << shift
 		eq = int(hist[b])
 		c.VectorWork(scHistBins * 4)
+		// The cut is the next pass's compare operand and the final
+		// pass's: the scalar reads the scan's result once V signalled.
+		if err := scalarAfterV(c, s.f, s.hist, 0, scHistBins*4); err != nil {
+			return 0, 0, 0, err
+		}
 	}
 	return cut, take, eq, nil
 }
@@ -431,6 +436,11 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 			_ = sb.F32()  // the operand of the four instructions
 			for range 4 { // key map, compare > cut, compare == cut, index gather
 				c.VectorWork((t0 + n - lo) * 4)
+			}
+			// Which tokens are kept decides the kept rows' copies: the
+			// scalar reads the compares' results once V signalled.
+			if err := scalarAfterV(c, s.f, sb, 0, (t0+n-lo)*4); err != nil {
+				return err
 			}
 		}
 		e.take(npu.PipeMTE3, npu.PipeV, scIDMask)

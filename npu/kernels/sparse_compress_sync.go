@@ -29,11 +29,32 @@ func scTiles(p npu.Profile, l, d int) int {
 	return max(1, min(n, l))
 }
 
+// scIDScalar is the event id of the V → S hand-offs (scalarAfterV).
+const scIDScalar = 7
+
+// scalarAfterV hands what V wrote to the scalar unit, SetFlag then
+// WaitFlag(V, S) (Ascend C's HardEvent::V_S; every instruction issued
+// after it starts after V's last one), and reads bytes [off, off+n) of b
+// on the scalar (npu.Core.ScalarRead): the values that decide the
+// addresses or the control flow of what the kernel issues next. The
+// fault plan may drop the wait (missing-wait-before-scalar-read).
+func scalarAfterV(c *npu.Core, f sparseCompressFaults, b *npu.Buffer, off, n int) error {
+	if !f.noScalarWait {
+		c.SetFlag(npu.PipeV, npu.PipeS, scIDScalar)
+		c.WaitFlag(npu.PipeV, npu.PipeS, scIDScalar)
+	}
+	if err := c.ScalarRead(b, off, n); err != nil {
+		return fmt.Errorf("scalar read of the selection: %w", err)
+	}
+	return nil
+}
+
 // scInUB is one core of the in-UB path, explicit: nb tile buffers kb of
 // tok rows each (ping-pong when nb is 2), event id q per buffer. Per head
 // MTE2 copies the rows in tile by tile into kb[q] once its last reader
 // handed it back, V computes the tile's importance into the score array
-// once the copy landed and hands kb[q] back; V selects; then the kept rows
+// once the copy landed and hands kb[q] back; V selects, and the scalar
+// reads the kept indices once V signalled (V → S); then the kept rows
 // go GM → kb[q] → GM in runs of consecutive indices (one copy in and one
 // out a run), MTE2 filling kb[q] while MTE3 drains kb[q^1].
 func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, bufNum int, pairwise bool) error {
@@ -93,6 +114,12 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 		scores = scb.F32()[:l]
 		sel := select32(f, scores, sinks, keep, pairwise)
 		c.VectorWork(l * 8 * max(1, bitsLen(l)))
+		// The kept rows' copies take their addresses from the selection:
+		// the scalar reads the kept indices (the score array's index
+		// half) once V signalled, and issues nothing before.
+		if err := scalarAfterV(c, f, scb, l*4, keep*4); err != nil {
+			return err
+		}
 		src := f.kSourceHead(hh, h)
 		oh := f.outHead(hh, c.BlockIdx)
 		if oh != hh {
