@@ -191,11 +191,11 @@ type hazard struct {
 	other       int32
 }
 
-// extend continues the hazard over granule k when the granule before it
-// had it (a run of equal granules).
-func (h *hazard) extend(k int) {
-	if h.on && h.last == k-1 {
-		h.last = k
+// extendRun continues the hazard over granules k+1 … e when granule k,
+// the first of a run of equal granules, had it.
+func (h *hazard) extendRun(k, e int) {
+	if h.on && h.last == k {
+		h.last = e
 	}
 }
 
@@ -222,19 +222,12 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 	vc := &s.vc[p]
 	var raw, waw, war, uninit hazard
 	// A run of granules with the same history (a buffer written whole by
-	// one copy) is checked once: the first of the run decides for all.
-	var prev, upd cell
-	for k := first; k < last; k++ {
+	// one copy) is checked once: the first of the run decides for all,
+	// and the rest only take its new history (one comparison and one
+	// store a granule, the hazards extended once at the run's end).
+	for k := first; k < last; {
 		cl := &sh[k]
-		if k > first && sameCell(cl, &prev) {
-			raw.extend(k)
-			waw.extend(k)
-			war.extend(k)
-			uninit.extend(k)
-			*cl = upd
-			continue
-		}
-		prev = *cl
+		prev := *cl
 		if o.read {
 			switch {
 			case cl.w == 0 && !o.anon:
@@ -262,7 +255,19 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 		if o.read {
 			cl.r[p] = idx + 1
 		}
-		upd = *cl
+		upd := *cl
+		e := k + 1
+		for e < last && sameCell(&sh[e], &prev) {
+			sh[e] = upd
+			e++
+		}
+		if e > k+1 {
+			raw.extendRun(k, e-1)
+			waw.extendRun(k, e-1)
+			war.extendRun(k, e-1)
+			uninit.extendRun(k, e-1)
+		}
+		k = e
 	}
 	for _, h := range []struct {
 		kind string
