@@ -273,22 +273,16 @@ func (c *Core) LoadL0(t *L0Tile, src *L1Tile, row0, col0, rows, cols int) error 
 	if n > 0 {
 		// The operands are the bytes the block reads: its rows of the
 		// tile, one range when they span the tile's width (a B slice),
-		// else a range a row (an A slice). The whole tile for every slice
+		// else a strided range, one a row (an A slice). The whole tile for every slice
 		// made the sanitizer's shadow walk every panel once per slice: at
 		// a decoding step's 16×4096×11008 that was most of the kernel's
 		// time.
 		cyc := int64((n*size + L0LoadBytesPerCycle - 1) / L0LoadBytesPerCycle)
-		lo, rowBytes := (row0*src.Cols+col0)*size, src.Cols*size
-		if cols == src.Cols || rows == 1 {
-			c.issue(PipeMTE1, op, cyc, gmAccess{}, rd(src.Buf, lo, rows*cols*size), wr(t.Buf, 0, n*size))
-		} else {
-			var buf [65]operand
-			ops := buf[:0]
-			for r := range rows {
-				ops = append(ops, rd(src.Buf, lo+r*rowBytes, cols*size))
-			}
-			c.issue(PipeMTE1, op, cyc, gmAccess{}, append(ops, wr(t.Buf, 0, n*size))...)
+		in := rd(src.Buf, (row0*src.Cols+col0)*size, rows*cols*size)
+		if cols != src.Cols && rows > 1 {
+			in.n, in.rows, in.stride = cols*size, rows, src.Cols*size
 		}
+		c.issue(PipeMTE1, op, cyc, gmAccess{}, in, wr(t.Buf, 0, n*size))
 		c.noteL0Load(t.Buf)
 	}
 	return nil

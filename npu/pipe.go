@@ -94,6 +94,9 @@ type operand struct {
 	lo, n       int
 	read, write bool
 	anon        bool // an operand the instruction was only attributed (a view): no initcheck
+	// rows > 1: the operand is rows ranges of n bytes, each stride bytes
+	// after the one before (a block of a row-major tile).
+	rows, stride int
 }
 
 func rd(b *Buffer, lo, n int) operand { return operand{b: b, lo: lo, n: n, read: true} }

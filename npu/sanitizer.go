@@ -212,7 +212,8 @@ func (h *hazard) add(k int, other int32) {
 func (c *Core) shadowAccess(idx int32, o operand) {
 	s := &c.sch
 	b := o.b
-	first, last := c.granules(b, o.lo, o.n)
+	rows := max(o.rows, 1)
+	first, last := c.granules(b, o.lo+(rows-1)*o.stride, o.n)
 	if first == last {
 		return
 	}
@@ -221,6 +222,18 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 	p := in.p
 	vc := &s.vc[p]
 	var raw, waw, war, uninit hazard
+	for r := range rows {
+		first, last := c.granules(b, o.lo+r*o.stride, o.n)
+		c.shadowRange(sh[:last], first, idx, o, p, vc, &raw, &waw, &war, &uninit)
+	}
+	c.reportHazards(b, o, in, raw, waw, war, uninit)
+}
+
+// shadowRange checks and records access o of instruction idx (on pipe
+// p, which has seen vc of the others) over granules [first, len(sh)).
+func (c *Core) shadowRange(sh []cell, first int, idx int32, o operand, p Pipe, vc *[numPipes]int32, raw, waw, war, uninit *hazard) {
+	s := &c.sch
+	last := len(sh)
 	// A run of granules with the same history (a buffer written whole by
 	// one copy) is checked once: the first of the run decides for all,
 	// and the rest only take its new history (one comparison and one
@@ -269,6 +282,13 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 		}
 		k = e
 	}
+}
+
+// reportHazards turns the hazards of access o of instruction in into
+// findings.
+func (c *Core) reportHazards(b *Buffer, o operand, in instInfo, raw, waw, war, uninit hazard) {
+	s := &c.sch
+	p := in.p
 	for _, h := range []struct {
 		kind string
 		h    hazard
@@ -279,7 +299,8 @@ func (c *Core) shadowAccess(idx int32, o operand) {
 			continue
 		}
 		g := c.mem[b.space].align
-		lo, hi := max(h.h.first*g-b.off, o.lo), min((h.h.last+1)*g-b.off, o.lo+o.n, len(b.data))
+		end := o.lo + (max(o.rows, 1)-1)*o.stride + o.n // past the last row
+		lo, hi := max(h.h.first*g-b.off, o.lo), min((h.h.last+1)*g-b.off, end, len(b.data))
 		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: lo, Hi: hi, Inst: in.String()}
 		if h.h.other >= 0 {
 			f.Other = s.insts[h.h.other].String()

@@ -173,3 +173,47 @@ func TestLoadL0ReadsItsBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadL0StridedBlock: an A slice of a wider tile reads a range a row
+// (stride the tile's width): with the tile's first 512 bytes written,
+// the 16×16 block at column 0 of a 16×32 fp16 tile reads rows 8…15
+// unwritten, bytes [512, 992) from row 8's start to row 15's last byte
+// read (an explicit core: an implicit one shadows L0C only).
+func TestLoadL0StridedBlock(t *testing.T) {
+	d := newDev(t, unitProfile())
+	src := tensor.MustNew(tensor.Float16, 16, 16)
+	for _, mode := range []SyncMode{SyncExplicit} { // an implicit core's shadow holds L0C only
+		kernel := func(c *Core) error {
+			if err := c.SetSyncMode(mode); err != nil {
+				return err
+			}
+			l1, _ := c.Alloc(L1, 16*32*2)
+			g, err := NewGMMatrix(src)
+			if err != nil {
+				return err
+			}
+			tile := L1Tile{Buf: l1}
+			if err := c.LoadL1(&tile, g, 0, 0, 16, 16, 16, 16); err != nil { // bytes [0, 512)
+				return err
+			}
+			tile.Cols = 32 // the tile the kernel sees: 16 rows of 32
+			if mode == SyncExplicit {
+				c.SetFlag(PipeMTE2, PipeMTE1, 0)
+				c.WaitFlag(PipeMTE2, PipeMTE1, 0)
+			}
+			a, _ := c.Alloc(L0A, 16*16*2)
+			at := L0Tile{Buf: a}
+			return c.LoadL0(&at, &tile, 0, 0, 16, 16)
+		}
+		cost, err := d.LaunchOn(bg, AICore, 1, kernel)
+		if err != nil {
+			t.Fatalf("LoadL0 strided mode=%d: %v", mode, err)
+		}
+		if got := findingKinds(cost.Findings); got != KindUninit {
+			t.Fatalf("LoadL0 strided mode=%d: got findings %q (%v) want %q", mode, got, cost.Findings, KindUninit)
+		}
+		if f := cost.Findings[0]; f.Pipe != PipeMTE1 || f.Lo != 512 || f.Hi != 15*64+32 {
+			t.Errorf("LoadL0 strided mode=%d: got finding %+v want pipe MTE1, bytes [512, %d)", mode, f, 15*64+32)
+		}
+	}
+}
