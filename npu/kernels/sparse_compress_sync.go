@@ -53,10 +53,18 @@ func scalarAfterV(c *npu.Core, f sparseCompressFaults, b *npu.Buffer, off, n int
 // tok rows each (ping-pong when nb is 2), event id q per buffer. Per head
 // MTE2 copies the rows in tile by tile into kb[q] once its last reader
 // handed it back, V computes the tile's importance into the score array
-// once the copy landed and hands kb[q] back; V selects, and the scalar
-// reads the kept indices once V signalled (V → S); then the kept rows
-// go GM → kb[q] → GM in runs of consecutive indices (one copy in and one
-// out a run), MTE2 filling kb[q] while MTE3 drains kb[q^1].
+// once the copy landed and hands kb[q] back; V selects, writing the kept
+// indices ascending at the head of the score array (over the scores it
+// consumed), and the scalar reads them once V signalled (V → S); MTE3
+// copies them out (the indices output) once V handed them over, and the
+// kept rows go GM → kb[q] → GM in runs of consecutive indices (one copy
+// in and one out a run), MTE2 filling kb[q] while MTE3 drains kb[q^1].
+// Under those copies V clears the mask into the score array once the
+// indices' copy read it (MTE3 → V), the scalar sets the kept tokens'
+// bytes once V signalled (a V → S event of its own), and MTE3 copies the
+// mask out after the last kept row once V and the scalar handed it over.
+// The next head's importance overwrites the array once that copy read it
+// (MTE3 → V). The buffer's events take id scIDIdx.
 func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, bufNum int, pairwise bool) error {
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	a := c.Profile().UBAlign()
@@ -94,6 +102,8 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 	}
 	for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
 		c.BeginTile()
+		// The score array's last reader: the head before's mask copy.
+		e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		var scores []float32
 		for t0 := 0; t0 < l; t0 += tok {
 			n := min(tok, l-t0)
@@ -113,22 +123,23 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 		}
 		scores = scb.F32()[:l]
 		sel := select32(f, scores, sinks, keep, pairwise)
+		for t, i := range sel { // the kept indices ascending, over the scores
+			scb.I32()[t] = int32(i)
+		}
 		c.VectorWork(l * 8 * max(1, bitsLen(l)))
 		// The kept rows' copies take their addresses from the selection:
-		// the scalar reads the kept indices (the score array's index
-		// half) once V signalled, and issues nothing before.
-		if err := scalarAfterV(c, f, scb, l*4, keep*4); err != nil {
+		// the scalar reads the kept indices once V signalled, and issues
+		// nothing before.
+		if err := scalarAfterV(c, f, scb, 0, keep*4); err != nil {
 			return err
 		}
 		src := f.kSourceHead(hh, h)
 		oh := f.outHead(hh, c.BlockIdx)
-		if oh != hh {
-			clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
+		if err := c.DataCopyPadOut(outs["indices"], oh*keep, scb, keep); err != nil {
+			return err
 		}
-		for t, i := range sel {
-			outs["indices"].I32()[oh*keep+t] = int32(i)
-			outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
-		}
+		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		// The kept rows, a run of consecutive indices (at most tok rows)
 		// a copy each way.
 		for t := 0; t < len(sel); {
@@ -154,6 +165,28 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 			}
 			t += n
 		}
+		// The mask, staged in the score array under the kept rows'
+		// copies: V clears L bytes once the indices' copy read them, the
+		// scalar sets the kept tokens' once V signalled, and MTE3 copies
+		// the row out whole after the kept rows.
+		e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
+		clear(scb.U8()[:l])
+		c.VectorWork(l)
+		c.SetFlag(npu.PipeV, npu.PipeS, scIDScalar)
+		c.WaitFlag(npu.PipeV, npu.PipeS, scIDScalar)
+		for _, i := range sel {
+			mi := f.maskIndex(i, l)
+			if err := c.ScalarWrite(scb, mi, 1); err != nil {
+				return err
+			}
+			scb.U8()[mi] = 1
+		}
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
+		e.handOff(npu.PipeS, npu.PipeMTE3, scIDIdx)
+		if err := c.DataCopyPadOut(outs["mask"], oh*l, scb, l); err != nil {
+			return err
+		}
+		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		if f.kInPlace {
 			e.phase() // the fault's copies go through kb[0] with their own barriers
 		}
