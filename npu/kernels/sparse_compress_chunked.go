@@ -416,9 +416,9 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 		if pending == 0 {
 			return nil
 		}
-		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
+		e.handOff(npu.PipeS, npu.PipeMTE3, scIDIdx)
 		err := c.DataCopyPadOut(indices, oh*s.keep+out-pending, s.idx, pending)
-		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
+		e.set(npu.PipeMTE3, npu.PipeS, scIDIdx)
 		pending = 0
 		return err
 	}
@@ -443,12 +443,31 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				return err
 			}
 		}
+		// V clears the chunk's mask once its last store read it; the
+		// scalar sets the kept tokens' bytes once V signalled (a V → S
+		// event of its own, just before the first: a chunk that keeps
+		// nothing waits for nothing).
 		e.take(npu.PipeMTE3, npu.PipeV, scIDMask)
-		m := s.mask.U8()[:n]
-		clear(m)
+		clear(s.mask.U8()[:n])
 		c.VectorWork(n)
+		synced := false
+		setMask := func(i int) error {
+			if !synced {
+				c.SetFlag(npu.PipeV, npu.PipeS, scIDScalar)
+				c.WaitFlag(npu.PipeV, npu.PipeS, scIDScalar)
+				synced = true
+			}
+			if err := c.ScalarWrite(s.mask, i, 1); err != nil {
+				return err
+			}
+			s.mask.U8()[i] = 1
+			return nil
+		}
 		if carry {
-			m[0], carry = 1, false
+			if err := setMask(0); err != nil {
+				return err
+			}
+			carry = false
 		}
 		for t := t0; t < t0+n; t++ {
 			keep := t < res
@@ -463,12 +482,19 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 				continue
 			}
 			if mi := s.f.maskIndex(t, l); mi < t0+n {
-				m[mi-t0] = 1
+				if err := setMask(mi - t0); err != nil {
+					return err
+				}
 			} else {
 				carry = true
 			}
+			// The scalar writes the kept index (SetValue) once the last
+			// store of the indices read the buffer (MTE3 → S).
 			if pending == 0 {
-				e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
+				e.take(npu.PipeMTE3, npu.PipeS, scIDIdx)
+			}
+			if err := c.ScalarWrite(s.idx, pending*4, 4); err != nil {
+				return err
 			}
 			s.idx.I32()[pending] = int32(t)
 			pending++
@@ -491,6 +517,7 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 			e.set(npu.PipeV, npu.PipeMTE2, sid)
 		}
 		e.handOff(npu.PipeV, npu.PipeMTE3, scIDMask)
+		e.handOff(npu.PipeS, npu.PipeMTE3, scIDMask)
 		if err := c.DataCopyPadOut(mask, oh*l+t0, s.mask, n); err != nil {
 			return err
 		}

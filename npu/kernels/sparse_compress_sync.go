@@ -32,6 +32,41 @@ func scTiles(p npu.Profile, l, d int) int {
 // scIDScalar is the event id of the V → S hand-offs (scalarAfterV).
 const scIDScalar = 7
 
+// scIDGather is the event id of the in-UB path's first gather buffer (the
+// second takes the next).
+const scIDGather = 2
+
+// scMergeGap is how many rows a block of kept rows may skip between two
+// kept ones, exclusive: copying g more rows costs g·rowBytes / rate
+// cycles of the copy in, a copy of their own a latency each way, so a
+// gap is worth copying across while g·rowBytes / rate < latency (the
+// GM path's, L2's where there is one).
+func scMergeGap(p npu.Profile, rowBytes int) int {
+	rate, lat := p.GMPath(npu.VectorCore)
+	return max(1, int(math.Ceil(float64(lat)*rate/float64(rowBytes))))
+}
+
+// scMergeBlock returns the end u of the block of kept rows that starts at
+// sel[t], and whether it has gaps (gathered): sel[t:u] span at most tok
+// rows, skip fewer than gapMax rows between neighbours, and, with gaps,
+// are at most obRows (a gather buffer's rows).
+func scMergeBlock(sel []int, t, tok, obRows, gapMax int) (u int, gathered bool) {
+	u = t + 1
+	for u < len(sel) {
+		gap := sel[u] - sel[u-1] - 1
+		if gap >= gapMax || sel[u]-sel[t]+1 > tok {
+			break
+		}
+		g := gathered || gap > 0
+		if g && u+1-t > obRows {
+			break
+		}
+		gathered = g
+		u++
+	}
+	return u, gathered
+}
+
 // scalarAfterV hands what V wrote to the scalar unit, SetFlag then
 // WaitFlag(V, S) (Ascend C's HardEvent::V_S; every instruction issued
 // after it starts after V's last one), and reads bytes [off, off+n) of b
@@ -49,14 +84,28 @@ func scalarAfterV(c *npu.Core, f sparseCompressFaults, b *npu.Buffer, off, n int
 	return nil
 }
 
-// scInUB is one core of the in-UB path, explicit: nb tile buffers kb of
-// tok rows each (ping-pong when nb is 2), event id q per buffer. Per head
-// MTE2 copies the rows in tile by tile into kb[q] once its last reader
+// scInUB is one core of the in-UB path, explicit: nb tile buffers kb
+// (ping-pong when nb is 2), event id q per buffer, and where the UB holds
+// them nb gather buffers ob (event ids scIDGather+q). Per head MTE2 copies
+// the rows in tile by tile (tok rows) into kb[q] once its last reader
 // handed it back, V computes the tile's importance into the score array
-// once the copy landed and hands kb[q] back; V selects, and the scalar
-// reads the kept indices once V signalled (V → S); then the kept rows
-// go GM → kb[q] → GM in runs of consecutive indices (one copy in and one
-// out a run), MTE2 filling kb[q] while MTE3 drains kb[q^1].
+// once the copy landed and hands kb[q] back; V selects, writing the kept
+// indices ascending at the head of the score array (over the scores it
+// consumed), and the scalar reads them once V signalled (V → S); MTE3
+// copies them out (the indices output) once V handed them over. Then the
+// kept rows, k then v, a block at a time (scMergeBlock), MTE2 filling
+// kb[q] while the block before drains from kb[q^1] or ob[q^1]: a run of
+// consecutive indices goes GM → kb[q] → GM, a copy each way; a block
+// with gaps is copied in whole, skipped rows and all, V gathers its kept
+// rows into ob[q] once MTE2 handed kb[q] over and the last copy out of
+// ob[q] read it (MTE3 → V), and MTE3 copies them out contiguously once V
+// handed ob[q] over. Under those copies V clears the mask into the score
+// array once the indices' copy read it (MTE3 → V), the scalar sets the
+// kept tokens' bytes once V signalled (a V → S event of its own), and
+// MTE3 copies the mask out after the last kept row once V and the scalar
+// handed it over. The next head's importance overwrites the array once
+// that copy read it (MTE3 → V). The score array's events take id
+// scIDIdx.
 func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[string]*tensor.Tensor, keep, sinks, bufNum int, pairwise bool) error {
 	h, l, d := k.Shape[0], k.Shape[1], k.Shape[2]
 	a := c.Profile().UBAlign()
@@ -70,12 +119,34 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 	if free < nb*roundUp(rowBytes, a) {
 		nb = 1 // a UB that holds the scores and one row (sparseCompressFitsUB)
 	}
-	room := max(free/nb/a*a/rowBytes, 1) // rows per buffer, each buffer whole blocks
+	// The UB left is cut into 2·nb buffers of obRows rows (at most L):
+	// nb tile buffers kb (the importance tiles' and the kept blocks'
+	// copies in) and nb gather buffers ob, where each holds two rows;
+	// else into the nb tile buffers alone, and the kept rows go in runs
+	// of consecutive indices only (gapMax 1).
+	room := max(free/nb/a*a/rowBytes, 1)       // rows per buffer, each buffer whole blocks
+	obRows := min(free/(2*nb)/a*a/rowBytes, l) // a block spans at most the head
+	gapMax := scMergeGap(c.Profile(), rowBytes)
+	merge := obRows >= 2 && gapMax > 1
+	if merge {
+		room = obRows
+	} else {
+		gapMax = 1 // rows skipped inside a block: none
+	}
 	tok := min(room, ceilDiv(l, scTiles(c.Profile(), l, d)))
-	var kb [2]*npu.Buffer
+	blk := tok // a kept block's span: a tile buffer's rows
+	if merge {
+		blk = obRows
+	}
+	var kb, ob [2]*npu.Buffer
 	for i := range nb {
-		if kb[i], err = c.AllocUB(tok * rowBytes); err != nil {
+		if kb[i], err = c.AllocUB(blk * rowBytes); err != nil {
 			return err
+		}
+		if merge {
+			if ob[i], err = c.AllocUB(obRows * rowBytes); err != nil {
+				return err
+			}
 		}
 	}
 	if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
@@ -94,6 +165,8 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 	}
 	for hh := c.BlockIdx; hh < h; hh += c.BlockDim {
 		c.BeginTile()
+		// The score array's last reader: the head before's mask copy.
+		e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		var scores []float32
 		for t0 := 0; t0 < l; t0 += tok {
 			n := min(tok, l-t0)
@@ -113,47 +186,89 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 		}
 		scores = scb.F32()[:l]
 		sel := select32(f, scores, sinks, keep, pairwise)
+		for t, i := range sel { // the kept indices ascending, over the scores
+			scb.I32()[t] = int32(i)
+		}
 		c.VectorWork(l * 8 * max(1, bitsLen(l)))
 		// The kept rows' copies take their addresses from the selection:
-		// the scalar reads the kept indices (the score array's index
-		// half) once V signalled, and issues nothing before.
-		if err := scalarAfterV(c, f, scb, l*4, keep*4); err != nil {
+		// the scalar reads the kept indices once V signalled, and issues
+		// nothing before.
+		if err := scalarAfterV(c, f, scb, 0, keep*4); err != nil {
 			return err
 		}
 		src := f.kSourceHead(hh, h)
 		oh := f.outHead(hh, c.BlockIdx)
-		if oh != hh {
-			clear(outs["mask"].U8()[oh*l : (oh+1)*l]) // the row is written whole, as the chunked path does
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
+		if err := c.DataCopyPadOut(outs["indices"], oh*keep, scb, keep); err != nil {
+			return err
 		}
-		for t, i := range sel {
-			outs["indices"].I32()[oh*keep+t] = int32(i)
-			outs["mask"].U8()[oh*l+f.maskIndex(i, l)] = 1
-		}
-		// The kept rows, a run of consecutive indices (at most tok rows)
-		// a copy each way.
+		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
+		// The kept rows, a block at a time (scMergeBlock): a run of
+		// consecutive indices a copy each way through kb[q]; a block with
+		// gaps copied in whole into kb[q], its kept rows gathered by V
+		// into ob[q] and copied out from there.
 		for t := 0; t < len(sel); {
-			n := 1
-			for t+n < len(sel) && n < tok && sel[t+n] == sel[t]+n {
-				n++
-			}
+			u, gathered := scMergeBlock(sel, t, blk, obRows, gapMax)
+			span := sel[u-1] - sel[t] + 1
 			for _, kv := range []struct {
 				in  *tensor.Tensor
 				out string
 				hd  int
 			}{{k, "k_out", src}, {v, "v_out", hh}} {
 				b := fill()
-				if err := c.DataCopyPadIn(b, kv.in, (kv.hd*l+sel[t])*d, n*d); err != nil {
+				if err := c.DataCopyPadIn(b, kv.in, (kv.hd*l+sel[t])*d, span*d); err != nil {
 					return err
 				}
-				e.handOff(npu.PipeMTE2, npu.PipeMTE3, q)
-				if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, b, n*d); err != nil {
+				from := b
+				if gathered {
+					e.handOff(npu.PipeMTE2, npu.PipeV, q)
+					e.take(npu.PipeMTE3, npu.PipeV, scIDGather+q)
+					rows, dst := b.F16(), ob[q].F16()
+					for j := t; j < u; j++ {
+						r := sel[j] - sel[t]
+						copy(dst[(j-t)*d:(j-t+1)*d], rows[r*d:(r+1)*d])
+					}
+					c.VectorWork((u - t) * rowBytes)
+					e.set(npu.PipeV, npu.PipeMTE2, q)
+					e.handOff(npu.PipeV, npu.PipeMTE3, scIDGather+q)
+					from = ob[q]
+				} else {
+					e.handOff(npu.PipeMTE2, npu.PipeMTE3, q)
+				}
+				if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, from, (u-t)*d); err != nil {
 					return err
 				}
-				e.set(npu.PipeMTE3, npu.PipeMTE2, q)
+				if gathered {
+					e.set(npu.PipeMTE3, npu.PipeV, scIDGather+q)
+				} else {
+					e.set(npu.PipeMTE3, npu.PipeMTE2, q)
+				}
 				q = (q + 1) % nb
 			}
-			t += n
+			t = u
 		}
+		// The mask, staged in the score array under the kept rows'
+		// copies: V clears L bytes once the indices' copy read them, the
+		// scalar sets the kept tokens' once V signalled, and MTE3 copies
+		// the row out whole after the kept rows.
+		e.take(npu.PipeMTE3, npu.PipeV, scIDIdx)
+		clear(scb.U8()[:l])
+		c.VectorWork(l)
+		c.SetFlag(npu.PipeV, npu.PipeS, scIDScalar)
+		c.WaitFlag(npu.PipeV, npu.PipeS, scIDScalar)
+		for _, i := range sel {
+			mi := f.maskIndex(i, l)
+			if err := c.ScalarWrite(scb, mi, 1); err != nil {
+				return err
+			}
+			scb.U8()[mi] = 1
+		}
+		e.handOff(npu.PipeV, npu.PipeMTE3, scIDIdx)
+		e.handOff(npu.PipeS, npu.PipeMTE3, scIDIdx)
+		if err := c.DataCopyPadOut(outs["mask"], oh*l, scb, l); err != nil {
+			return err
+		}
+		e.set(npu.PipeMTE3, npu.PipeV, scIDIdx)
 		if f.kInPlace {
 			e.phase() // the fault's copies go through kb[0] with their own barriers
 		}
