@@ -24,27 +24,47 @@ GLOBL expmask<>(SB), RODATA|NOPTR, $8
 	VPERMILPD    $1, X0, X1 \
 	VMAXSD       X1, X0, X0
 
+// TERMSUMS_ENTER loads termSumsAVX2's and termSumsFiniteAVX2's
+// arguments (gv in SI, rv in DI, n in CX, invE, invV and guard in
+// Y12…Y14, l in R8), the absolute-value mask (Y15), the lanes of l
+// (Y6…Y10) and a zero maximum (Y5), and starts the index (AX) at 0.
+#define TERMSUMS_ENTER \
+	MOVQ         gv+0(FP), SI       \
+	MOVQ         rv+8(FP), DI       \
+	MOVQ         n+16(FP), CX       \
+	VBROADCASTSD invE+24(FP), Y12   \
+	VBROADCASTSD invV+32(FP), Y13   \
+	VBROADCASTSD guard+40(FP), Y14  \
+	MOVQ         l+48(FP), R8       \
+	VBROADCASTSD absmask<>(SB), Y15 \
+	VMOVUPD      0(R8), Y6          \
+	VMOVUPD      32(R8), Y7         \
+	VMOVUPD      64(R8), Y8         \
+	VMOVUPD      96(R8), Y9         \
+	VMOVUPD      128(R8), Y10       \
+	VXORPD       Y5, Y5, Y5         \
+	XORQ         AX, AX
+
+// TERMSUMS_LEAVE stores the lanes back into l and returns the largest
+// relative error of Y5's lanes.
+#define TERMSUMS_LEAVE \
+	VMOVUPD Y6, 0(R8)       \
+	VMOVUPD Y7, 32(R8)      \
+	VMOVUPD Y8, 64(R8)      \
+	VMOVUPD Y9, 96(R8)      \
+	VMOVUPD Y10, 128(R8)    \
+	HMAX(Y5, X5)            \
+	VZEROUPPER              \
+	VMOVSD  X0, mare+56(FP) \
+	RET
+
 // func termSumsAVX2(gv, rv *float64, n int, invE, invV, guard float64, l *laneSums) (mare float64)
 //
 // Y6…Y10 are the lanes of l (mere, sq, gr, gg, rr), Y5 the largest
 // relative error per lane, Y0…Y4 the step's values and terms.
 TEXT ·termSumsAVX2(SB), NOSPLIT, $0-64
-	MOVQ gv+0(FP), SI
-	MOVQ rv+8(FP), DI
-	MOVQ n+16(FP), CX
-	VBROADCASTSD invE+24(FP), Y12
-	VBROADCASTSD invV+32(FP), Y13
-	VBROADCASTSD guard+40(FP), Y14
-	MOVQ l+48(FP), R8
-	VBROADCASTSD absmask<>(SB), Y15
+	TERMSUMS_ENTER
 	VBROADCASTSD expmask<>(SB), Y11
-	VMOVUPD 0(R8), Y6
-	VMOVUPD 32(R8), Y7
-	VMOVUPD 64(R8), Y8
-	VMOVUPD 96(R8), Y9
-	VMOVUPD 128(R8), Y10
-	VXORPD  Y5, Y5, Y5
-	XORQ    AX, AX
 
 loop:
 	CMPQ AX, CX
@@ -82,35 +102,13 @@ loop:
 	JMP     loop
 
 done:
-	VMOVUPD Y6, 0(R8)
-	VMOVUPD Y7, 32(R8)
-	VMOVUPD Y8, 64(R8)
-	VMOVUPD Y9, 96(R8)
-	VMOVUPD Y10, 128(R8)
-	HMAX(Y5, X5)
-	VZEROUPPER
-	VMOVSD X0, mare+56(FP)
-	RET
+	TERMSUMS_LEAVE
 
 // func termSumsFiniteAVX2(gv, rv *float64, n int, invE, invV, guard float64, l *laneSums) (mare float64)
 //
 // termSumsAVX2's loop without the masks.
 TEXT ·termSumsFiniteAVX2(SB), NOSPLIT, $0-64
-	MOVQ gv+0(FP), SI
-	MOVQ rv+8(FP), DI
-	MOVQ n+16(FP), CX
-	VBROADCASTSD invE+24(FP), Y12
-	VBROADCASTSD invV+32(FP), Y13
-	VBROADCASTSD guard+40(FP), Y14
-	MOVQ l+48(FP), R8
-	VBROADCASTSD absmask<>(SB), Y15
-	VMOVUPD 0(R8), Y6
-	VMOVUPD 32(R8), Y7
-	VMOVUPD 64(R8), Y8
-	VMOVUPD 96(R8), Y9
-	VMOVUPD 128(R8), Y10
-	VXORPD  Y5, Y5, Y5
-	XORQ    AX, AX
+	TERMSUMS_ENTER
 
 floop:
 	CMPQ AX, CX
@@ -142,15 +140,7 @@ floop:
 	JMP    floop
 
 fdone:
-	VMOVUPD Y6, 0(R8)
-	VMOVUPD Y7, 32(R8)
-	VMOVUPD Y8, 64(R8)
-	VMOVUPD Y9, 96(R8)
-	VMOVUPD Y10, 128(R8)
-	HMAX(Y5, X5)
-	VZEROUPPER
-	VMOVSD X0, mare+56(FP)
-	RET
+	TERMSUMS_LEAVE
 
 DATA c2046<>+0(SB)/8, $0x7fe0000000000000
 GLOBL c2046<>(SB), RODATA|NOPTR, $8
