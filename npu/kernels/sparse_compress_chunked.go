@@ -111,6 +111,12 @@ type scChunked struct {
 	nRows, nScores       int // buffers of rows and scores: 2 (ping-pong) where the UB holds them
 	q, qs                int // the rows and scores buffers the next fill takes
 	e                    *pipeFlags
+	// The final pass copies the kept rows in blocks (scMergeJoins) of at
+	// most blkRows rows (a rows buffer's chunk; 1 in the long-row layout)
+	// skipping fewer than gapMax rows between kept ones (scMergeGap; 1,
+	// runs of consecutive tokens only, in the long-row layout or where
+	// no gap pays).
+	blkRows, gapMax int
 }
 
 // Event ids of the chunked path's buffers (pipeFlags): rows and scores
@@ -172,6 +178,10 @@ func newSCChunked(c *npu.Core, f sparseCompressFaults, k, v, ws *tensor.Tensor, 
 		}
 		s.rows[1], s.nRows = b, 2
 	}
+	s.blkRows, s.gapMax = 1, 1
+	if s.piece == d {
+		s.blkRows, s.gapMax = chunk, scMergeGap(c.Profile(), max(d*2, 1))
+	}
 	if err := c.SetSyncMode(npu.SyncExplicit); err != nil {
 		return nil, err
 	}
@@ -193,7 +203,7 @@ func (s *scChunked) fillScores(p npu.Pipe) (*npu.Buffer, int) {
 }
 
 // fillRows takes the next rows buffer for MTE2 (importance's copy in, or
-// a run of kept rows in the final pass) and returns it and its event id.
+// a block of kept rows in the final pass) and returns it and its event id.
 func (s *scChunked) fillRows() (*npu.Buffer, int) {
 	q := s.q
 	s.q = (s.q + 1) % s.nRows
@@ -404,14 +414,17 @@ func (s *scChunked) radix(res, need int) (cut uint32, take, eq int, err error) {
 // final streams the tokens in index order: the first res are kept, a
 // candidate when kept(key) is 1 (its score is read back from the
 // workspace only when scored). Indices and mask leave a chunk at a time;
-// kept rows are copied in runs of consecutive tokens (copyRun).
+// kept rows are copied in merged blocks (scMergeJoins, copyBlock).
 func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error {
 	c, l, d, e := s.c, s.l, s.d, s.e
 	indices, mask := s.outs["indices"], s.outs["mask"]
 	src := s.f.kSourceHead(hh, s.h)
 	oh := s.f.outHead(hh, c.BlockIdx)
 	out, pending, carry := 0, 0, false
-	var run scRun // kept rows not yet copied: consecutive tokens
+	// The kept rows not yet copied: one open block (scMergeJoins), and
+	// whether it has gaps.
+	var blk []int
+	gaps := false
 	flush := func() error {
 		if pending == 0 {
 			return nil
@@ -499,14 +512,17 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 			s.idx.I32()[pending] = int32(t)
 			pending++
 			out++
-			if run.n > 0 && run.t+run.n == t && run.n < s.chunk && s.piece == d {
-				run.n++
-			} else {
-				if err := s.copyRun(run, hh, src, oh); err != nil {
+			joins := false
+			if len(blk) > 0 {
+				joins, gaps = scMergeJoins(blk[0], blk[len(blk)-1], t, len(blk), gaps, s.blkRows, s.blkRows, s.gapMax)
+			}
+			if !joins {
+				if err := s.copyBlock(blk, out-1-len(blk), hh, src, oh); err != nil {
 					return err
 				}
-				run = scRun{t: t, out: out - 1, n: 1}
+				blk, gaps = blk[:0], false
 			}
+			blk = append(blk, t)
 			if pending == s.chunk {
 				if err := flush(); err != nil {
 					return err
@@ -523,7 +539,7 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 		}
 		e.set(npu.PipeMTE3, npu.PipeV, scIDMask)
 	}
-	if err := s.copyRun(run, hh, src, oh); err != nil {
+	if err := s.copyBlock(blk, out-len(blk), hh, src, oh); err != nil {
 		return err
 	}
 	if out != s.keep {
@@ -535,41 +551,34 @@ func (s *scChunked) final(hh, res int, kept func(uint32) int, scored bool) error
 	return s.f.compactK(c, s.k, s.outs["k_out"], s.row, s.piece, hh, oh, l, s.keep, d)
 }
 
-// scRun is a run of kept tokens [t, t+n), output rows [out, out+n).
-type scRun struct{ t, out, n int }
-
-// copyRun copies run r's k and v rows GM → UB → GM: the whole run in one
-// copy each way through a rows buffer (ping-pong: the next run's copy in
-// overlaps this one's copy out), or row by row through the row buffer in
-// the long-row layout.
-func (s *scChunked) copyRun(r scRun, hh, src, oh int) error {
-	if r.n == 0 {
+// copyBlock copies the k and v rows of the block of kept tokens blk
+// (ascending, output rows from out) GM → UB → GM: through the next rows
+// buffer (scCopyBlock; ping-pong: the next block's copy in overlaps this
+// one's gather and copy out), a block with gaps gathered in place (V
+// moves each kept row down to its place, rows in ascending order, so
+// none is overwritten before it is read); in the long-row layout a
+// block is one row, copied through the row buffer a piece at a time.
+func (s *scChunked) copyBlock(blk []int, out, hh, src, oh int) error {
+	if len(blk) == 0 {
 		return nil
 	}
-	c, l, d, e := s.c, s.l, s.d, s.e
+	l, d := s.l, s.d
 	for _, kv := range []struct {
 		in  *tensor.Tensor
 		out string
 		hd  int
 	}{{s.k, "k_out", src}, {s.v, "v_out", hh}} {
-		so, do := (kv.hd*l+r.t)*d, (oh*s.keep+r.out)*d
+		so, do := (kv.hd*l+blk[0])*d, (oh*s.keep+out)*d
 		if s.piece < d {
-			for j := range r.n {
-				if err := s.copyRow(kv.in, so+j*d, s.outs[kv.out], do+j*d); err != nil {
-					return err
-				}
+			if err := s.copyRow(kv.in, so, s.outs[kv.out], do); err != nil {
+				return err
 			}
 			continue
 		}
 		rb, rid := s.fillRows()
-		if err := c.DataCopyPadIn(rb, kv.in, so, r.n*d); err != nil {
+		if err := scCopyBlock(s.c, s.e, blk, d, kv.in, so, s.outs[kv.out], do, rb, rid, rb, rid); err != nil {
 			return err
 		}
-		e.handOff(npu.PipeMTE2, npu.PipeMTE3, rid)
-		if err := c.DataCopyPadOut(s.outs[kv.out], do, rb, r.n*d); err != nil {
-			return err
-		}
-		e.set(npu.PipeMTE3, npu.PipeMTE2, rid)
 	}
 	return nil
 }

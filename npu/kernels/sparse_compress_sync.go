@@ -49,22 +49,89 @@ func scMergeGap(p npu.Profile, rowBytes int) int {
 // scMergeBlock returns the end u of the block of kept rows that starts at
 // sel[t], and whether it has gaps (gathered): sel[t:u] span at most tok
 // rows, skip fewer than gapMax rows between neighbours, and, with gaps,
-// are at most obRows (a gather buffer's rows).
+// are at most obRows (a gather buffer's rows) (scMergeJoins).
 func scMergeBlock(sel []int, t, tok, obRows, gapMax int) (u int, gathered bool) {
 	u = t + 1
 	for u < len(sel) {
-		gap := sel[u] - sel[u-1] - 1
-		if gap >= gapMax || sel[u]-sel[t]+1 > tok {
-			break
-		}
-		g := gathered || gap > 0
-		if g && u+1-t > obRows {
+		ok, g := scMergeJoins(sel[t], sel[u-1], sel[u], u-t, gathered, tok, obRows, gapMax)
+		if !ok {
 			break
 		}
 		gathered = g
 		u++
 	}
 	return u, gathered
+}
+
+// scMergeJoins is scMergeBlock's rule for one more row: whether kept row
+// next joins the block of n kept rows from first to last (gathered: with
+// gaps), and whether the block then has gaps. The chunked path, which
+// finds its kept rows one at a time, grows its blocks with it.
+func scMergeJoins(first, last, next, n int, gathered bool, tok, obRows, gapMax int) (joins, withGaps bool) {
+	gap := next - last - 1
+	if gap >= gapMax || next-first+1 > tok {
+		return false, gathered
+	}
+	g := gathered || gap > 0
+	if g && n+1 > obRows {
+		return false, gathered
+	}
+	return true, g
+}
+
+// scCopyBlock copies the kept rows blk (ascending token indices, one
+// block of scMergeBlock) of one of k and v, the row of token blk[0] at
+// element in0 of in, to element out0 of out, GM → UB → GM: MTE2 copies
+// the block's span into tile (event id tid) once its last reader, V or
+// MTE3, handed it back. A run without gaps goes straight out (MTE2 →
+// MTE3; the tile freed MTE3 → MTE2). A block with gaps is gathered by V
+// once MTE2 handed the tile over, then copied out contiguously by MTE3
+// once V handed the gather over: into gather (event id gid) once the
+// last copy out of gather read it (MTE3 → V), the tile freed V → MTE2
+// and gather MTE3 → V; or, gather being tile, in place (each kept row
+// moved down to its place, in ascending order, so none is overwritten
+// before it is read), the tile freed MTE3 → MTE2.
+func scCopyBlock(c *npu.Core, e *pipeFlags, blk []int, d int, in *tensor.Tensor, in0 int, out *tensor.Tensor, out0 int, tile *npu.Buffer, tid int, gather *npu.Buffer, gid int) error {
+	span := blk[len(blk)-1] - blk[0] + 1
+	gathered := span > len(blk)
+	if gathered && gather == nil {
+		return fmt.Errorf("a block of %d kept rows spanning %d without a gather buffer", len(blk), span)
+	}
+	inPlace := gather == tile
+	e.take(npu.PipeV, npu.PipeMTE2, tid)
+	e.take(npu.PipeMTE3, npu.PipeMTE2, tid)
+	if err := c.DataCopyPadIn(tile, in, in0, span*d); err != nil {
+		return err
+	}
+	from := tile
+	if gathered {
+		e.handOff(npu.PipeMTE2, npu.PipeV, tid)
+		if !inPlace {
+			e.take(npu.PipeMTE3, npu.PipeV, gid)
+		}
+		rows, dst := tile.F16(), gather.F16()
+		for j, i := range blk {
+			r := i - blk[0]
+			copy(dst[j*d:(j+1)*d], rows[r*d:(r+1)*d])
+		}
+		c.VectorWork(len(blk) * max(d*2, 1))
+		if !inPlace {
+			e.set(npu.PipeV, npu.PipeMTE2, tid)
+		}
+		e.handOff(npu.PipeV, npu.PipeMTE3, gid)
+		from = gather
+	} else {
+		e.handOff(npu.PipeMTE2, npu.PipeMTE3, tid)
+	}
+	if err := c.DataCopyPadOut(out, out0, from, len(blk)*d); err != nil {
+		return err
+	}
+	if gathered && !inPlace {
+		e.set(npu.PipeMTE3, npu.PipeV, gid)
+	} else {
+		e.set(npu.PipeMTE3, npu.PipeMTE2, tid)
+	}
+	return nil
 }
 
 // scalarAfterV hands what V wrote to the scalar unit, SetFlag then
@@ -208,40 +275,14 @@ func scInUB(c *npu.Core, f sparseCompressFaults, k, v *tensor.Tensor, outs map[s
 		// gaps copied in whole into kb[q], its kept rows gathered by V
 		// into ob[q] and copied out from there.
 		for t := 0; t < len(sel); {
-			u, gathered := scMergeBlock(sel, t, blk, obRows, gapMax)
-			span := sel[u-1] - sel[t] + 1
+			u, _ := scMergeBlock(sel, t, blk, obRows, gapMax)
 			for _, kv := range []struct {
 				in  *tensor.Tensor
 				out string
 				hd  int
 			}{{k, "k_out", src}, {v, "v_out", hh}} {
-				b := fill()
-				if err := c.DataCopyPadIn(b, kv.in, (kv.hd*l+sel[t])*d, span*d); err != nil {
+				if err := scCopyBlock(c, e, sel[t:u], d, kv.in, (kv.hd*l+sel[t])*d, outs[kv.out], (oh*keep+t)*d, kb[q], q, ob[q], scIDGather+q); err != nil {
 					return err
-				}
-				from := b
-				if gathered {
-					e.handOff(npu.PipeMTE2, npu.PipeV, q)
-					e.take(npu.PipeMTE3, npu.PipeV, scIDGather+q)
-					rows, dst := b.F16(), ob[q].F16()
-					for j := t; j < u; j++ {
-						r := sel[j] - sel[t]
-						copy(dst[(j-t)*d:(j-t+1)*d], rows[r*d:(r+1)*d])
-					}
-					c.VectorWork((u - t) * rowBytes)
-					e.set(npu.PipeV, npu.PipeMTE2, q)
-					e.handOff(npu.PipeV, npu.PipeMTE3, scIDGather+q)
-					from = ob[q]
-				} else {
-					e.handOff(npu.PipeMTE2, npu.PipeMTE3, q)
-				}
-				if err := c.DataCopyPadOut(outs[kv.out], (oh*keep+t)*d, from, (u-t)*d); err != nil {
-					return err
-				}
-				if gathered {
-					e.set(npu.PipeMTE3, npu.PipeV, scIDGather+q)
-				} else {
-					e.set(npu.PipeMTE3, npu.PipeMTE2, q)
 				}
 				q = (q + 1) % nb
 			}

@@ -112,3 +112,92 @@ func TestSparseCompressChunkedSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseCompressChunkedMergedBlocks: the chunked path's final pass
+// copies the kept rows in merged blocks (scMergeJoins, the in-UB path's
+// rule), each block's span read once for k and once for v. The GM bytes
+// read are derived, not measured: per head the rows in for the importance
+// (L·D·2), when a cut is needed the workspace read back by the four radix
+// passes and the final pass (5·(L − sinks)·4), and the spans of the blocks
+// scMergeBlock cuts the kept indices (the kernel's own output, checked
+// against the in-UB path) into at a chunk's rows and scMergeGap's gap
+// (2·span·D·2). Each case keeps rows with gaps that merging skips, so a
+// kernel back to a copy per run reads fewer bytes (and pays more copies)
+// and fails; and the merged blocks are fewer than the runs.
+func TestSparseCompressChunkedMergedBlocks(t *testing.T) {
+	prof := npu.Ascend910B()
+	dev := npu.MustNewDevice(prof)
+	for _, c := range []struct {
+		h, l, d      int
+		ratio, sinks string
+		opt          SparseCompressOptions
+	}{
+		{2, 70000, 8, "0.25", "4", SparseCompressOptions{}}, // golden l_past_2e16's shape
+		{1, 32768, 128, "0.25", "4", SparseCompressOptions{}},
+		{8, 1024, 128, "0.5", "4", SparseCompressOptions{ChunkTokens: 256}},
+		{8, 1024, 128, "0.5", "4", SparseCompressOptions{ChunkTokens: 48, BufferNum: 1}},
+		{3, 300, 16, "0.3", "0", SparseCompressOptions{ChunkTokens: 7}},
+	} {
+		p := ops.Params{"keep_ratio": c.ratio, "sinks": c.sinks}
+		vp, err := ops.SparseCompress.Validate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ops.ParseSparseCompress(vp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := ops.SparseCompress.Generate(p, ops.Gen{Dims: map[string]int{"h": c.h, "l": c.l, "d": c.d}, Dist: ops.DistUniform, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := runSC(t, dev, p, in, SparseCompressOptions{})
+		got, cost := runSC(t, dev, p, in, c.opt)
+		if !bytes.Equal(scBits(got["indices"]), scBits(want["indices"])) {
+			t.Fatalf("sparse_compress %v h,l,d=%d,%d,%d options %+v: indices differ from the in-UB path's", p, c.h, c.l, c.d, c.opt)
+		}
+		chunk := c.opt.ChunkTokens
+		if chunk <= 0 {
+			if sparseCompressFitsUB(prof, c.l, c.d) {
+				t.Fatalf("h,l,d=%d,%d,%d fits the UB: not a chunked case", c.h, c.l, c.d)
+			}
+			chunk = min(sparseCompressChunk(prof, c.d), roundUp(c.l, 32))
+		}
+		keep := sparseCompressKeep(c.l, cfg.KeepRatio, cfg.Sinks)
+		res := min(cfg.Sinks, c.l)
+		gapMax := scMergeGap(prof, c.d*2)
+		rowBytes := int64(c.d * 2)
+		var wantIn int64
+		blocks, runs := 0, 0
+		for hh := range c.h {
+			wantIn += int64(c.l) * rowBytes
+			if need := keep - res; need != 0 && need != c.l-res {
+				wantIn += 5 * int64(c.l-res) * 4
+			}
+			sel := make([]int, keep)
+			for i, x := range got["indices"].I32()[hh*keep : (hh+1)*keep] {
+				sel[i] = int(x)
+			}
+			for i := range sel {
+				if i == 0 || sel[i] != sel[i-1]+1 {
+					runs++
+				}
+			}
+			for t0 := 0; t0 < keep; {
+				u, _ := scMergeBlock(sel, t0, chunk, chunk, gapMax)
+				wantIn += 2 * int64(sel[u-1]-sel[t0]+1) * rowBytes
+				blocks++
+				t0 = u
+			}
+		}
+		t.Logf("sparse_compress %v h,l,d=%d,%d,%d options %+v: chunk %d, gap %d: %d runs in %d blocks, %d GM bytes read, %d cycles",
+			p, c.h, c.l, c.d, c.opt, chunk, gapMax, runs, blocks, cost.GMBytesIn, cost.Cycles)
+		if blocks >= runs {
+			t.Fatalf("sparse_compress %v h,l,d=%d,%d,%d: %d blocks for %d runs: the case merges nothing", p, c.h, c.l, c.d, blocks, runs)
+		}
+		if cost.GMBytesIn != wantIn {
+			t.Errorf("sparse_compress %v h,l,d=%d,%d,%d options %+v: GM bytes read %d, want %d (importance, workspace, %d merged blocks' spans)",
+				p, c.h, c.l, c.d, c.opt, cost.GMBytesIn, wantIn, blocks)
+		}
+	}
+}
