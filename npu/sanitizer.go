@@ -287,26 +287,49 @@ func (c *Core) shadowRange(sh []cell, first int, idx int32, o operand, p Pipe, v
 // reportHazards turns the hazards of access o of instruction in into
 // findings.
 func (c *Core) reportHazards(b *Buffer, o operand, in instInfo, raw, waw, war, uninit hazard) {
+	end := o.lo + (max(o.rows, 1)-1)*o.stride + o.n // past the last row
+	c.hazardFindings(b, o.lo, end, in, []kindHazard{
+		{KindRAW, raw, "reads before the producer signalled:"}, {KindWAR, war, "overwrites while another pipe still reads:"},
+		{KindWAW, waw, "overwrites an unsynchronised write of"}, {KindUninit, uninit, "reads local memory never written"}})
+}
+
+// kindHazard is one kind of conflict of an access and the verb its
+// finding's message uses.
+type kindHazard struct {
+	kind string
+	h    hazard
+	verb string
+}
+
+// hazardFindings records the hazards hs of instruction in's access to
+// bytes [lo, end) of b, each clipped to those bytes: the one failure
+// message of the sanitizer's conflicts. A scalar access's (pipe S)
+// message also names the wait the scalar needs.
+func (c *Core) hazardFindings(b *Buffer, lo, end int, in instInfo, hs []kindHazard) {
 	s := &c.sch
-	p := in.p
-	for _, h := range []struct {
-		kind string
-		h    hazard
-		verb string
-	}{{KindRAW, raw, "reads before the producer signalled:"}, {KindWAR, war, "overwrites while another pipe still reads:"},
-		{KindWAW, waw, "overwrites an unsynchronised write of"}, {KindUninit, uninit, "reads local memory never written"}} {
+	g := c.mem[b.space].align
+	inst := in.String()
+	for _, h := range hs {
 		if !h.h.on {
 			continue
 		}
-		g := c.mem[b.space].align
-		end := o.lo + (max(o.rows, 1)-1)*o.stride + o.n // past the last row
-		lo, hi := max(h.h.first*g-b.off, o.lo), min((h.h.last+1)*g-b.off, end, len(b.data))
-		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: lo, Hi: hi, Inst: in.String()}
-		if h.h.other >= 0 {
-			f.Other = s.insts[h.h.other].String()
-			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s %s (%s buffer at %#x, bytes [%d, %d))", h.kind, c.BlockIdx, p, f.Inst, h.verb, f.Other, b.space, b.off, lo, hi)
-		} else {
-			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s (%s buffer at %#x, bytes [%d, %d))", h.kind, c.BlockIdx, p, f.Inst, h.verb, b.space, b.off, lo, hi)
+		flo, fhi := max(h.h.first*g-b.off, lo), min((h.h.last+1)*g-b.off, end, len(b.data))
+		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: in.p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: flo, Hi: fhi, Inst: inst}
+		where := fmt.Sprintf("(%s buffer at %#x, bytes [%d, %d))", b.space, b.off, flo, fhi)
+		switch {
+		case h.h.other < 0:
+			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s %s", h.kind, c.BlockIdx, in.p, inst, h.verb, where)
+		default:
+			o := s.insts[h.h.other]
+			f.Other = o.String()
+			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s %s %s", h.kind, c.BlockIdx, in.p, inst, h.verb, f.Other, where)
+			if in.p == PipeS {
+				after := "the write"
+				if h.kind == KindWAR {
+					after = "the read"
+				}
+				f.Message += fmt.Sprintf(": the scalar needs SetFlag/WaitFlag(%s, S) after %s", o.p, after)
+			}
 		}
 		c.finding(f)
 	}

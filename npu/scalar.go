@@ -23,24 +23,11 @@ import "fmt"
 // A range outside b, or a buffer that is not a live buffer of this core,
 // is an error.
 func (c *Core) ScalarRead(b *Buffer, off, n int) error {
-	if b == nil || !b.live || b.core != c {
-		return fmt.Errorf("ScalarRead: not a live buffer of core %d", c.BlockIdx)
-	}
-	if off < 0 || n < 0 || off+n > len(b.data) {
-		return fmt.Errorf("ScalarRead: bytes [%d, %d) outside the %d-byte %s buffer at %#x", off, off+n, len(b.data), b.space, b.off)
-	}
-	s := &c.sch
-	b.touch(off + n)
-	if s.mode == SyncImplicit {
-		s.fence = max(s.fence, b.wEnd)
-		return nil
-	}
-	s.sSeq++
-	if s.san && n > 0 {
-		c.scalarWrites()
+	check, err := c.scalarAccess("ScalarRead", b, off, n, false)
+	if check {
 		c.scalarCheck(b, off, n)
 	}
-	return nil
+	return err
 }
 
 // ScalarWrite declares that the core's scalar unit writes bytes [off,
@@ -63,24 +50,40 @@ func (c *Core) ScalarRead(b *Buffer, off, n int) error {
 // A range outside b, or a buffer that is not a live buffer of this core,
 // is an error.
 func (c *Core) ScalarWrite(b *Buffer, off, n int) error {
+	check, err := c.scalarAccess("ScalarWrite", b, off, n, true)
+	if check {
+		c.scalarWriteCheck(b, off, n)
+	}
+	return err
+}
+
+// scalarAccess is what ScalarRead and ScalarWrite (op) share: it checks
+// b and the range, and counts the access. In SyncImplicit mode it orders
+// every later instruction after the buffer's producer (and, for a write,
+// its last reader); in SyncExplicit mode it numbers the
+// scalar's access and reports whether the sanitizer must check its bytes.
+func (c *Core) scalarAccess(op string, b *Buffer, off, n int, write bool) (check bool, err error) {
 	if b == nil || !b.live || b.core != c {
-		return fmt.Errorf("ScalarWrite: not a live buffer of core %d", c.BlockIdx)
+		return false, fmt.Errorf("%s: not a live buffer of core %d", op, c.BlockIdx)
 	}
 	if off < 0 || n < 0 || off+n > len(b.data) {
-		return fmt.Errorf("ScalarWrite: bytes [%d, %d) outside the %d-byte %s buffer at %#x", off, off+n, len(b.data), b.space, b.off)
+		return false, fmt.Errorf("%s: bytes [%d, %d) outside the %d-byte %s buffer at %#x", op, off, off+n, len(b.data), b.space, b.off)
 	}
 	s := &c.sch
 	b.touch(off + n)
 	if s.mode == SyncImplicit {
-		s.fence = max(s.fence, b.wEnd, b.rEnd)
-		return nil
+		s.fence = max(s.fence, b.wEnd)
+		if write {
+			s.fence = max(s.fence, b.rEnd)
+		}
+		return false, nil
 	}
 	s.sSeq++
-	if s.san && n > 0 {
-		c.scalarWrites()
-		c.scalarWriteCheck(b, off, n)
+	if !s.san || n == 0 {
+		return false, nil
 	}
-	return nil
+	c.scalarWrites()
+	return true, nil
 }
 
 // scalarWriteCheck checks the scalar's write of bytes [off, off+n) of b
@@ -109,17 +112,10 @@ func (c *Core) scalarWriteCheck(b *Buffer, off, n int) {
 		cl.w = hostWrite
 		cl.r = [numPipes]int32{}
 	}
-	c.scalarFindings(b, off, n, "ScalarWrite", []scalarHazard{
+	c.hazardFindings(b, off, off+n, instInfo{op: "ScalarWrite", p: PipeS, seq: s.sSeq}, []kindHazard{
 		{KindWAR, war, "overwrites while another pipe still reads:"},
 		{KindWAW, waw, "overwrites an unsynchronised write of"},
 	})
-}
-
-// scalarHazard is one kind of conflict of a scalar access.
-type scalarHazard struct {
-	kind string
-	h    hazard
-	verb string
 }
 
 // scalarCheck checks the scalar's read of bytes [off, off+n) of b
@@ -150,36 +146,8 @@ func (c *Core) scalarCheck(b *Buffer, off, n int) {
 			}
 		}
 	}
-	c.scalarFindings(b, off, n, "ScalarRead", []scalarHazard{
+	c.hazardFindings(b, off, off+n, instInfo{op: "ScalarRead", p: PipeS, seq: s.sSeq}, []kindHazard{
 		{KindRAW, raw, "reads before the producer signalled:"},
 		{KindUninit, uninit, "reads local memory never written"},
 	})
-}
-
-// scalarFindings records the hazards of the scalar's access op (the
-// scalar's instruction number sched.sSeq) to bytes [off, off+n) of b.
-func (c *Core) scalarFindings(b *Buffer, off, n int, op string, hs []scalarHazard) {
-	s := &c.sch
-	in := instInfo{op: op, p: PipeS, seq: s.sSeq}.String()
-	g := c.mem[b.space].align
-	for _, h := range hs {
-		if !h.h.on {
-			continue
-		}
-		lo, hi := max(h.h.first*g-b.off, off), min((h.h.last+1)*g-b.off, off+n, len(b.data))
-		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: PipeS, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: lo, Hi: hi, Inst: in}
-		if h.h.other >= 0 {
-			o := s.insts[h.h.other]
-			f.Other = o.String()
-			after := "the write"
-			if h.kind == KindWAR {
-				after = "the read"
-			}
-			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s %s (%s buffer at %#x, bytes [%d, %d)): the scalar needs SetFlag/WaitFlag(%s, S) after %s",
-				h.kind, c.BlockIdx, PipeS, f.Inst, h.verb, f.Other, b.space, b.off, lo, hi, o.p, after)
-		} else {
-			f.Message = fmt.Sprintf("%s: core %d pipe %s: %s %s (%s buffer at %#x, bytes [%d, %d))", h.kind, c.BlockIdx, PipeS, f.Inst, h.verb, b.space, b.off, lo, hi)
-		}
-		c.finding(f)
-	}
 }

@@ -250,3 +250,37 @@ func TestScalarWriteSanitizer(t *testing.T) {
 		}
 	}
 }
+
+// TestScalarAccessErrors: a scalar access to no buffer, to another
+// core's or a freed one, or past a buffer's end is an error naming the
+// access, in either sync mode, not a panic or a silent read.
+func TestScalarAccessErrors(t *testing.T) {
+	d := newDev(t, unitProfile())
+	for _, mode := range []SyncMode{SyncImplicit, SyncExplicit} {
+		var errs []error
+		kernel := func(c *Core) error {
+			if err := c.SetSyncMode(mode); err != nil {
+				return err
+			}
+			b, err := c.Alloc(UB, 64)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, c.ScalarRead(nil, 0, 4), c.ScalarWrite(nil, 0, 4),
+				c.ScalarRead(b, 60, 8), c.ScalarWrite(b, -1, 2))
+			if err := c.Free(b); err != nil {
+				return err
+			}
+			errs = append(errs, c.ScalarRead(b, 0, 4))
+			return nil
+		}
+		if _, err := d.LaunchOn(bg, AICore, 1, kernel); err != nil {
+			t.Fatalf("scalar errors mode=%d: %v", mode, err)
+		}
+		for i, err := range errs {
+			if want := []string{"ScalarRead", "ScalarWrite", "ScalarRead", "ScalarWrite", "ScalarRead"}[i]; err == nil || !strings.HasPrefix(err.Error(), want+":") {
+				t.Errorf("scalar errors mode=%d: access %d: got %v want an error starting %q", mode, i, err, want+":")
+			}
+		}
+	}
+}

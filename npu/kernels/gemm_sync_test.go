@@ -2,12 +2,10 @@ package kernels
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
-	"github.com/npuverify/npuverify/tensor"
 )
 
 // TestGEMMExplicitSyncClean: gemm and gemm24 run in explicit sync mode
@@ -43,22 +41,8 @@ func TestGEMMMissingWaitCaught(t *testing.T) {
 	dev := npu.MustNewDevice(npu.Ascend910B())
 	const seed = 11
 	for _, dims := range []map[string]int{{"m": 16, "k": 16, "n": 16}, {"m": 40, "k": 300, "n": 24}, {"m": 300, "k": 64, "n": 600}} {
-		gp, err := ops.GEMM.Validate(ops.Params{"mode": "fp16_fp32acc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gin, err := ops.GEMM.Generate(gp, ops.Gen{Dims: dims, Dist: ops.DistUniform, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gemm := func(ctx context.Context) (*tensor.Tensor, *npu.Cost, error) {
-			out, cost, err := GEMMKernel(ctx, dev, gp, gin)
-			if err != nil {
-				return nil, nil, err
-			}
-			return out["out"], cost, nil
-		}
-		checkSyncFault(t, fmt.Sprintf("gemm %s dims=%v seed=%d", gp, dims, seed), gemm, FaultGEMMMissingWait, npu.KindRAW, "Mmad")
+		gemm, what := gemmSyncRun(t, dev, dims, seed)
+		checkSyncFault(t, what, gemm, FaultGEMMMissingWait, npu.KindRAW, "Mmad")
 	}
 }
 

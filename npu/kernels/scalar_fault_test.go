@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // Sync faults of the scalar unit (npu.PipeS): a scalar read or write
@@ -34,32 +35,14 @@ func TestSparseCompressMissingScalarWaitCaught(t *testing.T) {
 	for _, opt := range []SparseCompressOptions{{}, {BufferNum: 1}, {ChunkTokens: 64}, {ChunkTokens: 48, BufferNum: 1}} {
 		where := fmt.Sprintf("sparse_compress %v dims %v opt %+v", raw, dims, opt)
 		ctx := WithVariant(context.Background(), Variant{Name: "test", Op: "sparse_compress", Options: opt})
-		want, clean, err := SparseCompressKernel(ctx, dev, p, in)
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
+		run := func(ctx context.Context) (map[string]*tensor.Tensor, *npu.Cost, error) {
+			return SparseCompressKernel(ctx, dev, p, in)
 		}
-		if len(clean.Findings) != 0 {
-			t.Errorf("%s: correct kernel: got findings %v want none", where, clean.Findings)
-		}
-		got, cost, err := SparseCompressKernel(npu.WithFaults(ctx, npu.NewFaults(FaultSparseCompressMissingScalarWait)), dev, p, in)
-		if err != nil {
-			t.Fatalf("%s fault: %v", where, err)
-		}
-		for name, w := range want {
-			if same, at := sameBits(got[name], w); !same {
-				t.Errorf("%s fault: %s element %d differs from the correct kernel's", where, name, at)
-			}
-		}
-		if len(cost.Findings) == 0 {
-			t.Errorf("%s fault: no finding, want a RAW on pipe S", where)
-		}
-		for _, f := range cost.Findings {
-			if f.Kind != npu.KindRAW || f.Pipe != npu.PipeS || !strings.HasPrefix(f.Inst, "S ScalarRead#") || !strings.HasPrefix(f.Other, "V VectorWork#") ||
-				!strings.HasPrefix(f.Buffer, "UB@") || f.Hi <= f.Lo || !strings.Contains(f.Message, "WaitFlag(V, S)") {
-				t.Errorf("%s fault: got finding %+v want a RAW on pipe S, S ScalarRead vs V VectorWork, naming the UB bytes and the wait", where, f)
-			}
-		}
-		t.Logf("%s: %v", where, cost.Findings)
+		checkScalarFault(t, where, ctx, run, FaultSparseCompressMissingScalarWait,
+			"a RAW on pipe S, S ScalarRead vs V VectorWork, naming the UB bytes and the wait", func(f npu.Finding) bool {
+				return f.Kind == npu.KindRAW && f.Pipe == npu.PipeS && strings.HasPrefix(f.Inst, "S ScalarRead#") && strings.HasPrefix(f.Other, "V VectorWork#") &&
+					strings.HasPrefix(f.Buffer, "UB@") && f.Hi > f.Lo && strings.Contains(f.Message, "WaitFlag(V, S)")
+			})
 	}
 }
 
@@ -84,31 +67,47 @@ func TestKVUpdateFlagOverwrittenCaught(t *testing.T) {
 		}
 		where := fmt.Sprintf("kv_update %v dims %v", raw, dims)
 		ctx := WithVariant(context.Background(), Variant{Name: "test", Op: "kv_update", Options: KVUpdateOptions{BlockDim: 2}})
-		want, clean, err := KVUpdateKernel(ctx, dev, p, in)
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
+		run := func(ctx context.Context) (map[string]*tensor.Tensor, *npu.Cost, error) {
+			return KVUpdateKernel(ctx, dev, p, in)
 		}
-		if len(clean.Findings) != 0 {
-			t.Errorf("%s: correct kernel: got findings %v want none", where, clean.Findings)
-		}
-		got, cost, err := KVUpdateKernel(npu.WithFaults(ctx, npu.NewFaults(FaultKVUpdateFlagOverwrittenBeforeStore)), dev, p, in)
-		if err != nil {
-			t.Fatalf("%s fault: %v", where, err)
-		}
-		for name, w := range want {
-			if same, at := sameBits(got[name], w); !same {
-				t.Errorf("%s fault: %s element %d differs from the correct kernel's", where, name, at)
-			}
-		}
-		if len(cost.Findings) == 0 {
-			t.Errorf("%s fault: no finding, want a WAR on pipe S", where)
-		}
-		for _, f := range cost.Findings {
-			if f.Kind != npu.KindWAR || f.Pipe != npu.PipeS || !strings.HasPrefix(f.Inst, "S ScalarWrite#") || !strings.HasPrefix(f.Other, "MTE3 DataCopyPadOut#") ||
-				!strings.HasPrefix(f.Buffer, "UB@") || f.Lo != 0 || (f.Hi != 1 && f.Hi != 4) || !strings.Contains(f.Message, "WaitFlag(MTE3, S)") {
-				t.Errorf("%s fault: got finding %+v want a WAR on pipe S, S ScalarWrite vs MTE3 DataCopyPadOut, bytes [0, 1) (the flag) or [0, 4) (the seq_len) of the flag buffer, naming the wait", where, f)
-			}
-		}
-		t.Logf("%s: %v", where, cost.Findings)
+		checkScalarFault(t, where, ctx, run, FaultKVUpdateFlagOverwrittenBeforeStore,
+			"a WAR on pipe S, S ScalarWrite vs MTE3 DataCopyPadOut, bytes [0, 1) (the flag) or [0, 4) (the seq_len) of the flag buffer, naming the wait", func(f npu.Finding) bool {
+				return f.Kind == npu.KindWAR && f.Pipe == npu.PipeS && strings.HasPrefix(f.Inst, "S ScalarWrite#") && strings.HasPrefix(f.Other, "MTE3 DataCopyPadOut#") &&
+					strings.HasPrefix(f.Buffer, "UB@") && f.Lo == 0 && (f.Hi == 1 || f.Hi == 4) && strings.Contains(f.Message, "WaitFlag(MTE3, S)")
+			})
 	}
+}
+
+// checkScalarFault holds a scalar sync fault to what makes it one: the
+// correct kernel (run under ctx) raises no finding, the faulty one
+// computes its bits in every output and raises at least one finding, and
+// every finding it raises is the one described (ok).
+func checkScalarFault(t *testing.T, where string, ctx context.Context, run func(context.Context) (map[string]*tensor.Tensor, *npu.Cost, error),
+	fault npu.Fault, desc string, ok func(npu.Finding) bool) {
+	t.Helper()
+	want, clean, err := run(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	if len(clean.Findings) != 0 {
+		t.Errorf("%s: correct kernel: got findings %v want none", where, clean.Findings)
+	}
+	got, cost, err := run(npu.WithFaults(ctx, npu.NewFaults(fault)))
+	if err != nil {
+		t.Fatalf("%s fault %s: %v", where, fault, err)
+	}
+	for name, w := range want {
+		if same, at := sameBits(got[name], w); !same {
+			t.Errorf("%s fault %s: %s element %d differs from the correct kernel's", where, fault, name, at)
+		}
+	}
+	if len(cost.Findings) == 0 {
+		t.Errorf("%s fault %s: no finding, want %s", where, fault, desc)
+	}
+	for _, f := range cost.Findings {
+		if !ok(f) {
+			t.Errorf("%s fault %s: got finding %+v want %s", where, fault, f, desc)
+		}
+	}
+	t.Logf("%s: %v", where, cost.Findings)
 }

@@ -125,21 +125,29 @@ func TestCrossCoreSyncFaults(t *testing.T) {
 	checkSyncFault(t, what, decode, FaultDecodeAttentionCoreSkipsSyncAll, npu.KindDeadlock, fmt.Sprintf("core %d ended without reaching SyncAll #1", idle))
 
 	for _, dims := range []map[string]int{{"m": 40, "k": 300, "n": 24}, {"m": 300, "k": 64, "n": 600}} {
-		gp, err := ops.GEMM.Validate(ops.Params{"mode": "fp16_fp32acc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gin, err := ops.GEMM.Generate(gp, ops.Gen{Dims: dims, Dist: ops.DistUniform, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gemm := func(ctx context.Context) (*tensor.Tensor, *npu.Cost, error) {
-			out, cost, err := GEMMKernel(ctx, dev, gp, gin)
-			if err != nil {
-				return nil, nil, err
-			}
-			return out["out"], cost, nil
-		}
-		checkSyncFault(t, fmt.Sprintf("gemm %s dims=%v seed=%d", gp, dims, seed), gemm, FaultGEMMAccumulatorNotInitialised, npu.KindUninit, "pipe M", "M Mmad#1", "L0C buffer")
+		gemm, what := gemmSyncRun(t, dev, dims, seed)
+		checkSyncFault(t, what, gemm, FaultGEMMAccumulatorNotInitialised, npu.KindUninit, "pipe M", "M Mmad#1", "L0C buffer")
 	}
+}
+
+// gemmSyncRun is the syncFaultRun of fp16_fp32acc gemm at dims on
+// seeded uniform inputs, and the subject its failures name.
+func gemmSyncRun(t *testing.T, dev *npu.Device, dims map[string]int, seed uint64) (syncFaultRun, string) {
+	t.Helper()
+	gp, err := ops.GEMM.Validate(ops.Params{"mode": "fp16_fp32acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin, err := ops.GEMM.Generate(gp, ops.Gen{Dims: dims, Dist: ops.DistUniform, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(ctx context.Context) (*tensor.Tensor, *npu.Cost, error) {
+		out, cost, err := GEMMKernel(ctx, dev, gp, gin)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out["out"], cost, nil
+	}
+	return run, fmt.Sprintf("gemm %s dims=%v seed=%d", gp, dims, seed)
 }
