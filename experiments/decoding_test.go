@@ -21,30 +21,32 @@ func smallDecodingConfig() report.DecodingConfig {
 }
 
 // TestIncrementalBeatsRecompute holds the cost model to what incremental
-// decoding is for, on the report's configuration: at every context length
-// one decode step costs fewer modeled cycles than projecting K and V again
-// for every token, and the advantage grows with the context (the cost
-// model is deterministic, so these are exact comparisons, not statistics).
-// On a small batch (2 sequences × 2 kv heads, D = 64) only the growth is
-// required: there kv_update, a few latency-bound DMAs per head on 2 cores,
-// can cost more than the batched projections of a short context.
+// decoding is for, on the report's configuration and on a small batch (2
+// sequences × 2 kv heads, D = 64): at every context length one decode
+// step costs fewer modeled cycles than projecting K and V again for every
+// token, and the advantage in cycles grows with the context (the cost
+// model is deterministic, so these are exact comparisons, not
+// statistics). kv_update spreads its (entry, head) pairs over the cores,
+// so even the small batch's step (4 pairs on 4 cores) costs less than the
+// batched projections of its shortest context.
 //
 // The growth asked from one length to the next is the one that follows
 // from the model: both sides run the same decode_attention, so recompute −
 // incremental is the projections' cycles less kv_update's, and kv_update's
 // do not depend on L (TestDecodingCostIgnoresValues) while the
 // projections' cannot fall as their rows grow; so the advantage in cycles
-// never shrinks from one length to the next. The ratio need not grow at
-// every step (the projection gemm gets more efficient as its rows grow: at
-// L = 512 each of the 24 cores has one 128-row block whose loads cannot
-// hide behind an earlier block's cube, at L = 1024 two, 1.38× the cycles
-// for twice the rows, while decode_attention grows nearly in proportion to
-// L), so the ratio is asked to grow over the range: the longest context's
-// above the shortest's.
+// never shrinks from one length to the next. The ratio is not asked to
+// grow: it is (projections + attention) / (kv_update + attention), and
+// with kv_update a small constant it follows projections / attention,
+// which falls with L (the projection gemm gets more efficient as its rows
+// grow: at L = 512 each of the 24 cores has one 128-row block whose loads
+// cannot hide behind an earlier block's cube, at L = 1024 two, 1.38× the
+// cycles for twice the rows, while decode_attention grows nearly in
+// proportion to L): on the report's configuration 3.20× at L = 512 and
+// 2.95× at 8192.
 func TestIncrementalBeatsRecompute(t *testing.T) {
 	for _, cfg := range []report.DecodingConfig{DefaultDecodingConfig(), smallDecodingConfig()} {
-		mustWin := cfg.D == DefaultDecodingConfig().D
-		if testing.Short() && mustWin {
+		if testing.Short() && cfg.D == DefaultDecodingConfig().D {
 			continue
 		}
 		tab, err := IncrementalVsRecompute(context.Background(), npu.Ascend910B(), cfg)
@@ -63,7 +65,7 @@ func TestIncrementalBeatsRecompute(t *testing.T) {
 			where := func() string {
 				return fmt.Sprintf("decoding B=%d Hq=%d Hkv=%d D=%d seed %d L=%d", cfg.B, cfg.Hq, cfg.Hkv, cfg.D, cfg.Seed, r.L)
 			}
-			if r.Incremental.Cycles <= 0 || (mustWin && r.Incremental.Cycles >= r.Recompute.Cycles) {
+			if r.Incremental.Cycles <= 0 || r.Incremental.Cycles >= r.Recompute.Cycles {
 				t.Errorf("%s: incremental %d cycles / want 0 < incremental < recompute %d", where(), r.Incremental.Cycles, r.Recompute.Cycles)
 			}
 			if got, want := r.Incremental.Cycles, r.KVUpdateCycles+r.AttentionCycles; got != want {
@@ -81,10 +83,6 @@ func TestIncrementalBeatsRecompute(t *testing.T) {
 					t.Errorf("%s: recompute − incremental %d cycles / want ≥ %d, the advantage at L=%d", where(), got, was, prev.L)
 				}
 			}
-		}
-		if n := len(tab.Rows); n > 1 && tab.Rows[n-1].Speedup <= tab.Rows[0].Speedup {
-			t.Errorf("decoding B=%d Hq=%d Hkv=%d D=%d seed %d: speedup %.4g at L=%d / want > %.4g at L=%d", cfg.B, cfg.Hq, cfg.Hkv, cfg.D, cfg.Seed,
-				tab.Rows[n-1].Speedup, tab.Rows[n-1].L, tab.Rows[0].Speedup, tab.Rows[0].L)
 		}
 	}
 }

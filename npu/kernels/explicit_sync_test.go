@@ -136,6 +136,52 @@ func TestKVUpdateLoadsHidden(t *testing.T) {
 	}
 }
 
+// TestKVUpdateSpreadsHeads: kv_update deals its (entry, head) pairs over
+// the cores, so a decoding step of few sequences still uses them: B
+// entries of H heads launch min(24, B·H) cores, every pair is projected
+// exactly once (the useful MACs over all cores are 2·D² a pair: K and V,
+// each 1×D by D×D), and with at most one pair a core the makespan is one
+// pair's (with its entry's flag and seq_len), the same at B = 1 and
+// B = 3 (8 and 24 pairs), where dealing whole entries took one core per
+// entry, B·H/B times as long.
+func TestKVUpdateSpreadsHeads(t *testing.T) {
+	dev := npu.MustNewDevice(npu.Ascend910B())
+	const h, d = 8, 128
+	var cycles []int64
+	for _, b := range []int{1, 3} {
+		dims := map[string]int{"b": b, "s": b, "h": h, "d": d, "l": 64}
+		_, cost := syncRun(t, dev, ops.KVUpdate, KVUpdateKernel, ops.Params{}, dims, ops.DistUniform, 1, nil)
+		where := fmt.Sprintf("kv_update %v dist uniform seed 1", dims)
+		if len(cost.Findings) != 0 {
+			t.Errorf("%s: sanitizer: %v", where, cost.Findings)
+		}
+		// The entries with a sequence are projected (syncRun's inputs).
+		in, err := ops.KVUpdate.Generate(ops.Params{}, ops.Gen{Dims: dims, Dist: ops.DistUniform, Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: generate: %v", where, err)
+		}
+		active := 0
+		for _, s := range in["seq_ids"].I32() {
+			active += b2i(s >= 0)
+		}
+		var macs int64
+		for _, c := range cost.Cores {
+			macs += c.CubeUsefulMACs
+		}
+		if got, want := len(cost.Cores), min(dev.Profile().AICores, b*h); got != want {
+			t.Errorf("%s: got %d cores / want min(AI cores, B·H) = %d", where, got, want)
+		}
+		if want := int64(active) * h * 2 * d * d; active != b || macs != want {
+			t.Errorf("%s: got %d useful MACs, %d of %d entries with a sequence / want all, and 2·D² for each of their %d pairs, %d", where, macs, active, b, active*h, want)
+		}
+		cycles = append(cycles, cost.Cycles)
+	}
+	t.Logf("kv_update H=%d D=%d: cycles %d at B=1, %d at B=3", h, d, cycles[0], cycles[1])
+	if cycles[0] != cycles[1] {
+		t.Errorf("kv_update H=%d D=%d dist uniform seed 1: got %d cycles at B=1 and %d at B=3 / want equal (one pair a core)", h, d, cycles[0], cycles[1])
+	}
+}
+
 func TestSparseCompressExplicitSyncClean(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	for _, c := range []struct {

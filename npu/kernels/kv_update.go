@@ -15,8 +15,11 @@ import (
 // vector unit when the cache is int8, and copy the row (and scale) to the
 // cache row of the sequence's write position; then bump seq_lens.
 //
-// Host side, KVUpdateTiling deals the batch entries over the cores (each
-// entry costs the same, H projections). The caches are updated in place:
+// Host side, the (entry, head) pairs are dealt over the cores in
+// contiguous runs (kvItems: every pair costs the same, its K and V
+// projections and stores), so that a decoding step of few sequences
+// still keeps every core busy; a core loads an entry's x rows once for
+// the heads of it that it owns. The caches are updated in place:
 // the host hands the kernel GM copies of the input caches between guard
 // bands (the harness's inputs stay untouched) and the kernel writes only
 // the rows it owns. Device side, per entry and head, on an AI core, the
@@ -27,7 +30,8 @@ import (
 
 // KVUpdateOptions overrides the tiling; zero fields take the default.
 type KVUpdateOptions struct {
-	// BlockDim is the number of cores (default: min(cube cores, B)).
+	// BlockDim is the number of cores (default: min(cube cores, B·H),
+	// one (entry, head) pair each where there are enough cores).
 	BlockDim int
 	// BufferNum is the ping-pong depth of every stage, 1 or 2 (the
 	// default): a single-buffered kernel loads the next L1 panel only once
@@ -58,7 +62,7 @@ func KVUpdateKernel(ctx context.Context, dev *npu.Device, p ops.Params, in map[s
 	x := in["x"]
 	b := x.Shape[0]
 	prof := dev.Profile()
-	blockDim := min(prof.AICores, max(b, 1))
+	blockDim := min(prof.AICores, max(kvItems(b, g.H), 1))
 	if opt.BlockDim > 0 {
 		blockDim = min(opt.BlockDim, prof.AICores)
 	}
@@ -160,8 +164,20 @@ func kvCubeOperands(in map[string]*tensor.Tensor, g ops.KVGeom) (*npu.GMMatrix, 
 	return gx, gw, exact32, nil
 }
 
-// kvUpdateDevice is the device side: core c owns batch entries c,
-// c+blockDim, … (every entry costs the same). gx views x as [B·H × D];
+// kvItems is how many (entry, head) pairs kv_update deals over the
+// cores for b entries of h heads: b·h, or b where there are no heads
+// (each entry then only has its flag and seq_len to store).
+func kvItems(b, h int) int { return b * max(h, 1) }
+
+// kvCoreItems is core i's share of n items over blockDim cores: the
+// contiguous run [lo, hi), the runs differing by at most one item.
+func kvCoreItems(i, blockDim, n int) (lo, hi int) {
+	return i * n / blockDim, (i + 1) * n / blockDim
+}
+
+// kvUpdateDevice is the device side: core c owns a contiguous run of the
+// (entry, head) pairs (kvCoreItems), and stores an entry's written flag
+// and seq_len where it owns the entry's first head. gx views x as [B·H × D];
 // gw the weights as [H·D × D], with exact32 their npu.MmadParams.Exact32.
 func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor, outs map[string]*npu.GuardedOutput, rowOf []int, blockDim, bufNum int,
 	gx *npu.GMMatrix, gw map[string]*npu.GMMatrix, exact32 map[string]bool) npu.Kernel {
@@ -269,7 +285,7 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			c.SetFlag(npu.PipeV, npu.PipeFIX, i)
 			c.SetFlag(npu.PipeMTE3, npu.PipeV, i)
 		}
-		q, l, a, o, xs := 0, 0, 0, 0, 0
+		q, l, a, o, xs, xh0 := 0, 0, 0, 0, 0, 0
 		// project computes x[b,h]·w[h] into ob, n-tile by n-tile: each
 		// tile's accumulators go k ascending over the k-panels and their
 		// 16-row slices (one fp32 accumulator per column, the op's
@@ -277,7 +293,8 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 		// panel nor the slice size moves a bit.
 		project := func(b, h int, kv kvNames, ob *npu.Buffer) error {
 			xr := b*g.H + h // x[b,h]'s row of gx
-			xt, xRow0, xCol0, fixOff := &xeL1[xs], h/fr.M*fr.M, 0, h%fr.M
+			// The entry's x tile holds its heads from xh0 on.
+			xt, xRow0, xCol0, fixOff := &xeL1[xs], (h-xh0)/fr.M*fr.M, 0, (h-xh0)%fr.M
 			if xe == 0 { // x k-panel by k-panel beside w, in its first row
 				xRow0, fixOff = 0, 0
 			}
@@ -422,7 +439,11 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 			return nil
 		}
-		for b := c.BlockIdx; b < len(rowOf); b += blockDim {
+		hs := max(g.H, 1)
+		lo, hi := kvCoreItems(c.BlockIdx, blockDim, kvItems(len(rowOf), g.H))
+		for b := lo / hs; b < len(rowOf) && b*hs < hi; b++ {
+			// This core's heads of entry b: [h0, h1) (none with H = 0).
+			h0, h1 := max(lo-b*hs, 0), min(hi-b*hs, g.H)
 			c.BeginTile()
 			s := ids[b]
 			row := rowOf[b]
@@ -435,12 +456,13 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			}
 			row = f.skippedRow(g, bt, lens, int(s), row)
 			flag = f.written(flag, int(s))
-			// The entry's x rows, all heads at once, in one transfer (else
-			// k-panel by k-panel in project).
-			xLoaded := s >= 0 && xe > 0
+			// The entry's x rows of this core's heads, all at once, in one
+			// transfer (else k-panel by k-panel in project).
+			xLoaded := s >= 0 && xe > 0 && h1 > h0
 			if xLoaded {
 				c.WaitFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
-				if err := c.LoadL1(&xeL1[xs], gx, b*g.H, 0, g.H, d, xe, roundUp(d, fr.K)); err != nil {
+				xh0 = h0
+				if err := c.LoadL1(&xeL1[xs], gx, b*g.H+h0, 0, h1-h0, d, roundUp(h1-h0, fr.M), roundUp(d, fr.K)); err != nil {
 					return err
 				}
 				if !f.missingWait {
@@ -451,7 +473,7 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			for _, kv := range []kvNames{
 				{"w_k", "new_k", "k_cache", "k_scale"}, {"w_v", "new_v", "v_cache", "v_scale"},
 			} {
-				for h := range g.H {
+				for h := h0; h < h1; h++ {
 					if err := head(b, h, s, row, kv); err != nil {
 						return err
 					}
@@ -462,6 +484,9 @@ func kvUpdateDevice(g ops.KVGeom, f kvUpdateFaults, in map[string]*tensor.Tensor
 			if xLoaded {
 				c.SetFlag(npu.PipeMTE1, npu.PipeMTE2, kvEvEntryX+xs)
 				xs = (xs + 1) % nb
+			}
+			if h0 > 0 {
+				continue // the entry's flag and seq_len are the core's with its first head
 			}
 			if err := setFlagBuf(1, int32(flag)); err != nil {
 				return err
