@@ -304,7 +304,7 @@ type Core struct {
 	sch     sched
 	// shadow is the sanitizer's record of each local memory (explicit
 	// mode), scratch the span unions of finishSched; both are reused.
-	shadow  [numSpaces][]cell
+	shadow  [numSpaces]shadowMem
 	scratch [2][]int64
 	san     bool   // the launch sanitizes explicit-mode blocks
 	trace   *Trace // the launch's trace, nil when not tracing
