@@ -173,31 +173,44 @@ func (h *hazard) add(k int, other int32) {
 // shadowAccess checks access o of instruction idx against the shadow and
 // records it.
 func (c *Core) shadowAccess(idx int32, o operand) {
-	s := &c.sch
 	b := o.b
 	rows := max(o.rows, 1)
 	if first, last := c.granules(b, o.lo+(rows-1)*o.stride, o.n); first == last {
 		return
 	}
-	in := s.insts[idx]
-	var raw, waw, war, uninit hazard
+	// The rows' granules, in order. Rows that share no granule (whole
+	// granules, or a stride past the next granule) are one update; rows
+	// that share one are checked one after the other, as each sees the
+	// history the row before left there.
+	spans, disjoint := c.shadowRows[:0], true
 	for r := range rows {
 		if first, last := c.granules(b, o.lo+r*o.stride, o.n); first < last {
-			c.shadowRange(first, last, idx, o, in.p, &raw, &waw, &war, &uninit)
+			disjoint = disjoint && (len(spans) == 0 || first >= spans[len(spans)-1].hi)
+			spans = append(spans, span{first, last})
+		}
+	}
+	c.shadowRows = spans
+	in := c.sch.insts[idx]
+	var raw, waw, war, uninit hazard
+	if disjoint {
+		c.shadowRange(spans, idx, o, in.p, &raw, &waw, &war, &uninit)
+	} else {
+		for i := range spans {
+			c.shadowRange(spans[i:i+1], idx, o, in.p, &raw, &waw, &war, &uninit)
 		}
 	}
 	c.reportHazards(b, o, in, raw, waw, war, uninit)
 }
 
 // shadowRange checks and records access o of instruction idx (on pipe p)
-// over granules [first, last) of o's space.
-func (c *Core) shadowRange(first, last int, idx int32, o operand, p Pipe, raw, waw, war, uninit *hazard) {
+// over the granules of spans (sorted, disjoint) of o's space.
+func (c *Core) shadowRange(spans []span, idx int32, o operand, p Pipe, raw, waw, war, uninit *hazard) {
 	s := &c.sch
 	vc := &s.vc[p]
 	// A range of granules with one history (a buffer written whole by one
 	// copy) is checked once: its first granule decides for all, and the
 	// hazards it has extend over the rest.
-	c.shadow[o.b.space].update(first, last, func(k, e int, cl *cell) {
+	c.shadow[o.b.space].updateSpans(spans, func(k, e int, cl *cell) {
 		if o.read {
 			switch {
 			case cl.w == 0 && !o.anon:

@@ -73,13 +73,19 @@ func shadowDiff(seed uint64, steps int) string {
 			p := Pipe(rng.IntN(int(numPipes)))
 			op := ops[rng.IntN(len(ops))]
 			var os []operand
-			for range 1 + rng.IntN(3) {
+			for i := range 1 + rng.IntN(3) {
 				b := pick()
+				if i > 0 && rng.IntN(2) == 0 { // another operand of the same buffer
+					b = os[i-1].b
+				}
 				o := operand{b: b, read: rng.IntN(3) != 0, anon: rng.IntN(8) == 0}
 				o.write = !o.read || rng.IntN(3) == 0
 				o.lo, o.n = span(b)
-				if rng.IntN(3) == 0 { // strided rows, some overlapping
+				switch rng.IntN(6) { // strided rows, some overlapping
+				case 0:
 					o.rows, o.stride = 1+rng.IntN(5), rng.IntN(2*o.n+70)
+				case 1: // abutting, or sharing a few bytes (one granule)
+					o.rows, o.stride = 2+rng.IntN(4), max(o.n+rng.IntN(17)-8, 0)
 				}
 				os = append(os, o)
 			}
