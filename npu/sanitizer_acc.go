@@ -47,21 +47,18 @@ func (c *Core) accInit(op string, dst *Buffer, n int, init bool) {
 		return
 	}
 	if !init && !containsBuf(s.viewed, dst) {
-		// The first range of granules never written, if any.
+		// [k, e): the first granules never written, if any.
 		k, e := -1, -1
 		first, last := c.granules(dst, 0, n)
 		c.shadow[dst.space].each(first, last, func(rk, re int, cl cell) bool {
-			switch {
-			case cl.w != 0 && k < 0:
-				return true
-			case cl.w == 0 && k < 0:
-				k, e = rk, re
-				return true
-			case cl.w == 0 && rk == e:
-				e = re
-				return true
+			if cl.w != 0 {
+				return k < 0 // on to the first never written; done after it
 			}
-			return false
+			if k < 0 {
+				k = rk
+			}
+			e = re
+			return true
 		})
 		if k >= 0 {
 			g := c.mem[dst.space].align
