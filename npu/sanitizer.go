@@ -271,10 +271,13 @@ type kindHazard struct {
 func (c *Core) hazardFindings(b *Buffer, lo, end int, in instInfo, hs []kindHazard) {
 	s := &c.sch
 	g := c.mem[b.space].align
-	inst := in.String()
+	var inst string // named at the first finding: most accesses have none
 	for _, h := range hs {
 		if !h.h.on {
 			continue
+		}
+		if inst == "" {
+			inst = in.String()
 		}
 		flo, fhi := max(h.h.first*g-b.off, lo), min((h.h.last+1)*g-b.off, end, len(b.data))
 		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: in.p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: flo, Hi: fhi, Inst: inst}
