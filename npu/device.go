@@ -303,11 +303,13 @@ type Core struct {
 	cow     *CopyOnWrite
 	sch     sched
 	// shadow is the sanitizer's record of each local memory (explicit
-	// mode), scratch the span unions of finishSched; both are reused.
-	shadow  [numSpaces][]cell
-	scratch [2][]int64
-	san     bool   // the launch sanitizes explicit-mode blocks
-	trace   *Trace // the launch's trace, nil when not tracing
+	// mode), shadowRows the granules of an operand's rows (shadowAccess),
+	// scratch the span unions of finishSched; all are reused.
+	shadow     [numSpaces]shadowMem
+	shadowRows []span
+	scratch    [2][]int64
+	san        bool   // the launch sanitizes explicit-mode blocks
+	trace      *Trace // the launch's trace, nil when not tracing
 	// l2log are the block's GM transfers for the L2 model (l2.go), kept
 	// only when the profile has an L2.
 	l2log []gmSpan

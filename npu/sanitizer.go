@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // The sanitizer holds a kernel in SyncExplicit mode to its own
@@ -121,35 +120,6 @@ func sanitizerOn(ctx context.Context) bool {
 	return !ok || on
 }
 
-// cell is the shadow of one granule of local memory: the instruction
-// (index + 1 into the block's log) that last wrote it, 0 for never,
-// hostWrite for the kernel's host code; and per pipe the last reader.
-type cell struct {
-	w int32
-	r [numPipes]int32
-	_ int32 // pads the cell to 32 bytes, compared as four words (sameCell)
-}
-
-// sameCell reports whether two cells hold the same history.
-func sameCell(a, b *cell) bool {
-	x, y := (*[4]uint64)(unsafe.Pointer(a)), (*[4]uint64)(unsafe.Pointer(b))
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3]
-}
-
-// hostWrite marks a granule the kernel wrote on the host through a view:
-// ordered with every pipe (the scalar unit issues in program order).
-const hostWrite = -1
-
-// shadowOf returns the shadow cells of space sp, at least n of them.
-func (c *Core) shadowOf(sp Space, n int) []cell {
-	sh := c.shadow[sp]
-	if len(sh) < n {
-		sh = append(sh, make([]cell, n-len(sh))...)
-		c.shadow[sp] = sh
-	}
-	return sh
-}
-
 // granules returns b's bytes [lo, lo+n) as a granule range of its space.
 func (c *Core) granules(b *Buffer, lo, n int) (first, last int) {
 	g := c.mem[b.space].align
@@ -163,7 +133,7 @@ func (c *Core) granules(b *Buffer, lo, n int) (first, last int) {
 // shadowReset marks b never written (at allocation).
 func (c *Core) shadowReset(b *Buffer) {
 	first, last := c.granules(b, 0, len(b.data))
-	clear(c.shadowOf(b.space, last)[first:last])
+	c.shadow[b.space].update(first, last, func(_, _ int, cl *cell) { *cl = cell{} })
 }
 
 // scalarWrites marks the buffers the kernel viewed since the last
@@ -171,15 +141,8 @@ func (c *Core) shadowReset(b *Buffer) {
 // the bytes a kernel sets through a view count as initialised.
 func (c *Core) scalarWrites() {
 	for _, b := range c.sch.viewed {
-		if !b.live {
-			continue
-		}
-		first, last := c.granules(b, 0, len(b.data))
-		sh := c.shadowOf(b.space, last)
-		for k := first; k < last; k++ {
-			if sh[k].w == 0 {
-				sh[k].w = hostWrite
-			}
+		if b.live {
+			c.markWritten(b, 0, len(b.data))
 		}
 	}
 }
@@ -210,37 +173,44 @@ func (h *hazard) add(k int, other int32) {
 // shadowAccess checks access o of instruction idx against the shadow and
 // records it.
 func (c *Core) shadowAccess(idx int32, o operand) {
-	s := &c.sch
 	b := o.b
 	rows := max(o.rows, 1)
-	first, last := c.granules(b, o.lo+(rows-1)*o.stride, o.n)
-	if first == last {
+	if first, last := c.granules(b, o.lo+(rows-1)*o.stride, o.n); first == last {
 		return
 	}
-	sh := c.shadowOf(b.space, last)
-	in := s.insts[idx]
-	p := in.p
-	vc := &s.vc[p]
-	var raw, waw, war, uninit hazard
+	// The rows' granules, in order. Rows that share no granule (whole
+	// granules, or a stride past the next granule) are one update; rows
+	// that share one are checked one after the other, as each sees the
+	// history the row before left there.
+	spans, disjoint := c.shadowRows[:0], true
 	for r := range rows {
-		first, last := c.granules(b, o.lo+r*o.stride, o.n)
-		c.shadowRange(sh[:last], first, idx, o, p, vc, &raw, &waw, &war, &uninit)
+		if first, last := c.granules(b, o.lo+r*o.stride, o.n); first < last {
+			disjoint = disjoint && (len(spans) == 0 || first >= spans[len(spans)-1].hi)
+			spans = append(spans, span{first, last})
+		}
+	}
+	c.shadowRows = spans
+	in := c.sch.insts[idx]
+	var raw, waw, war, uninit hazard
+	if disjoint {
+		c.shadowRange(spans, idx, o, in.p, &raw, &waw, &war, &uninit)
+	} else {
+		for i := range spans {
+			c.shadowRange(spans[i:i+1], idx, o, in.p, &raw, &waw, &war, &uninit)
+		}
 	}
 	c.reportHazards(b, o, in, raw, waw, war, uninit)
 }
 
-// shadowRange checks and records access o of instruction idx (on pipe
-// p, which has seen vc of the others) over granules [first, len(sh)).
-func (c *Core) shadowRange(sh []cell, first int, idx int32, o operand, p Pipe, vc *[numPipes]int32, raw, waw, war, uninit *hazard) {
+// shadowRange checks and records access o of instruction idx (on pipe p)
+// over the granules of spans (sorted, disjoint) of o's space.
+func (c *Core) shadowRange(spans []span, idx int32, o operand, p Pipe, raw, waw, war, uninit *hazard) {
 	s := &c.sch
-	last := len(sh)
-	// A run of granules with the same history (a buffer written whole by
-	// one copy) is checked once: the first of the run decides for all,
-	// and the rest only take its new history (one comparison and one
-	// store a granule, the hazards extended once at the run's end).
-	for k := first; k < last; {
-		cl := &sh[k]
-		prev := *cl
+	vc := &s.vc[p]
+	// A range of granules with one history (a buffer written whole by one
+	// copy) is checked once: its first granule decides for all, and the
+	// hazards it has extend over the rest.
+	c.shadow[o.b.space].updateSpans(spans, func(k, e int, cl *cell) {
 		if o.read {
 			switch {
 			case cl.w == 0 && !o.anon:
@@ -268,20 +238,13 @@ func (c *Core) shadowRange(sh []cell, first int, idx int32, o operand, p Pipe, v
 		if o.read {
 			cl.r[p] = idx + 1
 		}
-		upd := *cl
-		e := k + 1
-		for e < last && sameCell(&sh[e], &prev) {
-			sh[e] = upd
-			e++
-		}
 		if e > k+1 {
 			raw.extendRun(k, e-1)
 			waw.extendRun(k, e-1)
 			war.extendRun(k, e-1)
 			uninit.extendRun(k, e-1)
 		}
-		k = e
-	}
+	})
 }
 
 // reportHazards turns the hazards of access o of instruction in into
@@ -308,10 +271,13 @@ type kindHazard struct {
 func (c *Core) hazardFindings(b *Buffer, lo, end int, in instInfo, hs []kindHazard) {
 	s := &c.sch
 	g := c.mem[b.space].align
-	inst := in.String()
+	var inst string // named at the first finding: most accesses have none
 	for _, h := range hs {
 		if !h.h.on {
 			continue
+		}
+		if inst == "" {
+			inst = in.String()
 		}
 		flo, fhi := max(h.h.first*g-b.off, lo), min((h.h.last+1)*g-b.off, end, len(b.data))
 		f := Finding{Kind: h.kind, Core: c.BlockIdx, Pipe: in.p, Buffer: fmt.Sprintf("%s@%#x", b.space, b.off), Lo: flo, Hi: fhi, Inst: inst}

@@ -18,12 +18,11 @@ import "fmt"
 // nothing wrote them yet.
 func (c *Core) markWritten(b *Buffer, lo, n int) {
 	first, last := c.granules(b, lo, n)
-	sh := c.shadowOf(b.space, last)
-	for k := first; k < last; k++ {
-		if sh[k].w == 0 {
-			sh[k].w = hostWrite
+	c.shadow[b.space].update(first, last, func(_, _ int, cl *cell) {
+		if cl.w == 0 {
+			cl.w = hostWrite
 		}
-	}
+	})
 }
 
 // accViews marks, on an implicit-mode core, the L0C buffers the kernel
@@ -48,17 +47,20 @@ func (c *Core) accInit(op string, dst *Buffer, n int, init bool) {
 		return
 	}
 	if !init && !containsBuf(s.viewed, dst) {
+		// [k, e): the first granules never written, if any.
+		k, e := -1, -1
 		first, last := c.granules(dst, 0, n)
-		sh := c.shadowOf(dst.space, last)
-		k := first
-		for k < last && sh[k].w != 0 {
-			k++
-		}
-		if k < last {
-			e := k + 1
-			for e < last && sh[e].w == 0 {
-				e++
+		c.shadow[dst.space].each(first, last, func(rk, re int, cl cell) bool {
+			if cl.w != 0 {
+				return k < 0 // on to the first never written; done after it
 			}
+			if k < 0 {
+				k = rk
+			}
+			e = re
+			return true
+		})
+		if k >= 0 {
 			g := c.mem[dst.space].align
 			lo, hi := k*g-dst.off, min(e*g-dst.off, n)
 			in := instInfo{op: op, p: PipeM, seq: s.seq[PipeM] + 1}

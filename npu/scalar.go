@@ -95,10 +95,10 @@ func (c *Core) scalarWriteCheck(b *Buffer, off, n int) {
 	if first == last {
 		return
 	}
-	sh := c.shadowOf(b.space, last)
 	var war, waw hazard
-	for k := first; k < last; k++ {
-		cl := &sh[k]
+	// A range [k, e) of granules with one history has the hazards of its
+	// first granule, over all of it.
+	c.shadow[b.space].update(first, last, func(k, e int, cl *cell) {
 		if cl.w > 0 {
 			if w := s.insts[cl.w-1]; s.sVC[w.p] < w.seq {
 				waw.add(k, cl.w-1)
@@ -109,9 +109,10 @@ func (c *Core) scalarWriteCheck(b *Buffer, off, n int) {
 				war.add(k, r-1)
 			}
 		}
-		cl.w = hostWrite
-		cl.r = [numPipes]int32{}
-	}
+		waw.extendRun(k, e-1)
+		war.extendRun(k, e-1)
+		*cl = cell{w: hostWrite}
+	})
 	c.hazardFindings(b, off, off+n, instInfo{op: "ScalarWrite", p: PipeS, seq: s.sSeq}, []kindHazard{
 		{KindWAR, war, "overwrites while another pipe still reads:"},
 		{KindWAW, waw, "overwrites an unsynchronised write of"},
@@ -129,10 +130,10 @@ func (c *Core) scalarCheck(b *Buffer, off, n int) {
 	if first == last {
 		return
 	}
-	sh := c.shadowOf(b.space, last)
 	var raw, uninit hazard
-	for k := first; k < last; k++ {
-		cl := &sh[k]
+	// A range [k, e) of granules with one history has the hazards of its
+	// first granule, over all of it.
+	c.shadow[b.space].each(first, last, func(k, e int, cl cell) bool {
 		switch {
 		case cl.w == 0:
 			uninit.add(k, -1)
@@ -145,7 +146,10 @@ func (c *Core) scalarCheck(b *Buffer, off, n int) {
 				}
 			}
 		}
-	}
+		uninit.extendRun(k, e-1)
+		raw.extendRun(k, e-1)
+		return true
+	})
 	c.hazardFindings(b, off, off+n, instInfo{op: "ScalarRead", p: PipeS, seq: s.sSeq}, []kindHazard{
 		{KindRAW, raw, "reads before the producer signalled:"},
 		{KindUninit, uninit, "reads local memory never written"},
