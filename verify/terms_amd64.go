@@ -115,3 +115,14 @@ func sumSquares4AVX2(r0, r1, r2, r3 *float64, n int, inv *[4]float64, l *[4][4]f
 //
 //go:noescape
 func maxAbsAVX2(r *float64, n int) float64
+
+// leanRunAVX2 is leanRunGo on elements [0, n) of gv and rv (n a multiple
+// of 4), four at a time, one to each lane of v, stopping at the first
+// group of four that holds an element leanRunGo would stop at: the same
+// integer and IEEE operations on each lane (the short form's bit tests,
+// |g − r|, the division, the products and the additions to the lanes,
+// each correctly rounded as the scalar ones are). It returns how many
+// elements it gathered.
+//
+//go:noescape
+func leanRunAVX2(v *leanVec, gv, rv *float64, n int) int

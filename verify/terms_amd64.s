@@ -473,3 +473,99 @@ madone:
 	VZEROUPPER
 	VMOVSD X0, ret+16(FP)
 	RET
+
+// func leanRunAVX2(v *leanVec, gv, rv *float64, n int) int
+//
+// Y6…Y10 are the unscaled lane sums (mere, sq, gr, gg, rr), Y11…Y13 the
+// largest e, |r| and e/(|r| + guard) per lane, Y14 the count of e = 0
+// per lane (as negated masks), Y0…Y5 the step's values; the short form's
+// constants are read from v.
+TEXT ·leanRunAVX2(SB), NOSPLIT, $0-40
+	MOVQ         v+0(FP), R8
+	MOVQ         gv+8(FP), SI
+	MOVQ         rv+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSD absmask<>(SB), Y15
+	VMOVUPD      256(R8), Y6
+	VMOVUPD      288(R8), Y7
+	VMOVUPD      320(R8), Y8
+	VMOVUPD      352(R8), Y9
+	VMOVUPD      384(R8), Y10
+	VMOVUPD      416(R8), Y11
+	VMOVUPD      448(R8), Y12
+	VMOVUPD      480(R8), Y13
+	VMOVDQU      512(R8), Y14
+	XORQ         AX, AX
+
+lloop:
+	CMPQ    AX, CX
+	JGE     ldone
+	VMOVUPD (SI)(AX*8), Y0 // g
+	VMOVUPD (DX)(AX*8), Y1 // r
+	VPAND   Y15, Y1, Y2    // |r|
+
+	// Takes: |r|bits + bias < limit (signed); Rounded: (b + half +
+	// (b>>shift)&1) &^ mask, equal to g's bits.
+	VPADDQ    0(R8), Y2, Y3
+	VMOVDQU   32(R8), Y4
+	VPCMPGTQ  Y3, Y4, Y3
+	VPSRLVQ   160(R8), Y1, Y4
+	VPAND     192(R8), Y4, Y4
+	VPADDQ    64(R8), Y4, Y4
+	VPADDQ    Y1, Y4, Y4
+	VMOVDQU   96(R8), Y5
+	VPANDN    Y4, Y5, Y4
+	VPCMPEQQ  Y0, Y4, Y4
+	VPAND     Y3, Y4, Y4
+	VMOVMSKPD Y4, BX
+	CMPQ      BX, $15
+	JNE       lbelow
+
+lok:
+	VSUBPD   Y1, Y0, Y5 // g − r
+	VANDPD   Y15, Y5, Y5 // e
+	VMAXPD   Y5, Y11, Y11
+	VPXOR    Y3, Y3, Y3
+	VPCMPEQQ Y3, Y5, Y3 // e = 0
+	VPSUBQ   Y3, Y14, Y14
+	VMAXPD   Y2, Y12, Y12
+	VADDPD   224(R8), Y2, Y2 // |r| + guard
+	VDIVPD   Y2, Y5, Y2      // m = e / (|r| + guard)
+	VMAXPD   Y2, Y13, Y13
+	VADDPD   Y2, Y6, Y6      // mere += m
+	VMULPD   Y5, Y5, Y5
+	VADDPD   Y5, Y7, Y7      // sq += e²
+	VMULPD   Y1, Y0, Y3
+	VADDPD   Y3, Y8, Y8      // gr += g·r
+	VMULPD   Y0, Y0, Y0
+	VADDPD   Y0, Y9, Y9      // gg += g²
+	VMULPD   Y1, Y1, Y1
+	VADDPD   Y1, Y10, Y10    // rr += r²
+	ADDQ     $4, AX
+	JMP      lloop
+
+	// A lane outside the short form, or whose g is not its Rounded, is
+	// still inline when |r| is below min and g has r's bits.
+lbelow:
+	VMOVDQU   128(R8), Y5
+	VPCMPGTQ  Y2, Y5, Y5 // min > |r|
+	VPCMPEQQ  Y0, Y1, Y3 // g's bits = r's
+	VPAND     Y3, Y5, Y5
+	VPOR      Y5, Y4, Y4
+	VMOVMSKPD Y4, BX
+	CMPQ      BX, $15
+	JEQ       lok
+
+ldone:
+	VMOVUPD Y6, 256(R8)
+	VMOVUPD Y7, 288(R8)
+	VMOVUPD Y8, 320(R8)
+	VMOVUPD Y9, 352(R8)
+	VMOVUPD Y10, 384(R8)
+	VMOVUPD Y11, 416(R8)
+	VMOVUPD Y12, 448(R8)
+	VMOVUPD Y13, 480(R8)
+	VMOVDQU Y14, 512(R8)
+	VZEROUPPER
+	MOVQ    AX, ret+32(FP)
+	RET

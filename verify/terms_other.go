@@ -28,3 +28,6 @@ func sumSquares4AVX2(*float64, *float64, *float64, *float64, int, *[4]float64, *
 
 // maxAbsAVX2 is never called here (useAVX2 is false).
 func maxAbsAVX2(*float64, int) float64 { return 0 }
+
+// leanRunAVX2 is never called here (useAVX2 is false).
+func leanRunAVX2(*leanVec, *float64, *float64, int) int { return 0 }

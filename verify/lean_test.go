@@ -1,0 +1,236 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/tensor"
+)
+
+// leanFault is one kind of element leanCase plants: an exact value and
+// the got value an output holds for it.
+type leanFault int
+
+const (
+	faultNaN          leanFault = iota // NaN exact value, got NaN
+	faultInf                           // ±Inf exact value, got the same infinity
+	faultZero                          // a zero of either sign, got the same bits
+	faultZeroSign                      // a zero, got the other zero
+	faultSubnormal                     // a subnormal of d, got the same bits
+	faultSubnormalOff                  // a subnormal of d, got one ulp off
+	faultOffByOne                      // a short-form value, got one ulp off its rounding
+	faultWrong                         // a short-form value, got far off
+	faultWrongClass                    // a short-form value, got NaN or ±Inf
+	faultOverflow                      // an exact value past the overflow threshold, got its rounding
+	faultMaxRel                        // a value of the largest relative error, 2^k·(1 + 2^-p), got its rounding
+	faultBigTie                        // a large tie (larger than the normal values), got its rounding
+	leanFaults
+)
+
+// leanCase returns an output of dtype d with n elements whose exact
+// values are sums of two random values of d (vector_add's: ties, values
+// rounding up and down) or, with copy, values of d themselves (e = 0
+// throughout, a copy's), got the correct rounding of each, and elements
+// replaced by planted ones (leanFault) one in about every rate (none for
+// rate 0). Its compact Expected reads the exact values.
+func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int, seed uint64) (*tensor.Tensor, *bound.Expected) {
+	r := rand.New(rand.NewPCG(seed, 29))
+	f, _ := d.FloatFormat()
+	val := func() float64 {
+		return tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(4)-1), d)
+	}
+	rs := make([]float64, n)
+	gs := make([]float64, n)
+	for i := range rs {
+		v := val()
+		if !isCopy {
+			v += val()
+		}
+		rs[i], gs[i] = v, num.Round(v, d)
+		if rate == 0 || r.IntN(rate) != 0 {
+			continue
+		}
+		sub := f.MinSubnormal() * float64(1+r.IntN(1<<(f.P-1)-1)) * float64(1-2*r.IntN(2))
+		sign := float64(1 - 2*r.IntN(2))
+		switch leanFault(r.IntN(int(leanFaults))) {
+		case faultNaN:
+			rs[i], gs[i] = math.NaN(), math.NaN()
+		case faultInf:
+			rs[i] = math.Inf(int(sign))
+			gs[i] = rs[i]
+		case faultZero:
+			rs[i] = math.Copysign(0, sign)
+			gs[i] = rs[i]
+		case faultZeroSign:
+			rs[i] = math.Copysign(0, sign)
+			gs[i] = -rs[i]
+		case faultSubnormal:
+			rs[i], gs[i] = sub, sub
+		case faultSubnormalOff:
+			rs[i], gs[i] = sub, sub+f.MinSubnormal()
+		case faultOffByOne:
+			gs[i] = gs[i] + sign*f.Ulp(gs[i])
+		case faultWrong:
+			gs[i] = num.Round(gs[i]*1.5+1, d)
+		case faultWrongClass:
+			gs[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[r.IntN(3)]
+		case faultOverflow:
+			rs[i] = sign * (f.MaxFinite() + f.Ulp(f.MaxFinite())*float64(r.IntN(3))/2)
+			gs[i] = num.Round(rs[i], d)
+		case faultMaxRel:
+			rs[i] = sign * math.Ldexp(1+math.Ldexp(1, -f.P), r.IntN(6)-3)
+			gs[i] = num.Round(rs[i], d)
+		case faultBigTie:
+			b := math.Ldexp(1, 5+r.IntN(3))
+			rs[i] = sign * (b + f.Ulp(b)*float64(2*r.IntN(64)+1)/2)
+			gs[i] = num.Round(rs[i], d)
+		}
+	}
+	got := tensor.MustNew(d, n)
+	for i, g := range gs {
+		got.SetFloat64(i, g, tensor.Numerics{})
+	}
+	return got, bound.NewExactFrom(n, d, num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+}
+
+// TestComputeLeanMatchesPerElement holds the lean path of the compact
+// floating outputs (leanChunk: one pass per chunk, its element tests
+// replaced by the part's limits and the chunk's maxima, its sums scaled
+// at the end) to the per-element path it replaces (leanChunks off), on
+// seeded random outputs: sums of two values (vector_add's) and copies,
+// clean and with planted elements of every kind (NaN, ±Inf, zeros of
+// both signs and of the wrong sign, subnormals right and one ulp off,
+// values one ulp off and far off and of the wrong class, overflow,
+// values of the largest relative error, ties larger than the rest) at
+// rates from one in a few hundred to none, so that chunks go either way,
+// over several chunks on one to three cores, under the default profile
+// and saturate-and-flush. Every metric (the sums, the maxima, the
+// histogram, the worst elements and the first rejected one) and every
+// policy's verdict must be the same, bit for bit; and the lean path must
+// have taken chunks, or the test would hold nothing.
+func TestComputeLeanMatchesPerElement(t *testing.T) {
+	defer func(v bool) { leanChunks = v }(leanChunks)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var pols []Policy
+	for _, s := range []string{"bound", "ulp", "allclose", "ascend-thousandth", "ascend-mere", "ascend-mixed"} {
+		p, err := ParsePolicy(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pols = append(pols, p)
+	}
+	judged := func(got *tensor.Tensor, want *bound.Expected) string {
+		res, err := Check(Subject{Op: "lean"}, map[string]*tensor.Tensor{"z": got}, map[string]*bound.Expected{"z": want}, nil, pols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%+v\n%s", Compute(got, want), b)
+	}
+	taken := 0
+	for seed := uint64(1); seed <= 3; seed++ {
+		runtime.GOMAXPROCS(int(seed))
+		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
+			for _, num := range []tensor.Numerics{{}, {Overflow: tensor.OverflowSaturate, Subnormals: tensor.SubnormalFlush}} {
+				for _, n := range []int{3, 4099, 6*sumChunk + 5} {
+					for _, isCopy := range []bool{false, true} {
+						for _, rate := range []int{0, 300, 9000} {
+							got, want := leanCase(d, num, n, isCopy, rate, seed)
+							leanChunks = false
+							w := judged(got, want)
+							leanChunks = true
+							before := leanTaken.Load()
+							g := judged(got, want)
+							taken += int(leanTaken.Load() - before)
+							if g != w {
+								t.Fatalf("seed=%d %s %v n=%d copy=%v rate=%d GOMAXPROCS=%d: Compute and Check with the lean path: got %s / want (per element) %s",
+									seed, d, num, n, isCopy, rate, seed, g, w)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if taken == 0 {
+		t.Fatalf("seed=1…3: the lean path took no chunk: got 0 / want some")
+	}
+}
+
+// TestLeanRunMatchesPortable holds leanRunAVX2 to leanRunGo bit for bit
+// on seeded random chunks (leanCase's values, clean and with planted
+// elements): whether the whole run passes, where the vector loop stops
+// (the group of four holding the first element leanRunGo stops at), and
+// every lane of every figure of a run that passes.
+func TestLeanRunMatchesPortable(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2")
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
+			sf, _ := bound.NewShortForm(d)
+			for _, isCopy := range []bool{false, true} {
+				for _, rate := range []int{0, 50, 2000} {
+					flush := rate == 50
+					got, want := leanCase(d, tensor.Numerics{}, 4096, isCopy, rate, seed)
+					src, _, _, _ := want.ExactSource()
+					gv, rv := make([]float64, got.Len()), make([]float64, got.Len())
+					got.Float64sFrom(0, gv)
+					src(0, rv)
+					for _, n := range []int{4, 36, 1024, 4096} {
+						var a, b leanVec
+						a.set(&sf, flush)
+						b.set(&sf, flush)
+						k := leanRunAVX2(&a, &gv[0], &rv[0], n)
+						okGo := leanRunGo(&b, gv[:n], rv[:n], 0)
+						stop := n
+						for j := range n {
+							var one leanVec
+							one.set(&sf, flush)
+							if !leanRunGo(&one, gv[j:j+1], rv[j:j+1], 0) {
+								stop = j &^ 3
+								break
+							}
+						}
+						if k != stop || (k == n) != okGo {
+							t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: leanRunAVX2 gathered %d (portable passes %v) / want %d", seed, d, isCopy, rate, n, k, okGo, stop)
+						}
+						if okGo {
+							if ga, gb := fmt.Sprintf("%#v", a), fmt.Sprintf("%#v", b); ga != gb {
+								t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: leanRunAVX2 figures: got %s / want (leanRunGo) %s", seed, d, isCopy, rate, n, ga, gb)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLeanScalable holds leanScalable to the formats the lean path meets
+// (every short-form dtype), so that a format added with a wider range
+// shows here rather than as a chunk silently judged per element, and
+// leanRelStar to the relative error of its element, computed apart.
+func TestLeanScalable(t *testing.T) {
+	for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
+		f, _ := d.FloatFormat()
+		if !leanScalable(f) {
+			t.Errorf("%s: leanScalable = false / want true", d)
+		}
+		u := f.UnitRoundoffValue()
+		if got, want := leanRelStar(f), u/(1+u); got != want {
+			t.Errorf("%s: leanRelStar = %g / want %g", d, got, want)
+		}
+	}
+	if f, _ := tensor.Float64.FloatFormat(); leanScalable(f) {
+		t.Errorf("fp64: leanScalable = true / want false")
+	}
+}
