@@ -3,6 +3,9 @@ package verify
 import (
 	"math"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
@@ -186,15 +189,8 @@ func (s *Stream) leanChunk(p *metricsPart, want *bound.Expected, buf []float64, 
 	}
 	var v leanVec
 	v.set(&sf, num.Subnormals == tensor.SubnormalFlush)
-	gb, rb := buf[:leanBlock], buf[leanBlock:2*leanBlock]
-	for b0 := a; b0 < a+k; b0 += leanBlock {
-		n := min(leanBlock, a+k-b0)
-		gv, rv := gb[:n], rb[:n]
-		s.got.Float64sFrom(b0, gv)
-		src(b0, rv)
-		if !leanRun(&v, gv, rv) {
-			return false
-		}
+	if !leanPass(&v, s.got, want, src, buf, a, k) {
+		return false
 	}
 	var maxE, maxR, mare float64
 	zeros := 0
@@ -217,6 +213,64 @@ func (s *Stream) leanChunk(p *metricsPart, want *bound.Expected, buf []float64, 
 	leanTaken.Add(1)
 	return true
 }
+
+// leanPass gathers the k elements from a of got (compact Expected want,
+// whose source is src) into v by leanRun or its forms that widen fp16
+// values themselves, and reports whether all were inline. buf (from
+// termBufs) holds the values it converts, a block at a time.
+func leanPass(v *leanVec, got *tensor.Tensor, want *bound.Expected, src bound.ExactSource, buf []float64, a, k int) bool {
+	gh := got.F16()
+	if !useF16C || gh == nil {
+		gb, rb := buf[:leanBlock], buf[leanBlock:2*leanBlock]
+		for b0 := a; b0 < a+k; b0 += leanBlock {
+			n := min(leanBlock, a+k-b0)
+			gv, rv := gb[:n], rb[:n]
+			got.Float64sFrom(b0, gv)
+			src(b0, rv)
+			if !leanRun(v, gv, rv) {
+				return false
+			}
+		}
+		return true
+	}
+	gh = gh[a : a+k]
+	if x, y, ok := want.ExactSum(); ok && x.F16() != nil && y.F16() != nil {
+		// vector_add's: nothing converted into a buffer.
+		xh, yh := x.F16()[a:a+k], y.F16()[a:a+k]
+		n := k &^ 3
+		if n > 0 && leanRunH16SumAVX2(v, f16Ptr(gh), f16Ptr(xh), f16Ptr(yh), n) != n {
+			return false
+		}
+		var gt, rt [4]float64
+		for j := n; j < k; j++ {
+			gt[j-n] = float64(gh[j].Float32())
+			rt[j-n] = float64(xh[j].Float32()) + float64(yh[j].Float32())
+		}
+		return leanRunGo(v, gt[:k-n], rt[:k-n], n)
+	}
+	rb := buf[:leanBlock]
+	for j0 := 0; j0 < k; j0 += leanBlock {
+		m := min(leanBlock, k-j0)
+		rv := rb[:m]
+		src(a+j0, rv)
+		n := m &^ 3
+		if n > 0 && leanRunH16AVX2(v, f16Ptr(gh[j0:]), &rv[0], n) != n {
+			return false
+		}
+		var gt [4]float64
+		for j := n; j < m; j++ {
+			gt[j-n] = float64(gh[j0+j].Float32())
+		}
+		if !leanRunGo(v, gt[:m-n], rv[n:], n) {
+			return false
+		}
+	}
+	return true
+}
+
+// f16Ptr is the address of s's first value as the assembly reads it
+// (float16.Float16 is a uint16).
+func f16Ptr(s []float16.Float16) *uint16 { return (*uint16)(unsafe.Pointer(&s[0])) }
 
 // leanMaxV returns the largest |g| and |r| of an inline chunk whose
 // largest |r| is maxR: Rounded is nondecreasing in |r| (its bits are

@@ -33,69 +33,100 @@ const (
 )
 
 // leanCase returns an output of dtype d with n elements whose exact
-// values are sums of two random values of d (vector_add's: ties, values
-// rounding up and down) or, with copy, values of d themselves (e = 0
-// throughout, a copy's), got the correct rounding of each, and elements
-// replaced by planted ones (leanFault) one in about every rate (none for
-// rate 0). Its compact Expected reads the exact values.
-func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int, seed uint64) (*tensor.Tensor, *bound.Expected) {
+// values are sums x + y of two random values of d (vector_add's: ties,
+// values rounding up and down; the compact Expected made by
+// bound.NewExactSumFrom, with x and y) or, with isCopy, values of d
+// themselves (e = 0 throughout, a copy's; bound.NewExactFrom, x and y
+// nil), got the correct rounding of each, and elements replaced by
+// planted ones (leanFault) one in about every rate (none for rate 0).
+func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int, seed uint64) (got *tensor.Tensor, want *bound.Expected, x, y *tensor.Tensor) {
 	r := rand.New(rand.NewPCG(seed, 29))
 	f, _ := d.FloatFormat()
 	val := func() float64 {
 		return tensor.Numerics{}.Round(r.NormFloat64()*math.Ldexp(1, r.IntN(4)-1), d)
 	}
-	rs := make([]float64, n)
+	xs, ys := make([]float64, n), make([]float64, n)
 	gs := make([]float64, n)
-	for i := range rs {
-		v := val()
+	for i := range xs {
+		planted := false // gs[i] set by the fault, else the rounding
+		xs[i] = val()
 		if !isCopy {
-			v += val()
+			ys[i] = val()
 		}
-		rs[i], gs[i] = v, num.Round(v, d)
-		if rate == 0 || r.IntN(rate) != 0 {
-			continue
+		if rate != 0 && r.IntN(rate) == 0 {
+			sub := f.MinSubnormal() * float64(1+r.IntN(1<<(f.P-1)-1)) * float64(1-2*r.IntN(2))
+			sign := float64(1 - 2*r.IntN(2))
+			switch leanFault(r.IntN(int(leanFaults))) {
+			case faultNaN:
+				xs[i] = math.NaN()
+				gs[i], planted = math.NaN(), true
+			case faultInf:
+				xs[i] = math.Inf(int(sign))
+			case faultZero:
+				xs[i], ys[i] = math.Copysign(0, sign), math.Copysign(0, sign)
+			case faultZeroSign:
+				xs[i], ys[i] = math.Copysign(0, sign), math.Copysign(0, sign)
+				gs[i], planted = -num.Round(xs[i]+ys[i], d), true
+			case faultSubnormal:
+				xs[i], ys[i] = sub, 0
+			case faultSubnormalOff:
+				xs[i], ys[i] = sub, 0
+				gs[i], planted = sub+f.MinSubnormal(), true
+			case faultOffByOne:
+				v := num.Round(xs[i]+ys[i], d)
+				gs[i], planted = v+sign*f.Ulp(v), true
+			case faultWrong:
+				gs[i], planted = num.Round(num.Round(xs[i]+ys[i], d)*1.5+1, d), true
+			case faultWrongClass:
+				gs[i], planted = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[r.IntN(3)], true
+			case faultOverflow:
+				xs[i] = sign * f.MaxFinite()
+				ys[i] = sign * f.Ulp(f.MaxFinite()) * float64(r.IntN(3)) / 2
+				if isCopy {
+					xs[i], ys[i] = xs[i]+ys[i], 0 // past MaxFinite: its rounding, not itself
+				}
+			case faultMaxRel:
+				k := r.IntN(6) - 3
+				xs[i], ys[i] = sign*math.Ldexp(1, k), sign*math.Ldexp(1, k-f.P)
+				if isCopy {
+					xs[i], ys[i] = xs[i]+ys[i], 0
+				}
+			case faultBigTie:
+				b := math.Ldexp(1, 5+r.IntN(3))
+				xs[i], ys[i] = sign*b, sign*f.Ulp(b)*float64(2*r.IntN(64)+1)/2
+				if isCopy {
+					xs[i], ys[i] = xs[i]+ys[i], 0
+				}
+			}
 		}
-		sub := f.MinSubnormal() * float64(1+r.IntN(1<<(f.P-1)-1)) * float64(1-2*r.IntN(2))
-		sign := float64(1 - 2*r.IntN(2))
-		switch leanFault(r.IntN(int(leanFaults))) {
-		case faultNaN:
-			rs[i], gs[i] = math.NaN(), math.NaN()
-		case faultInf:
-			rs[i] = math.Inf(int(sign))
-			gs[i] = rs[i]
-		case faultZero:
-			rs[i] = math.Copysign(0, sign)
-			gs[i] = rs[i]
-		case faultZeroSign:
-			rs[i] = math.Copysign(0, sign)
-			gs[i] = -rs[i]
-		case faultSubnormal:
-			rs[i], gs[i] = sub, sub
-		case faultSubnormalOff:
-			rs[i], gs[i] = sub, sub+f.MinSubnormal()
-		case faultOffByOne:
-			gs[i] = gs[i] + sign*f.Ulp(gs[i])
-		case faultWrong:
-			gs[i] = num.Round(gs[i]*1.5+1, d)
-		case faultWrongClass:
-			gs[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[r.IntN(3)]
-		case faultOverflow:
-			rs[i] = sign * (f.MaxFinite() + f.Ulp(f.MaxFinite())*float64(r.IntN(3))/2)
-			gs[i] = num.Round(rs[i], d)
-		case faultMaxRel:
-			rs[i] = sign * math.Ldexp(1+math.Ldexp(1, -f.P), r.IntN(6)-3)
-			gs[i] = num.Round(rs[i], d)
-		case faultBigTie:
-			b := math.Ldexp(1, 5+r.IntN(3))
-			rs[i] = sign * (b + f.Ulp(b)*float64(2*r.IntN(64)+1)/2)
-			gs[i] = num.Round(rs[i], d)
+		if !planted {
+			gs[i] = num.Round(xs[i]+ys[i], d)
+			if isCopy {
+				gs[i] = num.Round(xs[i], d) // −0 + 0 would be +0
+			}
 		}
 	}
-	got := tensor.MustNew(d, n)
+	rs := make([]float64, n)
+	for i := range rs {
+		rs[i] = xs[i] + ys[i]
+		if isCopy {
+			rs[i] = xs[i]
+		}
+	}
+	got = tensor.MustNew(d, n)
 	for i, g := range gs {
 		got.SetFloat64(i, g, tensor.Numerics{})
 	}
-	return got, bound.NewExactFrom(n, d, num, func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) })
+	src := func(off int, dst []float64) { copy(dst, rs[off:off+len(dst)]) }
+	if isCopy {
+		return got, bound.NewExactFrom(n, d, num, src), nil, nil
+	}
+	x, y = tensor.MustNew(d, n), tensor.MustNew(d, n)
+	for i := range xs {
+		x.SetFloat64(i, xs[i], tensor.Numerics{})
+		y.SetFloat64(i, ys[i], tensor.Numerics{})
+	}
+	return got, bound.NewExactSumFrom(x, y, d, num, src), x, y
 }
 
 // TestComputeLeanMatchesPerElement holds the lean path of the compact
@@ -112,7 +143,8 @@ func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int,
 // and saturate-and-flush. Every metric (the sums, the maxima, the
 // histogram, the worst elements and the first rejected one) and every
 // policy's verdict must be the same, bit for bit; and the lean path must
-// have taken chunks, or the test would hold nothing.
+// have taken chunks, fp16 sums (leanRunH16SumAVX2 where the CPU has F16C)
+// and others, or the test would hold nothing.
 func TestComputeLeanMatchesPerElement(t *testing.T) {
 	defer func(v bool) { leanChunks = v }(leanChunks)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
@@ -135,7 +167,7 @@ func TestComputeLeanMatchesPerElement(t *testing.T) {
 		}
 		return fmt.Sprintf("%+v\n%s", Compute(got, want), b)
 	}
-	taken := 0
+	taken := map[bool]int{} // chunks the lean path took: fp16 sums (vector_add's, widened and added in the pass), the others
 	for seed := uint64(1); seed <= 3; seed++ {
 		runtime.GOMAXPROCS(int(seed))
 		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
@@ -143,13 +175,13 @@ func TestComputeLeanMatchesPerElement(t *testing.T) {
 				for _, n := range []int{3, 4099, 6*sumChunk + 5} {
 					for _, isCopy := range []bool{false, true} {
 						for _, rate := range []int{0, 300, 9000} {
-							got, want := leanCase(d, num, n, isCopy, rate, seed)
+							got, want, _, _ := leanCase(d, num, n, isCopy, rate, seed)
 							leanChunks = false
 							w := judged(got, want)
 							leanChunks = true
 							before := leanTaken.Load()
 							g := judged(got, want)
-							taken += int(leanTaken.Load() - before)
+							taken[d == tensor.Float16 && !isCopy] += int(leanTaken.Load() - before)
 							if g != w {
 								t.Fatalf("seed=%d %s %v n=%d copy=%v rate=%d GOMAXPROCS=%d: Compute and Check with the lean path: got %s / want (per element) %s",
 									seed, d, num, n, isCopy, rate, seed, g, w)
@@ -160,16 +192,20 @@ func TestComputeLeanMatchesPerElement(t *testing.T) {
 			}
 		}
 	}
-	if taken == 0 {
-		t.Fatalf("seed=1…3: the lean path took no chunk: got 0 / want some")
+	if taken[true] == 0 || taken[false] == 0 {
+		t.Fatalf("seed=1…3: chunks the lean path took: fp16 sums %d, others %d / want some of each", taken[true], taken[false])
 	}
+	t.Logf("chunks the lean path took: fp16 sums %d, others %d", taken[true], taken[false])
 }
 
-// TestLeanRunMatchesPortable holds leanRunAVX2 to leanRunGo bit for bit
-// on seeded random chunks (leanCase's values, clean and with planted
-// elements): whether the whole run passes, where the vector loop stops
-// (the group of four holding the first element leanRunGo stops at), and
-// every lane of every figure of a run that passes.
+// TestLeanRunMatchesPortable holds leanRunAVX2, and for fp16 its forms
+// that widen the values themselves (leanRunH16AVX2 the got values,
+// leanRunH16SumAVX2 also the addends of the exact values), to leanRunGo
+// bit for bit on seeded random chunks (leanCase's values, clean and with
+// planted elements, under either rule below the short form): where the
+// vector loop stops (the group of four holding the first element
+// leanRunGo stops at, or the end) and every lane of every figure of a run
+// that passes.
 func TestLeanRunMatchesPortable(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2")
@@ -180,17 +216,15 @@ func TestLeanRunMatchesPortable(t *testing.T) {
 			for _, isCopy := range []bool{false, true} {
 				for _, rate := range []int{0, 50, 2000} {
 					flush := rate == 50
-					got, want := leanCase(d, tensor.Numerics{}, 4096, isCopy, rate, seed)
+					got, want, x, y := leanCase(d, tensor.Numerics{}, 4096, isCopy, rate, seed)
 					src, _, _, _ := want.ExactSource()
 					gv, rv := make([]float64, got.Len()), make([]float64, got.Len())
 					got.Float64sFrom(0, gv)
 					src(0, rv)
 					for _, n := range []int{4, 36, 1024, 4096} {
-						var a, b leanVec
-						a.set(&sf, flush)
-						b.set(&sf, flush)
-						k := leanRunAVX2(&a, &gv[0], &rv[0], n)
-						okGo := leanRunGo(&b, gv[:n], rv[:n], 0)
+						var w leanVec
+						w.set(&sf, flush)
+						okGo := leanRunGo(&w, gv[:n], rv[:n], 0)
 						stop := n
 						for j := range n {
 							var one leanVec
@@ -200,12 +234,26 @@ func TestLeanRunMatchesPortable(t *testing.T) {
 								break
 							}
 						}
-						if k != stop || (k == n) != okGo {
-							t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: leanRunAVX2 gathered %d (portable passes %v) / want %d", seed, d, isCopy, rate, n, k, okGo, stop)
+						forms := map[string]func(v *leanVec) int{
+							"leanRunAVX2": func(v *leanVec) int { return leanRunAVX2(v, &gv[0], &rv[0], n) },
 						}
-						if okGo {
-							if ga, gb := fmt.Sprintf("%#v", a), fmt.Sprintf("%#v", b); ga != gb {
-								t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: leanRunAVX2 figures: got %s / want (leanRunGo) %s", seed, d, isCopy, rate, n, ga, gb)
+						if useF16C && d == tensor.Float16 {
+							forms["leanRunH16AVX2"] = func(v *leanVec) int { return leanRunH16AVX2(v, f16Ptr(got.F16()), &rv[0], n) }
+							if x != nil {
+								forms["leanRunH16SumAVX2"] = func(v *leanVec) int {
+									return leanRunH16SumAVX2(v, f16Ptr(got.F16()), f16Ptr(x.F16()), f16Ptr(y.F16()), n)
+								}
+							}
+						}
+						for name, run := range forms {
+							var v leanVec
+							v.set(&sf, flush)
+							k := run(&v)
+							if k != stop || (k == n) != okGo {
+								t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: %s gathered %d (portable passes %v) / want %d", seed, d, isCopy, rate, n, name, k, okGo, stop)
+							}
+							if g, want := fmt.Sprintf("%#v", v), fmt.Sprintf("%#v", w); okGo && g != want {
+								t.Fatalf("seed=%d %s copy=%v rate=%d n=%d: %s figures: got %s / want (leanRunGo) %s", seed, d, isCopy, rate, n, name, g, want)
 							}
 						}
 					}

@@ -126,3 +126,24 @@ func maxAbsAVX2(r *float64, n int) float64
 //
 //go:noescape
 func leanRunAVX2(v *leanVec, gv, rv *float64, n int) int
+
+// useF16C is whether the lean path widens fp16 values itself, by the
+// CPU's F16C instructions (exact, as tensor's conversions are:
+// TestLeanRunMatchesPortable).
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
+// leanRunH16AVX2 is leanRunAVX2 with the got values read as the n fp16
+// values at got, each widened exactly (VCVTPH2PS, VCVTPS2PD) in the loop
+// rather than by a pass of its own into a buffer it would read back.
+//
+//go:noescape
+func leanRunH16AVX2(v *leanVec, got *uint16, rv *float64, n int) int
+
+// leanRunH16SumAVX2 is leanRunH16AVX2 with the exact values the sums
+// x[j] + y[j] of the fp16 values at x and y, each widened exactly and
+// added in one VADDPD, x's first (bound.NewExactSumFrom's values):
+// vector_add's whole judgement of a chunk in one pass over its three
+// fp16 arrays.
+//
+//go:noescape
+func leanRunH16SumAVX2(v *leanVec, got, x, y *uint16, n int) int
