@@ -29,6 +29,7 @@ const (
 	faultOverflow                      // an exact value past the overflow threshold, got its rounding
 	faultMaxRel                        // a value of the largest relative error, 2^k·(1 + 2^-p), got its rounding
 	faultBigTie                        // a large tie (larger than the normal values), got its rounding
+	faultRoundsUp                      // the largest value, just below a power of two that it rounds up to, got its rounding
 	leanFaults
 )
 
@@ -38,8 +39,9 @@ const (
 // bound.NewExactSumFrom, with x and y) or, with isCopy, values of d
 // themselves (e = 0 throughout, a copy's; bound.NewExactFrom, x and y
 // nil), got the correct rounding of each, and elements replaced by
-// planted ones (leanFault) one in about every rate (none for rate 0).
-func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int, seed uint64) (got *tensor.Tensor, want *bound.Expected, x, y *tensor.Tensor) {
+// planted ones (leanFault) one in about every rate (none for rate 0),
+// and those of at at their indices.
+func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int, seed uint64, at map[int]leanFault) (got *tensor.Tensor, want *bound.Expected, x, y *tensor.Tensor) {
 	r := rand.New(rand.NewPCG(seed, 29))
 	f, _ := d.FloatFormat()
 	val := func() float64 {
@@ -53,10 +55,14 @@ func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int,
 		if !isCopy {
 			ys[i] = val()
 		}
-		if rate != 0 && r.IntN(rate) == 0 {
+		fault, forced := at[i]
+		if forced || rate != 0 && r.IntN(rate) == 0 {
 			sub := f.MinSubnormal() * float64(1+r.IntN(1<<(f.P-1)-1)) * float64(1-2*r.IntN(2))
 			sign := float64(1 - 2*r.IntN(2))
-			switch leanFault(r.IntN(int(leanFaults))) {
+			if !forced {
+				fault = leanFault(r.IntN(int(leanFaults)))
+			}
+			switch fault {
 			case faultNaN:
 				xs[i] = math.NaN()
 				gs[i], planted = math.NaN(), true
@@ -88,6 +94,11 @@ func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int,
 			case faultMaxRel:
 				k := r.IntN(6) - 3
 				xs[i], ys[i] = sign*math.Ldexp(1, k), sign*math.Ldexp(1, k-f.P)
+				if isCopy {
+					xs[i], ys[i] = xs[i]+ys[i], 0
+				}
+			case faultRoundsUp: // 2^9 − ulp·2^-12: the largest |g| is above the largest |r|, in the next binade
+				xs[i], ys[i] = sign*math.Ldexp(1, 9), -sign*math.Ldexp(1, 9-f.P-12)
 				if isCopy {
 					xs[i], ys[i] = xs[i]+ys[i], 0
 				}
@@ -137,12 +148,14 @@ func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int,
 // clean and with planted elements of every kind (NaN, ±Inf, zeros of
 // both signs and of the wrong sign, subnormals right and one ulp off,
 // values one ulp off and far off and of the wrong class, overflow,
-// values of the largest relative error, ties larger than the rest) at
+// values of the largest relative error, ties larger than the rest, the
+// largest value rounding up to a power of two) at
 // rates from one in a few hundred to none, so that chunks go either way,
 // over several chunks on one to three cores, under the default profile
 // and saturate-and-flush. Every metric (the sums, the maxima, the
-// histogram, the worst elements and the first rejected one) and every
-// policy's verdict must be the same, bit for bit; and the lean path must
+// histogram, the worst elements and the first rejected one), every
+// chunk's sums and scales, and every policy's verdict must be the same,
+// bit for bit; and the lean path must
 // have taken chunks, fp16 sums (leanRunH16SumAVX2 where the CPU has F16C)
 // and others, or the test would hold nothing.
 func TestComputeLeanMatchesPerElement(t *testing.T) {
@@ -165,9 +178,24 @@ func TestComputeLeanMatchesPerElement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprintf("%+v\n%s", Compute(got, want), b)
+		// The chunks' sums too, with their scales: a wrong scale would
+		// cancel in the totals (exact powers of two both ways).
+		st := newStream(got, got.Len())
+		st.add(want, got.Len())
+		return fmt.Sprintf("%+v\n%s\n%+v", Compute(got, want), b, st.chunks)
 	}
 	taken := map[bool]int{} // chunks the lean path took: fp16 sums (vector_add's, widened and added in the pass), the others
+	same := func(desc string, f16Sum bool, got *tensor.Tensor, want *bound.Expected) {
+		leanChunks = false
+		w := judged(got, want)
+		leanChunks = true
+		before := leanTaken.Load()
+		g := judged(got, want)
+		taken[f16Sum] += int(leanTaken.Load() - before)
+		if g != w {
+			t.Fatalf("%s: Compute and Check with the lean path: got %s / want (per element) %s", desc, g, w)
+		}
+	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		runtime.GOMAXPROCS(int(seed))
 		for _, d := range []tensor.DType{tensor.Float16, tensor.BFloat16, tensor.Float32} {
@@ -175,21 +203,22 @@ func TestComputeLeanMatchesPerElement(t *testing.T) {
 				for _, n := range []int{3, 4099, 6*sumChunk + 5} {
 					for _, isCopy := range []bool{false, true} {
 						for _, rate := range []int{0, 300, 9000} {
-							got, want, _, _ := leanCase(d, num, n, isCopy, rate, seed)
-							leanChunks = false
-							w := judged(got, want)
-							leanChunks = true
-							before := leanTaken.Load()
-							g := judged(got, want)
-							taken[d == tensor.Float16 && !isCopy] += int(leanTaken.Load() - before)
-							if g != w {
-								t.Fatalf("seed=%d %s %v n=%d copy=%v rate=%d GOMAXPROCS=%d: Compute and Check with the lean path: got %s / want (per element) %s",
-									seed, d, num, n, isCopy, rate, seed, g, w)
-							}
+							got, want, _, _ := leanCase(d, num, n, isCopy, rate, seed, nil)
+							same(fmt.Sprintf("seed=%d %s %v n=%d copy=%v rate=%d GOMAXPROCS=%d", seed, d, num, n, isCopy, rate, seed), d == tensor.Float16 && !isCopy, got, want)
 						}
 					}
 				}
 			}
+			// A clean output whose limits come early (an element of the
+			// largest relative error, large ties) and whose largest values, in later
+			// chunks, round up to a power of two: chunks the lean path
+			// takes where the largest |g| is not the largest |r|.
+			at := map[int]leanFault{5: faultMaxRel, 6*sumChunk + 77: faultRoundsUp, 7*sumChunk + 1234: faultRoundsUp}
+			for i := 6; i < 30; i++ {
+				at[i] = faultBigTie // the worst list full of ties larger than the normal values' errors
+			}
+			got, want, _, _ := leanCase(d, tensor.Numerics{}, 8*sumChunk, false, 0, seed, at)
+			same(fmt.Sprintf("seed=%d %s n=%d largest values rounding up in chunks 6 and 7 GOMAXPROCS=%d", seed, d, 8*sumChunk, seed), d == tensor.Float16, got, want)
 		}
 	}
 	if taken[true] == 0 || taken[false] == 0 {
@@ -216,7 +245,7 @@ func TestLeanRunMatchesPortable(t *testing.T) {
 			for _, isCopy := range []bool{false, true} {
 				for _, rate := range []int{0, 50, 2000} {
 					flush := rate == 50
-					got, want, x, y := leanCase(d, tensor.Numerics{}, 4096, isCopy, rate, seed)
+					got, want, x, y := leanCase(d, tensor.Numerics{}, 4096, isCopy, rate, seed, nil)
 					src, _, _, _ := want.ExactSource()
 					gv, rv := make([]float64, got.Len()), make([]float64, got.Len())
 					got.Float64sFrom(0, gv)
