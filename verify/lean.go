@@ -13,9 +13,11 @@ import (
 
 // The lean path of Stream.exactChunk: one pass over a chunk of a compact
 // floating output that gathers its metrics and its sums together, for
-// the chunks whose every element is one the inline run (exactRun.run)
-// would gather and whose figures, given what the part holds already,
-// need no element's own tests. The two passes it replaces (the metrics'
+// the chunks whose every element is inline (one the run, exactRun.run,
+// would gather, or a zero or a subnormal of the format whose got is its
+// exact value, which addExactBlock gathers as compared at e = 0) and
+// whose figures, given what the part holds already, need no element's
+// own tests. The two passes it replaces (the metrics'
 // run, keeping every value, then termSums over them) read each value
 // twice and test each element for the worst list and the relative-error
 // limits, which for the bulk of a correct output cannot change anything:
@@ -23,9 +25,9 @@ import (
 //   - An inline element's e = |g − r| is at most its bound b = ulp(r)/2
 //     (g is the nearest rounding of r), so its e/b is at most 1: once the
 //     part's Tightness is 1 it cannot raise it, and once its worst list
-//     is full of elements ranked at least 1 (tightness floor ≥ 1) only
-//     an element with e/b = 1 and e above the floor's e could enter, not
-//     one if the chunk's largest e is not above it (checked after the
+//     is full and its last element ranks at least 1 (ranked.floor) only
+//     an element with e/b = 1 and e above the last one's could enter:
+//     none if the chunk's largest e is not above it (checked after the
 //     pass, from the chunk's maximum).
 //   - An inline element's relative error e/|r| is at most u/(1 + u),
 //     u = 2^-p, attained at |r| = 2^k·(1 + u) (leanRelStar): once the
