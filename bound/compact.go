@@ -18,10 +18,11 @@ type ExactSource func(off int, r []float64)
 // the source of its exact values rather than as five arrays of n entries:
 // a vector_add of 2^24 elements would otherwise fill 436 MB it reads once.
 type compactExact struct {
-	n   int
-	d   tensor.DType
-	num tensor.Numerics
-	src ExactSource
+	n    int
+	d    tensor.DType
+	num  tensor.Numerics
+	src  ExactSource
+	x, y *tensor.Tensor // NewExactSumFrom's addends, nil otherwise
 }
 
 // NewExactFrom returns a compact Expected for n elements, every one of
@@ -31,6 +32,26 @@ type compactExact struct {
 // Load, Refs and the element accessors) until Materialize fills them.
 func NewExactFrom(n int, d tensor.DType, num tensor.Numerics, src ExactSource) *Expected {
 	return &Expected{lazy: &compactExact{n: max(n, 0), d: d, num: num, src: src}}
+}
+
+// NewExactSumFrom is NewExactFrom for an output whose exact values are
+// sums: src gives for element i the float64 sum of elements i of x and
+// y, widened exactly, x's first (one IEEE addition; of two NaNs the sum
+// is x's), as tensor.Tensor.AddFloat64sFrom computes it. Readers that
+// widen and add on their own, in one pass with their other work, take
+// the addends from ExactSum; all others read src. The caller must not
+// modify x and y while the Expected is in use.
+func NewExactSumFrom(x, y *tensor.Tensor, d tensor.DType, num tensor.Numerics, src ExactSource) *Expected {
+	return &Expected{lazy: &compactExact{n: x.Len(), d: d, num: num, src: src, x: x, y: y}}
+}
+
+// ExactSum returns the addends of a compact Expected made by
+// NewExactSumFrom, ok false for any other.
+func (e *Expected) ExactSum() (x, y *tensor.Tensor, ok bool) {
+	if c := e.lazy; c != nil && c.x != nil {
+		return c.x, c.y, true
+	}
+	return nil, nil, false
 }
 
 // ExactSource returns the source, dtype and profile a compact Expected

@@ -107,9 +107,11 @@ var vectorAddBufs = sync.Pool{New: func() any { return new([]float64) }}
 // is the required value. Ref and Bound stay the float64 sum and half an
 // ulp around it, so metrics and tightness show the error in ulps.
 //
-// The Expected is compact (bound.NewExactFrom): it holds x and y, not
+// The Expected is compact (bound.NewExactSumFrom): it holds x and y, not
 // five arrays of n entries, and computes the sums a block at a time as it
-// is read, so the caller must not modify x and y while it uses it.
+// is read (or lets its reader add them: verify's lean path widens x, y
+// and z in one pass), so the caller must not modify x and y while it uses
+// it.
 func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numerics) (map[string]*bound.Expected, error) {
 	if err := CheckInputs(op, p, in); err != nil {
 		return nil, err
@@ -130,5 +132,5 @@ func (op vectorAdd) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 		reference.VectorAddInto(z, z, yb)
 		vectorAddBufs.Put(bp)
 	}
-	return map[string]*bound.Expected{"z": bound.NewExactFrom(x.Len(), vectorAddDType(p), num, src)}, nil
+	return map[string]*bound.Expected{"z": bound.NewExactSumFrom(x, y, vectorAddDType(p), num, src)}, nil
 }

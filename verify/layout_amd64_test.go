@@ -13,6 +13,7 @@ import (
 func TestAsmLayouts(t *testing.T) {
 	var b boundRunVec
 	var e exactRunVec
+	var l leanVec
 	for _, c := range []struct {
 		name      string
 		got, want uintptr
@@ -35,6 +36,18 @@ func TestAsmLayouts(t *testing.T) {
 		{"exactRunVec.zeros", unsafe.Offsetof(e.zeros), 352},
 		{"exactRunVec.relMax", unsafe.Offsetof(e.relMax), 384},
 		{"exactRunVec.maxV", unsafe.Offsetof(e.maxV), 416},
+		{"leanVec.limit", unsafe.Offsetof(l.limit), 32},
+		{"leanVec.half", unsafe.Offsetof(l.half), 64},
+		{"leanVec.mask", unsafe.Offsetof(l.mask), 96},
+		{"leanVec.min", unsafe.Offsetof(l.min), 128},
+		{"leanVec.shift", unsafe.Offsetof(l.shift), 160},
+		{"leanVec.one", unsafe.Offsetof(l.one), 192},
+		{"leanVec.guard", unsafe.Offsetof(l.guard), 224},
+		{"leanVec.sums", unsafe.Offsetof(l.sums), 256},
+		{"leanVec.maxE", unsafe.Offsetof(l.maxE), 416},
+		{"leanVec.maxR", unsafe.Offsetof(l.maxR), 448},
+		{"leanVec.mare", unsafe.Offsetof(l.mare), 480},
+		{"leanVec.zeros", unsafe.Offsetof(l.zeros), 512},
 	} {
 		if c.got != c.want {
 			t.Errorf("verify: offset of %s = %d, want %d (the assembly's)", c.name, c.got, c.want)

@@ -164,13 +164,15 @@ func newMetricsPart() *metricsPart {
 // time (Compute is a Stream given one block). A compact want
 // (bound.NewExactFrom, all elements exact) is read from its exact values
 // a block at a time, its common elements gathered inline
-// (addExactBlock); an ordinary one through windows of its arrays
+// (addExactBlock), and for a floating output most chunks judged in one
+// pass with their sums (leanChunk); an ordinary one through windows of its arrays
 // (addBlock; for an fp16, bf16 or fp32 output, its common elements inline:
 // addBoundBlock). TestComputeMatchesSerial,
 // TestComputeCompactMatchesSerial, TestComputeVectorMatchesPortable and
 // TestComputeOrdinaryMatchesSerial hold every path to the single loop,
 // TestComputeFusedMatchesTwoPasses the fused sums of a one-chunk compact
-// output to the two passes.
+// output to the two passes, TestComputeLeanMatchesPerElement the lean
+// chunks to the per-element path.
 func Compute(got *tensor.Tensor, want *bound.Expected) Metrics {
 	if got == nil {
 		return Metrics{UlpHist: map[string]int{}, Cosine: 1, FirstBad: -1}

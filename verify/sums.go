@@ -306,6 +306,9 @@ func (s *Stream) byChunks(judge func(p *metricsPart, c0, c1 int)) {
 func (s *Stream) exactChunk(p *metricsPart, want *bound.Expected, buf []float64, c int) {
 	a := c * sumChunk
 	k := min(sumChunk, s.n-a)
+	if leanChunks && s.leanChunk(p, want, buf, a, k) {
+		return
+	}
 	gb, rb := valuesIn(buf, k)
 	var vm valueMax
 	computeExact(p, s.got, want, a, a+k, gb, rb, true, &vm)

@@ -115,3 +115,35 @@ func sumSquares4AVX2(r0, r1, r2, r3 *float64, n int, inv *[4]float64, l *[4][4]f
 //
 //go:noescape
 func maxAbsAVX2(r *float64, n int) float64
+
+// leanRunAVX2 is leanRunGo on elements [0, n) of gv and rv (n a multiple
+// of 4), four at a time, one to each lane of v, stopping at the first
+// group of four that holds an element leanRunGo would stop at: the same
+// integer and IEEE operations on each lane (the short form's bit tests,
+// |g − r|, the division, the products and the additions to the lanes,
+// each correctly rounded as the scalar ones are). It returns how many
+// elements it gathered.
+//
+//go:noescape
+func leanRunAVX2(v *leanVec, gv, rv *float64, n int) int
+
+// useF16C is whether the lean path widens fp16 values itself, by the
+// CPU's F16C instructions (exact, as tensor's conversions are:
+// TestLeanRunMatchesPortable).
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
+// leanRunH16AVX2 is leanRunAVX2 with the got values read as the n fp16
+// values at got, each widened exactly (VCVTPH2PS, VCVTPS2PD) in the loop
+// rather than by a pass of its own into a buffer it would read back.
+//
+//go:noescape
+func leanRunH16AVX2(v *leanVec, got *uint16, rv *float64, n int) int
+
+// leanRunH16SumAVX2 is leanRunH16AVX2 with the exact values the sums
+// x[j] + y[j] of the fp16 values at x and y, each widened exactly and
+// added in one VADDPD, x's first (bound.NewExactSumFrom's values):
+// vector_add's whole judgement of a chunk in one pass over its three
+// fp16 arrays.
+//
+//go:noescape
+func leanRunH16SumAVX2(v *leanVec, got, x, y *uint16, n int) int

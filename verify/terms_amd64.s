@@ -473,3 +473,197 @@ madone:
 	VZEROUPPER
 	VMOVSD X0, ret+16(FP)
 	RET
+
+// The lean path's loops (leanRunAVX2 and its forms that widen fp16
+// values themselves): Y6…Y10 are the unscaled lane sums (mere, sq, gr,
+// gg, rr), Y11…Y13 the largest e, |r| and e/(|r| + guard) per lane, Y14
+// the count of e = 0 per lane (as negated masks), Y0…Y5 the step's
+// values (g in Y0, r in Y1); the short form's constants are read from v
+// (R8). The index is AX, the count CX.
+
+// LEAN_ENTER loads the absolute-value mask (Y15) and the figures of v
+// (R8), and starts the index at 0. (The arguments are loaded outside the
+// macros, where go vet checks them against each function's frame.)
+#define LEAN_ENTER \
+	VBROADCASTSD absmask<>(SB), Y15 \
+	VMOVUPD      256(R8), Y6        \
+	VMOVUPD      288(R8), Y7        \
+	VMOVUPD      320(R8), Y8        \
+	VMOVUPD      352(R8), Y9        \
+	VMOVUPD      384(R8), Y10       \
+	VMOVUPD      416(R8), Y11       \
+	VMOVUPD      448(R8), Y12       \
+	VMOVUPD      480(R8), Y13       \
+	VMOVDQU      512(R8), Y14       \
+	XORQ         AX, AX
+
+// LEAN_CHECK sets Y2 to |r| and BX to the mask of the lanes in the short
+// form whose g is bit for bit their Rounded (Y4 the same as lanes):
+// Takes as |r|bits + bias < limit (signed); Rounded as (b + half +
+// (b>>shift)&1) &^ mask.
+#define LEAN_CHECK \
+	VPAND     Y15, Y1, Y2       \
+	VPADDQ    0(R8), Y2, Y3     \
+	VMOVDQU   32(R8), Y4        \
+	VPCMPGTQ  Y3, Y4, Y3        \
+	VPSRLVQ   160(R8), Y1, Y4   \
+	VPAND     192(R8), Y4, Y4   \
+	VPADDQ    64(R8), Y4, Y4    \
+	VPADDQ    Y1, Y4, Y4        \
+	VMOVDQU   96(R8), Y5        \
+	VPANDN    Y4, Y5, Y4        \
+	VPCMPEQQ  Y0, Y4, Y4        \
+	VPAND     Y3, Y4, Y4        \
+	VMOVMSKPD Y4, BX
+
+// LEAN_BELOW adds to Y4 the lanes whose |r| is below min and whose g has
+// r's bits (inline too), and sets BX to the mask.
+#define LEAN_BELOW \
+	VMOVDQU   128(R8), Y5 \
+	VPCMPGTQ  Y2, Y5, Y5  \
+	VPCMPEQQ  Y0, Y1, Y3  \
+	VPAND     Y3, Y5, Y5  \
+	VPOR      Y5, Y4, Y4  \
+	VMOVMSKPD Y4, BX
+
+// LEAN_GATHER adds the step's four elements to the figures: e = |g − r|,
+// m = e / (|r| + guard), and to the lane sums m, e², g·r, g², r².
+#define LEAN_GATHER \
+	VSUBPD   Y1, Y0, Y5     \
+	VANDPD   Y15, Y5, Y5    \
+	VMAXPD   Y5, Y11, Y11   \
+	VPXOR    Y3, Y3, Y3     \
+	VPCMPEQQ Y3, Y5, Y3     \
+	VPSUBQ   Y3, Y14, Y14   \
+	VMAXPD   Y2, Y12, Y12   \
+	VADDPD   224(R8), Y2, Y2 \
+	VDIVPD   Y2, Y5, Y2     \
+	VMAXPD   Y2, Y13, Y13   \
+	VADDPD   Y2, Y6, Y6     \
+	VMULPD   Y5, Y5, Y5     \
+	VADDPD   Y5, Y7, Y7     \
+	VMULPD   Y1, Y0, Y3     \
+	VADDPD   Y3, Y8, Y8     \
+	VMULPD   Y0, Y0, Y0     \
+	VADDPD   Y0, Y9, Y9     \
+	VMULPD   Y1, Y1, Y1     \
+	VADDPD   Y1, Y10, Y10   \
+	ADDQ     $4, AX
+
+// LEAN_LEAVE stores the figures back into v. (VZEROUPPER follows it in
+// each function, where internal/asmcheck sees it before the RET.)
+#define LEAN_LEAVE \
+	VMOVUPD Y6, 256(R8)  \
+	VMOVUPD Y7, 288(R8)  \
+	VMOVUPD Y8, 320(R8)  \
+	VMOVUPD Y9, 352(R8)  \
+	VMOVUPD Y10, 384(R8) \
+	VMOVUPD Y11, 416(R8) \
+	VMOVUPD Y12, 448(R8) \
+	VMOVUPD Y13, 480(R8) \
+	VMOVDQU Y14, 512(R8)
+
+// func leanRunAVX2(v *leanVec, gv, rv *float64, n int) int
+TEXT ·leanRunAVX2(SB), NOSPLIT, $0-40
+	MOVQ v+0(FP), R8
+	MOVQ n+24(FP), CX
+	LEAN_ENTER
+	MOVQ gv+8(FP), SI
+	MOVQ rv+16(FP), DX
+
+lloop:
+	CMPQ    AX, CX
+	JGE     ldone
+	VMOVUPD (SI)(AX*8), Y0 // g
+	VMOVUPD (DX)(AX*8), Y1 // r
+	LEAN_CHECK
+	CMPQ    BX, $15
+	JNE     lbelow
+
+lok:
+	LEAN_GATHER
+	JMP lloop
+
+lbelow:
+	LEAN_BELOW
+	CMPQ BX, $15
+	JEQ  lok
+
+ldone:
+	LEAN_LEAVE
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET
+
+// func leanRunH16AVX2(v *leanVec, got *uint16, rv *float64, n int) int
+TEXT ·leanRunH16AVX2(SB), NOSPLIT, $0-40
+	MOVQ v+0(FP), R8
+	MOVQ n+24(FP), CX
+	LEAN_ENTER
+	MOVQ got+8(FP), SI
+	MOVQ rv+16(FP), DX
+
+hloop:
+	CMPQ      AX, CX
+	JGE       hdone
+	VCVTPH2PS (SI)(AX*2), X0 // g, exact
+	VCVTPS2PD X0, Y0
+	VMOVUPD   (DX)(AX*8), Y1 // r
+	LEAN_CHECK
+	CMPQ      BX, $15
+	JNE       hbelow
+
+hok:
+	LEAN_GATHER
+	JMP hloop
+
+hbelow:
+	LEAN_BELOW
+	CMPQ BX, $15
+	JEQ  hok
+
+hdone:
+	LEAN_LEAVE
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET
+
+// func leanRunH16SumAVX2(v *leanVec, got, x, y *uint16, n int) int
+//
+// n is the fourth argument here: the frame differs from the others'.
+TEXT ·leanRunH16SumAVX2(SB), NOSPLIT, $0-48
+	MOVQ v+0(FP), R8
+	MOVQ n+32(FP), CX
+	LEAN_ENTER
+	MOVQ got+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ y+24(FP), DI
+
+sumloop:
+	CMPQ      AX, CX
+	JGE       sumdone
+	VCVTPH2PS (SI)(AX*2), X0 // g, exact
+	VCVTPS2PD X0, Y0
+	VCVTPH2PS (DX)(AX*2), X1 // x
+	VCVTPS2PD X1, Y1
+	VCVTPH2PS (DI)(AX*2), X2 // y
+	VCVTPS2PD X2, Y2
+	VADDPD    Y2, Y1, Y1 // r = x + y, x's first (exact)
+	LEAN_CHECK
+	CMPQ      BX, $15
+	JNE       sumbelow
+
+sumok:
+	LEAN_GATHER
+	JMP sumloop
+
+sumbelow:
+	LEAN_BELOW
+	CMPQ BX, $15
+	JEQ  sumok
+
+sumdone:
+	LEAN_LEAVE
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET

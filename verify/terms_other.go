@@ -28,3 +28,15 @@ func sumSquares4AVX2(*float64, *float64, *float64, *float64, int, *[4]float64, *
 
 // maxAbsAVX2 is never called here (useAVX2 is false).
 func maxAbsAVX2(*float64, int) float64 { return 0 }
+
+// leanRunAVX2 is never called here (useAVX2 is false).
+func leanRunAVX2(*leanVec, *float64, *float64, int) int { return 0 }
+
+// useF16C is false: no vector form runs here.
+var useF16C = false
+
+// leanRunH16AVX2 is never called here (useF16C is false).
+func leanRunH16AVX2(*leanVec, *uint16, *float64, int) int { return 0 }
+
+// leanRunH16SumAVX2 is never called here (useF16C is false).
+func leanRunH16SumAVX2(*leanVec, *uint16, *uint16, *uint16, int) int { return 0 }
