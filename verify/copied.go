@@ -7,6 +7,7 @@ import (
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // Copied chunks. An output that stores a large input back with a few rows
@@ -49,7 +50,8 @@ var fastCopied = true
 // of got, judged against want.
 type copiedChunks struct {
 	base  *tensor.Tensor
-	b     []byte // the base's bits, two bytes an element
+	b     []byte            // the base's bits, two bytes an element
+	f16   []float16.Float16 // the base's values when it is fp16, else nil
 	spans []bound.Span
 	num   tensor.Numerics
 	inf   uint16 // the first non-finite pattern of the dtype, sign cleared
@@ -69,7 +71,8 @@ func newCopiedChunks(got *tensor.Tensor, want *bound.Expected) *copiedChunks {
 	c := &copiedChunks{base: base, spans: spans, num: num}
 	switch got.DType {
 	case tensor.Float16:
-		c.b, c.inf = bits16(base.F16()), 0x7C00
+		c.f16 = base.F16()
+		c.b, c.inf = bits16(c.f16), 0x7C00
 	case tensor.BFloat16:
 		c.b, c.inf = bits16(base.BF16s()), 0x7F80
 	default:
@@ -184,6 +187,10 @@ type copiedChunk struct {
 // sums sets the sums of up to four copied chunks, with buf (4·sumChunk
 // float64s at least) as scratch.
 func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
+	if c.f16 != nil && len(chunks) == 4 && useF16C {
+		c.sumsF16(chunks)
+		return
+	}
 	const k = sumChunk
 	var rv [4][]float64
 	var inv [4]float64
@@ -208,6 +215,47 @@ func (c *copiedChunks) sums(chunks []copiedChunk, buf []float64) {
 	}
 	for i, ch := range chunks {
 		ch.out.gr, ch.out.gg, ch.out.rr = s[i], s[i], s[i]
+	}
+}
+
+// sumsF16 is sums on four chunks of an fp16 base in one pass over its
+// values (sumSquares4F16AVX2), where sums widens them into buf, finds
+// their largest magnitude and then adds their scaled squares: each
+// chunk's lanes take the unscaled squares, and the folded sum is scaled
+// by (1/s)² once. The bits are sums': (r·(1/s))² is r²·(1/s)² rounded
+// once, and multiplying by a power of two commutes with the rounding of
+// each product and addition while neither side leaves float64's normal
+// range, which an fp16 chunk's never does (squares of nonzero values in
+// [2^-48, 2^32], lane sums below 2^45, 1/s in [2^-15, 2^24], so scaled
+// terms at least 2^-78).
+func (c *copiedChunks) sumsF16(chunks []copiedChunk) {
+	var l, mx [4][4]float64
+	at := func(i int) *uint16 { return (*uint16)(unsafe.Pointer(&c.f16[chunks[i].a])) }
+	sumSquares4F16AVX2(at(0), at(1), at(2), at(3), sumChunk, &l, &mx)
+	for i, ch := range chunks {
+		m := mx[i]
+		maxV := maxNonNeg(maxNonNeg(m[0], m[1]), maxNonNeg(m[2], m[3]))
+		scale, xv := pow2Below(maxV)
+		inv := 1 / scale
+		sq := fold(l[i]) * (inv * inv)
+		*ch.out = chunkSums{xv: xv, hasV: maxV > 0, gr: sq, gg: sq, rr: sq}
+	}
+}
+
+// sumSquaresF16Go adds, for each value j of the fp16 values b (a chunk,
+// or its part from a multiple of 4 on), its magnitude, +0 where it is not
+// finite, to the maximum in lane j mod 4 of mx and its square, rounded,
+// to that lane of l: the portable form of sumSquares4F16AVX2
+// (TestSumSquares4F16MatchesPortable).
+func sumSquaresF16Go(b []float16.Float16, l, mx *[4]float64) {
+	for j, h := range b {
+		x := math.Abs(float64(h.Float32()))
+		if !(x < math.Inf(1)) {
+			x = 0
+		}
+		k := j & 3
+		mx[k] = maxNonNeg(mx[k], x)
+		l[k] += float64(x * x)
 	}
 }
 

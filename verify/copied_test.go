@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/npuverify/npuverify/bound"
 	"github.com/npuverify/npuverify/tensor"
+	"github.com/x448/float16"
 )
 
 // TestCopiedChunksMatchChunkOf holds Compute with copied chunks taken by
@@ -222,6 +224,114 @@ func TestSameRun16Sixteens(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestSumSquares4F16MatchesPortable holds sumSquares4F16AVX2 to its Go
+// twin, every lane of the sums and the maxima bit for bit, on four chunks
+// of random fp16 bit patterns (NaN, ±Inf, zeros, subnormals and the
+// largest finite among them) of every length from 0 to 64 in steps of 4
+// and a whole chunk.
+func TestSumSquares4F16MatchesPortable(t *testing.T) {
+	if !useF16C {
+		t.Skip("no F16C: sumSquares4F16AVX2 does not run here")
+	}
+	const seed = 47
+	r := rand.New(rand.NewPCG(seed, 0))
+	special := []uint16{0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x7C01, 0, 0x8000, 0x0001, 0x83FF, 0x7BFF, 0xFBFF}
+	for n := 0; n <= sumChunk; n += 4 {
+		if n > 64 {
+			n = sumChunk
+		}
+		var bs [4][]float16.Float16
+		for i := range bs {
+			bs[i] = make([]float16.Float16, n)
+			for j := range bs[i] {
+				h := uint16(r.Uint32())
+				if r.IntN(8) == 0 {
+					h = special[r.IntN(len(special))]
+				}
+				bs[i][j] = float16.Frombits(h)
+			}
+		}
+		var got, gotMax [4][4]float64
+		if n > 0 {
+			at := func(i int) *uint16 { return (*uint16)(unsafe.Pointer(&bs[i][0])) }
+			sumSquares4F16AVX2(at(0), at(1), at(2), at(3), n, &got, &gotMax)
+		}
+		for i := range bs {
+			var want, wantMax [4]float64
+			sumSquaresF16Go(bs[i], &want, &wantMax)
+			for k := range 4 {
+				if math.Float64bits(got[i][k]) != math.Float64bits(want[k]) || math.Float64bits(gotMax[i][k]) != math.Float64bits(wantMax[k]) {
+					t.Fatalf("verify sumSquares4F16AVX2 seed=%d n=%d: chunk %d lane %d: got sum %#x max %g / want sum %#x max %g",
+						seed, n, i, k, math.Float64bits(got[i][k]), gotMax[i][k], math.Float64bits(want[k]), wantMax[k])
+				}
+			}
+		}
+	}
+}
+
+// TestSumsF16MatchesSums holds copiedChunks.sums on four fp16 chunks in
+// one pass (sumsF16) to its three-pass form (widen, largest magnitude,
+// scaled squares), every field of each chunk's sums bit for bit, on
+// chunks of magnitudes from 2^-24 to 2^15 (subnormal chunks, a chunk of
+// the largest finite values, zeros of both signs), finite or holding NaN
+// and ±Inf.
+func TestSumsF16MatchesSums(t *testing.T) {
+	if !useF16C {
+		t.Skip("no F16C: sumsF16 does not run here")
+	}
+	const seed = 48
+	r := rand.New(rand.NewPCG(seed, 0))
+	for round := range 12 {
+		base := tensor.MustNew(tensor.Float16, 4*sumChunk)
+		var chunks [4]copiedChunk
+		var fast, slow [4]chunkSums
+		for c := range 4 {
+			exp := r.IntN(40) - 24 // the chunk's magnitude
+			finite := r.IntN(2) == 0
+			for j := range sumChunk {
+				v := r.NormFloat64() * math.Ldexp(1, exp)
+				switch k := r.IntN(200); {
+				case k == 0:
+					v = math.Copysign(0, r.NormFloat64())
+				case k == 1:
+					v = 65504
+				case k == 2 && !finite:
+					v = math.NaN()
+				case k == 3 && !finite:
+					v = math.Inf(1 - 2*r.IntN(2))
+				}
+				base.SetFloat64(c*sumChunk+j, v, tensor.Numerics{})
+			}
+			// What copiedOf says of the chunk (values past 65504 round
+			// to Inf in any chunk).
+			for j := range sumChunk {
+				finite = finite && isFinite(base.Float64(c*sumChunk+j))
+			}
+			chunks[c] = copiedChunk{a: c * sumChunk, finite: finite}
+		}
+		cc := newCopiedChunks(base.Clone(), bound.NewUnchanged(base, tensor.Numerics{}))
+		if cc == nil || cc.f16 == nil {
+			t.Fatalf("verify sumsF16 seed=%d round %d: no fp16 copied-chunk taker", seed, round)
+		}
+		buf := make([]float64, 4*sumChunk)
+		for i := range chunks {
+			chunks[i].out = &fast[i]
+		}
+		cc.sums(chunks[:], buf)
+		useF16C = false
+		for i := range chunks {
+			chunks[i].out = &slow[i]
+		}
+		cc.sums(chunks[:], buf)
+		useF16C = true
+		for i := range chunks {
+			if g, w := fmt.Sprintf("%+v", fast[i]), fmt.Sprintf("%+v", slow[i]); g != w {
+				t.Errorf("verify sumsF16 seed=%d round %d: chunk %d (finite %v): got %s / want (three passes) %s", seed, round, i, chunks[i].finite, g, w)
 			}
 		}
 	}

@@ -110,6 +110,14 @@ func sameRun16AVX2(got, base *byte, n int, inf uint16, nonFinite bool) (j, nonFi
 //go:noescape
 func sumSquares4AVX2(r0, r1, r2, r3 *float64, n int, inv *[4]float64, l *[4][4]float64)
 
+// sumSquares4F16AVX2 is sumSquaresF16Go on the four fp16 chunks at
+// b0…b3, elements [0, n) (n a multiple of 4), lanes l[i] and mx[i]: each
+// value widened exactly, its magnitude zeroed where not finite, the
+// largest kept and its square, rounded, added to lane j mod 4.
+//
+//go:noescape
+func sumSquares4F16AVX2(b0, b1, b2, b3 *uint16, n int, l, mx *[4][4]float64)
+
 // maxAbsAVX2 is the largest |x| of the n finite values at r (n a multiple
 // of 8), two vectors of maxima at a time.
 //

@@ -667,3 +667,79 @@ sumdone:
 	VZEROUPPER
 	MOVQ AX, ret+40(FP)
 	RET
+
+// func sumSquares4F16AVX2(b0, b1, b2, b3 *uint16, n int, l, mx *[4][4]float64)
+//
+// Four fp16 chunks at once, four values of each a step: widened exactly
+// (F16C to fp32, then to float64), the magnitude zeroed where it is not
+// below +Inf (Inf, NaN), its maximum kept and its square (rounded) added
+// to lane j mod 4 of the chunk's sums.
+TEXT ·sumSquares4F16AVX2(SB), NOSPLIT, $0-56
+	MOVQ         b0+0(FP), SI
+	MOVQ         b1+8(FP), DI
+	MOVQ         b2+16(FP), R8
+	MOVQ         b3+24(FP), R9
+	MOVQ         n+32(FP), CX
+	MOVQ         l+40(FP), R10
+	MOVQ         mx+48(FP), R11
+	VBROADCASTSD absmask<>(SB), Y12
+	VBROADCASTSD expmask<>(SB), Y13 // +Inf
+	VMOVUPD      0(R10), Y4
+	VMOVUPD      32(R10), Y5
+	VMOVUPD      64(R10), Y6
+	VMOVUPD      96(R10), Y7
+	VMOVUPD      0(R11), Y8
+	VMOVUPD      32(R11), Y9
+	VMOVUPD      64(R11), Y10
+	VMOVUPD      96(R11), Y11
+	XORQ         AX, AX
+
+h16sqloop:
+	CMPQ      AX, CX
+	JGE       h16sqdone
+	VCVTPH2PS (SI)(AX*2), X0
+	VCVTPH2PS (DI)(AX*2), X1
+	VCVTPH2PS (R8)(AX*2), X2
+	VCVTPH2PS (R9)(AX*2), X3
+	VCVTPS2PD X0, Y0
+	VCVTPS2PD X1, Y1
+	VCVTPS2PD X2, Y2
+	VCVTPS2PD X3, Y3
+	VANDPD    Y12, Y0, Y0
+	VANDPD    Y12, Y1, Y1
+	VANDPD    Y12, Y2, Y2
+	VANDPD    Y12, Y3, Y3
+	VCMPPD    $0x11, Y13, Y0, Y14 // |x| < +Inf, false for Inf and NaN
+	VANDPD    Y14, Y0, Y0
+	VCMPPD    $0x11, Y13, Y1, Y14
+	VANDPD    Y14, Y1, Y1
+	VCMPPD    $0x11, Y13, Y2, Y14
+	VANDPD    Y14, Y2, Y2
+	VCMPPD    $0x11, Y13, Y3, Y14
+	VANDPD    Y14, Y3, Y3
+	VMAXPD    Y0, Y8, Y8
+	VMAXPD    Y1, Y9, Y9
+	VMAXPD    Y2, Y10, Y10
+	VMAXPD    Y3, Y11, Y11
+	VMULPD    Y0, Y0, Y0
+	VMULPD    Y1, Y1, Y1
+	VMULPD    Y2, Y2, Y2
+	VMULPD    Y3, Y3, Y3
+	VADDPD    Y0, Y4, Y4
+	VADDPD    Y1, Y5, Y5
+	VADDPD    Y2, Y6, Y6
+	VADDPD    Y3, Y7, Y7
+	ADDQ      $4, AX
+	JMP       h16sqloop
+
+h16sqdone:
+	VMOVUPD Y4, 0(R10)
+	VMOVUPD Y5, 32(R10)
+	VMOVUPD Y6, 64(R10)
+	VMOVUPD Y7, 96(R10)
+	VMOVUPD Y8, 0(R11)
+	VMOVUPD Y9, 32(R11)
+	VMOVUPD Y10, 64(R11)
+	VMOVUPD Y11, 96(R11)
+	VZEROUPPER
+	RET

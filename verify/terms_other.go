@@ -26,6 +26,9 @@ func sameRun16AVX2(*byte, *byte, int, uint16, bool) (int, int) { return 0, 0 }
 // sumSquares4AVX2 is never called here (useAVX2 is false).
 func sumSquares4AVX2(*float64, *float64, *float64, *float64, int, *[4]float64, *[4][4]float64) {}
 
+// sumSquares4F16AVX2 is never called here (useF16C is false).
+func sumSquares4F16AVX2(*uint16, *uint16, *uint16, *uint16, int, *[4][4]float64, *[4][4]float64) {}
+
 // maxAbsAVX2 is never called here (useAVX2 is false).
 func maxAbsAVX2(*float64, int) float64 { return 0 }
 
