@@ -125,9 +125,7 @@ func (c *Core) MmadSparse(dst *Buffer, a *L0Tile, idx *Buffer, idxLd int, b *L0T
 			ci := cc[r*n : (r+1)*n]
 			for t := 0; t < p.UsefulK; t++ {
 				x, k := a.f[r*a.ld+t], int(ix[r*idxLd+t])
-				for j, y := range b.f[k*b.ld : k*b.ld+n] {
-					ci[j] += float32(x * y)
-				}
+				saxpy(ci, x, b.f[k*b.ld:k*b.ld+n])
 			}
 		}
 		if p.UsefulK > 0 {
@@ -173,5 +171,29 @@ func (c *Core) VectorWork(bytes int) {
 	if bytes > 0 {
 		c.issueAnon(PipeV, "VectorWork", c.vectorCycles(bytes))
 		c.readUB(bytes)
+	}
+}
+
+// saxpy sets c[j] = c[j] + float32(x·y[j]) for every j of c (y as long):
+// the product rounded to fp32, then the sum, eight lanes at a time where
+// the CPU has AVX (saxpyAVX) and the rest by saxpyGo.
+func saxpy(c []float32, x float32, y []float32) {
+	y = y[:len(c)]
+	v := 0
+	if useSaxpyAVX {
+		if v = len(c) &^ 7; v > 0 {
+			saxpyAVX(&c[0], &y[0], x, v)
+		}
+	}
+	saxpyGo(c[v:], x, y[v:])
+}
+
+// saxpyGo is saxpy one element at a time: the portable form of saxpyAVX
+// (TestSaxpyMatchesPortable). The conversion keeps the compiler from
+// fusing the multiply and the add.
+func saxpyGo(c []float32, x float32, y []float32) {
+	y = y[:len(c)]
+	for j, v := range y {
+		c[j] += float32(x * v)
 	}
 }
