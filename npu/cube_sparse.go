@@ -176,7 +176,10 @@ func (c *Core) VectorWork(bytes int) {
 
 // saxpy sets c[j] = c[j] + float32(x·y[j]) for every j of c (y as long):
 // the product rounded to fp32, then the sum, eight lanes at a time where
-// the CPU has AVX (saxpyAVX) and the rest by saxpyGo.
+// the CPU has AVX (saxpyAVX) and the rest by saxpyGo. Not gonum's Saxpy,
+// which the dense Mmad's paths call: as BLAS it returns at once for
+// x = 0, where the model's c + 0·Inf is NaN (TestSaxpyMatchesPortable
+// fails with it).
 func saxpy(c []float32, x float32, y []float32) {
 	y = y[:len(c)]
 	v := 0

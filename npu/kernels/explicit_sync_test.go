@@ -539,9 +539,9 @@ func TestKVUpdateInt8ScaleOnScalar(t *testing.T) {
 	_, f16 := syncRun(t, dev, ops.KVUpdate, KVUpdateKernel, ops.Params{}, dims, ops.DistUniform, 1, nil)
 	t.Logf("kv_update %v seed 1: int8 cycles %d overlap %.3f; fp16 cycles %d overlap %.3f", dims, i8.Cycles, i8.Overlap, f16.Cycles, f16.Overlap)
 	if len(i8.Findings) != 0 {
-		t.Errorf("kv_update int8 %v: got findings %v want none", dims, i8.Findings)
+		t.Errorf("kv_update cache_dtype=int8 %v dist uniform seed 1: got findings %v / want none", dims, i8.Findings)
 	}
 	if i8.Cycles < f16.Cycles {
-		t.Errorf("kv_update %v: int8 %d cycles / want at least fp16's %d", dims, i8.Cycles, f16.Cycles)
+		t.Errorf("kv_update cache_dtype=int8 %v dist uniform seed 1: got %d cycles / want at least fp16's %d", dims, i8.Cycles, f16.Cycles)
 	}
 }

@@ -33,7 +33,7 @@ func TestSparseCompressMissingScalarWaitCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opt := range []SparseCompressOptions{{}, {BufferNum: 1}, {ChunkTokens: 64}, {ChunkTokens: 48, BufferNum: 1}} {
-		where := fmt.Sprintf("sparse_compress %v dims %v opt %+v", raw, dims, opt)
+		where := fmt.Sprintf("sparse_compress %v dims %v dist normal seed 5 opt %+v", raw, dims, opt)
 		ctx := WithVariant(context.Background(), Variant{Name: "test", Op: "sparse_compress", Options: opt})
 		run := func(ctx context.Context) (map[string]*tensor.Tensor, *npu.Cost, error) {
 			return SparseCompressKernel(ctx, dev, p, in)
@@ -65,7 +65,7 @@ func TestKVUpdateFlagOverwrittenCaught(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		where := fmt.Sprintf("kv_update %v dims %v", raw, dims)
+		where := fmt.Sprintf("kv_update %v dims %v dist uniform seed 3 BlockDim 2", raw, dims)
 		ctx := WithVariant(context.Background(), Variant{Name: "test", Op: "kv_update", Options: KVUpdateOptions{BlockDim: 2}})
 		run := func(ctx context.Context) (map[string]*tensor.Tensor, *npu.Cost, error) {
 			return KVUpdateKernel(ctx, dev, p, in)
