@@ -3,6 +3,9 @@ package bound
 import (
 	"fmt"
 	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/npuverify/npuverify/tensor"
 )
@@ -35,15 +38,40 @@ func NewExactFrom(n int, d tensor.DType, num tensor.Numerics, src ExactSource) *
 }
 
 // NewExactSumFrom is NewExactFrom for an output whose exact values are
-// sums: src gives for element i the float64 sum of elements i of x and
-// y, widened exactly, x's first (one IEEE addition; of two NaNs the sum
-// is x's), as tensor.Tensor.AddFloat64sFrom computes it. Readers that
-// widen and add on their own, in one pass with their other work, take
-// the addends from ExactSum; all others read src. The caller must not
-// modify x and y while the Expected is in use.
-func NewExactSumFrom(x, y *tensor.Tensor, d tensor.DType, num tensor.Numerics, src ExactSource) *Expected {
-	return &Expected{lazy: &compactExact{n: x.Len(), d: d, num: num, src: src, x: x, y: y}}
+// sums: element i's is the float64 sum of elements i of x and y (of x's
+// length; y at least as long), each widened exactly, x's first (one IEEE
+// addition), which the Expected computes itself a block at a time
+// (exactSum), so that the addends ExactSum hands to readers that widen
+// and add on their own, in one pass with their other work, and the
+// values every other reader gets are one and the same. The caller must
+// not modify x and y while the Expected is in use.
+func NewExactSumFrom(x, y *tensor.Tensor, d tensor.DType, num tensor.Numerics) *Expected {
+	return &Expected{lazy: &compactExact{n: x.Len(), d: d, num: num, src: exactSum(x, y), x: x, y: y}}
 }
+
+// exactSum is NewExactSumFrom's source: tensor.Tensor.AddFloat64sFrom
+// where it has a one-pass form (fp16), else both widened and added by
+// floats.AddTo, y through a pooled buffer.
+func exactSum(x, y *tensor.Tensor) ExactSource {
+	return func(off int, z []float64) {
+		if x.AddFloat64sFrom(y, off, z) {
+			return
+		}
+		bp := sumBufs.Get().(*[]float64)
+		if cap(*bp) < len(z) {
+			*bp = make([]float64, len(z))
+		}
+		yb := (*bp)[:len(z)]
+		x.Float64sFrom(off, z)
+		y.Float64sFrom(off, yb)
+		floats.AddTo(z, z, yb)
+		sumBufs.Put(bp)
+	}
+}
+
+// sumBufs holds the buffers exactSum widens y into, one per goroutine
+// reading a compact Expected at a time.
+var sumBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 // ExactSum returns the addends of a compact Expected made by
 // NewExactSumFrom, ok false for any other.

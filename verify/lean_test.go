@@ -137,7 +137,7 @@ func leanCase(d tensor.DType, num tensor.Numerics, n int, isCopy bool, rate int,
 		x.SetFloat64(i, xs[i], tensor.Numerics{})
 		y.SetFloat64(i, ys[i], tensor.Numerics{})
 	}
-	return got, bound.NewExactSumFrom(x, y, d, num, src), x, y
+	return got, bound.NewExactSumFrom(x, y, d, num), x, y
 }
 
 // TestComputeLeanMatchesPerElement holds the lean path of the compact
