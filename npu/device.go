@@ -55,6 +55,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/npuverify/npuverify/internal/parallel"
 )
 
 // CoreKind selects which cores a launch runs on.
@@ -156,13 +158,16 @@ func (d *Device) LaunchOn(ctx context.Context, kind CoreKind, blockDim int, kern
 	if ctx.Value(serialKey{}) != nil {
 		workers = 1
 	}
-	return d.launch(ctx, kind, blockDim, kernel, workers, nil)
+	return d.launch(ctx, kind, blockDim, kernel, workers, false, nil)
 }
 
 // launch runs blockDim blocks of kernel on workers goroutines (each
 // claiming the next block) and derives the Cost; done, when not nil, is
-// told each block's end.
-func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel, workers int, done func(int)) (*Cost, error) {
+// told each block's end. Blocks that wait for one another (a cooperative
+// launch's, at SyncAll: together) each get a goroutine of their own;
+// independent ones run on parallel.Do's helpers, which start a launch
+// without waking a parked thread per worker.
+func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel Kernel, workers int, together bool, done func(int)) (*Cost, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
@@ -206,12 +211,16 @@ func (d *Device) launch(ctx context.Context, kind CoreKind, blockDim int, kernel
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
+	if together {
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	} else {
+		parallel.Do(workers, func(int) { work() })
 	}
-	work()
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}

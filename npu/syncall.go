@@ -230,7 +230,7 @@ func (d *Device) launchCooperative(ctx context.Context, kind CoreKind, blockDim 
 		}()
 		return kernel(c)
 	}
-	cost, err := d.launch(ctx, kind, blockDim, run, blockDim, func(i int) { b.done(i) })
+	cost, err := d.launch(ctx, kind, blockDim, run, blockDim, true, func(i int) { b.done(i) })
 	if err != nil {
 		return nil, err
 	}

@@ -321,12 +321,7 @@ func claim(workers, n int, work func(next func() (int, bool))) {
 		i := int(c.Add(1) - 1)
 		return i, i < n
 	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(func() { work(next) })
-	}
-	work(next)
-	wg.Wait()
+	parallel.Do(workers, func(int) { work(next) })
 }
 
 // macro runs v's micro-kernel over one mcc×ncc block of C (d and s, row

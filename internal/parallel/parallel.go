@@ -4,10 +4,7 @@
 // computes exactly what it computes serially.
 package parallel
 
-import (
-	"runtime"
-	"sync"
-)
+import "runtime"
 
 // For calls fn(lo, hi) on contiguous ranges covering [0, n), at most one
 // per core (GOMAXPROCS) and none shorter than grain (except the last),
@@ -23,10 +20,5 @@ func For(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	step := (n + parts - 1) / parts
-	var wg sync.WaitGroup
-	for lo := step; lo < n; lo += step {
-		wg.Go(func() { fn(lo, min(lo+step, n)) })
-	}
-	fn(0, min(step, n))
-	wg.Wait()
+	Do((n+step-1)/step, func(i int) { fn(i*step, min(i*step+step, n)) })
 }

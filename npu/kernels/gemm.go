@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/npu"
 	"github.com/npuverify/npuverify/ops"
 	"github.com/npuverify/npuverify/tensor"
@@ -86,15 +87,15 @@ func GEMM(ctx context.Context, dev *npu.Device, cfg ops.GEMMConfig, in map[strin
 	b = f.readB(b)
 	// Scan A and B concurrently: on the host, before the launch, the
 	// scan is serial work.
-	var gb *npu.GMMatrix
-	var errB error
-	scannedB := make(chan struct{})
-	go func() {
-		defer close(scannedB)
-		gb, errB = npu.NewGMMatrix(b)
-	}()
-	ga, errA := npu.NewGMMatrix(a)
-	<-scannedB
+	var ga, gb *npu.GMMatrix
+	var errA, errB error
+	parallel.Do(2, func(i int) {
+		if i == 0 {
+			ga, errA = npu.NewGMMatrix(a)
+		} else {
+			gb, errB = npu.NewGMMatrix(b)
+		}
+	})
 	if errA != nil {
 		return nil, nil, fmt.Errorf("gemm: input \"a\": %w", errA)
 	}
