@@ -146,13 +146,14 @@ func hand(hs []*helper, p *part) bool {
 	return false
 }
 
-// Do calls work(0), …, work(n−1) at once, each on one of at most
-// GOMAXPROCS cores, and returns when all have returned. work(0) runs on
-// the calling goroutine, the others on helpers, or on the calling
-// goroutine after work(0) when no helper is free: so the calls must not
-// wait for one another, and a Do inside a work call cannot deadlock. A
-// panic in a call on a helper ends the program, as it does in a goroutine
-// of the caller's own.
+// Do calls work(0), …, work(n−1), on at most GOMAXPROCS goroutines at
+// once, and returns when all have returned. work(0) runs on the calling
+// goroutine, each other call on the helper it was handed to, or on the
+// calling goroutine after work(0) when no helper was free or none has
+// started it by then: so the calls must not wait for one another (a
+// cooperative launch's blocks do, and start goroutines of their own), and
+// a Do inside a work call cannot deadlock. A panic in a call on a helper
+// ends the program, as it does in a goroutine of the caller's own.
 func Do(n int, work func(i int)) {
 	if n <= 1 {
 		if n == 1 {

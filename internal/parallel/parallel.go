@@ -1,5 +1,6 @@
 // Package parallel splits element loops of the verification path (format
-// conversions, references, bounds) over the host's cores. The work is
+// conversions, references, bounds) and the emulator's launches over the
+// host's cores, on helper goroutines that stay awake between loops (Do). The work is
 // cut into contiguous ranges, so a loop whose iterations are independent
 // computes exactly what it computes serially.
 package parallel
