@@ -408,7 +408,7 @@ func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numer
 	}
 	e := bound.NewExpected(m * n)
 	d, s := e.Ref, e.Bound
-	reference.Gemm24Into(m, k, n, vals, keep, dense, b, d, s)
+	reference.Gemm24Into(m, k, n, vals, keep, b, d, s)
 	values := &gemmDense{af: dense, bf: b}
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {
 		ev.rows(e, 0, lo, hi, d, s, values, nil, sa, sb, k, n)

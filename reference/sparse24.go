@@ -63,28 +63,37 @@ func compareMagnitude24(x, y float64) int {
 // reach the result.
 func Gemm24(m, k, n int, values []float64, keep []int, b []float64) (d, s []float64) {
 	d, s = make([]float64, m*n), make([]float64, m*n)
-	Gemm24Into(m, k, n, values, keep, Decompress24(m, k, values, keep), b, d, s)
+	Gemm24Into(m, k, n, values, keep, b, d, s)
 	return d, s
 }
 
-// Gemm24Into is Gemm24 into d and s (m·n each, overwritten), given also
-// a's dense form (Decompress24 of values and keep), which callers that
-// need it hold already. Where a and b are fp32 values and b is finite it
-// multiplies the dense form (dgemm.MulAbs, packed, on all cores): the
-// pruned positions add exact ±0 products, which leave every sum as the
-// kept products alone make it (a sum started at +0 is never −0), in the
-// same k-ascending order, so d and s are the sparse loop's bits, NaN
-// aside (TestGemm24IntoMatchesLoop). With an Inf or NaN in b a pruned
-// zero would meet it (0·Inf = NaN), so the sparse loop runs.
-func Gemm24Into(m, k, n int, values []float64, keep []int, dense, b, d, s []float64) {
+// Gemm24Into is Gemm24 into d and s (m·n each, overwritten). Where a and
+// b are fp32 values (every product exact in float64) it runs
+// dgemm.MulAbsELL on the kept values and their columns, on all cores: the
+// sparse loop's sums in the same order, bit for bit (NaN payloads aside;
+// TestGemm24IntoMatchesLoop), at half the multiply-adds of the dense form
+// (whose pruned zeros added exact ±0 products and kept the same bits only
+// while b was finite: 0·Inf = NaN). Otherwise the sparse loop runs.
+func Gemm24Into(m, k, n int, values []float64, keep []int, b, d, s []float64) {
 	d, s = d[:m*n], s[:m*n]
-	if allFP32(dense) && allFP32(b) && allFinite(b) {
-		dgemm.MulAbs(m, k, n, dgemm.Slice(dense), dgemm.Slice(b), d, s)
+	if allFP32(values) && allFP32(b) {
+		dgemm.MulAbsELL(m, k, k/2, n, values, keptColumns(m, k, keep), b, d, s)
 		return
 	}
 	clear(d)
 	clear(s)
 	gemm24Loop(m, k, n, values, keep, b, d, s)
+}
+
+// keptColumns is the column in a [m,k] of every kept value, row by row
+// in the compressed order (ascending within a row).
+func keptColumns(m, k int, keep []int) []int {
+	cols := make([]int, m*k/2)
+	for g := range m * k / 4 {
+		c0 := 4 * (g % (k / 4))
+		cols[2*g], cols[2*g+1] = c0+keep[2*g], c0+keep[2*g+1]
+	}
+	return cols
 }
 
 // gemm24Loop adds the kept products into d and s, the plain sparse loop.

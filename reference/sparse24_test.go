@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// TestGemm24IntoMatchesLoop holds Gemm24 (the dense product where a and b
-// are fp32 values and b is finite) to the plain sparse loop, d and S bit
-// for bit (NaN aside), on shapes crossing dgemm's blocking, with fp16-like
-// values, ±0, and with an Inf or NaN in a's kept values or in b (which
-// must take the sparse loop: a pruned zero would meet it).
+// TestGemm24IntoMatchesLoop holds Gemm24 (dgemm.MulAbsELL where a and b
+// are fp32 values) to the plain sparse loop, d and S bit for bit (NaN
+// aside), on shapes crossing MulAbsELL's panels and row blocks, with
+// fp16-like values, ±0, and with an Inf or NaN in a's kept values or in b
+// (which only the rows whose kept values meet it may see).
 func TestGemm24IntoMatchesLoop(t *testing.T) {
 	const seed = 43
 	r := rand.New(rand.NewPCG(seed, 0))
-	for _, sh := range [][3]int{{1, 4, 1}, {7, 12, 5}, {33, 520, 17}, {100, 64, 9}} {
+	for _, sh := range [][3]int{{1, 4, 1}, {7, 12, 5}, {33, 520, 17}, {100, 64, 9}, {20, 8, 48}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		for _, special := range []string{"none", "zeros", "a-inf", "a-nan", "b-inf", "b-nan"} {
 			w := make([]float64, m*k)

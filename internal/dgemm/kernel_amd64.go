@@ -123,3 +123,20 @@ func mulAVX2H(kcc int, a, b, d *float64, ldc int, load bool)
 //
 //go:noescape
 func mulAVX512H(kcc int, a, b, d *float64, ldc int, load bool)
+
+// ellKernel is MulAbsELL's row kernel (ellRow) for a whole panel of
+// ellWidth columns: AVX2 with FMA where the CPU has both.
+var ellKernel func(kh int, v *float64, c *int, panel, d, s *float64)
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ellKernel = ellRowAVX2
+	}
+}
+
+// ellRowAVX2 is ellRowGo on a whole panel of ellWidth columns, four ymm
+// accumulators each for d and s; each product is exact, so its FMA
+// rounds as the Go loop's product-then-sum does.
+//
+//go:noescape
+func ellRowAVX2(kh int, v *float64, c *int, panel, d, s *float64)

@@ -311,3 +311,67 @@ TEXT ·mulAVX512H(SB), NOSPLIT, $0-41
 	MULARGS
 	LEAQ (R12)(R10*2), R13
 	TILE(ZLOAD, ZZERO, ZSTEPH, ZSTORE)
+
+// func ellRowAVX2(kh int, v *float64, c *int, panel, d, s *float64)
+// For t < kh: x = v[t], row = panel + 16·c[t] (in values); d[0:16] += x·row,
+// s[0:16] += |x|·|row|, from +0. Y0–Y3 and Y4–Y7 are d's and s's
+// accumulators, Y8 and Y9 x and |x|, Y10–Y13 the row, Y15 the magnitude
+// mask.
+TEXT ·ellRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ kh+0(FP), CX
+	MOVQ v+8(FP), SI
+	MOVQ c+16(FP), DX
+	MOVQ panel+24(FP), BX
+	MOVQ d+32(FP), DI
+	MOVQ s+40(FP), R8
+	MOVQ $0x7fffffffffffffff, AX
+	VMOVQ AX, X15
+	VPBROADCASTQ X15, Y15
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	XORQ AX, AX
+
+ellloop:
+	CMPQ AX, CX
+	JGE  elldone
+	MOVQ (DX)(AX*8), R10
+	SHLQ $7, R10 // 16 values of 8 bytes a row of the panel
+	ADDQ BX, R10
+	VBROADCASTSD (SI)(AX*8), Y8
+	VANDPD       Y15, Y8, Y9
+	VMOVUPD      (R10), Y10
+	VMOVUPD      32(R10), Y11
+	VMOVUPD      64(R10), Y12
+	VMOVUPD      96(R10), Y13
+	VFMADD231PD  Y10, Y8, Y0
+	VFMADD231PD  Y11, Y8, Y1
+	VFMADD231PD  Y12, Y8, Y2
+	VFMADD231PD  Y13, Y8, Y3
+	VANDPD       Y15, Y10, Y10
+	VANDPD       Y15, Y11, Y11
+	VANDPD       Y15, Y12, Y12
+	VANDPD       Y15, Y13, Y13
+	VFMADD231PD  Y10, Y9, Y4
+	VFMADD231PD  Y11, Y9, Y5
+	VFMADD231PD  Y12, Y9, Y6
+	VFMADD231PD  Y13, Y9, Y7
+	INCQ AX
+	JMP  ellloop
+
+elldone:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, (R8)
+	VMOVUPD Y5, 32(R8)
+	VMOVUPD Y6, 64(R8)
+	VMOVUPD Y7, 96(R8)
+	VZEROUPPER
+	RET

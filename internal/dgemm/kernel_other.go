@@ -20,3 +20,6 @@ var mulH mulTile
 
 // mulHTiles lists no fp16-panel tiles: they are assembly's.
 func mulHTiles() []mulTile { return nil }
+
+// ellKernel is none here: MulAbsELL runs ellRowGo.
+var ellKernel func(kh int, v *float64, c *int, panel, d, s *float64)
