@@ -376,20 +376,21 @@ func BenchmarkMul(b *testing.B) {
 		b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
 	// The cube with B an fp16 tensor, as gemm's reference gets it (a block
-	// of 256 rows of A at a time, ops.ExpectBlocks).
-	b.Run("fp16-256x1024x1024", func(b *testing.B) {
-		const m = 256
-		bt := tensor.MustNew(tensor.Float16, n*n)
-		for i, v := range y {
-			bt.SetFloat64(i, v, tensor.Numerics{})
-		}
-		cpu0 := cpuTime()
-		for b.Loop() {
-			Mul(m, n, n, Slice(x[:m*n]), bt, d[:m*n])
-		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-		b.ReportMetric(2*float64(m*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
+	// of rows of A at a time, ops.ExpectBlocks: 128 at 1024³).
+	for _, m := range []int{128, 256} {
+		b.Run(fmt.Sprintf("fp16-%dx1024x1024", m), func(b *testing.B) {
+			bt := tensor.MustNew(tensor.Float16, n*n)
+			for i, v := range y {
+				bt.SetFloat64(i, v, tensor.Numerics{})
+			}
+			cpu0 := cpuTime()
+			for b.Loop() {
+				Mul(m, n, n, Slice(x[:m*n]), bt, d[:m*n])
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(2*float64(m*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 	// A decoding step's shape, B an fp16 tensor as the reference gets it:
 	// few rows against a wide B, each B value used 16 times, so packing B
 	// costs about as much as multiplying.
