@@ -14,15 +14,15 @@ const ellWidth = 16
 
 // MulAbsELL sets d = a·b and s = |a|·|b| for an a [m,k] given by kh
 // entries per row (ELLPACK: row i's values vals[i·kh+t] in columns
-// cols[i·kh+t], each in [0, k); a
-// 2:4-compressed matrix's kept values and positions) and a row-major b
-// [k,n]; d and s are [m,n] (overwritten). Every product vals·b must be
-// exact in float64 (see the package comment). Then d and s are those of
-// the plain loop over each row's entries in the order given (ellLoop), bit for bit:
-// each sum starts at +0 and takes the products of the row's entries only,
-// so an Inf or NaN in a row of b that no entry of a row meets does not
-// reach that row, and a 2:4 matrix costs half the multiply-adds of its
-// dense form (NaN payloads may differ).
+// cols[i·kh+t], each in [0, k); a 2:4-compressed matrix's kept values and
+// positions) and a row-major b [k,n]; d and s are [m,n] (overwritten).
+// Every product vals·b must be exact in float64 (see the package
+// comment). Then d and s are those of the plain loop over each row's
+// entries in the order given (ellLoop), bit for bit: each sum starts at
+// +0 and takes the products of the row's entries only, so an Inf or NaN in
+// a row of b that no entry of a row meets does not reach that row, and a
+// 2:4 matrix costs half the multiply-adds of its dense form (NaN payloads
+// may differ).
 func MulAbsELL(m, k, kh, n int, vals []float64, cols []int, b, d, s []float64) {
 	d, s, b = d[:m*n], s[:m*n], b[:k*n]
 	_ = vals[:m*kh]
