@@ -394,10 +394,6 @@ func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numer
 	m, k, n, _ := gemm24Dims(op, in)
 	keep := MetaKeep(in["a_meta"])
 	vals, b := in["a_values"].Float64s(), in["b"].Float64s()
-	// The product may multiply the dense a, and dotPosNeg (the partial-sum
-	// overflow test) reads it: its pruned zeros give no positive or
-	// negative finite product.
-	dense := reference.Decompress24(m, k, vals, keep)
 	var sa, sb []float64
 	if cfg.Mode.Int8() {
 		sa, sb = in["scale_a"].Float64s(), in["scale_b"].Float64s()
@@ -409,7 +405,10 @@ func (op gemm24) Expect(p Params, in map[string]*tensor.Tensor, num tensor.Numer
 	e := bound.NewExpected(m * n)
 	d, s := e.Ref, e.Bound
 	reference.Gemm24Into(m, k, n, vals, keep, b, d, s)
-	values := &gemmDense{af: dense, bf: b}
+	// dotPosNeg (the partial-sum overflow test), which few elements need,
+	// reads a dense: its pruned zeros give no positive or negative finite
+	// product.
+	values := &gemmDense{load: func() ([]float64, []float64) { return reference.Decompress24(m, k, vals, keep), b }}
 	parallel.For(m, max(1, (1<<12)/max(n, 1)), func(lo, hi int) {
 		ev.rows(e, 0, lo, hi, d, s, values, nil, sa, sb, k, n)
 	})

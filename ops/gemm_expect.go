@@ -214,7 +214,7 @@ func (op gemm) newExpecter(p Params, in map[string]*tensor.Tensor, num tensor.Nu
 	// The reference packs a and b straight from the tensors; float64
 	// copies of them are made only if some element needs the partial-sum
 	// overflow test.
-	g.dense = &gemmDense{a: g.a, b: g.b}
+	g.dense = denseTensors(g.a, g.b)
 	if gemmMagFP32(cfg.Mode.In, k) {
 		ev.magUp = gemmMagUpFactor32(k)
 		g.mag = newGEMMMag32(g.a, g.b, k, n)
@@ -248,19 +248,25 @@ func (g *gemmExpecter) rows(e *bound.Expected, r0, r1 int) {
 }
 
 // gemmDense holds gemm's a and b as float64 values for the partial-sum
-// overflow test (dotPosNeg), converted on first use: most cases never
+// overflow test (dotPosNeg), made on first use by load: most cases never
 // need them, and a 1024³ case would hold 16 MiB of them.
 type gemmDense struct {
-	a, b   *tensor.Tensor
+	load   func() (a, b []float64) // nil where af and bf are given
 	once   sync.Once
 	af, bf []float64
+}
+
+// denseTensors is the gemmDense of tensors a and b, converted on first
+// use.
+func denseTensors(a, b *tensor.Tensor) *gemmDense {
+	return &gemmDense{load: func() ([]float64, []float64) { return a.Float64s(), b.Float64s() }}
 }
 
 // values returns a and b as float64 values.
 func (g *gemmDense) values() (a, b []float64) {
 	g.once.Do(func() {
-		if g.a != nil {
-			g.af, g.bf = g.a.Float64s(), g.b.Float64s()
+		if g.load != nil {
+			g.af, g.bf = g.load()
 		}
 	})
 	return g.af, g.bf

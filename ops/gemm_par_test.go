@@ -163,7 +163,7 @@ func TestGEMMRowsAllocFree(t *testing.T) {
 				ev.plain = ev.plain && !interval
 				d, s := make([]float64, m*n), make([]float64, m*n)
 				reference.MatMulTensors(in["a"], in["b"], d, s)
-				dense := &gemmDense{a: in["a"], b: in["b"]}
+				dense := denseTensors(in["a"], in["b"])
 				dense.values() // made once per case, not per element
 				e := bound.NewExpected(m * n)
 				if allocs := testing.AllocsPerRun(5, func() { ev.rows(e, 0, 0, m, d, s, dense, c, sa, sb, k, n) }); allocs != 0 {

@@ -35,12 +35,6 @@ func ellCase(r *rand.Rand, dist, m, k, kh, n int) (vals []float64, cols []int, b
 	return vals, cols, b
 }
 
-// sameBits reports whether x and y are the same float64, any NaN matching
-// any NaN (the kernels' NaN payloads may differ).
-func sameBits(x, y float64) bool {
-	return math.Float64bits(x) == math.Float64bits(y) || math.IsNaN(x) && math.IsNaN(y)
-}
-
 func TestMulAbsELLMatchesLoop(t *testing.T) {
 	const seed = 41
 	r := rand.New(rand.NewPCG(seed, 0))
@@ -56,7 +50,7 @@ func TestMulAbsELLMatchesLoop(t *testing.T) {
 			}
 			MulAbsELL(m, k, kh, n, vals, cols, b, got, gotS)
 			for i := range want {
-				if !sameBits(got[i], want[i]) || !sameBits(gotS[i], wantS[i]) {
+				if !same(got[i], want[i]) || !same(gotS[i], wantS[i]) {
 					t.Errorf("dist=%d m=%d k=%d kh=%d n=%d seed=%d: MulAbsELL element (%d,%d) = d %v s %v, want %v %v (the loop)", dist, m, k, kh, n, seed, i/n, i%n, got[i], gotS[i], want[i], wantS[i])
 					break
 				}
@@ -81,7 +75,7 @@ func TestELLKernelMatchesGo(t *testing.T) {
 			ellKernel(kh, &vals[0], &cols[0], &panel[0], &d[0], &s[0])
 			ellRowGo(kh, ellWidth, vals, cols, panel, wd[:], ws[:])
 			for j := range d {
-				if !sameBits(d[j], wd[j]) || !sameBits(s[j], ws[j]) {
+				if !same(d[j], wd[j]) || !same(s[j], ws[j]) {
 					t.Fatalf("dist=%d kh=%d seed=%d: ellKernel column %d = d %v s %v, want %v %v (ellRowGo)", dist, kh, seed, j, d[j], s[j], wd[j], ws[j])
 				}
 			}

@@ -109,7 +109,8 @@ var (
 	helpers atomic.Pointer[[]*helper]
 )
 
-// startHelpers makes sure at least n helpers run, and returns them all.
+// startHelpers makes sure at least n helpers run, and returns them all
+// (the first n are always the same ones).
 func startHelpers(n int) []*helper {
 	if hs := helpers.Load(); hs != nil && len(*hs) >= n {
 		return *hs
@@ -161,8 +162,8 @@ func Do(n int, work func(i int)) {
 		}
 		return
 	}
-	hs := startHelpers(min(n, runtime.GOMAXPROCS(0)) - 1)
-	hs = hs[:min(len(hs), n-1, runtime.GOMAXPROCS(0)-1)]
+	w := min(n, runtime.GOMAXPROCS(0)) - 1 // helpers to hand parts to
+	hs := startHelpers(w)[:w]
 	g := &group{}
 	g.left.Store(int32(n - 1))
 	g.wg.Add(n - 1)
