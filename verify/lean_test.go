@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"sync"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
 )
 
@@ -309,5 +314,92 @@ func TestLeanScalable(t *testing.T) {
 	}
 	if f, _ := tensor.Float64.FloatFormat(); leanScalable(f) {
 		t.Errorf("fp64: leanScalable = true / want false")
+	}
+}
+
+// TestLeanH16SumTestIsExact holds leanRunH16SumAVX2's eight-at-a-time
+// test (got bit for bit x + y rounded to fp32 and then to fp16, and
+// finite) to the short form's: for each x, fp16 pairs (x, y) whose got
+// is that double rounding, computed here by Go's float32 addition and
+// float16's rounding to nearest even. Where the double rounding were not
+// the correct rounding of x + y (it is, p = 24 ≥ 2·11 + 2: Figueroa's
+// condition), leanRunGo would refuse an element the loop's test takes.
+// The loop must take every pair whose got is finite, with leanRunGo's
+// figures bit for bit, and stop at every other. y runs over 96 values (zeros, subnormals, the
+// ends of the normal range, random ones) for every one of the 65536 x,
+// and over all 65536 with NPUVERIFY_EXHAUSTIVE=1 (2^32 pairs).
+func TestLeanH16SumTestIsExact(t *testing.T) {
+	if !useF16C {
+		t.Skip("no F16C")
+	}
+	ys := []uint16{0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x0401,
+		0x3bff, 0x3c00, 0xbc00, 0x3c01, 0x7bfe, 0x7bff, 0xfbff, 0x77ff, 0x7800}
+	r := rand.New(rand.NewPCG(1, 31))
+	for len(ys) < 96 {
+		ys = append(ys, uint16(r.Uint32()))
+	}
+	if os.Getenv("NPUVERIFY_EXHAUSTIVE") != "" {
+		ys = make([]uint16, 1<<16)
+		for i := range ys {
+			ys[i] = uint16(i)
+		}
+	}
+	sf, _ := bound.NewShortForm(tensor.Float16)
+	xs := make([]uint16, 1<<16)
+	for i := range xs {
+		xs[i] = uint16(i)
+	}
+	// The x are split over the cores; a failure names the first x.
+	var (
+		mu     sync.Mutex
+		failed []string
+	)
+	parallel.For(len(xs), 256, func(i0, i1 int) {
+		n := len(ys) + 8
+		xh, yh, gh := make([]float16.Float16, 0, n), make([]float16.Float16, 0, n), make([]float16.Float16, 0, n)
+		gv, rv := make([]float64, 0, n), make([]float64, 0, n)
+		for _, xb := range xs[i0:i1] {
+			x := float16.Frombits(xb)
+			xh, yh, gh, gv, rv = xh[:0], yh[:0], gh[:0], gv[:0], rv[:0]
+			for _, yb := range ys {
+				y := float16.Frombits(yb)
+				g := float16.Fromfloat32(x.Float32() + y.Float32())
+				if g.IsNaN() || g.IsInf(0) {
+					// Never taken, here after four copies (0 + 0 = +0).
+					var bx, by, bg [8]float16.Float16
+					bx[7], by[7], bg[7] = x, y, g
+					var v leanVec
+					v.set(&sf, false)
+					if k := leanRunH16SumAVX2(&v, f16Ptr(bg[:]), f16Ptr(bx[:]), f16Ptr(by[:]), 8); k != 4 {
+						mu.Lock()
+						failed = append(failed, fmt.Sprintf("fp16 x=%#04x y=%#04x (seed 1): got %#04x after four copies: leanRunH16SumAVX2 gathered %d / want 4", xb, yb, g.Bits(), k))
+						mu.Unlock()
+					}
+					continue
+				}
+				xh, yh, gh = append(xh, x), append(yh, y), append(gh, g)
+				gv, rv = append(gv, float64(g.Float32())), append(rv, float64(x.Float32())+float64(y.Float32()))
+			}
+			for len(gh)%8 != 0 { // 0 + 0 = +0, an exact copy
+				xh, yh, gh = append(xh, 0), append(yh, 0), append(gh, 0)
+				gv, rv = append(gv, 0), append(rv, 0)
+			}
+			if len(gh) == 0 { // x NaN or ±Inf
+				continue
+			}
+			var v, w leanVec
+			v.set(&sf, false)
+			w.set(&sf, false)
+			k := leanRunH16SumAVX2(&v, f16Ptr(gh), f16Ptr(xh), f16Ptr(yh), len(gh))
+			okGo := leanRunGo(&w, gv, rv, 0)
+			if k != len(gh) || !okGo || v != w {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("fp16 x=%#04x, %d y (seed 1): leanRunH16SumAVX2 gathered %d, figures %+v / want %d, leanRunGo's (passes %v) %+v", xb, len(gh), k, v, len(gh), okGo, w))
+				mu.Unlock()
+			}
+		}
+	})
+	if len(failed) > 0 {
+		t.Fatalf("%d checks fail; the first: %s", len(failed), failed[0])
 	}
 }

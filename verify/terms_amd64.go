@@ -153,5 +153,24 @@ func leanRunH16AVX2(v *leanVec, got *uint16, rv *float64, n int) int
 // vector_add's whole judgement of a chunk in one pass over its three
 // fp16 arrays.
 //
+// Unless v is set for flush, it tests eight elements at a time by fp16
+// bits in place of the short form's tests on float64 bits, a third of
+// the loop's instructions: got must be, bit for bit, x + y rounded to
+// fp32 (VADDPS) and then to fp16 (VCVTPS2PH, ties to even), and finite.
+// That is the short form's test: the double rounding is the correct
+// rounding of x + y (p = 24 ≥ 2·11 + 2, Figueroa's condition for an
+// addition; and every sum below MinNormal, a multiple of 2^-24 under
+// 2^-14, is exact in both), and x + y rounds to a finite fp16 value
+// exactly when it is below the short form's threshold. A group that
+// fails it takes the short form's tests four at a time, so the loop
+// stops where leanRunH16AVX2 would (TestLeanH16SumTestIsExact, on all
+// 2^32 pairs with NPUVERIFY_EXHAUSTIVE=1).
+//
+// Such a group's e·e, g·r and g·g are exact in float64, so each is a
+// fused multiply-add that rounds as the product and then the sum do: g
+// and e = g − r (the rounding error of an fp16 addition, itself an fp16
+// value) have at most 11 significant bits; r = x + y is a multiple of
+// 2^-24 below 2^17, at most 41 bits, and g·r at most 52.
+//
 //go:noescape
 func leanRunH16SumAVX2(v *leanVec, got, x, y *uint16, n int) int

@@ -628,9 +628,45 @@ hdone:
 	MOVQ AX, ret+32(FP)
 	RET
 
+// h16abs and h16inf are an fp16 value's magnitude mask and the bits of
+// +Inf, in each of eight 16-bit lanes.
+DATA h16abs<>+0(SB)/8, $0x7fff7fff7fff7fff
+DATA h16abs<>+8(SB)/8, $0x7fff7fff7fff7fff
+GLOBL h16abs<>(SB), RODATA|NOPTR, $16
+DATA h16inf<>+0(SB)/8, $0x7c007c007c007c00
+DATA h16inf<>+8(SB)/8, $0x7c007c007c007c00
+GLOBL h16inf<>(SB), RODATA|NOPTR, $16
+
+// LEAN_GATHER_EXACT is LEAN_GATHER for an element of vector_add's fp16
+// sums (g in Y0, r = x + y in Y1; Y4 and Y5 scratch, Y0 and Y1
+// clobbered; the index is not moved): e·e, g·r and g·g are exact in
+// float64 there (see leanRunH16SumAVX2), so one fused multiply-add each
+// rounds as the product and then the sum do.
+#define LEAN_GATHER_EXACT \
+	VSUBPD      Y1, Y0, Y5      \
+	VANDPD      Y15, Y5, Y5     \
+	VMAXPD      Y5, Y11, Y11    \
+	VXORPD      Y4, Y4, Y4      \
+	VPCMPEQQ    Y4, Y5, Y4      \
+	VPSUBQ      Y4, Y14, Y14    \
+	VFMADD231PD Y5, Y5, Y7      \
+	VFMADD231PD Y1, Y0, Y8      \
+	VFMADD231PD Y0, Y0, Y9      \
+	VMULPD      Y1, Y1, Y0      \
+	VADDPD      Y0, Y10, Y10    \
+	VANDPD      Y15, Y1, Y1     \
+	VMAXPD      Y1, Y12, Y12    \
+	VADDPD      224(R8), Y1, Y1 \
+	VDIVPD      Y1, Y5, Y1      \
+	VMAXPD      Y1, Y13, Y13    \
+	VADDPD      Y1, Y6, Y6
+
 // func leanRunH16SumAVX2(v *leanVec, got, x, y *uint16, n int) int
 //
 // n is the fourth argument here: the frame differs from the others'.
+// Eight elements a step while they pass the fp16 test (sumfast; not
+// under flush, v's min 1), else four by the short form's test, as
+// leanRunH16AVX2 (sumloop), which goes back to eight after each four.
 TEXT ·leanRunH16SumAVX2(SB), NOSPLIT, $0-48
 	MOVQ v+0(FP), R8
 	MOVQ n+32(FP), CX
@@ -638,6 +674,43 @@ TEXT ·leanRunH16SumAVX2(SB), NOSPLIT, $0-48
 	MOVQ got+8(FP), SI
 	MOVQ x+16(FP), DX
 	MOVQ y+24(FP), DI
+	MOVQ CX, R9
+	SUBQ $8, R9       // a step of eight starts at most at n − 8
+	CMPQ 128(R8), $1
+	JNE  sumfast
+	MOVQ $-1, R9      // under flush, none
+
+sumfast:
+	CMPQ         AX, R9
+	JGT          sumloop
+	VCVTPH2PS    (DX)(AX*2), Y0 // x, exact
+	VCVTPH2PS    (DI)(AX*2), Y1 // y
+	VADDPS       Y1, Y0, Y2
+	VCVTPS2PH    $0, Y2, X2     // h, x + y rounded to fp32 and then to fp16 (ties to even)
+	VPCMPEQW     (SI)(AX*2), X2, X3 // got bit for bit h
+	VPAND        h16abs<>(SB), X2, X2
+	VMOVDQU      h16inf<>(SB), X4
+	VPCMPGTW     X2, X4, X4     // h finite
+	VPAND        X4, X3, X3
+	VPMOVMSKB    X3, BX
+	CMPQ         BX, $0xffff
+	JNE          sumloop
+	VEXTRACTF128 $1, Y0, X2     // x and y of the upper four
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X0, Y0
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y1, Y0, Y1     // r = x + y, x's first (exact)
+	VCVTPH2PS    (SI)(AX*2), X0
+	VCVTPS2PD    X0, Y0         // g, exact
+	LEAN_GATHER_EXACT
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y2, Y1
+	VCVTPH2PS    8(SI)(AX*2), X0
+	VCVTPS2PD    X0, Y0
+	LEAN_GATHER_EXACT
+	ADDQ         $8, AX
+	JMP          sumfast
 
 sumloop:
 	CMPQ      AX, CX
@@ -655,7 +728,7 @@ sumloop:
 
 sumok:
 	LEAN_GATHER
-	JMP sumloop
+	JMP sumfast
 
 sumbelow:
 	LEAN_BELOW
