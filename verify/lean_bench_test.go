@@ -11,14 +11,15 @@ import (
 // BenchmarkLeanRunH16Sum times vector_add's lean loop (leanRunH16SumAVX2)
 // on one core over a clean fp16 output (leanCase, seed 1): a chunk of
 // sumChunk elements, which stays in the first two levels of cache, and
-// 2^22 elements (24 MiB of got, x and y), which do not. ns/elem is the
+// 2^24 elements (96 MiB of got, x and y, more than the last level
+// holds), read from memory. ns/elem is the
 // figure to compare with the kernel's.
 func BenchmarkLeanRunH16Sum(b *testing.B) {
 	if !useF16C {
 		b.Skip("no F16C")
 	}
 	sf, _ := bound.NewShortForm(tensor.Float16)
-	for _, n := range []int{sumChunk, 1 << 22} {
+	for _, n := range []int{sumChunk, 1 << 24} {
 		got, _, x, y := leanCase(tensor.Float16, tensor.Numerics{}, n, false, 0, 1, nil)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
