@@ -7,6 +7,7 @@ import (
 	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/bound"
+	"github.com/npuverify/npuverify/internal/dgemm"
 	"github.com/npuverify/npuverify/internal/gemm32"
 	"github.com/npuverify/npuverify/internal/parallel"
 	"github.com/npuverify/npuverify/tensor"
@@ -148,6 +149,20 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 		}
 		fn(lo+rlo, lo+rhi)
 	})
+}
+
+// withD sets d to reference.MulTensorRows' d and s to rows' S for the
+// rows [lo, hi), both in one pass (dgemm.MulAbsH32), and reports whether
+// it did: for fp16 a and b, fewer rows than gemmMag32Rows (a decoding
+// step's) and at least a tile's columns, where d and S each packed B in
+// strips of their own (the two took 42 and 30 cpu-ms at 16×4096×11008,
+// the pass 47), on a CPU with the pass's kernel.
+func (g *gemmMag32) withD(lo, hi int, d, s []float64) bool {
+	ah, bh := g.a.F16(), g.b.F16()
+	if ah == nil || bh == nil || hi-lo >= gemmMag32Rows || g.n < 16 {
+		return false
+	}
+	return dgemm.MulAbsH32(hi-lo, g.k, g.n, ah[lo*g.k:hi*g.k], bh, d, s)
 }
 
 // pack packs rows [pc, pc+kcc) of |b|'s columns [j0, j0+cols) into pb:

@@ -2,7 +2,12 @@
 
 package dgemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"github.com/x448/float16"
+	"golang.org/x/sys/cpu"
+)
 
 // kernel is MulAbs's micro-kernel on this machine and mul Mul's: AVX2
 // with FMA when the CPU has both (for Mul, AVX-512 when it has that too),
@@ -140,3 +145,27 @@ func init() {
 //
 //go:noescape
 func ellRowAVX2(kh int, v *float64, c *int, panel, d, s *float64)
+
+// h32Kernel is MulAbsH32's tile: the AVX-512 one where the CPU has
+// AVX-512 and F16C, else none.
+var h32Kernel h32Func
+
+func init() {
+	if cpu.X86.HasAVX512F && cpu.X86.HasF16C && cpu.X86.HasFMA {
+		h32Kernel = h32AVX512
+	}
+}
+
+// h32AVX512 is mulAbsH32AVX512 after the bounds checks it cannot make;
+// kcc ≥ 1.
+func h32AVX512(kcc int, a []float64, aa []float32, b []float16.Float16, ldb int, d, s []float64, ldc int, load bool) {
+	_, _ = a[kcc*h32Rows-1], aa[kcc*h32Rows-1]
+	_ = b[(kcc-1)*ldb+h32Cols-1]
+	_, _ = d[(h32Rows-1)*ldc+h32Cols-1], s[(h32Rows-1)*ldc+h32Cols-1]
+	mulAbsH32AVX512(kcc, &a[0], &aa[0], (*uint16)(unsafe.Pointer(&b[0])), ldb, &d[0], &s[0], ldc, load)
+}
+
+// mulAbsH32AVX512 is the 8×16 tile of MulAbsH32 on raw pointers; kcc ≥ 1.
+//
+//go:noescape
+func mulAbsH32AVX512(kcc int, a *float64, aa *float32, b *uint16, ldb int, d, s *float64, ldc int, load bool)

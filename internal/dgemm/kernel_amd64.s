@@ -375,3 +375,256 @@ elldone:
 	VMOVUPD Y7, 96(R8)
 	VZEROUPPER
 	RET
+
+// The 8×16 tile of MulAbsH32 (mulAbsH32AVX512): row r of d in Z(2r) and
+// Z(2r+1) (columns 0–7 and 8–15, float64), of s in Z(16+r) (sixteen fp32
+// sums); per step b's sixteen fp16 values widened to fp32 (Z24), their
+// magnitudes (Z25) and their float64 values (Z26, Z27); a[r] and |a[r]|
+// broadcast from the packed rows at SI (float64) and BX (fp32). Every
+// product is exact in its format, so each FMA rounds as the loop's
+// product and then its sum do.
+#define H32STEP \
+	VFMADD231PD.BCST 0(SI), Z26, Z0 \
+	VFMADD231PD.BCST 0(SI), Z27, Z1 \
+	VFMADD231PS.BCST 0(BX), Z25, Z16 \
+	VFMADD231PD.BCST 8(SI), Z26, Z2 \
+	VFMADD231PD.BCST 8(SI), Z27, Z3 \
+	VFMADD231PS.BCST 4(BX), Z25, Z17 \
+	VFMADD231PD.BCST 16(SI), Z26, Z4 \
+	VFMADD231PD.BCST 16(SI), Z27, Z5 \
+	VFMADD231PS.BCST 8(BX), Z25, Z18 \
+	VFMADD231PD.BCST 24(SI), Z26, Z6 \
+	VFMADD231PD.BCST 24(SI), Z27, Z7 \
+	VFMADD231PS.BCST 12(BX), Z25, Z19 \
+	VFMADD231PD.BCST 32(SI), Z26, Z8 \
+	VFMADD231PD.BCST 32(SI), Z27, Z9 \
+	VFMADD231PS.BCST 16(BX), Z25, Z20 \
+	VFMADD231PD.BCST 40(SI), Z26, Z10 \
+	VFMADD231PD.BCST 40(SI), Z27, Z11 \
+	VFMADD231PS.BCST 20(BX), Z25, Z21 \
+	VFMADD231PD.BCST 48(SI), Z26, Z12 \
+	VFMADD231PD.BCST 48(SI), Z27, Z13 \
+	VFMADD231PS.BCST 24(BX), Z25, Z22 \
+	VFMADD231PD.BCST 56(SI), Z26, Z14 \
+	VFMADD231PD.BCST 56(SI), Z27, Z15 \
+	VFMADD231PS.BCST 28(BX), Z25, Z23
+
+// The tile's sums from d and s (R12 and R13 walk their rows, R10 bytes
+// apart); s holds fp32 values as float64, whose narrowing is exact.
+#define H32LOAD \
+	VMOVUPD      (R12), Z0 \
+	VMOVUPD      64(R12), Z1 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z16 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z2 \
+	VMOVUPD      64(R12), Z3 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z17 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z4 \
+	VMOVUPD      64(R12), Z5 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z18 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z6 \
+	VMOVUPD      64(R12), Z7 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z19 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z8 \
+	VMOVUPD      64(R12), Z9 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z20 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z10 \
+	VMOVUPD      64(R12), Z11 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z21 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z12 \
+	VMOVUPD      64(R12), Z13 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z22 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13 \
+	VMOVUPD      (R12), Z14 \
+	VMOVUPD      64(R12), Z15 \
+	VMOVUPD      (R13), Z28 \
+	VCVTPD2PS    Z28, Y28 \
+	VMOVUPD      64(R13), Z29 \
+	VCVTPD2PS    Z29, Y29 \
+	VINSERTF64X4 $1, Y29, Z28, Z23 \
+	ADDQ         R10, R12 \
+	ADDQ         R10, R13
+
+#define H32ZERO \
+	VPXORQ Z0, Z0, Z0 \
+	VPXORQ Z1, Z1, Z1 \
+	VPXORQ Z16, Z16, Z16 \
+	VPXORQ Z2, Z2, Z2 \
+	VPXORQ Z3, Z3, Z3 \
+	VPXORQ Z17, Z17, Z17 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPXORQ Z18, Z18, Z18 \
+	VPXORQ Z6, Z6, Z6 \
+	VPXORQ Z7, Z7, Z7 \
+	VPXORQ Z19, Z19, Z19 \
+	VPXORQ Z8, Z8, Z8 \
+	VPXORQ Z9, Z9, Z9 \
+	VPXORQ Z20, Z20, Z20 \
+	VPXORQ Z10, Z10, Z10 \
+	VPXORQ Z11, Z11, Z11 \
+	VPXORQ Z21, Z21, Z21 \
+	VPXORQ Z12, Z12, Z12 \
+	VPXORQ Z13, Z13, Z13 \
+	VPXORQ Z22, Z22, Z22 \
+	VPXORQ Z14, Z14, Z14 \
+	VPXORQ Z15, Z15, Z15 \
+	VPXORQ Z23, Z23, Z23
+
+// The tile's sums into d and s, s widened to float64 (exact).
+#define H32STORE \
+	VMOVUPD       Z0, (R12) \
+	VMOVUPD       Z1, 64(R12) \
+	VEXTRACTF64X4 $1, Z16, Y29 \
+	VCVTPS2PD     Y16, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z2, (R12) \
+	VMOVUPD       Z3, 64(R12) \
+	VEXTRACTF64X4 $1, Z17, Y29 \
+	VCVTPS2PD     Y17, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z4, (R12) \
+	VMOVUPD       Z5, 64(R12) \
+	VEXTRACTF64X4 $1, Z18, Y29 \
+	VCVTPS2PD     Y18, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z6, (R12) \
+	VMOVUPD       Z7, 64(R12) \
+	VEXTRACTF64X4 $1, Z19, Y29 \
+	VCVTPS2PD     Y19, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z8, (R12) \
+	VMOVUPD       Z9, 64(R12) \
+	VEXTRACTF64X4 $1, Z20, Y29 \
+	VCVTPS2PD     Y20, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z10, (R12) \
+	VMOVUPD       Z11, 64(R12) \
+	VEXTRACTF64X4 $1, Z21, Y29 \
+	VCVTPS2PD     Y21, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z12, (R12) \
+	VMOVUPD       Z13, 64(R12) \
+	VEXTRACTF64X4 $1, Z22, Y29 \
+	VCVTPS2PD     Y22, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13 \
+	VMOVUPD       Z14, (R12) \
+	VMOVUPD       Z15, 64(R12) \
+	VEXTRACTF64X4 $1, Z23, Y29 \
+	VCVTPS2PD     Y23, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13
+
+// func mulAbsH32AVX512(kcc int, a *float64, aa *float32, b *uint16, ldb int, d, s *float64, ldc int, load bool)
+TEXT ·mulAbsH32AVX512(SB), NOSPLIT, $0-65
+	MOVQ         kcc+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         aa+16(FP), BX
+	MOVQ         b+24(FP), DI
+	MOVQ         ldb+32(FP), R9
+	SHLQ         $1, R9
+	MOVQ         d+40(FP), R8
+	MOVQ         s+48(FP), R11
+	MOVQ         ldc+56(FP), R10
+	SHLQ         $3, R10
+	MOVBQZX      load+64(FP), AX
+	MOVL         $0x7fffffff, DX
+	VPBROADCASTD DX, Z31
+	MOVQ         R8, R12
+	MOVQ         R11, R13
+	TESTQ        AX, AX
+	JZ           h32zero
+	H32LOAD
+	JMP          h32loop
+
+h32zero:
+	H32ZERO
+
+h32loop:
+	VCVTPH2PS     (DI), Z24
+	VANDPS        Z31, Z24, Z25
+	VCVTPS2PD     Y24, Z26
+	VEXTRACTF64X4 $1, Z24, Y27
+	VCVTPS2PD     Y27, Z27
+	H32STEP
+	ADDQ          $64, SI
+	ADDQ          $32, BX
+	ADDQ          R9, DI
+	DECQ          CX
+	JNZ           h32loop
+	MOVQ          R8, R12
+	MOVQ          R11, R13
+	H32STORE
+	VZEROUPPER
+	RET

@@ -23,3 +23,6 @@ func mulHTiles() []mulTile { return nil }
 
 // ellKernel is none here: MulAbsELL runs ellRowGo.
 var ellKernel func(kh int, v *float64, c *int, panel, d, s *float64)
+
+// h32Kernel is none here: MulAbsH32 reports false.
+var h32Kernel h32Func
