@@ -112,8 +112,8 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 			dv, sv := 0.0, float32(0)
 			for kk := range k {
 				x, y := a[i*k+kk].Float32(), b[kk*n+j].Float32()
-				dv += float64(x) * float64(y)
-				sv += abs32(x) * abs32(y)
+				dv += float64(float64(x) * float64(y))
+				sv += float32(abs32(x) * abs32(y))
 			}
 			d[i*n+j], s[i*n+j] = dv, float64(sv)
 		}
@@ -134,8 +134,8 @@ func mulAbsH32Go(kcc int, a []float64, aa []float32, b []float16.Float16, ldb in
 			}
 			for kk := range kcc {
 				y := b[kk*ldb+c].Float32()
-				dv += a[kk*h32Rows+r] * float64(y)
-				sv += aa[kk*h32Rows+r] * abs32(y)
+				dv += float64(a[kk*h32Rows+r] * float64(y))
+				sv += float32(aa[kk*h32Rows+r] * abs32(y))
 			}
 			d[r*ldc+c], s[r*ldc+c] = dv, float64(sv)
 		}
