@@ -17,9 +17,8 @@ import (
 // a decoding or pruning step meets in practice (the KV shapes are those
 // of npu/kernels' BenchmarkKVUpdate and BenchmarkDecodeAttention); and
 // gemm at a decoding step's shape (16 tokens against a 4096×11008
-// weight), where its float64 reference does twice the fp32 kernel's
-// work per multiply-add and is slower than the kernel (the rule below is
-// the new operators'); and the two shapes ../shared/bench/vs_numpy.py times
+// weight), whose float64 reference does twice the fp32 kernel's work per
+// multiply-add; and the two shapes ../shared/bench/vs_numpy.py times
 // whole runs at (gemm 1024³, vector_add 2^24), and a transdata of 3.2
 // million elements, so that every operator has its steps side by side
 // (tag tells a second shape of an op and mode from the first).
