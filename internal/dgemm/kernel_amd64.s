@@ -383,107 +383,56 @@ elldone:
 // broadcast from the packed rows at SI (float64) and BX (fp32). Every
 // product is exact in its format, so each FMA rounds as the loop's
 // product and then its sum do.
-#define H32STEP \
-	VFMADD231PD.BCST 0(SI), Z26, Z0 \
-	VFMADD231PD.BCST 0(SI), Z27, Z1 \
-	VFMADD231PS.BCST 0(BX), Z25, Z16 \
-	VFMADD231PD.BCST 8(SI), Z26, Z2 \
-	VFMADD231PD.BCST 8(SI), Z27, Z3 \
-	VFMADD231PS.BCST 4(BX), Z25, Z17 \
-	VFMADD231PD.BCST 16(SI), Z26, Z4 \
-	VFMADD231PD.BCST 16(SI), Z27, Z5 \
-	VFMADD231PS.BCST 8(BX), Z25, Z18 \
-	VFMADD231PD.BCST 24(SI), Z26, Z6 \
-	VFMADD231PD.BCST 24(SI), Z27, Z7 \
-	VFMADD231PS.BCST 12(BX), Z25, Z19 \
-	VFMADD231PD.BCST 32(SI), Z26, Z8 \
-	VFMADD231PD.BCST 32(SI), Z27, Z9 \
-	VFMADD231PS.BCST 16(BX), Z25, Z20 \
-	VFMADD231PD.BCST 40(SI), Z26, Z10 \
-	VFMADD231PD.BCST 40(SI), Z27, Z11 \
-	VFMADD231PS.BCST 20(BX), Z25, Z21 \
-	VFMADD231PD.BCST 48(SI), Z26, Z12 \
-	VFMADD231PD.BCST 48(SI), Z27, Z13 \
-	VFMADD231PS.BCST 24(BX), Z25, Z22 \
-	VFMADD231PD.BCST 56(SI), Z26, Z14 \
-	VFMADD231PD.BCST 56(SI), Z27, Z15 \
-	VFMADD231PS.BCST 28(BX), Z25, Z23
+#define H32ROW(ao, so, d0, d1, s0) \
+	VFMADD231PD.BCST ao(SI), Z26, d0 \
+	VFMADD231PD.BCST ao(SI), Z27, d1 \
+	VFMADD231PS.BCST so(BX), Z25, s0
 
-// The tile's sums from d and s (R12 and R13 walk their rows, R10 bytes
-// apart); s holds fp32 values as float64, whose narrowing is exact.
-#define H32LOAD \
-	VMOVUPD      (R12), Z0 \
-	VMOVUPD      64(R12), Z1 \
+#define H32STEP \
+	H32ROW(0, 0, Z0, Z1, Z16) \
+	H32ROW(8, 4, Z2, Z3, Z17) \
+	H32ROW(16, 8, Z4, Z5, Z18) \
+	H32ROW(24, 12, Z6, Z7, Z19) \
+	H32ROW(32, 16, Z8, Z9, Z20) \
+	H32ROW(40, 20, Z10, Z11, Z21) \
+	H32ROW(48, 24, Z12, Z13, Z22) \
+	H32ROW(56, 28, Z14, Z15, Z23)
+
+// A row's sums from d and s (R12 and R13, moved on to the next row, R10
+// bytes on); s holds fp32 values as float64, whose narrowing is exact.
+#define H32LOADROW(d0, d1, s0) \
+	VMOVUPD      (R12), d0 \
+	VMOVUPD      64(R12), d1 \
 	VMOVUPD      (R13), Z28 \
 	VCVTPD2PS    Z28, Y28 \
 	VMOVUPD      64(R13), Z29 \
 	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z16 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z2 \
-	VMOVUPD      64(R12), Z3 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z17 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z4 \
-	VMOVUPD      64(R12), Z5 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z18 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z6 \
-	VMOVUPD      64(R12), Z7 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z19 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z8 \
-	VMOVUPD      64(R12), Z9 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z20 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z10 \
-	VMOVUPD      64(R12), Z11 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z21 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z12 \
-	VMOVUPD      64(R12), Z13 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z22 \
-	ADDQ         R10, R12 \
-	ADDQ         R10, R13 \
-	VMOVUPD      (R12), Z14 \
-	VMOVUPD      64(R12), Z15 \
-	VMOVUPD      (R13), Z28 \
-	VCVTPD2PS    Z28, Y28 \
-	VMOVUPD      64(R13), Z29 \
-	VCVTPD2PS    Z29, Y29 \
-	VINSERTF64X4 $1, Y29, Z28, Z23 \
+	VINSERTF64X4 $1, Y29, Z28, s0 \
 	ADDQ         R10, R12 \
 	ADDQ         R10, R13
+
+// A row's sums into d and s, s widened to float64 (exact); sy is s0's
+// lower half.
+#define H32STOREROW(d0, d1, s0, sy) \
+	VMOVUPD       d0, (R12) \
+	VMOVUPD       d1, 64(R12) \
+	VEXTRACTF64X4 $1, s0, Y29 \
+	VCVTPS2PD     sy, Z28 \
+	VMOVUPD       Z28, (R13) \
+	VCVTPS2PD     Y29, Z29 \
+	VMOVUPD       Z29, 64(R13) \
+	ADDQ          R10, R12 \
+	ADDQ          R10, R13
+
+#define H32LOAD \
+	H32LOADROW(Z0, Z1, Z16) \
+	H32LOADROW(Z2, Z3, Z17) \
+	H32LOADROW(Z4, Z5, Z18) \
+	H32LOADROW(Z6, Z7, Z19) \
+	H32LOADROW(Z8, Z9, Z20) \
+	H32LOADROW(Z10, Z11, Z21) \
+	H32LOADROW(Z12, Z13, Z22) \
+	H32LOADROW(Z14, Z15, Z23)
 
 #define H32ZERO \
 	VPXORQ Z0, Z0, Z0 \
@@ -511,82 +460,20 @@ elldone:
 	VPXORQ Z15, Z15, Z15 \
 	VPXORQ Z23, Z23, Z23
 
-// The tile's sums into d and s, s widened to float64 (exact).
 #define H32STORE \
-	VMOVUPD       Z0, (R12) \
-	VMOVUPD       Z1, 64(R12) \
-	VEXTRACTF64X4 $1, Z16, Y29 \
-	VCVTPS2PD     Y16, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z2, (R12) \
-	VMOVUPD       Z3, 64(R12) \
-	VEXTRACTF64X4 $1, Z17, Y29 \
-	VCVTPS2PD     Y17, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z4, (R12) \
-	VMOVUPD       Z5, 64(R12) \
-	VEXTRACTF64X4 $1, Z18, Y29 \
-	VCVTPS2PD     Y18, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z6, (R12) \
-	VMOVUPD       Z7, 64(R12) \
-	VEXTRACTF64X4 $1, Z19, Y29 \
-	VCVTPS2PD     Y19, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z8, (R12) \
-	VMOVUPD       Z9, 64(R12) \
-	VEXTRACTF64X4 $1, Z20, Y29 \
-	VCVTPS2PD     Y20, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z10, (R12) \
-	VMOVUPD       Z11, 64(R12) \
-	VEXTRACTF64X4 $1, Z21, Y29 \
-	VCVTPS2PD     Y21, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z12, (R12) \
-	VMOVUPD       Z13, 64(R12) \
-	VEXTRACTF64X4 $1, Z22, Y29 \
-	VCVTPS2PD     Y22, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13 \
-	VMOVUPD       Z14, (R12) \
-	VMOVUPD       Z15, 64(R12) \
-	VEXTRACTF64X4 $1, Z23, Y29 \
-	VCVTPS2PD     Y23, Z28 \
-	VMOVUPD       Z28, (R13) \
-	VCVTPS2PD     Y29, Z29 \
-	VMOVUPD       Z29, 64(R13) \
-	ADDQ          R10, R12 \
-	ADDQ          R10, R13
+	H32STOREROW(Z0, Z1, Z16, Y16) \
+	H32STOREROW(Z2, Z3, Z17, Y17) \
+	H32STOREROW(Z4, Z5, Z18, Y18) \
+	H32STOREROW(Z6, Z7, Z19, Y19) \
+	H32STOREROW(Z8, Z9, Z20, Y20) \
+	H32STOREROW(Z10, Z11, Z21, Y21) \
+	H32STOREROW(Z12, Z13, Z22, Y22) \
+	H32STOREROW(Z14, Z15, Z23, Y23)
 
 // func mulAbsH32AVX512(kcc int, a *float64, aa *float32, b *uint16, ldb int, d, s *float64, ldc int, load bool)
+// CX counts the steps; SI, BX and DI walk a, aa and b (R9 = ldb in
+// bytes); R8 and R11 are d's and s's first rows (R10 = ldc in bytes);
+// Z31 is the fp32 magnitude mask.
 TEXT ·mulAbsH32AVX512(SB), NOSPLIT, $0-65
 	MOVQ         kcc+0(FP), CX
 	MOVQ         a+8(FP), SI
