@@ -154,7 +154,7 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 // withD sets d to reference.MulTensorRows' d and s to rows' S for the
 // rows [lo, hi), both in one pass (dgemm.MulAbsH32), and reports whether
 // it did: for fp16 a and b, fewer rows than gemmMag32Rows (a decoding
-// step's) and at least a tile's columns, where d and S each packed B in
+// step's) and at least one tile's 16 columns, where d and S each packed B in
 // strips of their own (the two took 42 and 30 cpu-ms at 16×4096×11008,
 // the pass 47), on a CPU with the pass's kernel.
 func (g *gemmMag32) withD(lo, hi int, d, s []float64) bool {

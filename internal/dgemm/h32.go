@@ -69,7 +69,7 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 		for kk, v := range a[i*k : (i+1)*k] {
 			f := v.Float32()
 			af[(g*k+kk)*h32Rows+r] = float64(f)
-			aa[(g*k+kk)*h32Rows+r] = float32(math.Abs(float64(f)))
+			aa[(g*k+kk)*h32Rows+r] = abs32(f)
 		}
 	}
 	tiles := n / h32Cols
