@@ -232,13 +232,10 @@ func (g *gemmExpecter) rows(e *bound.Expected, r0, r1 int) {
 	// Rows over all cores: each element reads only the inputs and its own
 	// d, s, and writes only its own entries.
 	grain := max(1, (1<<12)/max(n, 1))
-	if g.mag != nil {
-		if g.mag.withD(r0, r1, d, s) {
-			parallel.For(r1-r0, grain, func(lo, hi int) {
-				g.ev.rows(e, r0, r0+lo, r0+hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
-			})
-			return
-		}
+	switch {
+	case g.mag == nil:
+		reference.MatMulTensorRows(g.a, g.b, r0, r1, d, s)
+	case !g.mag.withD(r0, r1, d, s):
 		// S in fp32; each group of rows is evaluated as soon as its S is
 		// in s.
 		reference.MulTensorRows(g.a, g.b, r0, r1, d)
@@ -247,7 +244,6 @@ func (g *gemmExpecter) rows(e *bound.Expected, r0, r1 int) {
 		})
 		return
 	}
-	reference.MatMulTensorRows(g.a, g.b, r0, r1, d, s)
 	parallel.For(r1-r0, grain, func(lo, hi int) {
 		g.ev.rows(e, r0, r0+lo, r0+hi, d, s, g.dense, g.c, g.sa, g.sb, g.k, n)
 	})

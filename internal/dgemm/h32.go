@@ -106,16 +106,24 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 			copy(s[i*n+t0*h32Cols:i*n+t1*h32Cols], st[r*w:(r+1)*w])
 		}
 	})
-	// Columns past the last whole tile: the loop itself.
-	for i := range m {
-		for j := tiles * h32Cols; j < n; j++ {
-			dv, sv := 0.0, float32(0)
-			for kk := range k {
-				x, y := a[i*k+kk].Float32(), b[kk*n+j].Float32()
-				dv += float64(float64(x) * float64(y))
-				sv += float32(abs32(x) * abs32(y))
+	if tail := n - tiles*h32Cols; tail > 0 {
+		// Columns past the last whole tile: a tile of its own over a copy
+		// of them padded with zeros, into scratch.
+		j0 := tiles * h32Cols
+		bp := make([]float16.Float16, k*h32Cols)
+		for kk := range k {
+			copy(bp[kk*h32Cols:kk*h32Cols+tail], b[kk*n+j0:(kk+1)*n])
+		}
+		dt, st := make([]float64, groups*h32Rows*h32Cols), make([]float64, groups*h32Rows*h32Cols)
+		for kb := 0; kb < k; kb += h32K {
+			for g := range groups {
+				o := g * h32Rows * h32Cols
+				kern(min(h32K, k-kb), af[(g*k+kb)*h32Rows:], aa[(g*k+kb)*h32Rows:], bp[kb*h32Cols:], h32Cols, dt[o:], st[o:], h32Cols, kb > 0)
 			}
-			d[i*n+j], s[i*n+j] = dv, float64(sv)
+		}
+		for i := range m {
+			copy(d[i*n+j0:(i+1)*n], dt[i*h32Cols:i*h32Cols+tail])
+			copy(s[i*n+j0:(i+1)*n], st[i*h32Cols:i*h32Cols+tail])
 		}
 	}
 }

@@ -54,11 +54,15 @@ func asmTile(name string, tmr int, v variant, f func(kcc int, a, b, d *float64, 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		kernel, kernelName = kernelAVX2, "avx2"
+		ellKernel = ellRowAVX2
 	}
 	tiles := mulTiles()
 	mul = tiles[len(tiles)-1]
 	if h := mulHTiles(); len(h) > 0 {
 		mulH = h[len(h)-1]
+	}
+	if cpu.X86.HasAVX512F && cpu.X86.HasF16C && cpu.X86.HasFMA {
+		h32Kernel = h32AVX512
 	}
 }
 
@@ -133,12 +137,6 @@ func mulAVX512H(kcc int, a, b, d *float64, ldc int, load bool)
 // ellWidth columns: AVX2 with FMA where the CPU has both.
 var ellKernel func(kh int, v *float64, c *int, panel, d, s *float64)
 
-func init() {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ellKernel = ellRowAVX2
-	}
-}
-
 // ellRowAVX2 is ellRowGo on a whole panel of ellWidth columns, four ymm
 // accumulators each for d and s; each product is exact, so its FMA
 // rounds as the Go loop's product-then-sum does.
@@ -149,12 +147,6 @@ func ellRowAVX2(kh int, v *float64, c *int, panel, d, s *float64)
 // h32Kernel is MulAbsH32's tile: the AVX-512 one where the CPU has
 // AVX-512 and F16C, else none.
 var h32Kernel h32Func
-
-func init() {
-	if cpu.X86.HasAVX512F && cpu.X86.HasF16C && cpu.X86.HasFMA {
-		h32Kernel = h32AVX512
-	}
-}
 
 // h32AVX512 is mulAbsH32AVX512 after the bounds checks it cannot make;
 // kcc ≥ 1.
