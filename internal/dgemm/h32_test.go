@@ -81,9 +81,9 @@ func TestMulAbsH32MatchesLoop(t *testing.T) {
 }
 
 // BenchmarkMulAbsH32 is MulAbsH32 at a decoding step's shape (16 rows
-// against a 4096×11008 fp16 weight) beside what it replaces there, Mul's
-// d alone (the fp32 magnitudes, in ./ops, take about as long again:
-// BenchmarkGEMMMag32).
+// against a 4096×11008 fp16 weight). What it replaces there is timed by
+// BenchmarkMul/decode-fp16 (d alone) and ./ops' BenchmarkGEMMMag32 (the
+// fp32 magnitudes).
 func BenchmarkMulAbsH32(b *testing.B) {
 	if h32Kernel == nil {
 		b.Skip("no AVX-512 tile")
