@@ -151,15 +151,21 @@ func (g *gemmMag32) rows(lo, hi int, s []float64, fn func(lo, hi int)) {
 	})
 }
 
+// gemmMagWithD lets withD take the one pass; the test that holds both
+// paths to the serial evaluation turns it off.
+var gemmMagWithD = true
+
 // withD sets d to reference.MulTensorRows' d and s to rows' S for the
 // rows [lo, hi), both in one pass (dgemm.MulAbsH32), and reports whether
-// it did: for fp16 a and b, fewer rows than gemmMag32Rows (a decoding
-// step's) and at least one tile's 16 columns, where d and S each packed B in
-// strips of their own (the two took 42 and 30 cpu-ms at 16×4096×11008,
-// the pass 47), on a CPU with the pass's kernel.
+// it did: for fp16 a and b and at least one tile's 16 columns, on a CPU
+// with the pass's kernel. Where d and S each packed B of their own, the
+// pass reads it where it lies: at a decoding step's 16×4096×11008 the
+// two took 42 and 30 cpu-ms, the pass 47; BenchmarkSteps' gemm expect at
+// 1024³ went from 78–92 to 70–79 cpu-ms (three alternated runs of the
+// two test binaries, 2026-12-07).
 func (g *gemmMag32) withD(lo, hi int, d, s []float64) bool {
 	ah, bh := g.a.F16(), g.b.F16()
-	if ah == nil || bh == nil || hi-lo >= gemmMag32Rows || g.n < 16 {
+	if !gemmMagWithD || ah == nil || bh == nil || g.n < 16 {
 		return false
 	}
 	return dgemm.MulAbsH32(hi-lo, g.k, g.n, ah[lo*g.k:hi*g.k], bh, d, s)

@@ -12,12 +12,16 @@ import (
 // TestGEMMExpectMatchesSerial holds gemm's Expect, split by rows over
 // cores, to one serial pass over all rows, bit for bit, in every mode and
 // dist (special values take the reference's exact loop), with alpha and
-// beta, on a shape large enough to be split and on empty ones; the fp32
-// S with |b| packed whole and in blocks of 16 rows of K (gemmMag32K),
-// by rows and, with fewer rows than gemmMag32Rows, by strips of columns
-// (7×40×1100: two whole strips and a short one ending in a short panel).
+// beta, on a shape large enough to be split and on empty ones; fp16
+// operands' d and S through the one pass (dgemm.MulAbsH32, where the CPU
+// has it) and through Mul and the fp32 S, that with |b| packed whole and
+// in blocks of 16 rows of K (gemmMag32K), by rows and, with fewer rows
+// than gemmMag32Rows, by strips of columns (7×40×1100: two whole strips
+// and a short one ending in a short panel).
 func TestGEMMExpectMatchesSerial(t *testing.T) {
-	defer func(w, k int) { gemmMag32WholeElems, gemmMag32K = w, k }(gemmMag32WholeElems, gemmMag32K)
+	defer func(w, k int, h bool) {
+		gemmMag32WholeElems, gemmMag32K, gemmMagWithD = w, k, h
+	}(gemmMag32WholeElems, gemmMag32K, gemmMagWithD)
 	for _, dims := range [][3]int{{130, 40, 70}, {7, 40, 1100}, {3, 0, 5}, {3, 5, 0}, {0, 5, 3}} {
 		expectMatchesSerial(t, dims[0], dims[1], dims[2])
 	}
@@ -44,8 +48,8 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 		}
 		want := bound.NewExpected(m * n)
 		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-		for _, kb := range []int{0, 16} { // |b| whole, in blocks of 16 rows
-			gemmMag32WholeElems, gemmMag32K = 1<<20, 256
+		for _, kb := range []int{-1, 0, 16} { // the one pass; |b| whole, in blocks of 16 rows
+			gemmMag32WholeElems, gemmMag32K, gemmMagWithD = 1<<20, 256, kb < 0
 			if kb > 0 {
 				gemmMag32WholeElems, gemmMag32K = 0, kb
 			}
@@ -54,7 +58,7 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 				t.Fatal(err)
 			}
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
-				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d |b| in blocks of %d rows (0: whole): element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb, i, expectedAt(got["out"], i), expectedAt(want, i))
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d one pass %v, |b| in blocks of %d rows (0: whole): element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb < 0, max(kb, 0), i, expectedAt(got["out"], i), expectedAt(want, i))
 			}
 		}
 	})

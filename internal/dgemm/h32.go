@@ -2,10 +2,12 @@ package dgemm
 
 import (
 	"math"
+	"sync"
 
 	"github.com/x448/float16"
 
 	"github.com/npuverify/npuverify/internal/parallel"
+	"github.com/npuverify/npuverify/tensor"
 )
 
 // MulAbsH32 sets d = a·b, Mul's d bit for bit, and s to the magnitudes
@@ -17,13 +19,14 @@ import (
 // sum do, and s is gemm's fp32 magnitude sum, bit for bit but a NaN's
 // payload.
 //
-// It is the pass for a product of few rows against a wide B, a decoding
-// step's (16×4096 against 4096×11008): d and s together on an 8×16 tile,
-// B read where it lies, a 16-column strip a tile, where Mul and the fp32
-// magnitudes each packed B in strips of their own and so read it twice
-// and wrote it twice. It reports false, and touches nothing, where the
-// CPU has no such kernel (it needs AVX-512 and F16C); the caller then
-// takes Mul and its own magnitudes.
+// It is the pass for gemm's reference of fp16 operands: d and s
+// together on an 8×16 tile, B read where it lies, a 16-column strip a
+// tile, where Mul and the fp32 magnitudes each packed B of their own and
+// so read it twice and wrote it twice (at a decoding step's 16×4096
+// against 4096×11008, a pass over B that goes out to memory; at 1024³,
+// eight blocks of 128 rows, each packing all of B twice). It reports
+// false, and touches nothing, where the CPU has no such kernel (it needs
+// AVX-512 and F16C); the caller then takes Mul and its own magnitudes.
 func MulAbsH32(m, k, n int, a, b []float16.Float16, d, s []float64) bool {
 	if h32Kernel == nil {
 		return false
@@ -38,15 +41,45 @@ func MulAbsH32(m, k, n int, a, b []float16.Float16, d, s []float64) bool {
 // continuing from d and s when load, else from +0 (mulAbsH32Go).
 type h32Func func(kcc int, a []float64, aa []float32, b []float16.Float16, ldb int, d, s []float64, ldc int, load bool)
 
-// The tile and the blocking of MulAbsH32: its row groups and strips
-// take K a block of h32K at a time, a block that leaves the two row
-// groups' packed a (96 KiB each) and a 32-column strip of B (64 KiB)
-// in the core's L2 while the strip's two tiles pass over it.
+// The tile and the blocking of MulAbsH32. K is taken a block at a time,
+// every row group's packed a for the block (a slab, 12 bytes a value)
+// made before the tiles run over it: h32K steps, halved while the slab
+// would hold more than h32SlabBytes (past 340 rows), down to h32KMin.
+// Every block loads and stores each tile's sums again, which is what a
+// smaller block costs: at 1024³ (gemm's blocks of 128 rows, a slab of
+// 1.5 MiB) BenchmarkSteps' gemm expect took 67.8–70.2 cpu-ms (lowest six
+// of twelve) with K whole against 77.4–83.4 with blocks of 512 steps, six
+// alternated runs, 2026-12-07. At a decoding step's two row groups the
+// slab (192 KiB) and a 32-column strip of B (64 KiB) stay in the core's
+// L2 while the strip's two tiles pass over them.
 const (
-	h32Rows = 8
-	h32Cols = 16
-	h32K    = 1024
+	h32Rows      = 8
+	h32Cols      = 16
+	h32K         = 1024
+	h32KMin      = 256
+	h32SlabBytes = 4 << 20
 )
+
+// h32KBlock is MulAbsH32's K-block for k steps and groups row groups.
+func h32KBlock(k, groups int) int {
+	kcb := min(k, h32K)
+	for kcb > h32KMin && groups*h32Rows*kcb*12 > h32SlabBytes {
+		kcb /= 2
+	}
+	return kcb
+}
+
+// h32Slab is one K-block's packed a: for row group g and step kk of a
+// block of kcc steps, its rows' a at af[(g·kcc+kk)·h32Rows+r] and their
+// magnitudes in fp32 at aa[…].
+type h32Slab struct {
+	af []float64
+	aa []float32
+}
+
+// h32Slabs holds slabs between calls: a 1024³ reference makes eight
+// calls of 768 KiB of slab each.
+var h32Slabs sync.Pool
 
 // mulAbsH32 is MulAbsH32 on tile kern (the assembly one, or
 // mulAbsH32Go in the tests).
@@ -62,68 +95,90 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 		return
 	}
 	groups := (m + h32Rows - 1) / h32Rows
-	af := make([]float64, groups*k*h32Rows)
-	aa := make([]float32, groups*k*h32Rows)
-	for i := range m {
-		g, r := i/h32Rows, i%h32Rows
-		for kk, v := range a[i*k : (i+1)*k] {
-			f := v.Float32()
-			af[(g*k+kk)*h32Rows+r] = float64(f)
-			aa[(g*k+kk)*h32Rows+r] = abs32(f)
-		}
-	}
-	tiles := n / h32Cols
 	full := m / h32Rows // groups whose rows all exist
-	parallel.For((tiles+1)/2, 1, func(p0, p1 int) {
-		t0, t1 := 2*p0, min(2*p1, tiles)
-		// The last group's missing rows go to a scratch tile row of
-		// this core's columns.
-		var dt, st []float64
-		w := (t1 - t0) * h32Cols
-		if full < groups {
-			dt, st = make([]float64, h32Rows*w), make([]float64, h32Rows*w)
-		}
-		for kb := 0; kb < k; kb += h32K {
-			kcc := min(h32K, k-kb)
-			for t := t0; t < t1; t++ {
-				j := t * h32Cols
-				bt := b[kb*n+j:]
-				for g := range groups {
-					ag, aag := af[(g*k+kb)*h32Rows:], aa[(g*k+kb)*h32Rows:]
-					if g < full {
-						o := g*h32Rows*n + j
-						kern(kcc, ag, aag, bt, n, d[o:], s[o:], n, kb > 0)
-						continue
-					}
-					o := j - t0*h32Cols
-					kern(kcc, ag, aag, bt, n, dt[o:], st[o:], w, kb > 0)
+	kcb := h32KBlock(k, groups)
+	slab, _ := h32Slabs.Get().(*h32Slab)
+	if slab == nil || len(slab.af) < groups*kcb*h32Rows {
+		slab = &h32Slab{af: make([]float64, groups*kcb*h32Rows), aa: make([]float32, groups*kcb*h32Rows)}
+	}
+	defer h32Slabs.Put(slab)
+	tiles := n / h32Cols
+	tail := n - tiles*h32Cols
+	w := tiles * h32Cols
+	// The last group's missing rows go to scratch rows of w columns; the
+	// columns past the last whole tile to a tile of their own, over a
+	// copy of them padded with zeros (bp, a K-block's worth), into
+	// scratch for every group.
+	var dp, sp, dt, st []float64
+	var bp []float16.Float16
+	if full < groups {
+		dp, sp = make([]float64, h32Rows*w), make([]float64, h32Rows*w)
+	}
+	if tail > 0 {
+		bp = make([]float16.Float16, kcb*h32Cols)
+		dt, st = make([]float64, groups*h32Rows*h32Cols), make([]float64, groups*h32Rows*h32Cols)
+	}
+	// A core takes two tiles at a time (a 32-column strip of B, whole
+	// cache lines of fp16), the tail tile a unit of its own.
+	pairs := (tiles + 1) / 2
+	units := pairs
+	if tail > 0 {
+		units++
+	}
+	for kb := 0; kb < k; kb += kcb {
+		kcc := min(kcb, k-kb)
+		af, aa := slab.af[:groups*kcc*h32Rows], slab.aa[:groups*kcc*h32Rows]
+		parallel.For(groups, 1, func(g0, g1 int) {
+			var row [h32K]float32
+			for i := g0 * h32Rows; i < min(g1*h32Rows, m); i++ {
+				g, r := i/h32Rows, i%h32Rows
+				x := row[:kcc]
+				tensor.F16ToF32s(x, a[i*k+kb:i*k+kb+kcc])
+				for kk, f := range x {
+					af[(g*kcc+kk)*h32Rows+r] = float64(f)
+					aa[(g*kcc+kk)*h32Rows+r] = abs32(f)
 				}
 			}
-		}
-		for r := range m - full*h32Rows {
-			i := full*h32Rows + r
-			copy(d[i*n+t0*h32Cols:i*n+t1*h32Cols], dt[r*w:(r+1)*w])
-			copy(s[i*n+t0*h32Cols:i*n+t1*h32Cols], st[r*w:(r+1)*w])
-		}
-	})
-	if tail := n - tiles*h32Cols; tail > 0 {
-		// Columns past the last whole tile: a tile of its own over a copy
-		// of them padded with zeros, into scratch.
-		j0 := tiles * h32Cols
-		bp := make([]float16.Float16, k*h32Cols)
-		for kk := range k {
-			copy(bp[kk*h32Cols:kk*h32Cols+tail], b[kk*n+j0:(kk+1)*n])
-		}
-		dt, st := make([]float64, groups*h32Rows*h32Cols), make([]float64, groups*h32Rows*h32Cols)
-		for kb := 0; kb < k; kb += h32K {
-			for g := range groups {
-				o := g * h32Rows * h32Cols
-				kern(min(h32K, k-kb), af[(g*k+kb)*h32Rows:], aa[(g*k+kb)*h32Rows:], bp[kb*h32Cols:], h32Cols, dt[o:], st[o:], h32Cols, kb > 0)
+		})
+		if tail > 0 {
+			for kk := range kcc {
+				copy(bp[kk*h32Cols:kk*h32Cols+tail], b[(kb+kk)*n+w:(kb+kk+1)*n])
 			}
 		}
+		parallel.For(units, 1, func(u0, u1 int) {
+			for u := u0; u < u1; u++ {
+				if u == pairs {
+					for g := range groups {
+						o := g * h32Rows * h32Cols
+						kern(kcc, af[g*kcc*h32Rows:], aa[g*kcc*h32Rows:], bp, h32Cols, dt[o:], st[o:], h32Cols, kb > 0)
+					}
+					continue
+				}
+				for t := 2 * u; t < min(2*u+2, tiles); t++ {
+					j := t * h32Cols
+					bt := b[kb*n+j:]
+					for g := range groups {
+						ag, aag := af[g*kcc*h32Rows:], aa[g*kcc*h32Rows:]
+						if g < full {
+							o := g*h32Rows*n + j
+							kern(kcc, ag, aag, bt, n, d[o:], s[o:], n, kb > 0)
+						} else {
+							kern(kcc, ag, aag, bt, n, dp[j:], sp[j:], w, kb > 0)
+						}
+					}
+				}
+			}
+		})
+	}
+	for r := range m - full*h32Rows {
+		i := full*h32Rows + r
+		copy(d[i*n:i*n+w], dp[r*w:(r+1)*w])
+		copy(s[i*n:i*n+w], sp[r*w:(r+1)*w])
+	}
+	if tail > 0 {
 		for i := range m {
-			copy(d[i*n+j0:(i+1)*n], dt[i*h32Cols:i*h32Cols+tail])
-			copy(s[i*n+j0:(i+1)*n], st[i*h32Cols:i*h32Cols+tail])
+			copy(d[i*n+w:(i+1)*n], dt[i*h32Cols:i*h32Cols+tail])
+			copy(s[i*n+w:(i+1)*n], st[i*h32Cols:i*h32Cols+tail])
 		}
 	}
 }

@@ -49,14 +49,18 @@ func h32Loop(m, k, n int, a, b []float16.Float16) (d, s []float64) {
 // definition, bit for bit but a NaN's payload, on seeded fp16 operands,
 // with and without special values, on shapes with a partial row group
 // (m mod 8), columns past the last tile (n mod 16), one or two strips
-// per core and K crossing a K-block (h32K).
+// per core, and K crossing K-blocks: h32K at few rows, smaller blocks at
+// many (h32KBlock: 512 steps at 500 rows, K = 1324, and 350 at K = 700).
 func TestMulAbsH32MatchesLoop(t *testing.T) {
 	kerns := map[string]h32Func{"go": mulAbsH32Go}
 	if h32Kernel != nil {
 		kerns["asm"] = h32Kernel
 	}
+	if h32KBlock(h32K+300, 63) != 512 || h32KBlock(700, 63) != 350 {
+		t.Fatalf("h32KBlock = %d, %d: the shapes below no longer cross the K-blocks they are meant to", h32KBlock(h32K+300, 63), h32KBlock(700, 63))
+	}
 	seed := uint64(0)
-	for _, sh := range [][3]int{{1, 1, 16}, {8, 5, 16}, {16, 64, 48}, {13, 33, 37}, {3, 7, 5}, {16, h32K + 9, 96}, {9, 2*h32K + 1, 33}} {
+	for _, sh := range [][3]int{{1, 1, 16}, {8, 5, 16}, {16, 64, 48}, {13, 33, 37}, {3, 7, 5}, {16, h32K + 9, 96}, {9, 2*h32K + 1, 33}, {100, h32K + 300, 35}, {500, h32K + 300, 17}, {500, 700, 21}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		for _, specials := range []bool{false, true} {
 			seed++
@@ -81,22 +85,25 @@ func TestMulAbsH32MatchesLoop(t *testing.T) {
 }
 
 // BenchmarkMulAbsH32 is MulAbsH32 at a decoding step's shape (16 rows
-// against a 4096×11008 fp16 weight). What it replaces there is timed by
-// BenchmarkMul/decode-fp16 (d alone) and ./ops' BenchmarkGEMMMag32 (the
-// fp32 magnitudes).
+// against a 4096×11008 fp16 weight) and at a block of gemm's reference
+// at 1024³ (128 rows, ops.ExpectBlocks). What it replaces is timed by
+// BenchmarkMul (decode-fp16 and fp16-128x1024x1024: d alone) and ./ops'
+// BenchmarkGEMMMag32 (the fp32 magnitudes).
 func BenchmarkMulAbsH32(b *testing.B) {
 	if h32Kernel == nil {
 		b.Skip("no AVX-512 tile")
 	}
-	const m, k, n = 16, 4096, 11008
-	r := rand.New(rand.NewPCG(1, 41))
-	a, bh := h32Operand(r, m*k, false), h32Operand(r, k*n, false)
-	d, s := make([]float64, m*n), make([]float64, m*n)
-	b.Run(fmt.Sprintf("%dx%dx%d", m, k, n), func(b *testing.B) {
-		cpu0 := cpuTime()
-		for b.Loop() {
-			MulAbsH32(m, k, n, a, bh, d, s)
-		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-	})
+	for _, sh := range [][3]int{{16, 4096, 11008}, {128, 1024, 1024}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		r := rand.New(rand.NewPCG(1, 41))
+		a, bh := h32Operand(r, m*k, false), h32Operand(r, k*n, false)
+		d, s := make([]float64, m*n), make([]float64, m*n)
+		b.Run(fmt.Sprintf("%dx%dx%d", m, k, n), func(b *testing.B) {
+			cpu0 := cpuTime()
+			for b.Loop() {
+				MulAbsH32(m, k, n, a, bh, d, s)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
