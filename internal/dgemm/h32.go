@@ -41,33 +41,23 @@ func MulAbsH32(m, k, n int, a, b []float16.Float16, d, s []float64) bool {
 // continuing from d and s when load, else from +0 (mulAbsH32Go).
 type h32Func func(kcc int, a []float64, aa []float32, b []float16.Float16, ldb int, d, s []float64, ldc int, load bool)
 
-// The tile and the blocking of MulAbsH32. K is taken a block at a time,
-// every row group's packed a for the block (a slab, 12 bytes a value)
-// made before the tiles run over it: h32K steps, halved while the slab
-// would hold more than h32SlabBytes (past 340 rows), down to h32KMin.
-// Every block loads and stores each tile's sums again, which is what a
-// smaller block costs: at 1024³ (gemm's blocks of 128 rows, a slab of
-// 1.5 MiB) BenchmarkSteps' gemm expect took 67.8–70.2 cpu-ms (lowest six
-// of twelve) with K whole against 77.4–83.4 with blocks of 512 steps, six
-// alternated runs, 2026-12-07. At a decoding step's two row groups the
-// slab (192 KiB) and a 32-column strip of B (64 KiB) stay in the core's
-// L2 while the strip's two tiles pass over them.
+// The tile and the blocking of MulAbsH32. K is taken a block of h32K
+// steps at a time, every row group's packed a for the block (a slab, 12
+// bytes a value) made before the tiles run over it. Every block loads
+// and stores each tile's sums again: at 1024 rows (BenchmarkSteps' gemm
+// expect at 1024³, Expect whole) blocks of 256 steps, which kept the slab
+// at 3 MiB, took 76–81 cpu-ms against 67–71 with K whole and a slab of 12
+// MiB (three alternated runs, 2026-12-07), the sums of 1024 rows going
+// out to memory and back once a block. gemm's ExpectBlocks hands it 128
+// rows at 1024³ (a slab of 1.5 MiB) and at most 1024. At a decoding
+// step's two row groups the slab (192 KiB) and a 32-column strip of B
+// (64 KiB) stay in the core's L2 while the strip's two tiles pass over
+// them.
 const (
-	h32Rows      = 8
-	h32Cols      = 16
-	h32K         = 1024
-	h32KMin      = 256
-	h32SlabBytes = 4 << 20
+	h32Rows = 8
+	h32Cols = 16
+	h32K    = 1024
 )
-
-// h32KBlock is MulAbsH32's K-block for k steps and groups row groups.
-func h32KBlock(k, groups int) int {
-	kcb := min(k, h32K)
-	for kcb > h32KMin && groups*h32Rows*kcb*12 > h32SlabBytes {
-		kcb /= 2
-	}
-	return kcb
-}
 
 // h32Slab is one K-block's packed a: for row group g and step kk of a
 // block of kcc steps, its rows' a at af[(g·kcc+kk)·h32Rows+r] and their
@@ -78,7 +68,7 @@ type h32Slab struct {
 }
 
 // h32Slabs holds slabs between calls: a 1024³ reference makes eight
-// calls of 768 KiB of slab each.
+// calls of 1.5 MiB of slab each.
 var h32Slabs sync.Pool
 
 // mulAbsH32 is MulAbsH32 on tile kern (the assembly one, or
@@ -96,7 +86,7 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 	}
 	groups := (m + h32Rows - 1) / h32Rows
 	full := m / h32Rows // groups whose rows all exist
-	kcb := h32KBlock(k, groups)
+	kcb := min(k, h32K)
 	slab, _ := h32Slabs.Get().(*h32Slab)
 	if slab == nil || len(slab.af) < groups*kcb*h32Rows {
 		slab = &h32Slab{af: make([]float64, groups*kcb*h32Rows), aa: make([]float32, groups*kcb*h32Rows)}
