@@ -96,7 +96,9 @@ func (op gemm) expect(p Params, in map[string]*tensor.Tensor, num tensor.Numeric
 // 4% more time (min of eleven, 2026-12-05). The packing's share falls as
 // one over the rows, so a block of gemmBlockMaxRows has it near 4%: more
 // rows than that would only hold more memory, which a case of gigabytes
-// of tensors would feel.
+// of tensors would feel. (For fp16 operands on a CPU with AVX-512, d and
+// S now come from one pass that reads B where it lies and packs only the
+// block's rows of A, gemmMag32.withD; the blocks are sized as before.)
 //
 // Variables for the test that cuts small outputs into many blocks.
 var (

@@ -2,8 +2,8 @@
 // d = A·B and its magnitude s = |A|·|B| in one blocked, packed pass over
 // all cores, with register-blocked AVX2+FMA micro-kernels on amd64 (for
 // d alone, AVX-512 where the CPU has it) and portable ones elsewhere; and
-// for fp16 operands of few rows (a decoding step's), d with s summed in
-// fp32 in one pass over B where it lies (MulAbsH32, AVX-512).
+// for fp16 operands, d with s summed in fp32 in one pass over B where it
+// lies (MulAbsH32, AVX-512).
 //
 // The summation order is the contract: every element of d and s starts
 // from +0 and adds its products one at a time, k ascending, exactly as
