@@ -515,3 +515,60 @@ h32loop:
 	H32STORE
 	VZEROUPPER
 	RET
+
+// Twelve independent zmm multiply-adds a step, n steps: the core's
+// multiply-add throughput and nothing else (BenchmarkFMAPeak). Z12 and
+// Z13 are zero, so no value is ever subnormal.
+#define PEAK12(op) \
+	op Z12, Z13, Z0 \
+	op Z12, Z13, Z1 \
+	op Z12, Z13, Z2 \
+	op Z12, Z13, Z3 \
+	op Z12, Z13, Z4 \
+	op Z12, Z13, Z5 \
+	op Z12, Z13, Z6 \
+	op Z12, Z13, Z7 \
+	op Z12, Z13, Z8 \
+	op Z12, Z13, Z9 \
+	op Z12, Z13, Z10 \
+	op Z12, Z13, Z11
+
+#define PEAKZERO \
+	VPXORQ Z0, Z0, Z0 \
+	VPXORQ Z1, Z1, Z1 \
+	VPXORQ Z2, Z2, Z2 \
+	VPXORQ Z3, Z3, Z3 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPXORQ Z6, Z6, Z6 \
+	VPXORQ Z7, Z7, Z7 \
+	VPXORQ Z8, Z8, Z8 \
+	VPXORQ Z9, Z9, Z9 \
+	VPXORQ Z10, Z10, Z10 \
+	VPXORQ Z11, Z11, Z11 \
+	VPXORQ Z12, Z12, Z12 \
+	VPXORQ Z13, Z13, Z13
+
+// func fmaPeakF64(n int)
+TEXT ·fmaPeakF64(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	PEAKZERO
+
+peakf64:
+	PEAK12(VFMADD231PD)
+	DECQ CX
+	JNZ  peakf64
+	VZEROUPPER
+	RET
+
+// func fmaPeakF32(n int)
+TEXT ·fmaPeakF32(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	PEAKZERO
+
+peakf32:
+	PEAK12(VFMADD231PS)
+	DECQ CX
+	JNZ  peakf32
+	VZEROUPPER
+	RET
