@@ -46,7 +46,7 @@ type h32Func func(kcc int, a []float64, aa []float32, b []float16.Float16, ldb i
 // bytes a value) made before the tiles run over it. Every block loads
 // and stores each tile's sums again: at 1024 rows (BenchmarkSteps' gemm
 // expect at 1024³, Expect whole) blocks of 256 steps, which kept the slab
-// at 3 MiB, took 76–81 cpu-ms against 67–71 with K whole and a slab of 12
+// at 3 MiB, took 76–83 cpu-ms against 67–71 with K whole and a slab of 12
 // MiB (three alternated runs, 2026-12-07), the sums of 1024 rows going
 // out to memory and back once a block. gemm's ExpectBlocks hands it 128
 // rows at 1024³ (a slab of 1.5 MiB) and at most 1024. At a decoding
