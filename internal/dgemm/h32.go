@@ -59,6 +59,13 @@ const (
 	h32K    = 1024
 )
 
+// h32MaxRows is the most rows one pass takes: more are taken h32MaxRows
+// at a time, each such block reading B again, so that the slab (12 bytes
+// a row and step) stays at most 12 MiB, where an Expect of a tall a
+// whole (an NZ output's) would hold six times a's bytes. Variable for
+// the test that cuts small products into such blocks.
+var h32MaxRows = 1024
+
 // h32Slab is one K-block's packed a: for row group g and step kk of a
 // block of kcc steps, its rows' a at af[(g·kcc+kk)·h32Rows+r] and their
 // magnitudes in fp32 at aa[…].
@@ -82,6 +89,13 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 	if k == 0 {
 		clear(d)
 		clear(s)
+		return
+	}
+	if m > h32MaxRows {
+		for r0 := 0; r0 < m; r0 += h32MaxRows {
+			r1 := min(r0+h32MaxRows, m)
+			mulAbsH32(kern, r1-r0, k, n, a[r0*k:r1*k], b, d[r0*n:r1*n], s[r0*n:r1*n])
+		}
 		return
 	}
 	groups := (m + h32Rows - 1) / h32Rows

@@ -49,14 +49,18 @@ func h32Loop(m, k, n int, a, b []float16.Float16) (d, s []float64) {
 // definition, bit for bit but a NaN's payload, on seeded fp16 operands,
 // with and without special values, on shapes with a partial row group
 // (m mod 8), columns past the last tile (n mod 16), one or two strips
-// per core, and K crossing K-blocks (h32K) at few rows and at many.
+// per core, K crossing K-blocks (h32K) at few rows and at many, and m
+// taken in blocks of rows (h32MaxRows, lowered to 24: blocks of 24, 24
+// and 13 rows of a 61-row product).
 func TestMulAbsH32MatchesLoop(t *testing.T) {
 	kerns := map[string]h32Func{"go": mulAbsH32Go}
 	if h32Kernel != nil {
 		kerns["asm"] = h32Kernel
 	}
+	defer func(r int) { h32MaxRows = r }(h32MaxRows)
+	wholeRows := h32MaxRows
 	seed := uint64(0)
-	for _, sh := range [][3]int{{1, 1, 16}, {8, 5, 16}, {16, 64, 48}, {13, 33, 37}, {3, 7, 5}, {16, h32K + 9, 96}, {9, 2*h32K + 1, 33}, {100, h32K + 300, 35}} {
+	for _, sh := range [][3]int{{1, 1, 16}, {8, 5, 16}, {16, 64, 48}, {13, 33, 37}, {3, 7, 5}, {16, h32K + 9, 96}, {9, 2*h32K + 1, 33}, {100, h32K + 300, 35}, {61, 40, 35}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		for _, specials := range []bool{false, true} {
 			seed++
@@ -64,15 +68,18 @@ func TestMulAbsH32MatchesLoop(t *testing.T) {
 			a, b := h32Operand(r, m*k, specials), h32Operand(r, k*n, specials)
 			wd, ws := h32Loop(m, k, n, a, b)
 			for name, kern := range kerns {
-				d, s := make([]float64, m*n), make([]float64, m*n)
-				for i := range d {
-					d[i], s[i] = math.NaN(), math.NaN() // overwritten
-				}
-				mulAbsH32(kern, m, k, n, a, b, d, s)
-				for i := range d {
-					if !same(d[i], wd[i]) || !same(s[i], ws[i]) {
-						t.Fatalf("MulAbsH32 %s m=%d k=%d n=%d specials=%v seed=%d: element (%d, %d): d, s = %v, %v / want %v, %v",
-							name, m, k, n, specials, seed, i/n, i%n, d[i], s[i], wd[i], ws[i])
+				for _, maxRows := range []int{wholeRows, 24} {
+					h32MaxRows = maxRows
+					d, s := make([]float64, m*n), make([]float64, m*n)
+					for i := range d {
+						d[i], s[i] = math.NaN(), math.NaN() // overwritten
+					}
+					mulAbsH32(kern, m, k, n, a, b, d, s)
+					for i := range d {
+						if !same(d[i], wd[i]) || !same(s[i], ws[i]) {
+							t.Fatalf("MulAbsH32 %s m=%d k=%d n=%d specials=%v seed=%d, blocks of %d rows: element (%d, %d): d, s = %v, %v / want %v, %v",
+								name, m, k, n, specials, seed, maxRows, i/n, i%n, d[i], s[i], wd[i], ws[i])
+						}
 					}
 				}
 			}
