@@ -160,9 +160,9 @@ var gemmMagWithD = true
 // it did: for fp16 a and b and at least one tile's 16 columns, on a CPU
 // with the pass's kernel. Where d and S each packed B of their own, the
 // pass reads it where it lies: at a decoding step's 16×4096×11008 the
-// two took 42 and 30 cpu-ms, the pass 47; BenchmarkSteps' gemm expect at
-// 1024³ went from 78–92 to 70–79 cpu-ms (three alternated runs of the
-// two test binaries, 2026-12-07).
+// two took 42 and 30 cpu-ms, the pass 47; at 1024³ BenchmarkSteps' gemm
+// expect went from 75.6–77.6 to 67.8–70.2 cpu-ms (the lowest six of
+// twelve, six alternated runs of the two test binaries, 2026-12-07).
 func (g *gemmMag32) withD(lo, hi int, d, s []float64) bool {
 	ah, bh := g.a.F16(), g.b.F16()
 	if !gemmMagWithD || ah == nil || bh == nil || g.n < 16 {
