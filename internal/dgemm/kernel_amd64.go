@@ -162,16 +162,11 @@ func h32AVX512(kcc int, a []float64, aa []float32, b []float16.Float16, ldb int,
 //go:noescape
 func mulAbsH32AVX512(kcc int, a *float64, aa *float32, b *uint16, ldb int, d, s *float64, ldc int, load bool)
 
-// fmaPeakF64 and fmaPeakF32 run n steps of twelve independent zmm
-// multiply-adds (96 float64 or 192 fp32 ones a step) on zeros: nothing
-// but the core's multiply-add throughput, which BenchmarkFMAPeak reports
-// as the floor the products of this package are measured against. They
-// need AVX-512 (n ≥ 1).
+// fmaPeak runs n steps of twelve independent zmm multiply-adds on zeros
+// (96 float64 ones a step, or 192 fp32 ones with f32): nothing but the
+// core's multiply-add throughput, which BenchmarkFMAPeak reports as the
+// floor the products of this package are measured against. It needs
+// AVX-512 (n ≥ 1).
 //
 //go:noescape
-func fmaPeakF64(n int)
-
-// fmaPeakF32 is fmaPeakF64 on fp32 lanes.
-//
-//go:noescape
-func fmaPeakF32(n int)
+func fmaPeak(n int, f32 bool)

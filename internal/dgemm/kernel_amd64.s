@@ -534,14 +534,7 @@ h32loop:
 	op Z12, Z13, Z11
 
 #define PEAKZERO \
-	VPXORQ Z0, Z0, Z0 \
-	VPXORQ Z1, Z1, Z1 \
-	VPXORQ Z2, Z2, Z2 \
-	VPXORQ Z3, Z3, Z3 \
-	VPXORQ Z4, Z4, Z4 \
-	VPXORQ Z5, Z5, Z5 \
-	VPXORQ Z6, Z6, Z6 \
-	VPXORQ Z7, Z7, Z7 \
+	ZZERO \
 	VPXORQ Z8, Z8, Z8 \
 	VPXORQ Z9, Z9, Z9 \
 	VPXORQ Z10, Z10, Z10 \
@@ -549,26 +542,25 @@ h32loop:
 	VPXORQ Z12, Z12, Z12 \
 	VPXORQ Z13, Z13, Z13
 
-// func fmaPeakF64(n int)
-TEXT ·fmaPeakF64(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
+// func fmaPeak(n int, f32 bool)
+TEXT ·fmaPeak(SB), NOSPLIT, $0-9
+	MOVQ    n+0(FP), CX
+	MOVBQZX f32+8(FP), AX
 	PEAKZERO
+	TESTQ   AX, AX
+	JNZ     peakf32
 
 peakf64:
 	PEAK12(VFMADD231PD)
 	DECQ CX
 	JNZ  peakf64
-	VZEROUPPER
-	RET
-
-// func fmaPeakF32(n int)
-TEXT ·fmaPeakF32(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	PEAKZERO
+	JMP  peakdone
 
 peakf32:
 	PEAK12(VFMADD231PS)
 	DECQ CX
 	JNZ  peakf32
+
+peakdone:
 	VZEROUPPER
 	RET

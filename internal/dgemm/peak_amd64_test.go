@@ -21,12 +21,12 @@ func BenchmarkFMAPeak(b *testing.B) {
 	const steps = 1 << 16
 	for _, c := range []struct {
 		name string
-		f    func(int)
+		f32  bool
 		macs float64 // multiply-adds a step
-	}{{"f64", fmaPeakF64, 96}, {"f32", fmaPeakF32, 192}} {
+	}{{"f64", false, 96}, {"f32", true, 192}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				c.f(steps)
+				fmaPeak(steps, c.f32)
 			}
 			b.ReportMetric(c.macs*steps*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "MAC/ns")
 		})
