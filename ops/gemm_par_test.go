@@ -48,17 +48,18 @@ func expectMatchesSerial(t *testing.T, m, k, n int) {
 		}
 		want := bound.NewExpected(m * n)
 		ev.rows(want, 0, 0, m, d, s, &gemmDense{af: a, bf: b}, c, sa, sb, k, n)
-		for _, kb := range []int{-1, 0, 16} { // the one pass; |b| whole, in blocks of 16 rows
-			gemmMag32WholeElems, gemmMag32K, gemmMagWithD = 1<<20, 256, kb < 0
-			if kb > 0 {
-				gemmMag32WholeElems, gemmMag32K = 0, kb
-			}
+		for _, path := range []struct {
+			name             string
+			withD            bool
+			wholeElems, magK int
+		}{{"one pass", true, 1 << 20, 256}, {"|b| whole", false, 1 << 20, 256}, {"|b| in blocks of 16 rows", false, 0, 16}} {
+			gemmMag32WholeElems, gemmMag32K, gemmMagWithD = path.wholeElems, path.magK, path.withD
 			got, err := GEMM.Expect(p, in, num)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if i := firstExpectedDiff(got["out"], want); i >= 0 {
-				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d one pass %v, |b| in blocks of %d rows (0: whole): element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, kb < 0, max(kb, 0), i, expectedAt(got["out"], i), expectedAt(want, i))
+				t.Fatalf("gemm mode=%s dist=%s %dx%dx%d seed=%d, d and S by %s: element %d: got %s / want %s", mode.Name, dist, m, k, n, seed, path.name, i, expectedAt(got["out"], i), expectedAt(want, i))
 			}
 		}
 	})

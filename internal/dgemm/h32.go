@@ -134,10 +134,16 @@ func mulAbsH32(kern h32Func, m, k, n int, a, b []float16.Float16, d, s []float64
 		af, aa := slab.af[:groups*kcc*h32Rows], slab.aa[:groups*kcc*h32Rows]
 		parallel.For(groups, 1, func(g0, g1 int) {
 			var row [h32K]float32
-			for i := g0 * h32Rows; i < min(g1*h32Rows, m); i++ {
+			for i := g0 * h32Rows; i < g1*h32Rows; i++ {
 				g, r := i/h32Rows, i%h32Rows
 				x := row[:kcc]
-				tensor.F16ToF32s(x, a[i*k+kb:i*k+kb+kcc])
+				if i < m {
+					tensor.F16ToF32s(x, a[i*k+kb:i*k+kb+kcc])
+				} else {
+					// A row past m (the last group's): zeros, not
+					// whatever an earlier call left in the slab.
+					clear(x)
+				}
 				for kk, f := range x {
 					af[(g*kcc+kk)*h32Rows+r] = float64(f)
 					aa[(g*kcc+kk)*h32Rows+r] = abs32(f)
